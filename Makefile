@@ -1,0 +1,29 @@
+# fairmonitor: the two commands a newcomer needs.
+#   make demo  - set up .venv and run the main job on the embedded default
+#   make test  - set up .venv and run the whole suite
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test venv bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/fairmonitor demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest --doctest-modules fairmonitor plugins tests
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/run_all.py
+
+clean:
+	rm -rf $(VENV) demo build *.egg-info

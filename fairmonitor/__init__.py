@@ -1,0 +1,42 @@
+"""fairmonitor: fairness as a monitored production signal.
+
+The core API is pure numpy/scipy: the metrics (:mod:`fairmonitor.metrics`), the report layer
+(:class:`Window`, :func:`evaluate_window`) and thresholds. ``import fairmonitor`` never imports
+mlflow, prometheus_client or apscheduler; the MLflow evaluator and the monitor do, lazily.
+"""
+
+from importlib.metadata import PackageNotFoundError, version
+
+from ._registry import METRICS, MetricSpec, get_metric
+from .exceptions import (
+    ConfigError,
+    FairmonitorError,
+    GroupExclusionWarning,
+    InvalidInputError,
+    UndefinedMetricWarning,
+    WindowUnavailableError,
+)
+from .report import Window, WindowReport, evaluate_window
+from .thresholds import Threshold
+
+try:
+    __version__ = version("fairmonitor")
+except PackageNotFoundError:  # running from a checkout without installing
+    __version__ = "0.0.0+unknown"
+
+__all__ = [
+    "METRICS",
+    "ConfigError",
+    "FairmonitorError",
+    "GroupExclusionWarning",
+    "InvalidInputError",
+    "MetricSpec",
+    "Threshold",
+    "UndefinedMetricWarning",
+    "Window",
+    "WindowReport",
+    "WindowUnavailableError",
+    "__version__",
+    "evaluate_window",
+    "get_metric",
+]

@@ -1,0 +1,181 @@
+"""Input checks shared by every public function: the only place error texts are built.
+
+Each check raises :class:`~fairmonitor.exceptions.InvalidInputError` with a message that names
+the argument, the rule, what was received and the fix. The helpers are small on purpose: a
+public function calls the two or three it needs at its top.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable, Sequence
+from typing import Any, TypeVar
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from .exceptions import InvalidInputError, UndefinedMetricWarning
+
+T = TypeVar("T")
+
+# Scores may overshoot [0, 1] by float round-off (e.g. 1 - 1e-17 computed as 1 + 2e-16);
+# anything beyond this tolerance is a real error, anything within is clipped.
+SCORE_TOLERANCE = 1e-9
+
+
+def _first_rows(mask: NDArray[np.bool_], limit: int = 5) -> str:
+    rows = np.flatnonzero(mask)
+    shown = ", ".join(str(int(r)) for r in rows[:limit])
+    return shown + (f", ... ({rows.size} in all)" if rows.size > limit else "")
+
+
+def check_1d(values: ArrayLike, name: str) -> NDArray[Any]:
+    """Return ``values`` as a 1-D array, or raise naming ``name``.
+
+    >>> check_1d([1, 0, 1], "y_pred")
+    array([1, 0, 1])
+    """
+    if values is None:
+        raise InvalidInputError(f"`{name}` is required; got None.")
+    arr = np.asarray(values)
+    if arr.ndim == 2 and 1 in arr.shape and arr.size > 0:
+        arr = arr.reshape(-1)
+    if arr.ndim != 1:
+        raise InvalidInputError(
+            f"`{name}` must be 1-dimensional (one value per row); got shape {arr.shape}."
+        )
+    if arr.size == 0:
+        raise InvalidInputError(f"`{name}` is empty; pass at least one row.")
+    return arr
+
+
+def check_same_length(**arrays: Any) -> int:
+    """Check that all named arrays have the same number of rows; return it.
+
+    >>> check_same_length(y_true=[1, 0], y_pred=[0, 1])
+    2
+    >>> check_same_length(y_pred=[0, 1, 1], sensitive_features=[0, 1])
+    Traceback (most recent call last):
+    ...
+    fairmonitor.exceptions.InvalidInputError: `y_pred` has 3 rows but `sensitive_features` has 2; pass arrays aligned row by row.
+    """
+    items = [(k, len(v)) for k, v in arrays.items() if v is not None]
+    first_name, first_len = items[0]
+    for name, n in items[1:]:
+        if n != first_len:
+            raise InvalidInputError(
+                f"`{first_name}` has {first_len} rows but `{name}` has {n}; "
+                "pass arrays aligned row by row."
+            )
+    return first_len
+
+
+def check_binary(values: ArrayLike, name: str) -> NDArray[np.float64]:
+    """Return hard 0/1 labels as floats, or raise listing the values found.
+
+    Booleans and the integers/floats 0 and 1 are accepted.
+
+    >>> check_binary([True, False, True], "y_pred")
+    array([1., 0., 1.])
+    """
+    arr = check_1d(values, name)
+    if arr.dtype == bool:
+        return arr.astype(np.float64)
+    if not np.issubdtype(arr.dtype, np.number):
+        found = np.unique(arr.astype(str))[:6]
+        raise InvalidInputError(
+            f"`{name}` must hold hard 0/1 labels; got non-numeric values {list(found)}. "
+            "Encode the positive class as 1 (e.g. `y == 'yes'`)."
+        )
+    as_float = arr.astype(np.float64)
+    check_finite(as_float, name)
+    bad = (as_float != 0) & (as_float != 1)
+    if bad.any():
+        found = np.unique(as_float[bad])[:6]
+        hint = (
+            " These look like scores: threshold them first (e.g. `y_score >= 0.5`) or use a "
+            "score metric (abcc, abpc, madd)."
+            if ((as_float >= 0) & (as_float <= 1)).all()
+            else ""
+        )
+        raise InvalidInputError(
+            f"`{name}` must hold hard 0/1 labels; {int(bad.sum())} values are neither "
+            f"(e.g. {[float(v) for v in found]}).{hint}"
+        )
+    return as_float
+
+
+def check_finite(values: NDArray[Any], name: str) -> None:
+    """Raise if ``values`` holds NaN or +-inf, naming the count and the first rows."""
+    bad = ~np.isfinite(values)
+    if bad.any():
+        raise InvalidInputError(
+            f"`{name}` has {int(bad.sum())} NaN or infinite values (rows {_first_rows(bad)}); "
+            "drop or impute those rows before computing fairness metrics."
+        )
+
+
+def check_scores(values: ArrayLike, name: str = "y_score") -> NDArray[np.float64]:
+    """Return scores as floats in [0, 1], or raise naming the count and the fix.
+
+    Values within ``SCORE_TOLERANCE`` of the interval are clipped (float round-off).
+
+    >>> check_scores([0.2, 1.0 + 1e-12])
+    array([0.2, 1. ])
+    >>> check_scores([0.2, 3.0])
+    Traceback (most recent call last):
+    ...
+    fairmonitor.exceptions.InvalidInputError: `y_score` must lie in [0, 1]; 1 values are outside (rows 1, range [0.2, 3]). Pass probabilities (e.g. `predict_proba(X)[:, 1]`) or rescale the scores to [0, 1].
+    """
+    arr = check_1d(values, name)
+    if not np.issubdtype(arr.dtype, np.number) or arr.dtype == bool:
+        raise InvalidInputError(f"`{name}` must be numeric scores; got dtype {arr.dtype}.")
+    arr = arr.astype(np.float64)
+    check_finite(arr, name)
+    bad = (arr < -SCORE_TOLERANCE) | (arr > 1 + SCORE_TOLERANCE)
+    if bad.any():
+        raise InvalidInputError(
+            f"`{name}` must lie in [0, 1]; {int(bad.sum())} values are outside "
+            f"(rows {_first_rows(bad)}, range [{arr.min():.6g}, {arr.max():.6g}]). "
+            "Pass probabilities (e.g. `predict_proba(X)[:, 1]`) or rescale the scores to [0, 1]."
+        )
+    return np.clip(arr, 0.0, 1.0)
+
+
+def check_option(value: T, name: str, allowed: Sequence[T], *, func: str = "") -> T:
+    """Raise unless ``value`` is one of ``allowed``, listing the allowed values.
+
+    >>> check_option("max", "agg", ("max", "mean"))
+    'max'
+    >>> check_option("median", "agg", ("max", "mean"), func="abcc")
+    Traceback (most recent call last):
+    ...
+    fairmonitor.exceptions.InvalidInputError: The 'agg' parameter of abcc must be one of ('max', 'mean'); got 'median'.
+    """
+    if value not in allowed:
+        where = f" of {func}" if func else ""
+        raise InvalidInputError(
+            f"The '{name}' parameter{where} must be one of {tuple(allowed)!r}; got {value!r}."
+        )
+    return value
+
+
+def check_positive_int(value: Any, name: str, *, minimum: int = 1) -> int:
+    """Raise unless ``value`` is an integer >= ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
+        raise InvalidInputError(f"`{name}` must be an integer >= {minimum}; got {value!r}.")
+    return int(value)
+
+
+def warn_undefined(metric: str, reason: str) -> float:
+    """Emit an :class:`UndefinedMetricWarning` naming the metric and the cause; return NaN."""
+    warnings.warn(f"{metric} is undefined: {reason}. Returning nan.", UndefinedMetricWarning,
+                  stacklevel=3)
+    return float("nan")
+
+
+def format_labels(labels: Iterable[Any], limit: int = 8) -> str:
+    """Format group labels for a message: ``'a', 'b', ... (12 in all)``."""
+    labels = list(labels)
+    shown = ", ".join(repr(lab) for lab in labels[:limit])
+    return shown + (f", ... ({len(labels)} in all)" if len(labels) > limit else "")

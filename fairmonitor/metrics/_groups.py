@@ -1,0 +1,214 @@
+"""Turn ``sensitive_features`` into integer group codes.
+
+Every metric calls :func:`encode_groups` once. It accepts what fairlearn accepts (a 1-D
+array, list or Series for one attribute; a DataFrame, a dict of columns or a 2-D array for
+several) and, with several columns, groups rows by the **intersection** of the attributes.
+Pandas objects are handled by duck typing (``.columns``, ``.name``), so this module imports
+only numpy.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .._validation import _first_rows, check_positive_int, format_labels
+from ..exceptions import GroupExclusionWarning, InvalidInputError
+
+__all__ = ["Groups", "encode_groups", "sensitive_columns"]
+
+#: Separator between attribute names of an intersection, e.g. ``"sex:race"``. A colon is
+#: allowed in MLflow metric keys and Prometheus label values, and rarely in column names.
+INTERSECTION_SEPARATOR = ":"
+
+
+@dataclass(frozen=True, slots=True)
+class Groups:
+    """Group codes for one (possibly intersectional) sensitive attribute.
+
+    Attributes
+    ----------
+    codes : ndarray of shape (n_samples,)
+        Group index of each row in ``0..n_groups-1``; ``-1`` marks rows of excluded groups.
+    labels : tuple
+        The label of each kept group (a tuple of values for an intersection), sorted.
+    counts : ndarray of shape (n_groups,)
+        Rows per kept group.
+    name : str
+        Attribute name, ``"a:b"`` for an intersection.
+    excluded : dict
+        Excluded group label -> row count (groups below ``min_group_size``).
+    """
+
+    codes: NDArray[np.intp]
+    labels: tuple[Any, ...]
+    counts: NDArray[np.intp]
+    name: str
+    excluded: Mapping[Any, int]
+
+    @property
+    def n_groups(self) -> int:
+        """Number of kept groups."""
+        return len(self.labels)
+
+    def members(self, k: int) -> NDArray[np.intp]:
+        """Row indices of group ``k``."""
+        return np.flatnonzero(self.codes == k)
+
+    def split(self, values: NDArray[Any]) -> list[NDArray[Any]]:
+        """Split ``values`` (aligned with the rows) into one array per kept group.
+
+        One stable argsort instead of K boolean masks: O(n log n) once, not O(n K).
+        """
+        order = np.argsort(self.codes, kind="stable")
+        kept = order[int(np.count_nonzero(self.codes < 0)) :]  # excluded rows (code -1) sort first
+        return np.split(values[kept], np.cumsum(self.counts)[:-1])
+
+
+def sensitive_columns(sensitive_features: Any) -> dict[str, NDArray[Any]]:
+    """Normalise ``sensitive_features`` into an ordered ``{name: 1-D array}`` mapping.
+
+    >>> sensitive_columns(["a", "b"])
+    {'sensitive_feature_0': array(['a', 'b'], dtype='<U1')}
+    >>> list(sensitive_columns({"sex": [0, 1], "race": [1, 1]}))
+    ['sex', 'race']
+    """
+    if sensitive_features is None:
+        raise InvalidInputError("`sensitive_features` is required; got None.")
+    if hasattr(sensitive_features, "columns"):  # DataFrame
+        columns = {str(c): np.asarray(sensitive_features[c]) for c in sensitive_features.columns}
+    elif isinstance(sensitive_features, Mapping):
+        columns = {str(k): np.asarray(v) for k, v in sensitive_features.items()}
+    else:
+        arr = np.asarray(sensitive_features)
+        name = getattr(sensitive_features, "name", None)
+        if arr.ndim == 1:
+            columns = {str(name) if name is not None else "sensitive_feature_0": arr}
+        elif arr.ndim == 2:
+            columns = {f"sensitive_feature_{j}": arr[:, j] for j in range(arr.shape[1])}
+        else:
+            raise InvalidInputError(
+                "`sensitive_features` must be 1-D (one attribute) or 2-D / a DataFrame / "
+                f"a dict of columns (several attributes); got shape {arr.shape}."
+            )
+    if not columns:
+        raise InvalidInputError("`sensitive_features` has no columns.")
+    for name, col in columns.items():
+        if col.ndim != 1:
+            raise InvalidInputError(
+                f"sensitive feature '{name}' must be 1-D; got shape {col.shape}."
+            )
+        _check_no_missing(col, name)
+    lengths = {len(c) for c in columns.values()}
+    if len(lengths) > 1:
+        sizes = ", ".join(f"'{k}': {len(v)}" for k, v in columns.items())
+        raise InvalidInputError(f"sensitive feature columns differ in length ({sizes}).")
+    return columns
+
+
+def _check_no_missing(col: NDArray[Any], name: str) -> None:
+    if col.dtype.kind == "f":
+        missing = np.isnan(col)
+    elif col.dtype.kind == "O":
+        missing = np.array([v is None or (isinstance(v, float) and v != v) for v in col])
+    else:
+        return
+    if missing.any():
+        raise InvalidInputError(
+            f"sensitive feature '{name}' has {int(missing.sum())} missing values (NaN/None) at "
+            f"rows {_first_rows(missing)}; fill them with an explicit category such as "
+            "'unknown', or drop those rows."
+        )
+
+
+def encode_groups(
+    sensitive_features: Any, *, n_samples: int | None = None, min_group_size: int = 1
+) -> Groups:
+    """Encode ``sensitive_features`` as group codes, dropping groups below ``min_group_size``.
+
+    Parameters
+    ----------
+    sensitive_features : array-like, DataFrame or dict of array-like
+        One attribute (1-D) or several (their intersection defines the groups).
+    n_samples : int, optional
+        Expected number of rows; a mismatch raises an error naming both lengths.
+    min_group_size : int, default=1
+        Groups with fewer rows are excluded (code ``-1``) with a
+        :class:`~fairmonitor.exceptions.GroupExclusionWarning` naming them.
+
+    Returns
+    -------
+    groups : Groups
+
+    Examples
+    --------
+    >>> g = encode_groups({"sex": ["F", "M", "F"], "race": ["a", "a", "b"]})
+    >>> g.name, g.labels, g.codes.tolist()
+    ('sex:race', (('F', 'a'), ('F', 'b'), ('M', 'a')), [0, 2, 1])
+    """
+    min_group_size = check_positive_int(min_group_size, "min_group_size")
+    columns = sensitive_columns(sensitive_features)
+    n = len(next(iter(columns.values())))
+    if n_samples is not None and n != n_samples:
+        raise InvalidInputError(
+            f"`sensitive_features` has {n} rows but the predictions/scores have {n_samples}; "
+            "pass arrays aligned row by row."
+        )
+    if n == 0:
+        raise InvalidInputError("`sensitive_features` is empty; pass at least one row.")
+    per_column = [np.unique(col, return_inverse=True) for col in columns.values()]
+    if len(per_column) == 1:
+        uniques, codes = per_column[0]
+        labels = [u.item() if hasattr(u, "item") else u for u in uniques]
+    else:
+        # Mixed-radix code of the per-column codes, then compress to the observed cells.
+        combined = np.zeros(n, dtype=np.int64)
+        for uniques, inv in per_column:
+            combined = combined * len(uniques) + inv.reshape(-1)
+        cells, codes = np.unique(combined, return_inverse=True)
+        labels = []
+        for cell in cells:
+            parts = []
+            for uniques, _ in reversed(per_column):
+                cell, j = divmod(int(cell), len(uniques))
+                u = uniques[j]
+                parts.append(u.item() if hasattr(u, "item") else u)
+            labels.append(tuple(reversed(parts)))
+    codes = codes.reshape(-1).astype(np.intp)
+    counts = np.bincount(codes, minlength=len(labels))
+    name = INTERSECTION_SEPARATOR.join(columns)
+    small = counts < min_group_size
+    excluded: dict[Any, int] = {}
+    if small.any():
+        excluded = {labels[k]: int(counts[k]) for k in np.flatnonzero(small)}
+        warnings.warn(
+            f"sensitive attribute '{name}': left out {len(excluded)} group(s) with fewer than "
+            f"min_group_size={min_group_size} rows: "
+            + ", ".join(f"{lab!r} ({c} rows)" for lab, c in excluded.items()),
+            GroupExclusionWarning,
+            stacklevel=3,
+        )
+        remap = np.full(len(labels), -1, dtype=np.intp)
+        keep = np.flatnonzero(~small)
+        remap[keep] = np.arange(keep.size)
+        codes = remap[codes]
+        labels = [labels[k] for k in keep]
+        counts = counts[keep]
+    return Groups(codes=codes, labels=tuple(labels), counts=counts, name=name, excluded=excluded)
+
+
+def require_two_groups(name: str, labels: tuple[Any, ...], excluded: Mapping[Any, int]) -> str | None:
+    """Return why a between-group metric is undefined on these groups, or None if it is not."""
+    if len(labels) >= 2:
+        return None
+    if excluded:
+        return (
+            f"fewer than two groups of '{name}' remain after min_group_size "
+            f"(kept {format_labels(labels) or 'none'})"
+        )
+    return f"sensitive attribute '{name}' has a single group {format_labels(labels)}"

@@ -1,0 +1,296 @@
+"""Classical group-parity metrics on hard predictions: DP difference/ratio, EO, equal opportunity.
+
+Every function reduces to per-group rates computed with ``np.bincount`` (one pass over the
+rows, whatever the number of groups), then a max-minus-min or min-over-max. This is what
+fairlearn's ``MetricFrame(...).difference()`` / ``.ratio()`` compute with
+``method="between_groups"``, and the tests check equality with fairlearn 0.15.
+
+Where fairlearn silently scores an undefined rate as 0 (a group with no positives has no true
+positive rate), these functions leave that group out of the gap with a
+:class:`~fairmonitor.exceptions.GroupExclusionWarning`, and return NaN with an
+:class:`~fairmonitor.exceptions.UndefinedMetricWarning` if fewer than two groups remain.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from .._validation import check_binary, check_same_length, format_labels, warn_undefined
+from ..exceptions import GroupExclusionWarning
+from ._groups import Groups, encode_groups, require_two_groups
+
+__all__ = [
+    "GroupRates",
+    "demographic_parity_difference",
+    "demographic_parity_ratio",
+    "equal_opportunity_difference",
+    "equalized_odds_difference",
+    "group_rates",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class GroupRates:
+    """Per-group counts and rates of hard predictions.
+
+    Attributes
+    ----------
+    attribute : str
+        Sensitive attribute name (``"a:b"`` for an intersection).
+    labels : tuple
+        Group labels.
+    counts : ndarray of shape (K,)
+        Rows per group.
+    selection_rate : ndarray of shape (K,)
+        Share of rows predicted 1.
+    true_positive_rate, false_positive_rate : ndarray of shape (K,) or None
+        NaN for a group with no actual positives (negatives); None without ``y_true``.
+    excluded : dict
+        Group label -> rows, for groups left out by ``min_group_size``.
+    """
+
+    attribute: str
+    labels: tuple[Any, ...]
+    counts: NDArray[np.intp]
+    selection_rate: NDArray[np.float64]
+    true_positive_rate: NDArray[np.float64] | None = None
+    false_positive_rate: NDArray[np.float64] | None = None
+    excluded: Mapping[Any, int] = field(default_factory=dict)
+
+
+def _rate(numerator: NDArray[np.float64], denominator: NDArray[np.float64]) -> NDArray[np.float64]:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(denominator > 0, numerator / np.maximum(denominator, 1), np.nan)
+
+
+def _encode(y_pred: NDArray[np.float64], sensitive_features: Any, min_group_size: int) -> Groups:
+    return encode_groups(sensitive_features, n_samples=len(y_pred), min_group_size=min_group_size)
+
+
+def _sums(groups: Groups, weights: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
+    kept = groups.codes >= 0
+    w = None if weights is None else weights[kept]
+    return np.bincount(groups.codes[kept], weights=w, minlength=groups.n_groups).astype(float)
+
+
+def group_rates(
+    y_true: ArrayLike | None, y_pred: ArrayLike, *, sensitive_features: Any, min_group_size: int = 1
+) -> GroupRates:
+    """Per-group counts, selection rates and (with labels) true/false positive rates.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,) or None
+        Hard 0/1 labels, or None for selection rates only.
+    y_pred : array-like of shape (n_samples,)
+        Hard 0/1 predictions.
+    sensitive_features : array-like, DataFrame or dict
+        Group membership (several columns: their intersection).
+    min_group_size : int, default=1
+        Groups with fewer rows are left out with a warning.
+
+    Returns
+    -------
+    rates : GroupRates
+
+    Examples
+    --------
+    >>> r = group_rates([1, 0, 1, 0], [1, 0, 0, 0], sensitive_features=["a", "a", "b", "b"])
+    >>> r.selection_rate.tolist(), r.true_positive_rate.tolist()
+    ([0.5, 0.0], [1.0, 0.0])
+    """
+    pred = check_binary(y_pred, "y_pred")
+    groups = _encode(pred, sensitive_features, min_group_size)
+    n = _sums(groups)
+    tpr = fpr = None
+    if y_true is not None:
+        true = check_binary(y_true, "y_true")
+        check_same_length(y_true=true, y_pred=pred)
+        pos, neg = _sums(groups, true), _sums(groups, 1 - true)
+        tpr = _rate(_sums(groups, true * pred), pos)
+        fpr = _rate(_sums(groups, (1 - true) * pred), neg)
+    return GroupRates(groups.name, groups.labels, groups.counts, _rate(_sums(groups, pred), n),
+                      tpr, fpr, groups.excluded)
+
+
+def _gap(metric: str, rates: GroupRates, values: NDArray[np.float64], what: str,
+         *, ratio: bool = False) -> float:
+    """Max-minus-min (or min-over-max) of per-group ``values``, skipping undefined groups."""
+    undefined = np.isnan(values)
+    if undefined.any():
+        names = format_labels(lab for lab, u in zip(rates.labels, undefined, strict=True) if u)
+        warnings.warn(
+            f"{metric}: left out group(s) {names} of '{rates.attribute}' whose {what} is "
+            "undefined (no rows of that class in the group)",
+            GroupExclusionWarning,
+            stacklevel=3,
+        )
+    defined = values[~undefined]
+    if defined.size < 2:
+        return warn_undefined(metric, f"fewer than two groups of '{rates.attribute}' have a "
+                              f"defined {what}")
+    if not ratio:
+        return float(defined.max() - defined.min())
+    if defined.max() == 0:
+        return warn_undefined(metric, f"every group has {what} 0, so min/max is 0/0")
+    return float(defined.min() / defined.max())
+
+
+def _rates_or_reason(metric: str, y_true: ArrayLike | None, y_pred: ArrayLike,
+                     sensitive_features: Any, min_group_size: int) -> GroupRates | None:
+    rates = group_rates(y_true, y_pred, sensitive_features=sensitive_features,
+                        min_group_size=min_group_size)
+    reason = require_two_groups(rates.attribute, rates.labels, rates.excluded)
+    if reason is not None:
+        warn_undefined(metric, reason)
+        return None
+    return rates
+
+
+def demographic_parity_difference(
+    y_pred: ArrayLike, *, sensitive_features: Any, min_group_size: int = 1
+) -> float:
+    r"""Largest difference in selection rate between groups.
+
+    .. math:: \Delta DP = \max_g P(\hat Y = 1 \mid G = g) - \min_g P(\hat Y = 1 \mid G = g)
+
+    Parameters
+    ----------
+    y_pred : array-like of shape (n_samples,)
+        Hard 0/1 predictions.
+    sensitive_features : array-like, DataFrame or dict
+        Group membership; several columns are intersected.
+    min_group_size : int, default=1
+        Groups with fewer rows are left out with a warning.
+
+    Returns
+    -------
+    difference : float
+        In [0, 1]; 0 is parity. NaN (with a warning) if fewer than two groups remain.
+
+    See Also
+    --------
+    abcc : the same idea over the whole score distribution, free of a threshold.
+
+    Examples
+    --------
+    >>> demographic_parity_difference([1, 1, 0, 1, 0, 0], sensitive_features=list("aaabbb"))
+    0.3333333333333333
+    """
+    rates = _rates_or_reason("demographic_parity_difference", None, y_pred, sensitive_features,
+                             min_group_size)
+    if rates is None:
+        return float("nan")
+    return _gap("demographic_parity_difference", rates, rates.selection_rate, "selection rate")
+
+
+def demographic_parity_ratio(
+    y_pred: ArrayLike, *, sensitive_features: Any, min_group_size: int = 1
+) -> float:
+    """Smallest selection rate divided by the largest.
+
+    Parameters
+    ----------
+    y_pred : array-like of shape (n_samples,)
+        Hard 0/1 predictions.
+    sensitive_features : array-like, DataFrame or dict
+        Group membership; several columns are intersected.
+    min_group_size : int, default=1
+        Groups with fewer rows are left out with a warning.
+
+    Returns
+    -------
+    ratio : float
+        In [0, 1]; 1 is parity (the "four-fifths rule" flags < 0.8). NaN with a warning when
+        every group's selection rate is 0.
+
+    Examples
+    --------
+    >>> demographic_parity_ratio([1, 1, 0, 1, 0, 0], sensitive_features=list("aaabbb"))
+    0.5
+    """
+    rates = _rates_or_reason("demographic_parity_ratio", None, y_pred, sensitive_features,
+                             min_group_size)
+    if rates is None:
+        return float("nan")
+    return _gap("demographic_parity_ratio", rates, rates.selection_rate, "selection rate",
+                ratio=True)
+
+
+def equalized_odds_difference(
+    y_true: ArrayLike, y_pred: ArrayLike, *, sensitive_features: Any, min_group_size: int = 1
+) -> float:
+    """The larger of the between-group gaps in true positive rate and false positive rate.
+
+    Equals fairlearn's ``equalized_odds_difference(..., agg="worst_case")``.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+        Hard 0/1 labels.
+    y_pred : array-like of shape (n_samples,)
+        Hard 0/1 predictions.
+    sensitive_features : array-like, DataFrame or dict
+        Group membership; several columns are intersected.
+    min_group_size : int, default=1
+        Groups with fewer rows are left out with a warning.
+
+    Returns
+    -------
+    difference : float
+        In [0, 1]; 0 is equalized odds.
+
+    Examples
+    --------
+    >>> equalized_odds_difference([1, 0, 1, 0], [1, 1, 0, 0], sensitive_features=list("aabb"))
+    1.0
+    """
+    rates = _rates_or_reason("equalized_odds_difference", y_true, y_pred, sensitive_features,
+                             min_group_size)
+    if rates is None:
+        return float("nan")
+    tpr = _gap("equalized_odds_difference", rates, rates.true_positive_rate,
+               "true positive rate")
+    fpr = _gap("equalized_odds_difference", rates, rates.false_positive_rate,
+               "false positive rate")
+    return float(max(tpr, fpr)) if not (np.isnan(tpr) or np.isnan(fpr)) else float("nan")
+
+
+def equal_opportunity_difference(
+    y_true: ArrayLike, y_pred: ArrayLike, *, sensitive_features: Any, min_group_size: int = 1
+) -> float:
+    """Largest between-group gap in true positive rate (recall of the positive class).
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+        Hard 0/1 labels.
+    y_pred : array-like of shape (n_samples,)
+        Hard 0/1 predictions.
+    sensitive_features : array-like, DataFrame or dict
+        Group membership; several columns are intersected.
+    min_group_size : int, default=1
+        Groups with fewer rows are left out with a warning.
+
+    Returns
+    -------
+    difference : float
+        In [0, 1]; 0 is equal opportunity.
+
+    Examples
+    --------
+    >>> equal_opportunity_difference([1, 1, 1, 1], [1, 1, 1, 0], sensitive_features=list("aabb"))
+    0.5
+    """
+    rates = _rates_or_reason("equal_opportunity_difference", y_true, y_pred, sensitive_features,
+                             min_group_size)
+    if rates is None:
+        return float("nan")
+    return _gap("equal_opportunity_difference", rates, rates.true_positive_rate,
+                "true positive rate")
