@@ -25,11 +25,11 @@ except PackageNotFoundError:  # running from a checkout without installing
     __version__ = "0.0.0+unknown"
 
 __all__ = [
-    "METRICS",
     "ConfigError",
     "FairmonitorError",
     "GroupExclusionWarning",
     "InvalidInputError",
+    "METRICS",
     "MetricSpec",
     "Threshold",
     "UndefinedMetricWarning",

@@ -306,7 +306,7 @@ def evaluate_window(
         groups = encode_groups(sf, n_samples=window.n_rows)
         group_counts[attr] = {_group_label(lab): int(c)
                               for lab, c in zip(groups.labels, groups.counts, strict=True)}
-    cache: dict[tuple[int, str], Any] = {}
+    cache: dict[tuple[int, str], tuple[Any, list[warnings.WarningMessage]]] = {}
     for spec in specs:
         missing = [i for i in spec.inputs if window.get(i) is None]
         for attr, sf in attrs.items():
@@ -315,14 +315,16 @@ def evaluate_window(
                 values[key], reasons[key] = float("nan"), _MISSING_REASON[missing[0]]
                 continue
             kwargs = {"min_group_size": min_group_size, "rng": rng, **options.get(spec.name, {})}
+            # specs sharing a function (e.g. the robustness summaries) share one call per
+            # attribute, and the warnings it raised
             cache_key = (id(spec.func), attr)
             try:
-                with warnings.catch_warnings(record=True) as caught:
-                    warnings.simplefilter("always")
-                    if cache_key not in cache:
-                        cache[cache_key] = _call(spec, window, sf, kwargs)
-                    result = cache[cache_key]
-                    value = float(getattr(result, spec.field or "value", result))
+                if cache_key not in cache:
+                    with warnings.catch_warnings(record=True) as caught:
+                        warnings.simplefilter("always")
+                        cache[cache_key] = (_call(spec, window, sf, kwargs), list(caught))
+                result, caught = cache[cache_key]
+                value = float(getattr(result, spec.field or "value", result))
             except Exception as exc:  # a failing metric must not take the window down
                 if errors == "raise":
                     raise

@@ -1,0 +1,69 @@
+"""Encoding of sensitive features into groups."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fairmonitor.exceptions import GroupExclusionWarning, InvalidInputError
+from fairmonitor.metrics import encode_groups, sensitive_columns
+
+
+def test_single_column_any_hashable_labels():
+    g = encode_groups(["x", "y", "x", "z"])
+    assert g.labels == ("x", "y", "z")
+    assert g.codes.tolist() == [0, 1, 0, 2]
+    assert g.counts.tolist() == [2, 1, 1]
+    assert g.name == "sensitive_feature_0"
+
+
+def test_series_name_is_kept():
+    g = encode_groups(pd.Series([1, 2, 1], name="race"))
+    assert g.name == "race"
+    assert g.labels == (1, 2)
+
+
+def test_dataframe_gives_intersection():
+    df = pd.DataFrame({"sex": ["F", "M", "F", "M"], "race": ["a", "a", "b", "a"]})
+    g = encode_groups(df)
+    assert g.name == "sex:race"
+    assert g.labels == (("F", "a"), ("F", "b"), ("M", "a"))
+    assert g.codes.tolist() == [0, 2, 1, 2]
+
+
+def test_dict_and_2d_array_agree():
+    a = np.array([[0, 1], [1, 1], [0, 0]])
+    g1 = encode_groups(a)
+    g2 = encode_groups({"sensitive_feature_0": a[:, 0], "sensitive_feature_1": a[:, 1]})
+    assert g1.codes.tolist() == g2.codes.tolist()
+    assert g1.labels == g2.labels
+
+
+def test_split_returns_groups_in_label_order_and_skips_excluded():
+    with pytest.warns(GroupExclusionWarning):
+        g = encode_groups(list("abacb"), min_group_size=2)
+    parts = g.split(np.arange(5))
+    assert [p.tolist() for p in parts] == [[0, 2], [1, 4]]
+
+
+def test_missing_values_name_column_and_rows():
+    with pytest.raises(InvalidInputError, match=r"'race' has 2 missing values \(NaN/None\) at rows 1, 3"):
+        sensitive_columns({"race": np.array(["a", None, "b", None], dtype=object)})
+    with pytest.raises(InvalidInputError, match=r"'age' has 1 missing values"):
+        sensitive_columns(pd.DataFrame({"age": [1.0, np.nan]}))
+
+
+def test_length_mismatch_with_predictions():
+    with pytest.raises(InvalidInputError, match="has 2 rows but the predictions/scores have 3"):
+        encode_groups(["a", "b"], n_samples=3)
+
+
+def test_columns_of_different_length():
+    with pytest.raises(InvalidInputError, match="differ in length"):
+        sensitive_columns({"a": [1, 2], "b": [1]})
+
+
+def test_min_group_size_must_be_positive_int():
+    with pytest.raises(InvalidInputError, match="`min_group_size` must be an integer >= 1"):
+        encode_groups(["a"], min_group_size=0)

@@ -1,0 +1,25 @@
+"""Package-level contracts: import boundaries and the public API."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import fairmonitor
+import fairmonitor.metrics
+
+
+def test_metrics_import_no_heavy_or_io_libraries():
+    code = ("import sys, fairmonitor.metrics, fairmonitor; "
+            "bad = {'mlflow', 'prometheus_client', 'apscheduler', 'pandas', 'sqlalchemy'} "
+            "& set(sys.modules); print(sorted(bad))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_all_is_sorted_and_complete():
+    for module in (fairmonitor, fairmonitor.metrics):
+        public = sorted(n for n in vars(module) if not n.startswith("_") and
+                        not isinstance(vars(module)[n], type(sys)) and n != "annotations")
+        assert module.__all__ == sorted(module.__all__)
+        assert set(public) <= set(module.__all__) | {"version", "PackageNotFoundError"}
