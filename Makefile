@@ -20,10 +20,10 @@ demo: $(STAMP)
 	$(BIN)/fairmonitor demo
 
 test: $(STAMP)
-	$(BIN)/python -m pytest --doctest-modules fairmonitor plugins tests
+	$(BIN)/python -m pytest --doctest-modules --doctest-glob=README.md fairmonitor plugins tests README.md
 
 bench: $(STAMP)
-	$(BIN)/python benchmarks/run_all.py
+	$(BIN)/python benchmarks/run_all.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) demo build *.egg-info
