@@ -6,6 +6,7 @@ The hierarchy::
     └── FairmonitorError
         ├── InvalidInputError (also a ValueError)   bad arrays, options or sensitive features
         ├── ConfigError (also a ValueError)         a monitor or evaluator configuration is invalid
+        ├── NotFittedError (ValueError, AttributeError)  transform() before fit()
         └── WindowUnavailableError                  a window source could not deliver rows
 
     UserWarning
@@ -23,6 +24,7 @@ __all__ = [
     "FairmonitorError",
     "GroupExclusionWarning",
     "InvalidInputError",
+    "NotFittedError",
     "UndefinedMetricWarning",
     "WindowUnavailableError",
 ]
@@ -38,6 +40,10 @@ class InvalidInputError(FairmonitorError, ValueError):
 
 class ConfigError(FairmonitorError, ValueError):
     """A configuration is invalid; the message names the dotted key path and the allowed values."""
+
+
+class NotFittedError(FairmonitorError, ValueError, AttributeError):
+    """An estimator was used before ``fit`` (like scikit-learn's ``NotFittedError``)."""
 
 
 class WindowUnavailableError(FairmonitorError):

@@ -65,7 +65,9 @@ class Groups:
 
         One stable argsort instead of K boolean masks: O(n log n) once, not O(n K).
         """
-        order = np.argsort(self.codes, kind="stable")
+        # stable argsort of 16-bit codes is a radix sort in numpy: ~2x faster than on intp
+        narrow = self.codes.astype(np.int16) if self.n_groups < 2**15 else self.codes
+        order = np.argsort(narrow, kind="stable")
         kept = order[int(np.count_nonzero(self.codes < 0)) :]  # excluded rows (code -1) sort first
         return np.split(values[kept], np.cumsum(self.counts)[:-1])
 
@@ -126,6 +128,24 @@ def _check_no_missing(col: NDArray[Any], name: str) -> None:
         )
 
 
+def _factorize(col: NDArray[Any]) -> tuple[NDArray[Any], NDArray[np.intp]]:
+    """Sorted unique values and each row's index into them.
+
+    Faster than ``np.unique(return_inverse=True)``, which argsorts the whole column: small
+    non-negative integers are counted (O(n)); anything else is sorted once and looked up
+    with ``searchsorted`` (O(n log K) for K groups).
+    """
+    if col.dtype.kind in "iub" and col.size:
+        lo, hi = int(col.min()), int(col.max())
+        if lo >= 0 and hi < 4 * col.size + 1024:
+            present = np.flatnonzero(np.bincount(col.astype(np.intp), minlength=hi + 1))
+            remap = np.zeros(hi + 1, dtype=np.intp)
+            remap[present] = np.arange(present.size)
+            return present.astype(col.dtype), remap[col]
+    uniques = np.unique(col)
+    return uniques, np.searchsorted(uniques, col).astype(np.intp)
+
+
 def encode_groups(
     sensitive_features: Any, *, n_samples: int | None = None, min_group_size: int = 1
 ) -> Groups:
@@ -161,7 +181,7 @@ def encode_groups(
         )
     if n == 0:
         raise InvalidInputError("`sensitive_features` is empty; pass at least one row.")
-    per_column = [np.unique(col, return_inverse=True) for col in columns.values()]
+    per_column = [_factorize(col) for col in columns.values()]
     if len(per_column) == 1:
         uniques, codes = per_column[0]
         labels = [u.item() if hasattr(u, "item") else u for u in uniques]
