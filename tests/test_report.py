@@ -115,5 +115,5 @@ def test_registry_specs_are_consistent():
         assert spec.name == name
         assert spec.direction in ("lower_is_fairer", "higher_is_fairer")
         assert spec.lower <= spec.ideal <= spec.upper
-        assert spec.help.endswith(".") and len(spec.help) < 120
+        assert spec.help.endswith(".") and len(spec.help) <= 160
         assert name.replace("_", "").isalnum() and name == name.lower()

@@ -141,7 +141,7 @@ def _factorize(col: NDArray[Any]) -> tuple[NDArray[Any], NDArray[np.intp]]:
             present = np.flatnonzero(np.bincount(col.astype(np.intp), minlength=hi + 1))
             remap = np.zeros(hi + 1, dtype=np.intp)
             remap[present] = np.arange(present.size)
-            return present.astype(col.dtype), remap[col]
+            return present.astype(col.dtype), remap[col.astype(np.intp)]
     uniques = np.unique(col)
     return uniques, np.searchsorted(uniques, col).astype(np.intp)
 

@@ -67,3 +67,12 @@ def test_columns_of_different_length():
 def test_min_group_size_must_be_positive_int():
     with pytest.raises(InvalidInputError, match="`min_group_size` must be an integer >= 1"):
         encode_groups(["a"], min_group_size=0)
+
+
+def test_boolean_and_integer_columns_take_the_counting_path():
+    g = encode_groups(np.array([True, False, True]))
+    assert g.labels == (False, True)
+    assert g.codes.tolist() == [1, 0, 1]
+    g = encode_groups(np.array([7, 3, 7, 9]))
+    assert g.labels == (3, 7, 9)
+    assert g.codes.tolist() == [1, 0, 1, 2]
