@@ -43,6 +43,17 @@ _MISSING_REASON = {
 }
 
 
+def _compact(column: NDArray[Any]) -> NDArray[Any]:
+    """Object columns of strings (what pandas hands out) as a numpy string array.
+
+    Every metric groups the same columns again; numpy sorts fixed-width strings ~10x faster
+    than Python objects, so converting once per window pays for itself many times over.
+    """
+    if column.dtype == object and all(isinstance(v, str) for v in column):
+        return column.astype(str)
+    return column
+
+
 @dataclass(frozen=True)
 class Window:
     """The rows of one evaluation: predictions, optional labels/scores/features, and groups.
@@ -82,8 +93,9 @@ class Window:
     end: datetime | None = None
 
     def __post_init__(self) -> None:
+        columns = sensitive_columns(self.sensitive_features)
         object.__setattr__(self, "sensitive_features",
-                           MappingProxyType(sensitive_columns(self.sensitive_features)))
+                           MappingProxyType({k: _compact(v) for k, v in columns.items()}))
         for name in ("y_pred", "y_score", "y_true"):
             value = getattr(self, name)
             if value is not None:

@@ -19,11 +19,20 @@ def chance_floor(spec: MetricSpec, window: Window, attribute: str, min_group_siz
     The metric's other inputs stay aligned with their rows; only the group labels move, so the
     null mean is what a model independent of the attribute would show on this sample.
     """
-    from ..metrics import permutation_test
+    import numpy as np
 
-    first, *others = (window.get(i) for i in spec.inputs)
+    from ..metrics import encode_groups, permutation_test
+
     columns = dict(window.sensitive_features)
-    sf = ({attribute: columns[attribute]} if attribute in columns else columns)
+    sf = {attribute: columns[attribute]} if attribute in columns else columns
+    # drop rows of small groups from EVERY input up front: the permutation test would drop them
+    # from the array it shuffles only, leaving the other inputs misaligned
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", GroupExclusionWarning)
+        groups = encode_groups(sf, n_samples=window.n_rows, min_group_size=min_group_size)
+    kept = groups.codes >= 0
+    first, *others = (np.asarray(window.get(i))[kept] for i in spec.inputs)
+    codes = groups.codes[kept]
 
     def metric(values: Any, *, sensitive_features: Any, **kw: Any) -> float:
         result = spec.func(values, *others, sensitive_features=sensitive_features,
@@ -34,5 +43,7 @@ def chance_floor(spec: MetricSpec, window: Window, attribute: str, min_group_siz
         # a shuffled sample may leave a group without positives; that is part of the null
         warnings.simplefilter("ignore", GroupExclusionWarning)
         warnings.simplefilter("ignore", UndefinedMetricWarning)
-        return permutation_test(metric, first, sensitive_features=sf, n_resamples=n_resamples,
-                                rng=rng, min_group_size=min_group_size)
+        return permutation_test(
+            metric, first, sensitive_features=codes, n_resamples=n_resamples, rng=rng,
+            alternative="greater" if spec.direction == "lower_is_fairer" else "less",
+        )

@@ -41,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def train_and_score(dataset: str, sensitive: list[str], test_size: float, seed: int) -> Any:
     """Train the demo model; return the held-out frame with ``score`` and ``label`` columns."""
-    import numpy as np
+    import pandas as pd
     from sklearn.compose import ColumnTransformer
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import train_test_split
@@ -53,7 +53,7 @@ def train_and_score(dataset: str, sensitive: list[str], test_size: float, seed: 
     loader, label, _, excluded = _DATASETS[dataset]
     df = getattr(datasets, loader)()
     inputs = [c for c in df.columns if c not in {*excluded, *sensitive}]
-    numeric = [c for c in inputs if np.issubdtype(df[c].dtype, np.number)]
+    numeric = [c for c in inputs if pd.api.types.is_numeric_dtype(df[c])]
     categorical = [c for c in inputs if c not in numeric]
     model = make_pipeline(
         ColumnTransformer([("num", StandardScaler(), numeric),

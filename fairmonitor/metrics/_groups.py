@@ -117,7 +117,8 @@ def _check_no_missing(col: NDArray[Any], name: str) -> None:
     if col.dtype.kind == "f":
         missing = np.isnan(col)
     elif col.dtype.kind == "O":
-        missing = np.array([v is None or (isinstance(v, float) and v != v) for v in col])
+        # elementwise in C: None compares equal to None, NaN is the only value != itself
+        missing = np.equal(col, None) | np.not_equal(col, col)
     else:
         return
     if missing.any():

@@ -1,0 +1,380 @@
+"""The monitor's work as plain functions: no scheduler, no sleeping, no sinks.
+
+:func:`evaluate_model_window` turns one (model, window) into an immutable :class:`WindowResult`;
+:func:`run_once` evaluates every due window of every model, oldest first, keeps the checkpoint
+up to date and hands each result to the caller's hooks (the Prometheus exporter, the MLflow
+sink). The scheduler (``service.py``) only calls :func:`run_once` on a timer, so everything the
+monitor decides is tested here with in-memory sources and an explicit ``now``.
+
+Label delay: with ``labels_after == 0`` a window is evaluated once, when it closes, on every
+configured metric (phase ``full``). Otherwise it is evaluated twice: at close on the label-free
+metrics (phase ``predictions``), and ``labels_after`` later on the label-needing metrics using
+the rows whose label has arrived (phase ``labels``). Each metric of each window is computed once.
+
+Faults never propagate: a source that is down leaves the window (and those after it) for the
+next tick; an empty window and a failing metric complete the window with the error recorded in
+``WindowResult.errors`` under the stage ``source``, ``data`` or ``metric``; a hook that raises
+is logged and recorded under its stage (``export``, ``mlflow``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+
+from ..exceptions import InvalidInputError
+from ..report import Window, WindowReport, evaluate_window
+from ..thresholds import Severity
+from ._merge import merge_reports
+from .checkpoint import Checkpoint, ModelState
+from .config import ModelConfig, MonitorConfig
+from .sources import WindowSource
+from .versions import (
+    NewVersion,
+    VersionResult,
+    detect_new_versions,
+    evaluate_new_versions,
+    evaluate_version,
+)
+from .windows import due_windows, initial_watermark, labels_pending, window_index
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = [
+    "STAGES", "NewVersion", "VersionResult", "WindowResult", "describe", "detect_new_versions",
+    "evaluate_model_window", "evaluate_new_versions", "evaluate_version", "labels_pending_count",
+    "run_once",
+]
+
+log = logging.getLogger(__name__)
+
+Phase = Literal["full", "predictions", "labels"]
+#: Where a window's evaluation can fail; the exporter pre-initialises one error series per stage.
+STAGES = ("source", "data", "metric", "export", "mlflow")
+Hook = Callable[["WindowResult"], object]
+
+
+@dataclass(frozen=True)
+class WindowResult:
+    """The outcome of evaluating one window of one model. Immutable.
+
+    ``report`` is None when the source failed or the window had no rows; ``errors`` maps a stage
+    (:data:`STAGES`) to the reason.
+    """
+
+    model: str
+    version: str
+    index: int
+    start: datetime
+    end: datetime
+    phase: Phase
+    labels_included: bool
+    n_rows: int
+    report: WindowReport | None
+    errors: Mapping[str, str] = field(default_factory=dict)
+    evaluated_at: datetime | None = None
+    duration_seconds: float = 0.0
+    versions: Mapping[str, int] = field(default_factory=dict)
+    metrics: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        """True when no stage failed."""
+        return not self.errors
+
+    @property
+    def status(self) -> Severity:
+        """The worst threshold verdict, or ``undefined`` without a report."""
+        return "undefined" if self.report is None else self.report.status
+
+
+def _phases(cfg: ModelConfig) -> list[tuple[Phase, str]]:
+    """(phase, watermark attribute) pairs evaluated for a model, in order."""
+    if not cfg.labels_after or not cfg.label_metrics:
+        return [("full", "predictions_end")]
+    phases: list[tuple[Phase, str]] = [("labels", "labels_end")]
+    if cfg.label_free_metrics:
+        phases.insert(0, ("predictions", "predictions_end"))
+    return phases
+
+
+def _phase_metrics(cfg: ModelConfig, phase: Phase) -> tuple[str, ...]:
+    return {"full": cfg.metrics, "predictions": cfg.label_free_metrics,
+            "labels": cfg.label_metrics}[phase]
+
+
+def _feature_columns(cfg: ModelConfig, frame: pd.DataFrame) -> list[str]:
+    if not cfg.needs_features:
+        return []  # X is only materialised for metrics that read it
+    if cfg.features:
+        return list(cfg.features)
+    src = cfg.source
+    bookkeeping = {src.timestamp_column, src.model_column, src.version_column,
+                   src.features_column, "id", "labeled_at", cfg.label, cfg.score,
+                   cfg.prediction, *cfg.sensitive_features}
+    return [c for c in frame.columns if c not in bookkeeping]
+
+
+def _group_column(values: pd.Series) -> np.ndarray[Any, Any]:
+    """A sensitive column as a fixed-width string array when it holds only strings.
+
+    Sources hand strings back as Python objects; grouping sorts them, and numpy sorts a ``<U``
+    array about ten times faster than an object array (10^6 rows: seconds, not a minute).
+    """
+    import pandas as pd
+
+    # pandas 3 returns str (Arrow) columns, older pandas object ones; both become objects in
+    # to_numpy(), so test the values, not the dtype (missing values keep the column as is)
+    if pd.api.types.infer_dtype(values, skipna=False) == "string":
+        return values.to_numpy(dtype=str)
+    return values.to_numpy()
+
+
+def _report(cfg: ModelConfig, frame: pd.DataFrame, metrics: Sequence[str], *, labels: bool,
+            version: str, start: datetime, end: datetime, rng: Any) -> WindowReport:
+    # Window.from_frame, plus the string-column conversion above
+    label = cfg.label if labels else None
+    features = _feature_columns(cfg, frame)
+    named = [*cfg.sensitive_features, *(c for c in (label, cfg.score, cfg.prediction) if c)]
+    missing = [c for c in [*named, *features] if c not in frame.columns]
+    if missing:
+        raise InvalidInputError(f"column(s) {missing} not in the data; available columns: "
+                                f"{[str(c) for c in frame.columns]}")
+
+    def col(name: str | None) -> Any:
+        return None if name is None else frame[name].to_numpy()
+
+    window = Window(
+        sensitive_features={c: _group_column(frame[c]) for c in cfg.sensitive_features},
+        y_true=col(label), y_score=col(cfg.score), y_pred=col(cfg.prediction),
+        X=frame[features] if features else None, threshold=cfg.decision_threshold,
+        model=cfg.name, version=version, start=start, end=end)
+    return evaluate_window(window, metrics=metrics, min_group_size=cfg.min_group_size,
+                           intersection=cfg.intersection, thresholds=cfg.thresholds,
+                           options=cfg.options, rng=rng)
+
+
+def _evaluate_frame(cfg: ModelConfig, frame: pd.DataFrame, phase: Phase, metrics: Sequence[str],
+                    **kw: Any) -> tuple[WindowReport, bool]:
+    """The report of one phase, and whether labels went into it."""
+    if phase == "predictions" or cfg.label is None:
+        return _report(cfg, frame, metrics, labels=False, **kw), False
+    labelled = frame[cfg.label].notna().to_numpy()
+    if phase == "labels" or labelled.all():
+        return _report(cfg, frame[labelled], metrics, labels=True, **kw), True
+    # phase full with labels still missing on some rows: label-free metrics see every row,
+    # label metrics only the labelled ones (none labelled: NaN, "labels not available")
+    free = [m for m in metrics if m in cfg.label_free_metrics]
+    needing = [m for m in metrics if m in cfg.label_metrics]
+    report = _report(cfg, frame, free, labels=False, **kw)
+    if needing:
+        other = _report(cfg, frame[labelled] if labelled.any() else frame, needing,
+                        labels=bool(labelled.any()), **kw)
+        report = merge_reports(report, other)
+    return report, bool(labelled.any())
+
+
+def evaluate_model_window(
+    model_cfg: ModelConfig,
+    source: WindowSource,
+    start: datetime,
+    end: datetime,
+    *,
+    now: datetime,
+    phase: Phase = "full",
+    index: int | None = None,
+    rng: Any = None,
+) -> WindowResult:
+    """Fetch one window and evaluate the phase's metrics on it. Never raises for faults.
+
+    Parameters
+    ----------
+    model_cfg : ModelConfig
+    source : WindowSource
+    start, end : datetime
+        The window ``[start, end)``, timezone-aware.
+    now : datetime
+        The evaluation time, recorded in the result.
+    phase : {'full', 'predictions', 'labels'}
+        Which metrics to compute (module docstring).
+    index : int, optional
+        The window index; default: derived from ``end`` and ``model_cfg.every``.
+    rng : numpy Generator or seed, optional
+        Default: ``numpy.random.default_rng([model_cfg.seed, index])``, so a re-evaluated
+        window gives the same numbers.
+
+    Returns
+    -------
+    WindowResult
+    """
+    started = time.perf_counter()
+    index = window_index(model_cfg.every, end) if index is None else index
+    metrics = _phase_metrics(model_cfg, phase)
+    base = dict(model=model_cfg.name, index=index, start=start, end=end, phase=phase,
+                evaluated_at=now, metrics=metrics)
+    fallback_version = model_cfg.model_version or model_cfg.model_alias or ""
+
+    def done(**kw: Any) -> WindowResult:
+        kw.setdefault("version", fallback_version)
+        kw["errors"] = MappingProxyType(kw.get("errors", {}))
+        kw["versions"] = MappingProxyType(kw.get("versions", {}))
+        return WindowResult(**base, **kw, duration_seconds=time.perf_counter() - started)
+
+    try:
+        frame = source.fetch(model_cfg.name, start, end)
+    except Exception as exc:  # WindowUnavailableError, or any bug in a third-party source
+        return done(labels_included=False, n_rows=0, report=None,
+                    errors={"source": f"{type(exc).__name__}: {exc}"})
+    versions: dict[str, int] = {}
+    vcol = model_cfg.source.version_column
+    if vcol and vcol in frame.columns:
+        counts = frame[vcol].dropna().astype(str).value_counts()
+        versions = {str(k): int(v) for k, v in counts.items()}
+    version = max(versions, key=versions.__getitem__) if versions else fallback_version
+    if phase == "labels" and model_cfg.label in frame.columns:
+        frame = frame[frame[model_cfg.label].notna()]
+    if len(frame) == 0:
+        what = "labelled rows" if phase == "labels" else "rows"
+        return done(version=version, versions=versions, labels_included=phase == "labels",
+                    n_rows=0, report=None, errors={"data": f"no {what} in the window"})
+    if rng is None:
+        rng = np.random.default_rng([model_cfg.seed, max(index, 0)])
+    try:
+        report, with_labels = _evaluate_frame(model_cfg, frame, phase, metrics, version=version,
+                                              start=start, end=end, rng=rng)
+    except Exception as exc:  # missing columns, unparseable values: the data is at fault
+        return done(version=version, versions=versions, labels_included=False,
+                    n_rows=len(frame), report=None,
+                    errors={"data": f"{type(exc).__name__}: {exc}"})
+    failed = [f"{m}/{a}: {r}" for (m, a), r in report.reasons.items() if r.startswith("error:")]
+    return done(version=version, versions=versions, labels_included=with_labels,
+                n_rows=len(frame), report=report,
+                errors={"metric": "; ".join(failed)} if failed else {})
+
+
+def describe(result: WindowResult) -> str:
+    """One log line: model, window, phase, rows, verdict and the breaching values."""
+    head = (f"{result.model} v{result.version or '?'} window #{result.index} "
+            f"[{result.start:%Y-%m-%d %H:%M}, {result.end:%Y-%m-%d %H:%M}) {result.phase}: "
+            f"{result.n_rows} rows")
+    if result.report is None:
+        why = "; ".join(f"{k}: {v}" for k, v in result.errors.items())
+        return f"{head}, not evaluated ({why})"
+    breaches = [f"{m}/{a}={result.report.values[(m, a)]:.4g} {s}"
+                for (m, a), s in result.report.statuses.items() if s in ("warning", "critical")]
+    tail = f" ({', '.join(breaches)})" if breaches else ""
+    errors = f"; errors: {dict(result.errors)}" if result.errors else ""
+    return f"{head}, status {result.status}{tail}{errors}"
+
+
+def _hooks(on_result: Sequence[Hook] | Mapping[str, Hook] | Hook) -> list[tuple[str, Hook]]:
+    if isinstance(on_result, Mapping):
+        return list(on_result.items())
+    if callable(on_result):
+        on_result = [on_result]
+    return [(str(getattr(h, "stage", "export")), h) for h in on_result]
+
+
+def _deliver(result: WindowResult, hooks: list[tuple[str, Hook]]) -> WindowResult:
+    errors = {}
+    for stage, hook in hooks:
+        try:
+            hook(result)
+        except Exception as exc:  # a sink must not stop the monitor
+            log.warning("%s hook %r failed on %s window #%d: %s", stage, hook, result.model,
+                        result.index, exc)
+            errors[stage] = f"{type(exc).__name__}: {exc}"
+    if not errors:
+        return result
+    return dataclasses.replace(result, errors=MappingProxyType({**result.errors, **errors}))
+
+
+def _log(result: WindowResult) -> None:
+    # faults only: the service logs the one verdict line per window (and threshold crossings)
+    if result.errors:
+        log.warning(describe(result))
+    else:
+        log.debug(describe(result))
+
+
+def run_once(
+    config: MonitorConfig,
+    sources: Mapping[str, WindowSource],
+    checkpoint: Checkpoint,
+    *,
+    now: datetime,
+    on_result: Sequence[Hook] | Mapping[str, Hook] | Hook = (),
+) -> list[WindowResult]:
+    """Evaluate every due window of every model, oldest first; return the results.
+
+    A model without a checkpoint starts at its ``start`` (or with its latest closed window).
+    Missed windows are caught up oldest first, at most ``config.catch_up`` per model and phase;
+    older ones are skipped with a warning. The checkpoint is saved after every window, so a
+    restart neither skips nor repeats windows. Hooks (``on_result``: callables, or a mapping
+    of stage name to callable) receive every result, including failed ones (``report`` None);
+    the returned results carry the hooks' errors too.
+    """
+    if now.tzinfo is None:
+        raise ValueError(f"now must be timezone-aware (UTC); got naive {now.isoformat()}")
+    missing = [name for name in config.models if name not in sources]
+    if missing:
+        raise ValueError(f"no source given for model(s) {missing}; sources has {list(sources)}")
+    hooks = _hooks(on_result)
+    results: list[WindowResult] = []
+    for name, cfg in config.models.items():
+        try:
+            state = checkpoint.load(name)
+            if state.predictions_end is None and state.labels_end is None:
+                first = initial_watermark(cfg.window, cfg.every, now=now, start=cfg.start)
+                state = ModelState(first, first, state.versions)
+                checkpoint.save(name, state)
+        except Exception as exc:  # without progress records, evaluating would repeat windows
+            log.error("%s: checkpoint unavailable, model skipped this tick: %s", name, exc)
+            continue
+        for phase, attr in _phases(cfg):
+            after = getattr(state, attr) or state.predictions_end
+            delay = cfg.labels_after if phase == "labels" else type(cfg.labels_after)(0)
+            spans, skipped = due_windows(cfg.window, cfg.every, after=after, now=now,
+                                         delay=delay, cap=config.catch_up)
+            if skipped:
+                log.warning("%s: %d missed %s window(s) beyond the catch-up cap (%d) were "
+                            "skipped", name, skipped, phase, config.catch_up)
+            for span in spans:
+                result = evaluate_model_window(cfg, sources[name], span.start, span.end,
+                                               now=now, phase=phase, index=span.index)
+                source_down = "source" in result.errors
+                if not source_down:
+                    state = dataclasses.replace(state, **{attr: span.end})
+                    try:
+                        checkpoint.save(name, state)
+                    except Exception as exc:
+                        log.error("%s: cannot save checkpoint: %s", name, exc)
+                        source_down = True  # stop here; the window is redone next tick
+                result = _deliver(result, hooks)
+                _log(result)
+                results.append(result)
+                if source_down:
+                    break  # later windows wait for this one: the watermark never jumps a gap
+    return results
+
+
+def labels_pending_count(config: MonitorConfig, checkpoint: Checkpoint, *,
+                         now: datetime) -> dict[str, int]:
+    """Per model, closed windows whose labelled evaluation is not done yet (a self-metric)."""
+    out = {}
+    for name, cfg in config.models.items():
+        if ("labels", "labels_end") not in _phases(cfg):
+            out[name] = 0
+            continue
+        out[name] = labels_pending(cfg.every, labels_end=checkpoint.load(name).labels_end,
+                                   now=now)
+    return out

@@ -1,0 +1,322 @@
+"""Artifacts of a fairness evaluation: tables, plots and the report, written then logged.
+
+Layout under the run's ``fairness/`` artifact directory (base names are unique, as
+``EvaluationResult.save`` requires)::
+
+    fairness_report.html            the report: verdicts, tables, plots inline, links
+    fairness_report.json            everything in the report, machine-readable
+    fairness_groups.csv / .json     one row per (attribute, group): counts and rates
+    fairness_pairwise.json          every pairwise matrix; one CSV each under pairwise/
+    fairness_robustness.json        per-level robustness results (when computed)
+    plots/fairness_*.png            score CDFs (ABCC shaded), MADD histograms, robustness curves
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, is_dataclass
+from typing import Any
+
+import numpy as np
+
+from fairmonitor import METRICS, WindowReport
+from fairmonitor.exceptions import InvalidInputError
+from fairmonitor.metrics import encode_groups, group_rates
+
+from . import plots
+from .config import FairnessConfig
+from .tracking import robustness_details, safe_name
+from .window import BuiltWindow
+
+__all__ = ["Written", "group_table", "log_artifacts", "pairwise_matrices", "write_artifacts"]
+
+ARTIFACT_DIR = "fairness"
+
+
+@dataclass(frozen=True)
+class Written:
+    """One artifact file: its path relative to the artifact directory, kind and content."""
+
+    path: str
+    kind: str  # "csv", "json", "png", "html"
+    content: Any
+    title: str = ""
+
+    @property
+    def name(self) -> str:
+        """Key in ``EvaluationResult.artifacts``: the base name with its extension joined."""
+        base, ext = os.path.splitext(os.path.basename(self.path))
+        return f"{base}_{ext.lstrip('.')}"
+
+
+def _file_part(name: Any) -> str:
+    return re.sub(r"[^\w.-]", "_", safe_name(name).replace(":", "_x_"))
+
+
+def _jsonable(value: Any) -> Any:
+    """Plain JSON: NaN/inf become null, arrays lists, tuples lists, numpy scalars numbers."""
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | np.ndarray):
+        return [_jsonable(v) for v in (value.tolist() if isinstance(value, np.ndarray) else value)]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return str(value)
+
+
+def _label(label: Any) -> str:
+    return ":".join(map(str, label)) if isinstance(label, tuple) else str(label)
+
+
+def _attributes(report: WindowReport, window: Any) -> dict[str, dict[str, Any]]:
+    # each column on its own; the one attribute that is not a column is their intersection
+    cols = dict(window.sensitive_features)
+    return {attr: {attr: cols[attr]} if attr in cols else cols for attr in report.attributes}
+
+
+def _group_means(groups: Any, values: Any) -> list[Any]:
+    if values is None:
+        return [None] * groups.n_groups
+    sums = np.bincount(groups.codes, weights=np.asarray(values, dtype=float),
+                       minlength=groups.n_groups)
+    return (sums / np.maximum(groups.counts, 1)).tolist()
+
+
+def group_table(report: WindowReport, window: Any, config: FairnessConfig) -> Any:
+    """One row per (attribute, group): count, inclusion, selection/TPR/FPR, base rate, score."""
+    import pandas as pd
+
+    rows = []
+    for attr, cols in _attributes(report, window).items():
+        with warnings.catch_warnings():  # a group without positives has a NaN rate, by design
+            warnings.simplefilter("ignore")
+            rates = group_rates(window.y_true, window.y_pred, sensitive_features=cols)
+            groups = encode_groups(cols, n_samples=window.n_rows)
+        base, score = _group_means(groups, window.y_true), _group_means(groups, window.y_score)
+        for k, label in enumerate(rates.labels):
+            rows.append({
+                "attribute": attr, "group": _label(label), "count": int(rates.counts[k]),
+                "included": bool(rates.counts[k] >= config.min_group_size),
+                "selection_rate": float(rates.selection_rate[k]),
+                "true_positive_rate": (None if rates.true_positive_rate is None
+                                       else float(rates.true_positive_rate[k])),
+                "false_positive_rate": (None if rates.false_positive_rate is None
+                                        else float(rates.false_positive_rate[k])),
+                "positive_label_rate": base[k], "mean_score": score[k],
+            })
+    return pd.DataFrame(rows)
+
+
+def _find_matrix(detail: Any) -> Any:
+    """Find a pairwise matrix in a metric's result (duck-typed: ``.matrix`` and ``.labels``)."""
+    if detail is None:
+        return None
+    if hasattr(detail, "matrix") and hasattr(detail, "labels"):
+        return detail
+    names = ([f.name for f in fields(detail)] if is_dataclass(detail)
+             else list(getattr(detail, "__slots__", ())))
+    for name in names:
+        value = getattr(detail, name, None)
+        if hasattr(value, "matrix") and hasattr(value, "labels"):
+            return value
+    return None
+
+
+def pairwise_matrices(report: WindowReport, window: Any,
+                      config: FairnessConfig) -> dict[tuple[str, str], Any]:
+    """Every pairwise between-group matrix of the distribution metrics, by (metric, attribute).
+
+    Taken from the metric's result when it holds one (MADD), else built with
+    :func:`fairmonitor.metrics.pairwise_matrix` for the metrics it knows (ABCC, ABPC).
+    """
+    import fairmonitor.metrics as fm
+
+    builder = getattr(fm, "pairwise_matrix", None)
+    attrs = _attributes(report, window)
+    out = {}
+    for (metric, attr), value in report.values.items():
+        matrix = _find_matrix(report.details.get((metric, attr)))
+        spec = METRICS.get(metric)
+        if (matrix is None and builder is not None and spec is not None
+                and spec.inputs == ("y_score",) and np.isfinite(value)):
+            options = {k: v for k, v in config.options.get(metric, {}).items() if k != "agg"}
+            try:
+                with warnings.catch_warnings():  # exclusions are in the report already
+                    warnings.simplefilter("ignore")
+                    matrix = builder(window.y_score, sensitive_features=attrs[attr],
+                                     metric=metric, min_group_size=config.min_group_size,
+                                     **options)
+            except InvalidInputError:  # a score metric without a pairwise form
+                matrix = None
+        if matrix is not None:
+            out[(metric, attr)] = matrix
+    return out
+
+
+def _metric_field(detail: Any, *names: str) -> Any:
+    for name in names:
+        value = getattr(detail, name, None)
+        if value is not None:
+            return value
+    return None
+
+
+def _plots(report: WindowReport, built: BuiltWindow, config: FairnessConfig,
+           matrices: Mapping[tuple[str, str], Any]) -> list[tuple[str, Any, str]]:
+    window = built.window
+    out = []
+    attrs = _attributes(report, window)
+    for attr, cols in attrs.items():
+        if window.y_score is None:
+            break
+        abcc = report.values.get(("abcc", attr))
+        matrix = matrices.get(("abcc", attr))
+        pair = matrix.worst_pair() if hasattr(matrix, "worst_pair") else None
+        fig = plots.score_cdfs(attr, cols, window.y_score, min_group_size=config.min_group_size,
+                               value=abcc, pair=pair)
+        out.append((f"plots/fairness_score_cdf__{_file_part(attr)}.png", fig,
+                    f"Score CDFs by {attr}"))
+        if ("madd", attr) in report.values:
+            detail = report.details.get(("madd", attr))
+            n_bins = _metric_field(detail, "n_bins") if detail is not None else None
+            fig = plots.madd_histograms(attr, cols, window.y_score,
+                                        min_group_size=config.min_group_size,
+                                        n_bins=int(n_bins) if n_bins else 50,
+                                        value=report.values[("madd", attr)])
+            out.append((f"plots/fairness_madd_hist__{_file_part(attr)}.png", fig,
+                        f"MADD histograms by {attr}"))
+    for attr, detail in robustness_details(report).items():
+        out.append((f"plots/fairness_robustness__{_file_part(attr)}.png",
+                    plots.robustness_curve(attr, detail), f"Robustness curve by {attr}"))
+    return out
+
+
+# row positions of the robustness subsample: up to max_rows numbers nobody reads in a report
+_BULKY = frozenset({"sample_index"})
+
+
+def _robustness_json(report: WindowReport) -> dict[str, Any]:
+    out = {}
+    for attr, detail in robustness_details(report).items():
+        if is_dataclass(detail):
+            out[attr] = {f.name: _jsonable(getattr(detail, f.name)) for f in fields(detail)
+                         if f.name not in _BULKY}
+        else:
+            out[attr] = {name: _jsonable(getattr(detail, name, None))
+                         for name in ("levels", "ratios", "gaps", "gap_se", "flip_rate")}
+    return out
+
+
+def report_dict(report: WindowReport, built: BuiltWindow, config: FairnessConfig,
+                scalars: Mapping[str, float]) -> dict[str, Any]:
+    """Describe the whole evaluation as plain JSON-able data."""
+    values = []
+    for (metric, attr), value in report.values.items():
+        spec = METRICS.get(metric)
+        values.append({
+            "metric": metric, "attribute": attr, "value": value,
+            "key": f"fairness/{metric}/{safe_name(attr)}",
+            "status": report.statuses.get((metric, attr)),
+            "reason": report.reasons.get((metric, attr)),
+            "direction": spec.direction if spec else None, "ideal": spec.ideal if spec else None,
+            "help": spec.help if spec else None,
+        })
+    return _jsonable({
+        "status": report.status, "n_rows": report.n_rows,
+        "duration_seconds": report.duration_seconds,
+        "inputs": built.sources, "values": values, "skipped": report.skipped,
+        "notes": list(report.notes), "group_counts": report.group_counts,
+        "thresholds": [{"metric": t.metric, "warning": t.warning, "critical": t.critical,
+                        "bound": t.bound} for t in config.thresholds],
+        "config": {"sensitive_features": config.sensitive_features, "metrics": config.metrics,
+                   "score_column": config.score_column, "pos_label": config.pos_label,
+                   "threshold": config.threshold, "min_group_size": config.min_group_size,
+                   "intersection": config.intersection, "robustness": dict(config.robustness),
+                   "features": config.features, "options": config.options,
+                   "model_uses_sensitive": config.model_uses_sensitive,
+                   "rng": config.rng if isinstance(config.rng, int | None) else "Generator"},
+        "mlflow_metrics": scalars,
+    })
+
+
+def write_artifacts(report: WindowReport, built: BuiltWindow, config: FairnessConfig,
+                    scalars: Mapping[str, float], outdir: str) -> list[Written]:
+    """Write every artifact under ``outdir``; return what was written, report last."""
+    from PIL import Image
+
+    from .report_html import render_html
+
+    written: list[Written] = []
+
+    def put(path: str, kind: str, content: Any, title: str = "") -> None:
+        full = os.path.join(outdir, path)
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        if kind == "csv":
+            content.to_csv(full, index=False)
+        elif kind in ("json", "html"):
+            with open(full, "w", encoding="utf-8") as fh:
+                if kind == "json":
+                    json.dump(content, fh, indent=1, allow_nan=False)
+                else:
+                    fh.write(content)
+        written.append(Written(path, kind, content, title))
+
+    table = group_table(report, built.window, config)
+    put("fairness_groups.csv", "csv", table, "Groups (CSV)")
+    put("fairness_groups.json", "json", _jsonable(table.to_dict(orient="records")),
+        "Groups (JSON)")
+    matrices = pairwise_matrices(report, built.window, config)
+    if matrices:
+        import pandas as pd
+
+        put("fairness_pairwise.json", "json", _jsonable({
+            f"{metric}/{attr}": {"labels": [_label(lab) for lab in m.labels],
+                                 "counts": m.counts, "matrix": m.matrix}
+            for (metric, attr), m in matrices.items()}), "Pairwise matrices (JSON)")
+        for (metric, attr), m in matrices.items():
+            labels = [_label(lab) for lab in m.labels]
+            frame = pd.DataFrame(np.asarray(m.matrix), columns=labels).assign(group=labels)
+            put(f"pairwise/fairness_pairwise__{metric}__{_file_part(attr)}.csv", "csv",
+                frame[["group", *labels]], f"{metric} pairwise, {attr}")
+    robustness = _robustness_json(report)
+    if robustness:
+        put("fairness_robustness.json", "json", robustness, "Robustness per level (JSON)")
+    for path, fig, title in _plots(report, built, config, matrices):
+        full = os.path.join(outdir, path)
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        plots.save_png(fig, full)
+        with Image.open(full) as img:
+            img.load()
+            written.append(Written(path, "png", img.copy(), title))
+    data = report_dict(report, built, config, scalars)
+    put("fairness_report.json", "json", data, "Report (JSON)")
+    put("fairness_report.html", "html", render_html(data, written, outdir), "Report")
+    return written
+
+
+def log_artifacts(run_id: str, outdir: str, written: list[Written]) -> dict[str, Any]:
+    """Log ``outdir`` under the run's ``fairness/`` directory; return ``EvaluationArtifact``s."""
+    from mlflow.models.evaluation.artifacts import (
+        CsvEvaluationArtifact,
+        ImageEvaluationArtifact,
+        JsonEvaluationArtifact,
+        TextEvaluationArtifact,
+    )
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient()
+    client.log_artifacts(run_id, outdir, artifact_path=ARTIFACT_DIR)
+    root = client.get_run(run_id).info.artifact_uri.rstrip("/")
+    kinds = {"csv": CsvEvaluationArtifact, "json": JsonEvaluationArtifact,
+             "png": ImageEvaluationArtifact, "html": TextEvaluationArtifact}
+    return {w.name: kinds[w.kind](uri=f"{root}/{ARTIFACT_DIR}/{w.path}", content=w.content)
+            for w in written}

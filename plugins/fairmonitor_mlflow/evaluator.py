@@ -1,0 +1,67 @@
+"""The ``fairness`` MLflow evaluator: a thin adapter over :func:`fairmonitor.evaluate_window`.
+
+Registered through the ``mlflow.model_evaluator`` entry point, so after installing fairmonitor::
+
+    mlflow.models.evaluate(model_uri, data=df, targets="label", model_type="classifier",
+                           evaluators=["fairness"],
+                           evaluator_config={"fairness": {"sensitive_features": ["sex"]}})
+
+It parses the config (:mod:`.config`), builds the windows (:mod:`.window`), computes the same
+report the monitor computes (:mod:`.reporting`), logs metrics and tags (:mod:`.tracking`) and
+artifacts (:mod:`.artifacts`), and returns them as an ``EvaluationResult``. No metric code lives
+here.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from typing import Any
+
+from mlflow.models.evaluation import EvaluationResult, ModelEvaluator
+
+from .artifacts import log_artifacts, write_artifacts
+from .config import parse_config
+from .reporting import compute_report, robustness_status
+from .tracking import log_metrics, result_metrics, status_tags, step_metrics
+from .window import build_window
+
+__all__ = ["FairnessEvaluator"]
+
+
+class FairnessEvaluator(ModelEvaluator):
+    """Fairness metrics of a classifier per sensitive attribute, as an MLflow evaluator.
+
+    The constructor takes no arguments and keeps no state (MLflow instantiates every
+    registered evaluator on each ``evaluate`` call); each call's state lives in locals.
+    """
+
+    name = "fairness"
+
+    @classmethod
+    def can_evaluate(cls, *, model_type: Any, evaluator_config: Any, **kwargs: Any) -> bool:
+        """Accept the call only when ``sensitive_features`` is configured.
+
+        So the evaluator never runs uninvited inside an ``evaluate`` call that selects every
+        registered evaluator (``evaluators=None``).
+        """
+        return bool(isinstance(evaluator_config, dict)
+                    and evaluator_config.get("sensitive_features"))
+
+    def evaluate(self, *, model_type: Any, dataset: Any, run_id: str, evaluator_config: Any,
+                 model: Any = None, extra_metrics: Any = None, custom_artifacts: Any = None,
+                 predictions: str | None = None, **kwargs: Any) -> EvaluationResult:
+        """Evaluate fairness on ``dataset``, log metrics, tags and artifacts to ``run_id``."""
+        config = parse_config(evaluator_config)
+        built = build_window(dataset, model, config, predictions=predictions)
+        report = compute_report(built, config)
+        scalars = result_metrics(report)
+        model_id = kwargs.get("model_id")
+        # with a model_id, mlflow.models.evaluate logs the returned metrics itself (to the run
+        # and the LoggedModel); logging them here too would duplicate every history entry
+        log_metrics(run_id, {} if model_id else scalars, step_metrics(report),
+                    status_tags(report, robustness_status(report, built)),
+                    model_id=model_id, dataset=dataset)
+        with tempfile.TemporaryDirectory(prefix="fairmonitor-") as tmp:
+            written = write_artifacts(report, built, config, scalars, tmp)
+            artifacts = log_artifacts(run_id, tmp, written)
+        return EvaluationResult(metrics=scalars, artifacts=artifacts, run_id=run_id)

@@ -1,0 +1,154 @@
+"""PNG plots of a fairness report (matplotlib's object API: no pyplot, no global backend).
+
+Each function returns a :class:`matplotlib.figure.Figure`; :func:`save_png` writes it with the
+Agg renderer. Figures are built from the window's data and the report's values and details;
+nothing here computes a metric.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from fairmonitor.metrics import encode_groups
+
+__all__ = ["madd_histograms", "robustness_curve", "save_png", "score_cdfs"]
+
+# a plot with more lines than this is unreadable; the largest groups are shown
+_MAX_GROUPS = 10
+_GRID = np.linspace(0.0, 1.0, 1001)
+
+
+def _figure(width: float = 7.0, height: float = 4.2) -> Any:
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width, height), layout="constrained")
+
+
+def save_png(fig: Any, path: str) -> None:
+    """Write ``fig`` as a PNG (Agg renderer, 100 dpi)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(fig).print_png(path)
+
+
+def _label(label: Any) -> str:
+    return ":".join(map(str, label)) if isinstance(label, tuple) else str(label)
+
+
+def _groups(columns: Mapping[str, NDArray[Any]], values: NDArray[Any], min_group_size: int
+            ) -> list[tuple[str, NDArray[Any]]]:
+    """``[(label, values of the group)]`` of the kept groups, largest first, at most 10."""
+    with warnings.catch_warnings():  # exclusions are already reported by the report layer
+        warnings.simplefilter("ignore")
+        groups = encode_groups(dict(columns), n_samples=len(values),
+                               min_group_size=min_group_size)
+    parts = list(zip(map(_label, groups.labels), groups.split(np.asarray(values)), strict=True))
+    parts.sort(key=lambda p: -len(p[1]))
+    return parts[:_MAX_GROUPS]
+
+
+def _ecdf(values: NDArray[np.float64]) -> NDArray[np.float64]:
+    ordered = np.sort(values)
+    return np.searchsorted(ordered, _GRID, side="right") / max(len(ordered), 1)
+
+
+def score_cdfs(attribute: str, columns: Mapping[str, NDArray[Any]], y_score: NDArray[Any], *,
+               min_group_size: int = 1, value: float | None = None,
+               pair: Sequence[Any] | None = None) -> Any:
+    """Per-group empirical CDFs of the scores, with the area between them shaded.
+
+    The shaded area is the ABCC: between ``pair`` (the worst pair, when known) or, otherwise,
+    between the lowest and highest group CDF at each score (exactly the ABCC for two groups).
+    """
+    fig = _figure()
+    ax = fig.add_subplot()
+    parts = _groups(columns, np.asarray(y_score, dtype=float), min_group_size)
+    curves = {label: _ecdf(v) for label, v in parts}
+    for label, v in parts:
+        ax.step(_GRID, curves[label], where="post", lw=1.6, label=f"{label} (n={len(v)})")
+    pair_labels = [_label(p) for p in pair] if pair is not None else []
+    if len(pair_labels) == 2 and all(p in curves for p in pair_labels):
+        lo, hi = curves[pair_labels[0]], curves[pair_labels[1]]
+        what = f"area between {pair_labels[0]} and {pair_labels[1]}"
+    elif len(curves) >= 2:
+        stacked = np.vstack(list(curves.values()))
+        lo, hi = stacked.min(axis=0), stacked.max(axis=0)
+        what = "area between the group CDFs"
+    else:
+        lo = hi = None
+    if lo is not None:
+        ax.fill_between(_GRID, lo, hi, step="post", alpha=0.25, color="tab:red",
+                        label=what + (f" (ABCC = {value:.4f})" if _finite(value) else ""))
+    ax.set(xlim=(0, 1), ylim=(0, 1.02), xlabel="score",
+           ylabel="share of the group with score <= x", title=f"Score CDFs by {attribute}")
+    ax.grid(alpha=0.3)
+    _legend(ax)
+    return fig
+
+
+def madd_histograms(attribute: str, columns: Mapping[str, NDArray[Any]], y_score: NDArray[Any],
+                    *, min_group_size: int = 1, n_bins: int = 50,
+                    value: float | None = None) -> Any:
+    """Per-group score histograms as proportions per bin: the densities MADD compares."""
+    fig = _figure()
+    ax = fig.add_subplot()
+    edges = np.linspace(0.0, 1.0, n_bins + 1)
+    for label, v in _groups(columns, np.asarray(y_score, dtype=float), min_group_size):
+        counts, _ = np.histogram(v, bins=edges)
+        ax.stairs(counts / max(len(v), 1), edges, lw=1.6, label=f"{label} (n={len(v)})")
+    title = f"Score histograms by {attribute} ({n_bins} bins)"
+    if _finite(value):
+        title += f": MADD = {value:.4f}"
+    ax.set(xlim=(0, 1), xlabel="score", ylabel="share of the group in the bin", title=title)
+    ax.grid(alpha=0.3)
+    _legend(ax)
+    return fig
+
+
+def _finite(value: float | None) -> bool:
+    return value is not None and bool(np.isfinite(value))
+
+
+def _legend(ax: Any) -> None:
+    # matplotlib warns about an empty legend; a plot without series simply has none
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8)
+
+
+def robustness_curve(attribute: str, detail: Any) -> Any:
+    """Fairness gap and robustness ratio against the noise level, with 95% error bands."""
+    fig = _figure(10.0, 4.2)
+    ax_gap, ax_ratio = fig.subplots(1, 2)
+    levels = np.asarray(detail.levels, dtype=float)
+    gaps = getattr(detail, "gaps", None) or {}
+    ses = getattr(detail, "gap_se", None) or {}
+    for metric, ratio in (getattr(detail, "ratios", None) or {}).items():
+        ratio = np.asarray(ratio, dtype=float)[: len(levels)]
+        line = ax_ratio.plot(levels, ratio, marker="o", label=metric)[0]
+        if metric in gaps:
+            gap = np.asarray(gaps[metric], dtype=float)[: len(levels)]
+            ax_gap.plot(levels, gap, marker="o", color=line.get_color(), label=metric)
+            if metric in ses:
+                se = np.asarray(ses[metric], dtype=float)[: len(levels)]
+                ax_gap.fill_between(levels, gap - 1.96 * se, gap + 1.96 * se, alpha=0.2,
+                                    color=line.get_color())
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    # delta method with a deterministic clean gap: SE(R) = R * SE / gap
+                    half = np.where(gap > 0, 1.96 * np.abs(ratio) * se / gap, np.nan)
+                ax_ratio.fill_between(levels, ratio - half, ratio + half, alpha=0.2,
+                                      color=line.get_color())
+    ax_ratio.axhline(1.0, color="grey", lw=1, ls="--")
+    for ax, ylabel in ((ax_gap, "fairness gap under noise (mean, 95% band)"),
+                       (ax_ratio, "robustness ratio R (gap / clean gap)")):
+        if (levels > 0).all():
+            ax.set_xscale("log")
+        ax.set(xlabel="noise level k", ylabel=ylabel)
+        ax.grid(alpha=0.3)
+        _legend(ax)
+    fig.suptitle(f"Fairness under input noise, by {attribute}")
+    return fig

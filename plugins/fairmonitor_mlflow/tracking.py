@@ -1,0 +1,146 @@
+"""MLflow metric keys, per-level robustness metrics, run tags, and logging them to the run.
+
+Metric keys (stable; documented in the README):
+
+=============================================================  ==============================
+``fairness/<metric>/<attribute>``                              one value per registry metric
+                                                               and attribute (as
+                                                               :meth:`WindowReport.flat`)
+``fairness/group_count/<attribute>/<group>``                   rows per group
+``fairness/robustness_ratio/<fairness metric>/<attribute>``    R_k at ``step`` = level index
+``fairness/robustness_gap/<fairness metric>/<attribute>``      mean gap under noise, per step
+``fairness/robustness_gap_se/<fairness metric>/<attribute>``   its standard error, per step
+``fairness/robustness_flip_rate/<attribute>``                  flipped predictions, per step
+``fairness/robustness_level/<attribute>``                      the noise level k of each step
+=============================================================  ==============================
+
+MLflow allows only letters, digits and ``_ - . : / space`` in keys, so attribute and group names
+are made safe by :func:`safe_name` (``">=25"`` becomes ``"ge25"``); the exact labels are in the
+group table artifact. Keys of names that are already safe equal :meth:`WindowReport.flat`'s.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+from fairmonitor import WindowReport
+
+__all__ = ["PREFIX", "log_metrics", "result_metrics", "robustness_details", "safe_name",
+           "status_tags", "step_metrics"]
+
+PREFIX = "fairness"
+
+_SYMBOLS = (("<=", "le"), (">=", "ge"), ("!=", "ne"), ("==", "eq"), ("<", "lt"), (">", "gt"),
+            ("=", "eq"), ("+", "plus"), ("%", "pct"), ("&", "and"))
+_UNSAFE = re.compile(r"[^\w.\- :]")
+
+
+def safe_name(name: Any) -> str:
+    """Make ``name`` usable as one segment of an MLflow metric key.
+
+    >>> safe_name(">=25"), safe_name("<25"), safe_name("female:>=25"), safe_name("a/b")
+    ('ge25', 'lt25', 'female:ge25', 'a_b')
+    """
+    text = str(name)
+    for symbol, word in _SYMBOLS:
+        text = text.replace(symbol, word)
+    text = _UNSAFE.sub("_", text).strip()
+    return "_" if text in ("", ".", "..") else text
+
+
+def _key(*parts: Any) -> str:
+    return "/".join([PREFIX, *(safe_name(p) for p in parts)])
+
+
+def result_metrics(report: WindowReport) -> dict[str, float]:
+    """Return the scalar metrics of the evaluation: metric values and group counts, by key.
+
+    These go into ``EvaluationResult.metrics`` (so ``validate_evaluation_results`` sees them).
+    """
+    out = {_key(metric, attr): float(v) for (metric, attr), v in report.values.items()}
+    for attr, counts in report.group_counts.items():
+        for group, n in counts.items():
+            key = base = _key("group_count", attr, group)
+            i = 2
+            while key in out:  # two labels made identical by safe_name stay distinct
+                key, i = f"{base}_{i}", i + 1
+            out[key] = float(n)
+    return out
+
+
+def robustness_details(report: WindowReport) -> dict[str, Any]:
+    """Return the robustness result of each attribute (shared by its summaries)."""
+    out: dict[str, Any] = {}
+    for (_, attr), detail in report.details.items():
+        if attr not in out and hasattr(detail, "levels") and hasattr(detail, "ratios"):
+            out[attr] = detail
+    return out
+
+
+def _series(detail: Any, name: str) -> Mapping[str, Any]:
+    value = getattr(detail, name, None)
+    return value if isinstance(value, Mapping) else {}
+
+
+def step_metrics(report: WindowReport) -> list[tuple[str, float, int]]:
+    """Per-level robustness metrics as ``(key, value, step)``; step = index into the levels."""
+    rows: list[tuple[str, float, int]] = []
+    for attr, detail in robustness_details(report).items():
+        levels = [float(k) for k in np.asarray(detail.levels, dtype=float)]
+        rows += [(_key("robustness_level", attr), k, i) for i, k in enumerate(levels)]
+        for field, attribute in (("ratio", "ratios"), ("gap", "gaps"), ("gap_se", "gap_se")):
+            for metric, values in _series(detail, attribute).items():
+                arr = np.asarray(values, dtype=float).reshape(-1)
+                rows += [(_key(f"robustness_{field}", metric, attr), float(v), i)
+                         for i, v in enumerate(arr[: len(levels)])]
+        flips = getattr(detail, "flip_rate", None)
+        if flips is not None:
+            arr = np.asarray(flips, dtype=float).reshape(-1)
+            rows += [(_key("robustness_flip_rate", attr), float(v), i)
+                     for i, v in enumerate(arr[: len(levels)])]
+    return rows
+
+
+def status_tags(report: WindowReport, robustness: str) -> dict[str, str]:
+    """Run tags: ``fairness.status`` (ok|warning|critical), the breaching keys, robustness."""
+    breaches = sorted(_key(m, a) for (m, a), s in report.statuses.items()
+                      if s in ("warning", "critical"))
+    return {
+        "fairness.status": report.status,
+        "fairness.breaches": ", ".join(breaches) if breaches else "none",
+        "fairness.robustness": robustness[:5000],
+    }
+
+
+def log_metrics(run_id: str, scalars: Mapping[str, float],
+                steps: Iterable[tuple[str, float, int]], tags: Mapping[str, str], *,
+                model_id: str | None, dataset: Any) -> None:
+    """Log to the run in one batch: scalars (at step 0), per-level metrics and tags.
+
+    Pass ``scalars={}`` when ``model_id`` is set: ``mlflow.models.evaluate`` then logs the
+    returned metrics itself (to the run and the LoggedModel), and logging them here as well would
+    give every key two history entries (integration.md §1.7).
+    """
+    from mlflow.entities import Metric, RunTag
+    from mlflow.tracking import MlflowClient
+
+    ts = int(time.time() * 1000)
+    name = getattr(dataset, "name", None)
+    digest = getattr(dataset, "digest", None)
+    if name is None or digest is None:
+        name = digest = None
+
+    def metric(key: str, value: float, step: int) -> Metric:
+        # NaN and inf are fine: the tracking stores record them (sqlalchemy_store.py:1379)
+        return Metric(key, value, ts, step, model_id=model_id, dataset_name=name,
+                      dataset_digest=digest, run_id=run_id)
+
+    metrics = [metric(k, v, 0) for k, v in scalars.items()]
+    metrics += [metric(k, v, step) for k, v, step in steps]
+    MlflowClient().log_batch(run_id, metrics=metrics,
+                             tags=[RunTag(k, v) for k, v in tags.items()])

@@ -1,0 +1,303 @@
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from fairmonitor.exceptions import ConfigError
+from fairmonitor.monitor.config import (
+    check_config,
+    format_duration,
+    load_config,
+    parse_duration,
+)
+from fairmonitor.thresholds import Threshold
+
+MINIMAL = """
+models:
+  credit:
+    source: {kind: sql, url: "sqlite:///predictions.db"}
+    sensitive_features: [sex, race]
+    prediction: prediction
+    label: label
+    window: 1h
+    metrics: [demographic_parity_difference, demographic_parity_ratio,
+              equalized_odds_difference]
+"""
+
+
+def _errors(text: str) -> tuple[str, ...]:
+    with pytest.raises(ConfigError) as info:
+        load_config(text)
+    return info.value.errors  # type: ignore[attr-defined]
+
+
+def test_minimal_config_defaults():
+    cfg = load_config(MINIMAL)
+    m = cfg.models["credit"]
+    assert cfg.listen_address == "127.0.0.1:9464"
+    assert (cfg.host, cfg.port) == ("127.0.0.1", 9464)
+    assert cfg.catch_up == 100
+    assert cfg.timezone == "UTC"
+    assert cfg.tick == timedelta(hours=1)
+    assert cfg.checkpoint.kind == "file"
+    assert cfg.checkpoint.path == Path.cwd() / "fairmonitor-checkpoint.json"
+    assert m.mode == "tumbling"
+    assert m.every == timedelta(hours=1)
+    assert m.labels_after == timedelta(0)
+    assert m.tracking_uri == "sqlite:///mlflow.db"
+    assert m.experiment == "fairmonitor-credit"
+    assert m.model_uri is None
+    assert m.min_group_size == 1
+    assert m.label_metrics == ("equalized_odds_difference",)
+    assert m.label_free_metrics == ("demographic_parity_difference", "demographic_parity_ratio")
+    assert m.source.table == "predictions"
+
+
+def test_full_config_from_file(tmp_path):
+    (tmp_path / "ref.csv").write_text("sex,label\nF,1\n")
+    path = tmp_path / "monitor.yaml"
+    path.write_text("""
+listen_address: 127.0.0.1:0
+checkpoint: {kind: sql, url: "sqlite:///state.db"}
+catch_up: 5
+tick: 30s
+models:
+  credit:
+    model: models:/credit@champion
+    tracking_uri: http://127.0.0.1:5000
+    source: {kind: files, path: preds, pattern: "dt=*/hour=*/*.parquet"}
+    sensitive_features: [sex]
+    score: score
+    label: label
+    window: 1h
+    every: 5m
+    labels_after: 24h
+    start: 2026-11-22T00:00:00Z
+    metrics: [demographic_parity_difference, demographic_parity_ratio,
+              equal_opportunity_difference]
+    min_group_size: 30
+    thresholds:
+      demographic_parity_difference: {warning: 0.1, critical: 0.2}
+      demographic_parity_ratio: {warning: 0.8, critical: 0.7}
+      equal_opportunity_difference:
+        - {warning: 0.1, critical: 0.3}
+        - {attribute: sex, critical: 0.25}
+    reference: {path: ref.csv}
+  fraud:
+    model: {name: fraud, version: 4}
+    source: {kind: sql, url: "postgresql+psycopg2://u@127.0.0.1/db", table: preds,
+             model_column: null}
+    sensitive_features: sex
+    prediction: pred
+    window: 1d
+    every: 1d
+    mode: tumbling
+    metrics: [demographic_parity_difference]
+""")
+    cfg = load_config(path)
+    credit, fraud = cfg.models["credit"], cfg.models["fraud"]
+    assert cfg.tick == timedelta(seconds=30)
+    assert cfg.port == 0
+    assert cfg.checkpoint.url == "sqlite:///state.db"
+    assert credit.model_uri == "models:/credit@champion"
+    assert (credit.registered_model, credit.model_alias) == ("credit", "champion")
+    assert credit.mode == "sliding"
+    assert credit.every == timedelta(minutes=5)
+    assert credit.start == datetime(2026, 11, 22, tzinfo=UTC)
+    assert credit.source.path == tmp_path / "preds"
+    assert credit.reference is not None
+    assert credit.reference.path == tmp_path / "ref.csv"
+    assert credit.thresholds == (
+        Threshold("demographic_parity_difference", 0.1, 0.2, "upper"),
+        Threshold("demographic_parity_ratio", 0.8, 0.7, "lower"),  # the registry's bound
+        Threshold("equal_opportunity_difference", 0.1, 0.3, "upper"),
+        Threshold("equal_opportunity_difference", None, 0.25, "upper", "sex"),
+    )
+    assert fraud.model_uri == "models:/fraud/4"
+    assert fraud.sensitive_features == ("sex",)
+    assert fraud.source.model_column is None
+    assert fraud.source.table == "preds"
+
+
+def _with_model(value: str) -> str:
+    return MINIMAL.replace("    window: 1h", f"    window: 1h\n    model: {value}")
+
+
+def test_model_uri_forms():
+    assert load_config(_with_model("credit")).models["credit"].model_uri == "models:/credit"
+    assert load_config(_with_model("models:/credit/12")).models["credit"].model_version == "12"
+    m = load_config(_with_model("{name: c, alias: prod}")).models["credit"]
+    assert m.model_uri == "models:/c@prod"
+
+
+def test_model_mapping_errors():
+    assert _errors(_with_model("{name: c, alias: prod, version: 2}")) == (
+        "models.credit.model: give 'version' or 'alias', not both",)
+    assert _errors(_with_model("{alias: prod, version: v2}")) == (
+        "models.credit.model.name: required; give a string",
+        "models.credit.model: give 'version' or 'alias', not both",
+        "models.credit.model.version: must be a version number; got 'v2'",
+    )
+
+
+def test_all_errors_listed_with_dotted_paths_values_and_allowed():
+    text = """
+listen_address: localhost
+timezone: Europe/Paris
+catch_up: 0
+polling: 1
+models:
+  credit:
+    model: models:/credit/x
+    source: {kind: kafka}
+    sensitive_features: [sex]
+    prediction: prediction
+    window: 1 hour
+    every: 2h
+    mode: hopping
+    labels_after: 24h
+    metrics: [demographic_parity_difference, dp, equalized_odds_difference]
+    min_group_size: -3
+    thresholds:
+      demographic_parity_difference: {warning: 0.3, critical: 0.2, bound: upward}
+      demographic_parity_ratio: {warning: 0.8}
+      abc: {warning: 1}
+      equalized_odds_difference: {warnin: 0.1}
+"""
+    assert _errors(text) == (
+        "polling: unknown key 'polling'; allowed keys: listen_address, checkpoint, catch_up, "
+        "timezone, tick, models",
+        "listen_address: must be 'host:port' with a port in 0..65535; got 'localhost'",
+        "timezone: must be one of ['UTC']; got 'Europe/Paris'",
+        "catch_up: must be a positive integer; got 0",
+        "models.credit.model: must be 'models:/<name>@<alias>', 'models:/<name>/<version>', a "
+        "registered model name or a mapping; got 'models:/credit/x'",
+        "models.credit.source.kind: must be one of ['sql', 'files']; got 'kafka'",
+        "models.credit.source.url: required; give a string",
+        "models.credit.metrics[1]: unknown metric 'dp'; allowed: demographic_parity_difference, "
+        "demographic_parity_ratio, equalized_odds_difference, equal_opportunity_difference"
+        + _more_metrics(),
+        "models.credit.metrics[2]: 'equalized_odds_difference' needs labels; set 'label' to the "
+        "label column",
+        "models.credit.window: must be a duration like '30s', '5m', '1h' or '1d'; got '1 hour'",
+        "models.credit.mode: must be one of ['tumbling', 'sliding']; got 'hopping'",
+        "models.credit.every: must not exceed window (1h); got 2h",
+        "models.credit.labels_after: is set but no 'label' column is configured",
+        "models.credit.thresholds.demographic_parity_difference.bound: must be one of "
+        "['upper', 'lower']; got 'upward'",
+        "models.credit.thresholds.demographic_parity_difference: with bound 'upper' warning "
+        "must be <= critical; got warning=0.3, critical=0.2",
+        "models.credit.thresholds.demographic_parity_ratio: metric 'demographic_parity_ratio' "
+        "is not monitored; add it to 'metrics' (or 'reference.metrics') or remove this "
+        "threshold",
+        "models.credit.thresholds.abc: unknown metric 'abc'; allowed: "
+        "demographic_parity_difference, demographic_parity_ratio, equalized_odds_difference, "
+        "equal_opportunity_difference" + _more_metrics(),
+        "models.credit.thresholds.equalized_odds_difference.warnin: unknown key 'warnin'; "
+        "allowed keys: warning, critical, bound, attribute",
+        "models.credit.thresholds.equalized_odds_difference: give at least one of 'warning' or "
+        "'critical'",
+        "models.credit.min_group_size: must be a positive integer; got -3",
+    )
+
+
+def _more_metrics() -> str:
+    from fairmonitor import METRICS
+
+    rest = list(METRICS)[4:]
+    return "".join(f", {m}" for m in rest)
+
+
+def test_error_message_has_header_and_one_line_per_error():
+    with pytest.raises(ConfigError) as info:
+        load_config("models: {credit: {window: 5x}}\ntimezone: CET")
+    lines = str(info.value).splitlines()
+    assert lines[0] == "monitor config has 6 errors:"
+    assert lines[1] == "  timezone: must be one of ['UTC']; got 'CET'"
+    assert len(lines) == 7
+
+
+def test_single_error_header_is_singular():
+    with pytest.raises(ConfigError, match=r"^monitor config has 1 error:\n  models\.credit\."
+                                          r"every: tumbling windows advance by their size \(1h\)"
+                                          r"; got 5m; drop 'every' or set mode: sliding$"):
+        load_config(MINIMAL + "    every: 5m\n    mode: tumbling\n")
+
+
+def test_threshold_attribute_must_be_an_evaluated_attribute():
+    errors = _errors(MINIMAL + """    thresholds:
+      demographic_parity_difference: {attribute: age, warning: 0.1}
+""")
+    assert errors == (
+        "models.credit.thresholds.demographic_parity_difference.attribute: must be one of "
+        "['sex', 'race', 'sex:race']; got 'age'",
+    )
+
+
+def test_metric_needing_the_model_belongs_to_reference():
+    from fairmonitor import METRICS
+
+    needs_model = [m for m, s in METRICS.items() if s.needs_model]
+    if not needs_model:  # the robustness family registers these; parity alone has none
+        pytest.fail("no registered metric calls the model; this test needs one")
+    text = MINIMAL.replace("equalized_odds_difference]", f"{needs_model[0]}]")
+    assert _errors(text) == (
+        f"models.credit.metrics[2]: {needs_model[0]!r} calls the model, which production "
+        "windows do not; list it under 'reference.metrics' instead",
+    )
+
+
+def test_reference_needs_model_and_existing_file(tmp_path):
+    errors = _errors(MINIMAL + f"    reference: {{path: {tmp_path / 'missing.csv'}}}\n")
+    assert errors == (
+        f"models.credit.reference.path: file not found: '{tmp_path / 'missing.csv'}'",
+        "models.credit.reference: needs 'model' (the MLflow model whose versions to evaluate)",
+    )
+
+
+def test_missing_file_and_bad_yaml():
+    with pytest.raises(ConfigError, match=r"cannot read monitor config 'nope\.yaml': No such"):
+        load_config("nope.yaml")
+    with pytest.raises(ConfigError, match="monitor config is not valid YAML"):
+        load_config("models: [a\n b: c")
+    assert _errors("- a\n- b") == (
+        "the top level must be a mapping with keys listen_address, checkpoint, catch_up, "
+        "timezone, tick, models; got ['a', 'b']",)
+    assert _errors("") == ("models: required; give a mapping of model name to its settings, "
+                           "e.g. models: {credit: {...}}",)
+
+
+def test_checkpoint_shorthands():
+    assert load_config(MINIMAL + "checkpoint: sqlite:///m.db\n").checkpoint.kind == "sql"
+    cp = load_config(MINIMAL + "checkpoint: state/cp.json\n").checkpoint
+    assert (cp.kind, cp.path) == ("file", Path.cwd() / "state" / "cp.json")
+
+
+def test_check_config_summary(tmp_path):
+    path = tmp_path / "m.yaml"
+    path.write_text(MINIMAL.replace("    window: 1h", "    window: 1h\n    every: 15m\n"
+                                    "    labels_after: 1d\n    model: models:/credit@prod"))
+    lines = check_config(path)
+    assert lines[0] == (f"config OK: 1 model(s); metrics on http://127.0.0.1:9464/metrics; "
+                        f"checkpoint {tmp_path / 'fairmonitor-checkpoint.json'}")
+    assert lines[1] == ("credit: sliding 1h windows every 15m, labels after 1d, 3 metric(s), "
+                        "0 threshold(s), sql source sqlite:///predictions.db, model "
+                        "models:/credit@prod")
+
+
+@pytest.mark.parametrize(("text", "delta"), [("30s", timedelta(seconds=30)),
+                                             ("5m", timedelta(minutes=5)),
+                                             ("1h", timedelta(hours=1)),
+                                             ("1d", timedelta(days=1)),
+                                             ("0s", timedelta(0))])
+def test_parse_duration(text, delta):
+    assert parse_duration(text) == delta
+    assert parse_duration(format_duration(delta)) == delta
+
+
+@pytest.mark.parametrize("bad", ["5", "1.5h", "-1h", "1w", 5, None])
+def test_parse_duration_rejects(bad):
+    with pytest.raises(ValueError, match="must be a duration like '30s', '5m', '1h' or '1d'"):
+        parse_duration(bad)
