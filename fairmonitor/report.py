@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+import re
 import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -30,7 +31,7 @@ from .exceptions import GroupExclusionWarning, InvalidInputError, UndefinedMetri
 from .metrics._groups import INTERSECTION_SEPARATOR, encode_groups, sensitive_columns
 from .thresholds import Severity, Threshold, evaluate_thresholds, worst
 
-__all__ = ["Window", "WindowReport", "evaluate_window"]
+__all__ = ["Window", "WindowReport", "evaluate_window", "safe_name"]
 
 log = logging.getLogger(__name__)
 
@@ -206,12 +207,37 @@ class WindowReport:
     def flat(self, prefix: str = "fairness") -> dict[str, float]:
         """``{"<prefix>/<metric>/<attribute>": value}``: the MLflow metric keys.
 
+        Shared by the MLflow evaluator and the monitor's MLflow sink, so both write the same
+        keys; names are passed through :func:`safe_name`.
+
         >>> r = evaluate_window(Window({"g": list("aabb")}, y_pred=[1, 0, 0, 0]),
         ...                     metrics=["demographic_parity_difference"])
         >>> r.flat()
         {'fairness/demographic_parity_difference/g': 0.5}
         """
-        return {f"{prefix}/{metric}/{attr}": v for (metric, attr), v in self.values.items()}
+        return {f"{prefix}/{safe_name(metric)}/{safe_name(attr)}": v
+                for (metric, attr), v in self.values.items()}
+
+
+_SYMBOLS = (("<=", "le"), (">=", "ge"), ("!=", "ne"), ("==", "eq"), ("<", "lt"), (">", "gt"),
+            ("=", "eq"), ("+", "plus"), ("%", "pct"), ("&", "and"))
+# MLflow metric keys allow letters, digits, "_ - . : /" and spaces; "/" separates key parts
+_UNSAFE = re.compile(r"[^\w.\- :]")
+
+
+def safe_name(name: Any) -> str:
+    """Make ``name`` usable as one segment of an MLflow metric key.
+
+    Comparison symbols become words so that ``<25`` and ``>=25`` stay distinct.
+
+    >>> safe_name(">=25"), safe_name("<25"), safe_name("female:>=25"), safe_name("a/b")
+    ('ge25', 'lt25', 'female:ge25', 'a_b')
+    """
+    text = str(name)
+    for symbol, word in _SYMBOLS:
+        text = text.replace(symbol, word)
+    text = _UNSAFE.sub("_", text).strip()
+    return "_" if text in ("", ".", "..") else text
 
 
 def _group_label(label: Any) -> str:

@@ -21,7 +21,6 @@ group table artifact. Keys of names that are already safe equal :meth:`WindowRep
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -29,29 +28,12 @@ from typing import Any
 import numpy as np
 
 from fairmonitor import WindowReport
+from fairmonitor.report import safe_name
 
 __all__ = ["PREFIX", "log_metrics", "result_metrics", "robustness_details", "safe_name",
            "status_tags", "step_metrics"]
 
 PREFIX = "fairness"
-
-_SYMBOLS = (("<=", "le"), (">=", "ge"), ("!=", "ne"), ("==", "eq"), ("<", "lt"), (">", "gt"),
-            ("=", "eq"), ("+", "plus"), ("%", "pct"), ("&", "and"))
-_UNSAFE = re.compile(r"[^\w.\- :]")
-
-
-def safe_name(name: Any) -> str:
-    """Make ``name`` usable as one segment of an MLflow metric key.
-
-    >>> safe_name(">=25"), safe_name("<25"), safe_name("female:>=25"), safe_name("a/b")
-    ('ge25', 'lt25', 'female:ge25', 'a_b')
-    """
-    text = str(name)
-    for symbol, word in _SYMBOLS:
-        text = text.replace(symbol, word)
-    text = _UNSAFE.sub("_", text).strip()
-    return "_" if text in ("", ".", "..") else text
-
 
 def _key(*parts: Any) -> str:
     return "/".join([PREFIX, *(safe_name(p) for p in parts)])

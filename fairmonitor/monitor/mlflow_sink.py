@@ -1,0 +1,235 @@
+"""MLflow output of the monitor: window metrics into one monitoring run per model version.
+
+Each model version gets one run in the model's monitoring experiment, found again after a
+restart by its tags (``fairmonitor.monitoring=true``, ``fairmonitor.model``,
+``fairmonitor.version``). It receives each window's values under the keys of the MLflow evaluator
+plugin (``WindowReport.flat()``: ``fairness/<metric>/<attribute>``) with ``step`` = the window
+index and ``timestamp`` = the window end, so the run's metric charts are the production history
+of that version. The evaluation of a version on its reference data goes to a separate run tagged
+``fairmonitor.evaluation=reference``, with the same keys at step 0, so it does not interleave with
+the window history.
+
+Choices:
+
+- Nothing is written synchronously in the job: :meth:`MlflowSink.submit` only queues, and
+  :meth:`MlflowSink.flush` (once per tick) writes. A write that fails (server unreachable,
+  database locked) stays queued, in order, and is retried at the next flush; values already
+  written are not sent twice. The queue is bounded (``max_pending`` values); when it overflows
+  the oldest windows are dropped and counted (:attr:`MlflowSink.dropped`), with a warning.
+- NaN values are not logged (MLflow would store them, but a chart point of NaN says nothing the
+  missing point does not); the report's reasons go to logs and Prometheus.
+- ``mlflow`` is imported on first write (2-5 s), never at import time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import threading
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+__all__ = ["MONITORING_TAG", "MlflowSink"]
+
+log = logging.getLogger(__name__)
+
+MONITORING_TAG = "fairmonitor.monitoring"
+_MODEL_TAG = "fairmonitor.model"
+_VERSION_TAG = "fairmonitor.version"
+_KIND_TAG = "fairmonitor.evaluation"  # "window" (production history) or "reference"
+_BATCH = 1000  # MLflow's MAX_METRICS_PER_BATCH
+
+
+@dataclass(slots=True, eq=False)  # identity equality: the queue removes this very item
+class _Pending:
+    """Values of one window (or reference evaluation) not yet written."""
+
+    tracking_uri: str | None
+    experiment: str
+    model: str
+    version: str
+    kind: str  # "window" | "reference"
+    points: list[tuple[str, float, int, int]]  # key, value, timestamp (ms), step
+
+
+def _points(values: Mapping[str, float], timestamp_ms: int,
+            step: int) -> list[tuple[str, float, int, int]]:
+    return [(k, float(v), timestamp_ms, step) for k, v in values.items() if not math.isnan(v)]
+
+
+class MlflowSink:
+    """Queue window metrics and write them to MLflow, retrying failed writes on the next flush.
+
+    Parameters
+    ----------
+    models : mapping of str to model config, optional
+        ``MonitorConfig.models``: gives each model's ``tracking_uri`` and ``experiment``.
+    tracking_uri : str, optional
+        Used for models without a configuration (default: MLflow's own default).
+    experiment : str, default='fairmonitor-monitoring'
+        Experiment for models without a configuration.
+    max_pending : int, default=100_000
+        Most values held while MLflow is unreachable; beyond it the oldest windows are dropped.
+    on_error : callable, optional
+        ``on_error(model, "mlflow")`` for each failed write (the collector's ``record_error``).
+
+    Examples
+    --------
+    >>> sink = MlflowSink(tracking_uri="sqlite:///unused.db")
+    >>> sink.pending, sink.dropped
+    (0, 0)
+    """
+
+    def __init__(self, models: Mapping[str, Any] | None = None, *, tracking_uri: str | None = None,
+                 experiment: str = "fairmonitor-monitoring", max_pending: int = 100_000,
+                 on_error: Callable[[str, str], None] | None = None):
+        self._models = dict(models or {})
+        self._default = (tracking_uri, experiment)
+        self._max_pending = int(max_pending)
+        self._on_error = on_error
+        self._queue: deque[_Pending] = deque()
+        self._size = 0
+        self._dropped = 0
+        self._lock = threading.Lock()
+        self._clients: dict[str | None, Any] = {}
+        self._runs: dict[tuple[str | None, str, str, str, str], str] = {}
+
+    @property
+    def pending(self) -> int:
+        """Values queued and not yet written."""
+        return self._size
+
+    @property
+    def dropped(self) -> int:
+        """Values dropped because the queue overflowed."""
+        return self._dropped
+
+    # ------------------------------------------------------------------ queueing
+    def _target(self, model: str) -> tuple[str | None, str]:
+        cfg = self._models.get(model)
+        if cfg is None:
+            return self._default
+        return cfg.tracking_uri, cfg.experiment
+
+    def _enqueue(self, item: _Pending) -> None:
+        if not item.points:
+            return
+        with self._lock:
+            self._queue.append(item)
+            self._size += len(item.points)
+            lost = 0
+            while self._size > self._max_pending and len(self._queue) > 1:
+                old = self._queue.popleft()
+                self._size -= len(old.points)
+                lost += len(old.points)
+            self._dropped += lost
+        if lost:
+            log.warning("MLflow queue full (max_pending=%d): dropped the %d oldest values "
+                        "(%d dropped in all); is the tracking server reachable?",
+                        self._max_pending, lost, self._dropped)
+
+    def submit(self, result: Any) -> None:
+        """Queue one ``WindowResult``'s values (use as the job's ``on_result`` hook)."""
+        if result.report is None:
+            return
+        uri, experiment = self._target(result.model)
+        ms = int(result.end.timestamp() * 1000)
+        self._enqueue(_Pending(uri, experiment, result.model, result.version, "window",
+                               _points(result.report.flat(), ms, int(result.index))))
+
+    def submit_reference(self, model: str, version: str, report: Any, *,
+                         when: datetime | None = None) -> None:
+        """Queue the evaluation of ``model`` at ``version`` on its reference data (step 0)."""
+        uri, experiment = self._target(model)
+        ms = int((when or datetime.now().astimezone()).timestamp() * 1000)
+        self._enqueue(_Pending(uri, experiment, model, str(version), "reference",
+                               _points(report.flat(), ms, 0)))
+
+    # ------------------------------------------------------------------ writing
+    def _client(self, uri: str | None) -> Any:
+        if uri not in self._clients:
+            from mlflow.tracking import MlflowClient
+
+            self._clients[uri] = MlflowClient(tracking_uri=uri)
+        return self._clients[uri]
+
+    def _run_id(self, client: Any, item: _Pending) -> str:
+        key = (item.tracking_uri, item.experiment, item.model, item.version, item.kind)
+        if key in self._runs:
+            return self._runs[key]
+        exp = client.get_experiment_by_name(item.experiment)
+        exp_id = (exp.experiment_id if exp is not None
+                  else client.create_experiment(item.experiment))
+        tags = {MONITORING_TAG: "true", _MODEL_TAG: item.model, _VERSION_TAG: item.version,
+                _KIND_TAG: item.kind}
+        run_id = self._find_run(client, exp_id, tags)
+        if run_id is None:
+            name = f"{item.model} v{item.version or '?'} {item.kind}"
+            run_id = client.create_run(exp_id, tags=tags, run_name=name).info.run_id
+        self._runs[key] = run_id
+        return run_id
+
+    @staticmethod
+    def _find_run(client: Any, exp_id: str, tags: Mapping[str, str]) -> str | None:
+        # filter on the fixed tag server-side; compare the user-given ones here, so names with
+        # quotes need no escaping in the filter grammar
+        token = None
+        while True:
+            page = client.search_runs([exp_id], filter_string=f"tags.`{MONITORING_TAG}` = 'true'",
+                                      order_by=["attributes.start_time ASC"], page_token=token)
+            for run in page:
+                if all(run.data.tags.get(k) == v for k, v in tags.items()):
+                    return str(run.info.run_id)
+            token = page.token
+            if not token:
+                return None
+
+    def _write(self, item: _Pending) -> None:
+        from mlflow.entities import Metric
+
+        client = self._client(item.tracking_uri)
+        run_id = self._run_id(client, item)
+        while item.points:
+            chunk = item.points[:_BATCH]
+            client.log_batch(run_id, metrics=[Metric(k, v, ts, step) for k, v, ts, step in chunk])
+            del item.points[:_BATCH]  # written: never re-sent by a retry
+            with self._lock:
+                self._size -= len(chunk)
+
+    def flush(self) -> bool:
+        """Write everything queued; return True if the queue is empty afterwards.
+
+        Windows are written oldest first. After a failure the remaining windows of the same
+        tracking server are kept for the next flush (order preserved); other servers go on.
+        """
+        with self._lock:
+            items = list(self._queue)
+        failed: set[str | None] = set()
+        for item in items:
+            if item.tracking_uri in failed:
+                continue
+            try:
+                self._write(item)
+            except Exception as exc:  # any failure: keep it queued, the next tick retries
+                failed.add(item.tracking_uri)
+                # rebuild client and run lookup next time (the run may have been deleted)
+                self._clients.pop(item.tracking_uri, None)
+                self._runs = {k: v for k, v in self._runs.items() if k[0] != item.tracking_uri}
+                log.warning("MLflow write for model %s version %s failed, %d values kept for "
+                            "the next tick: %s", item.model, item.version or "?", self._size,
+                            _short(exc))
+                if self._on_error is not None:
+                    self._on_error(item.model, "mlflow")
+                continue
+            with self._lock, contextlib.suppress(ValueError):  # ValueError: dropped meanwhile
+                self._queue.remove(item)
+        return not self._queue
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]

@@ -1,0 +1,164 @@
+"""MlflowSink against a real sqlite tracking store: keys, steps, timestamps, runs, retries."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import socket
+import time
+from datetime import UTC, datetime, timedelta
+from types import MappingProxyType
+from types import SimpleNamespace as NS
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from fairmonitor.monitor.mlflow_sink import MONITORING_TAG, MlflowSink
+from fairmonitor.report import Window, evaluate_window
+
+END = datetime(2026, 11, 22, 10, tzinfo=UTC)
+DP_SEX = "fairness/demographic_parity_difference/sex"
+
+
+def window_result(model, version, index, pred, *, race="abbaabba"):
+    report = evaluate_window(
+        Window({"sex": list("FFFFMMMM"), "race": list(race)}, y_pred=pred),
+        metrics=["demographic_parity_difference"])
+    end = END + timedelta(hours=index)
+    return NS(model=model, version=version, index=index, end=end, report=report,
+              errors=MappingProxyType({}))
+
+
+def models(uri, experiment, *names):
+    return {n: NS(tracking_uri=uri, experiment=experiment) for n in names}
+
+
+def run_of(uri, experiment, model, version, kind="window"):
+    client = MlflowClient(uri)
+    exp = client.get_experiment_by_name(experiment)
+    runs = client.search_runs([exp.experiment_id],
+                              filter_string=f"tags.`{MONITORING_TAG}` = 'true'")
+    found = [r for r in runs if r.data.tags["fairmonitor.model"] == model
+             and r.data.tags["fairmonitor.version"] == version
+             and r.data.tags["fairmonitor.evaluation"] == kind]
+    assert len(found) == 1
+    return found[0]
+
+
+def history(uri, run, key):
+    return [(m.value, m.step, m.timestamp) for m in MlflowClient(uri).get_metric_history(
+        run.info.run_id, key)]
+
+
+def test_window_values_land_with_step_and_window_end(mlflow_tracking_uri):
+    uri = mlflow_tracking_uri
+    sink = MlflowSink(models(uri, "sink-steps", "credit"))
+    sink.submit(window_result("credit", "3", 7, [1, 1, 1, 0, 1, 0, 0, 0]))
+    sink.submit(window_result("credit", "3", 8, [1, 0, 1, 0, 1, 0, 1, 0]))
+    assert sink.flush()
+    run = run_of(uri, "sink-steps", "credit", "3")
+    ms = int((END + timedelta(hours=7)).timestamp() * 1000)
+    assert history(uri, run, DP_SEX) == [(0.5, 7, ms), (0.0, 8, ms + 3_600_000)]
+
+
+def test_keys_are_the_plugin_keys_and_nan_is_skipped(mlflow_tracking_uri):
+    uri = mlflow_tracking_uri
+    sink = MlflowSink(models(uri, "sink-keys", "credit"))
+    # one race group: DP on race is NaN
+    sink.submit(window_result("credit", "3", 1, [1, 1, 1, 0, 1, 0, 0, 0], race="aaaaaaaa"))
+    assert sink.flush()
+    run = run_of(uri, "sink-keys", "credit", "3")
+    assert sorted(run.data.metrics) == [DP_SEX, "fairness/demographic_parity_difference/sex:race"]
+
+
+def test_a_restarted_sink_finds_its_run_again(mlflow_tracking_uri):
+    uri = mlflow_tracking_uri
+    first = MlflowSink(models(uri, "sink-restart", "credit"))
+    first.submit(window_result("credit", "3", 1, [1, 1, 1, 0, 1, 0, 0, 0]))
+    assert first.flush()
+    second = MlflowSink(models(uri, "sink-restart", "credit"))
+    second.submit(window_result("credit", "3", 2, [1, 1, 1, 0, 1, 0, 0, 0]))
+    assert second.flush()
+    run = run_of(uri, "sink-restart", "credit", "3")  # asserts a single run
+    assert [step for _, step, _ in history(uri, run, DP_SEX)] == [1, 2]
+
+
+def test_each_version_gets_its_own_run(mlflow_tracking_uri):
+    uri = mlflow_tracking_uri
+    sink = MlflowSink(models(uri, "sink-versions", "credit"))
+    sink.submit(window_result("credit", "3", 1, [1, 1, 1, 0, 1, 0, 0, 0]))
+    sink.submit(window_result("credit", "4", 2, [1, 0, 1, 0, 1, 0, 1, 0]))
+    assert sink.flush()
+    run4 = run_of(uri, "sink-versions", "credit", "4")
+    assert history(uri, run4, DP_SEX)[0][:2] == (0.0, 2)
+
+
+def test_reference_evaluation_goes_to_its_own_run_at_step_0(mlflow_tracking_uri):
+    uri = mlflow_tracking_uri
+    sink = MlflowSink(models(uri, "sink-reference", "credit"))
+    report = window_result("credit", "5", 0, [1, 1, 1, 0, 1, 0, 0, 0]).report
+    sink.submit_reference("credit", "5", report, when=END)
+    assert sink.flush()
+    run = run_of(uri, "sink-reference", "credit", "5", kind="reference")
+    assert history(uri, run, DP_SEX) == [(0.5, 0, int(END.timestamp() * 1000))]
+
+
+def test_failed_writes_are_kept_and_retried_without_duplicates(mlflow_tracking_uri, tmp_path,
+                                                               monkeypatch):
+    monkeypatch.chdir(tmp_path)  # a new store creates ./mlruns in the cwd
+    blocker = tmp_path / "later"
+    blocker.write_text("a file where the store's directory should be: every write fails")
+    target = blocker / "mlflow.db"
+    uri = f"sqlite:///{target}"
+    errors = []
+    sink = MlflowSink(models(uri, "sink-retry", "credit"),
+                      on_error=lambda model, stage: errors.append((model, stage)))
+    sink.submit(window_result("credit", "3", 1, [1, 1, 1, 0, 1, 0, 0, 0]))
+    assert not sink.flush()
+    sink.submit(window_result("credit", "3", 2, [1, 0, 1, 0, 1, 0, 1, 0]))
+    assert not sink.flush()
+    assert (sink.pending, errors) == (6, [("credit", "mlflow")] * 2)
+    # the server comes back (a migrated store, copied to avoid 10 s of migrations)
+    blocker.unlink()
+    blocker.mkdir()
+    shutil.copy(mlflow_tracking_uri.removeprefix("sqlite:///"), target)
+    assert sink.flush()
+    assert sink.flush()  # nothing left: nothing written twice
+    run = run_of(uri, "sink-retry", "credit", "3")
+    assert [(v, s) for v, s, _ in history(uri, run, DP_SEX)] == [(0.5, 1), (0.0, 2)]
+
+
+def _closed_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_unreachable_tracking_server_fails_fast_and_keeps_values(monkeypatch):
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "2")
+    errors = []
+    sink = MlflowSink(models(f"http://127.0.0.1:{_closed_port()}", "x", "credit"),
+                      on_error=lambda model, stage: errors.append(stage))
+    sink.submit(window_result("credit", "3", 1, [1, 1, 1, 0, 1, 0, 0, 0]))
+    started = time.monotonic()
+    assert not sink.flush()
+    assert time.monotonic() - started < 10
+    assert (sink.pending, errors) == (3, ["mlflow"])
+
+
+def test_queue_overflow_drops_the_oldest_and_says_so(tmp_path, caplog):
+    (tmp_path / "file").write_text("not a directory")
+    uri = f"sqlite:///{tmp_path / 'file' / 'mlflow.db'}"
+    sink = MlflowSink(models(uri, "x", "credit"), max_pending=4)
+    with caplog.at_level(logging.WARNING, logger="fairmonitor.monitor.mlflow_sink"):
+        sink.submit(window_result("credit", "3", 1, [1, 1, 1, 0, 1, 0, 0, 0]))
+        sink.submit(window_result("credit", "3", 2, [1, 1, 1, 0, 1, 0, 0, 0]))
+    assert (sink.pending, sink.dropped) == (3, 3)
+    assert "dropped the 3 oldest values" in caplog.text
+
+
+def test_window_without_report_queues_nothing():
+    sink = MlflowSink()
+    sink.submit(NS(model="m", version="1", index=1, end=END, report=None, errors={}))
+    assert sink.pending == 0

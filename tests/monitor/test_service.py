@@ -1,0 +1,258 @@
+"""MonitorService: ticks, bounded runs, stop, faults, logs, the HTTP endpoint, SIGTERM."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+import time
+import urllib.error
+import urllib.request
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from fairmonitor.monitor import job
+from fairmonitor.monitor.checkpoint import MemoryCheckpoint
+from fairmonitor.monitor.config import load_config
+from fairmonitor.monitor.service import MonitorService, ReplayClock, parse_listen_address
+from fairmonitor.monitor.sources import MemorySource
+
+T0 = datetime(2026, 11, 22, tzinfo=UTC)  # where conftest's prediction_frame starts
+HOUR = timedelta(hours=1)
+DP = "demographic_parity_difference"
+
+
+def config_text(source_url="sqlite:///unused.db", extra=""):
+    return f"""
+models:
+  credit:
+    source: {{kind: sql, url: "{source_url}"}}
+    sensitive_features: [sex]
+    label: label
+    prediction: prediction
+    window: 1h
+    start: "{T0.isoformat()}"
+    metrics: [{DP}, equalized_odds_difference]
+    thresholds:
+      {DP}: {{warning: 0.1, critical: 0.2}}
+{extra}"""
+
+
+@pytest.fixture
+def config(tmp_path):
+    return load_config(config_text(), base_dir=tmp_path)
+
+
+@pytest.fixture
+def frame(make_predictions):
+    """Six hours of 200 predictions; parity gap 0 in hours 0-2, 0.6 from hour 3 on."""
+    return make_predictions(bias_from=3)
+
+
+class FakeSink:
+    """Stands in for MlflowSink (tested on its own against a real store)."""
+
+    def __init__(self, fail=False):
+        self.fail, self.submitted, self.flushes = fail, [], 0
+
+    def submit(self, result):
+        if self.fail:
+            raise ConnectionError("tracking server down")
+        self.submitted.append(result)
+
+    def submit_reference(self, *args, **kwargs):
+        pass
+
+    def flush(self):
+        self.flushes += 1
+        return True
+
+    pending = 0
+
+
+def service(config, frame, *, source=None, sink=None, hours=6, **kw):
+    source = source or MemorySource(frame)
+    kw.setdefault("clock", ReplayClock(T0 + HOUR, HOUR, stop=T0 + hours * HOUR))
+    return MonitorService(config, registry=CollectorRegistry(), sources={"credit": source},
+                          checkpoint=MemoryCheckpoint(), sink=sink or FakeSink(),
+                          listen_address="127.0.0.1:0", tick_seconds=0.05, **kw)
+
+
+def value(svc, name, **labels):
+    return svc.registry.get_sample_value(name, {"model": "credit", **labels})
+
+
+def test_each_tick_evaluates_the_windows_due_at_the_clock(config, frame):
+    svc = service(config, frame)
+    assert [len(svc.tick()) for _ in range(3)] == [1, 1, 1]
+
+
+def test_tick_feeds_the_collector_and_the_sink(config, frame):
+    sink = FakeSink()
+    svc = service(config, frame, sink=sink)
+    for _ in range(4):
+        svc.tick()
+    assert value(svc, "fairmonitor_alert_state", version="1", metric=DP,
+                 sensitive_attribute="sex") == 2.0
+    assert (len(sink.submitted), sink.flushes) == (4, 4)
+
+
+def test_run_stops_after_max_ticks_and_closes_the_endpoint(config, frame):
+    svc = service(config, frame)
+    ports = []
+    svc._on_tick = lambda n, results: ports.append(svc.address[1])
+    assert svc.run(max_ticks=3) == 0
+    assert svc.ticks == 3
+    with pytest.raises(urllib.error.URLError):
+        urllib.request.urlopen(f"http://127.0.0.1:{ports[0]}/metrics", timeout=2)
+
+
+def test_run_for_bounds_the_wall_time(config, frame):
+    svc = service(config, frame)
+    started = time.monotonic()
+    svc.run(run_for=0.5)
+    assert time.monotonic() - started < 5
+
+
+def test_stop_from_another_thread_ends_run(config, frame):
+    svc = service(config, frame)
+    timer = threading.Timer(0.3, svc.stop)
+    timer.start()
+    started = time.monotonic()
+    svc.run()
+    timer.join()
+    assert time.monotonic() - started < 5
+
+
+def test_endpoint_serves_the_registry_while_running(config, frame):
+    bodies = []
+
+    def scrape(n, results):
+        url = f"http://127.0.0.1:{svc.address[1]}/metrics"
+        with urllib.request.urlopen(url, timeout=5) as response:
+            bodies.append(response.read().decode())
+
+    svc = service(config, frame, on_tick=scrape)
+    svc.run(max_ticks=1)
+    assert 'fairmonitor_window_samples{model="credit"} 200.0' in bodies[0]
+
+
+def test_source_outage_is_counted_and_does_not_stop_the_service(config, frame):
+    source = MemorySource(frame)
+    source.down = True
+    svc = service(config, frame, source=source)
+    svc.tick()
+    svc.tick()
+    assert value(svc, "fairmonitor_errors_total", stage="source") == 2.0
+
+
+def test_failing_mlflow_hook_is_counted_under_mlflow(config, frame):
+    svc = service(config, frame, sink=FakeSink(fail=True))
+    svc.tick()
+    assert value(svc, "fairmonitor_errors_total", stage="mlflow") == 1.0
+
+
+def test_a_crashing_job_is_a_scheduler_error_not_a_crash(config, frame, monkeypatch, caplog):
+    def boom(*args, **kwargs):
+        raise RuntimeError("bug")
+
+    monkeypatch.setattr(job, "run_once", boom)
+    svc = service(config, frame)
+    with caplog.at_level(logging.ERROR, logger="fairmonitor.monitor.service"):
+        assert svc.tick() == []
+    assert value(svc, "fairmonitor_errors_total", stage="scheduler") == 1.0
+
+
+def test_one_info_line_per_window(config, frame, caplog):
+    svc = service(config, frame)
+    with caplog.at_level(logging.INFO, logger="fairmonitor.monitor.service"):
+        svc.tick()
+    lines = [r for r in caplog.records if r.name == "fairmonitor.monitor.service"]
+    assert [(r.levelname, "verdict=ok" in r.getMessage()) for r in lines] == [("INFO", True)]
+
+
+def test_threshold_crossing_is_a_warning_once(config, frame, caplog):
+    svc = service(config, frame)
+    with caplog.at_level(logging.INFO, logger="fairmonitor.monitor.service"):
+        for _ in range(5):  # windows 0-2 fair, 3-4 biased
+            svc.tick()
+    warnings = [r.getMessage() for r in caplog.records
+                if r.name == "fairmonitor.monitor.service" and r.levelno == logging.WARNING]
+    assert warnings == [f"threshold crossed: credit {DP}[sex]=0.6 ok -> critical "
+                        "(window ending 2026-11-22T04:00:00+00:00)"]
+
+
+@pytest.fixture
+def config_with_reference(tmp_path):
+    (tmp_path / "reference.csv").write_text("sex,label,prediction\nF,1,1\nM,0,0\n")
+    extra = """    model: models:/credit@champion
+    reference: {path: reference.csv}
+"""
+    return load_config(config_text(extra=extra), base_dir=tmp_path)
+
+
+def test_new_version_report_reaches_gauges_and_mlflow(config_with_reference, frame,
+                                                      monkeypatch):
+    from fairmonitor.monitor.versions import NewVersion, VersionResult
+    from fairmonitor.report import Window, evaluate_window
+
+    report = evaluate_window(Window({"sex": list("FFMM")}, y_pred=[1, 1, 1, 0]),
+                             metrics=["demographic_parity_ratio"])
+    new = NewVersion("credit", "credit", "9", "champion", "models:/credit/9")
+
+    def evaluate_new_versions(config, checkpoint, *, on_report=None, **kwargs):
+        on_report(new, report)
+        return [VersionResult("credit", "9", new.uri, report)]
+
+    monkeypatch.setattr(job, "evaluate_new_versions", evaluate_new_versions)
+    sink = FakeSink()
+    sink.submit_reference = lambda *args, **kwargs: sink.submitted.append(args)
+    svc = service(config_with_reference, frame, sink=sink)
+    svc.tick()
+    # demographic_parity_ratio is not a window metric of this config: exported from reference
+    assert value(svc, "fairmonitor_demographic_parity_ratio", version="9",
+                 sensitive_attribute="sex") == 0.5
+    assert sink.submitted[-1] == ("credit", "9", report)
+
+
+def test_unreachable_registry_is_an_mlflow_error(config_with_reference, frame, monkeypatch):
+    from fairmonitor.monitor.versions import VersionResult
+
+    monkeypatch.setattr(job, "evaluate_new_versions", lambda *a, **k: [
+        VersionResult("credit", "", "models:/credit@champion", None, {"mlflow": "refused"})])
+    svc = service(config_with_reference, frame)
+    svc.tick()
+    assert value(svc, "fairmonitor_errors_total", stage="mlflow") == 1.0
+
+
+def test_replay_clock_stops_at_its_end():
+    clock = ReplayClock(T0, HOUR, stop=T0 + 2 * HOUR)
+    assert [clock() for _ in range(4)] == [T0, T0 + HOUR, T0 + 2 * HOUR, T0 + 2 * HOUR]
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("127.0.0.1:9464", ("127.0.0.1", 9464)), ("[::1]:0", ("::1", 0)), ("host:80", ("host", 80))])
+def test_parse_listen_address(text, expected):
+    assert parse_listen_address(text) == expected
+
+
+@pytest.mark.parametrize("text", ["9464", "127.0.0.1", ":9464", "host:port"])
+def test_parse_listen_address_rejects(text):
+    with pytest.raises(ValueError, match="listen address must look like 127.0.0.1:9464"):
+        parse_listen_address(text)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_signal_shuts_down_cleanly_and_restores_handlers(config, frame, signum):
+    before = signal.getsignal(signum)
+    # pytest runs tests in the main thread, so run() installs its handlers here
+    timer = threading.Timer(0.5, os.kill, (os.getpid(), signum))
+    timer.start()
+    svc = service(config, frame)
+    started = time.monotonic()
+    assert svc.run() == 0
+    timer.join()
+    assert (time.monotonic() - started < 10, signal.getsignal(signum)) == (True, before)
