@@ -31,6 +31,7 @@ __all__ = [
     "InvalidInputError",
     "METRICS",
     "MetricSpec",
+    "PredictionLogger",
     "Threshold",
     "UndefinedMetricWarning",
     "Window",
@@ -40,3 +41,12 @@ __all__ = [
     "evaluate_window",
     "get_metric",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # PredictionLogger needs SQLAlchemy: load it on first use so `import fairmonitor` stays light
+    if name == "PredictionLogger":
+        from .monitor.logger import PredictionLogger
+
+        return PredictionLogger
+    raise AttributeError(f"module 'fairmonitor' has no attribute {name!r}")
