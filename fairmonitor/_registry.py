@@ -21,6 +21,7 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from . import metrics as m
+from .robustness import robustness_ratio  # --- robustness ---
 
 __all__ = ["INPUTS", "METRICS", "MetricSpec", "get_metric"]
 
@@ -118,10 +119,60 @@ _SPECS: list[MetricSpec] = [
     _spec("equal_opportunity_difference", m.equal_opportunity_difference, ("y_true", "y_pred"),
           help="Largest between-group gap in true positive rate (0 is equal opportunity)."),
     # --- distributional (ABCC / ABPC) ---
+    _spec("abcc", m.abcc, ("y_score",), upper=1.0, unit="fraction",
+          help="Area between the groups' score CDFs, = Wasserstein-1 (0 is parity, max 1)."),
+    _spec("abpc", m.abpc, ("y_score",), upper=2.0, unit="density area",
+          help="Area between the groups' score densities, = 2 x total variation (0 is parity, "
+               "max 2)."),
     # --- madd ---
+    _spec("madd", m.madd, ("y_score",), upper=2.0, unit="density distance", field="value",
+          help="L1 distance between the groups' score histograms, at the paper's optimal "
+               "bandwidth (0 is parity, 2 disjoint)."),
     # --- hfm ---
+    # one hfm call per attribute feeds both (the report shares it); each reads one version
+    _spec("hfm", m.hfm, ("X", "y_true", "y_pred"), lower=float("-inf"), upper=float("inf"),
+          unit="log10 distance ratio", field="value_max",
+          help="HFM, max: log10 of how much further apart the predictions put the groups "
+               "than the labels do (0: no added bias)."),
+    _spec("hfm_average", m.hfm, ("X", "y_true", "y_pred"), lower=float("-inf"),
+          upper=float("inf"), unit="log10 distance ratio", field="value_average",
+          help="HFM, average: as hfm with the mean cross-group nearest-neighbour distance "
+               "(less sensitive to single rows)."),
     # --- cfair ---
+    _spec("cfair", m.counterpart_fairness, ("X", "y_pred"), optional_inputs=("y_true",),
+          help="Counterpart DP gap: |mean prediction difference| between look-alike "
+               "individuals of two groups (0 is parity)."),
     # --- robustness ---
+    # One robustness_ratio call per attribute feeds all of these (the report shares it); each
+    # reads a float property of the result for its FIRST metric (DP difference by default; to
+    # change it, give every robustness_* entry you request the same options, e.g.
+    # {"metrics": ("equalized_odds_difference",)}). A ratio's ideal is 1 (fairness unchanged
+    # by noise); lower_is_fairer puts the alert bound above it.
+    _spec("robustness_ratio_max", robustness_ratio, ("predict", "X"), optional_inputs=("y_true",),
+          field="max_ratio_value", ideal=1.0, upper=float("inf"), unit="ratio",
+          help="Largest robustness ratio (gap under input noise / clean gap) over the noise "
+               "levels; 1 is stable, > 1 less fair under noise, inf if the clean gap is ~0."),
+    _spec("robustness_ratio_at_max_level", robustness_ratio, ("predict", "X"),
+          optional_inputs=("y_true",), field="ratio_at_max_level_value", ideal=1.0,
+          upper=float("inf"), unit="ratio",
+          help="Robustness ratio (gap under input noise / clean gap) at the strongest noise "
+               "level; < 1 means noise washes the gap out, > 1 that it widens it."),
+    _spec("robustness_ratio_auc", robustness_ratio, ("predict", "X"), optional_inputs=("y_true",),
+          field="auc_ratio_value", ideal=1.0, upper=float("inf"), unit="ratio",
+          help="Area under the robustness-ratio curve over [0, max level], divided by the max "
+               "level; 1 is stable on average."),
+    _spec("robustness_delta_max", robustness_ratio, ("predict", "X"), optional_inputs=("y_true",),
+          field="max_delta_value", lower=-1.0,
+          help="Largest increase of the fairness gap under input noise over the clean gap "
+               "(absolute, in gap units); alert on this rather than on the ratio."),
+    _spec("robustness_robust", robustness_ratio, ("predict", "X"), optional_inputs=("y_true",),
+          field="robust_value", direction="higher_is_fairer", ideal=1.0, unit="flag",
+          help="1 if no noise level widens the fairness gap significantly (by more than "
+               "max(0.02, 1.96 SE)), else 0."),
+    _spec("robustness_flip_rate_gap_max", robustness_ratio, ("predict", "X"),
+          optional_inputs=("y_true",), field="flip_rate_gap_max",
+          help="Largest between-group difference in the share of predictions that input "
+               "noise flips, over the noise levels (0: noise hits every group alike)."),
 ]
 
 #: Registry name -> spec, in table order. Read-only.

@@ -19,6 +19,9 @@ __all__ = ["main"]
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "report": ("fairmonitor.commands.report",
                "Train a model on bundled data and print every fairness metric per attribute."),
+    "monitor": ("fairmonitor.commands.monitor", "Run the scheduled fairness monitor."),
+    "rules": ("fairmonitor.commands.rules", "Write Prometheus and Grafana alert rules."),
+    "dashboards": ("fairmonitor.commands.dashboards", "Write the Grafana dashboard files."),
     # further subcommands register here
 }
 

@@ -20,10 +20,18 @@ from ._parity import (
 )
 
 # --- distributional (ABCC / ABPC) ---
+from ._distributional import abcc, abpc
+from ._matrix import pairwise_matrix
 # --- madd ---
+from ._madd import MADDPair, MADDResult, madd, madd_h_sup
 # --- permutation test ---
+from ._permutation import PermutationResult, permutation_test
 # --- hfm ---
+from ._manifold import HFMAttribute, HFMResult, hfm
 # --- cfair ---
+from ._counterpart import CounterpartResult, counterpart_fairness
+from ._counterpart_stats import CounterpartComparison
+from ._matcher import CounterpartMatcher, PairMatcher, fit_matcher
 # --- robustness ---
 
 __all__ = sorted(

@@ -1,0 +1,122 @@
+"""Names shared by the generated rules, alerts, dashboard and provisioning files.
+
+Every artefact refers to the same Prometheus data source uid, dashboard uid and folder, so they
+are defined once here and cross-checked by the tests.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any
+
+import yaml
+
+from .._registry import METRICS
+
+__all__ = [
+    "DASHBOARD_UID", "DATASOURCE", "DATASOURCE_UID", "FOLDER", "NAMESPACE",
+    "cadence_seconds", "dashboard_url", "dump_yaml", "fairness_name_regex",
+    "promql_duration", "promql_string",
+]
+
+NAMESPACE = "fairmonitor"
+#: uid of the provisioned Prometheus data source; the dashboard and Grafana alerts use it.
+DATASOURCE_UID = "fairmonitor-prometheus"
+DATASOURCE: Mapping[str, str] = {"type": "prometheus", "uid": DATASOURCE_UID}
+DASHBOARD_UID = "fairmonitor"
+#: Grafana folder holding the dashboard and the Grafana-managed alert rules.
+FOLDER = "Fairness"
+
+
+def fairness_name_regex() -> str:
+    """A ``__name__`` regex matching exactly the per-metric gauges; group 1 is the metric.
+
+    Prometheus anchors label regexes, so ``fairmonitor_robustness_ratio_max`` does not match
+    ``fairmonitor_robustness_ratio_by_level``.
+
+    >>> fairness_name_regex().startswith("fairmonitor_(demographic_parity_difference|")
+    True
+    """
+    return f"{NAMESPACE}_({'|'.join(METRICS)})"
+
+
+def promql_duration(delta: timedelta) -> str:
+    """A Prometheus duration with the largest exact unit.
+
+    >>> promql_duration(timedelta(minutes=90)), promql_duration(timedelta(seconds=45))
+    ('90m', '45s')
+    >>> promql_duration(timedelta(0))
+    '0s'
+    """
+    seconds = int(delta.total_seconds())
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds and seconds % size == 0:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def promql_string(value: str) -> str:
+    """A PromQL string literal (JSON escapes are valid PromQL escapes).
+
+    >>> print(promql_string('a"b'))
+    "a\\"b"
+    """
+    return json.dumps(value, ensure_ascii=False)
+
+
+def cadence_seconds(model: Any, tick: timedelta) -> int:
+    """Seconds between two successful evaluations of a healthy model.
+
+    A window closes every ``every``, but the monitor looks for due windows only once per
+    ``tick``; the slower of the two is the cadence.
+
+    >>> from types import SimpleNamespace
+    >>> cadence_seconds(SimpleNamespace(every=timedelta(minutes=5)), timedelta(minutes=1))
+    300
+    >>> cadence_seconds(SimpleNamespace(every=timedelta(minutes=5)), timedelta(minutes=30))
+    1800
+    """
+    return int(max(model.every, tick).total_seconds())
+
+
+def dashboard_url(grafana_url: str, **variables: str) -> str:
+    """Link to the fairmonitor dashboard with its variables set (``var-<name>=<value>``).
+
+    Values are inserted as given: pass URL-safe text or a template expression that escapes
+    itself, such as ``{{ $labels.model | urlquery }}`` in a Prometheus annotation.
+
+    >>> dashboard_url("http://grafana:3000/", model="credit", metric="abcc")
+    'http://grafana:3000/d/fairmonitor/fairmonitor?var-model=credit&var-metric=abcc'
+    """
+    base = f"{grafana_url.rstrip('/')}/d/{DASHBOARD_UID}/{DASHBOARD_UID}"
+    query = "&".join(f"var-{name}={value}" for name, value in variables.items())
+    return f"{base}?{query}" if query else base
+
+
+class _Dumper(yaml.SafeDumper):
+    """Block style everywhere; multi-line or long strings as literal blocks, never folded."""
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value or len(value) > 80 else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _str)
+
+
+def dump_yaml(data: Any, header: str = "") -> str:
+    """YAML text of ``data`` (keys in insertion order), after ``header`` comment lines.
+
+    >>> print(dump_yaml({"expr": "a\\n> b"}, header="generated"), end="")
+    # generated
+    expr: |-
+      a
+      > b
+    """
+    lines = "".join(f"# {line}\n" if line else "#\n" for line in header.splitlines())
+    body = yaml.dump(data, Dumper=_Dumper, sort_keys=False, default_flow_style=False,
+                     allow_unicode=True, width=1 << 16)
+    return lines + body

@@ -1,0 +1,78 @@
+"""`fairmonitor rules` and `fairmonitor dashboards` write exactly the committed artefacts."""
+
+from __future__ import annotations
+
+import builtins
+
+import pytest
+
+from fairmonitor.cli import SUBCOMMANDS, main
+
+from .conftest import DASHBOARDS, EXAMPLE_CONFIG
+
+GENERATED = ("alerts/fairmonitor.rules.yml", "provisioning/alerting/fairmonitor.yaml")
+DASHBOARD_FILES = ("fairmonitor.json", "provisioning/datasources/fairmonitor.yaml",
+                   "provisioning/dashboards/fairmonitor.yaml")
+
+
+def test_subcommands_are_registered():
+    assert SUBCOMMANDS["rules"][0] == "fairmonitor.commands.rules"
+    assert SUBCOMMANDS["dashboards"][0] == "fairmonitor.commands.dashboards"
+
+
+def test_rules_writes_the_committed_files(tmp_path, capsys):
+    assert main(["rules", "--config", str(EXAMPLE_CONFIG), "--out", str(tmp_path)]) == 0
+    for name in GENERATED:
+        assert (tmp_path / name).read_text() == (DASHBOARDS / name).read_text(), name
+    assert capsys.readouterr().out.count("wrote ") == 2
+
+
+def test_rules_options(tmp_path):
+    code = main(["rules", "--config", str(EXAMPLE_CONFIG), "--out", str(tmp_path),
+                 "--for-warning", "1h", "--stale-after", "5",
+                 "--grafana-url", "https://grafana.example.org"])
+    assert code == 0
+    text = (tmp_path / GENERATED[0]).read_text()
+    assert "    for: 1h\n" in text
+    assert "5 * fairmonitor:window_cadence_seconds" in text
+    assert "https://grafana.example.org/d/fairmonitor/fairmonitor" in text
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--for-warning", "soon"], "--for-warning: must be a duration like"),
+    (["--stale-after", "0"], "stale_after: must be an integer >= 1"),
+])
+def test_rules_bad_option_exits_2(tmp_path, capsys, args, message):
+    assert main(["rules", "--config", str(EXAMPLE_CONFIG), "--out", str(tmp_path), *args]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "alerts").exists()
+
+
+def test_rules_invalid_config_exits_2(tmp_path, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(EXAMPLE_CONFIG.read_text().replace("window: 1h", "window: soon", 1))
+    assert main(["rules", "--config", str(bad), "--out", str(tmp_path)]) == 2
+    assert "models.credit.window" in capsys.readouterr().err
+
+
+def test_dashboards_writes_the_committed_files(tmp_path, capsys):
+    assert main(["dashboards", "--out", str(tmp_path)]) == 0
+    for name in DASHBOARD_FILES:
+        assert (tmp_path / name).read_text() == (DASHBOARDS / name).read_text(), name
+    assert capsys.readouterr().out.count("wrote ") == 3
+
+
+def test_dashboards_without_the_sdk_says_what_to_install(tmp_path, capsys, monkeypatch):
+    import sys
+
+    real_import = builtins.__import__
+
+    def no_sdk(name, *args, **kwargs):
+        if name.startswith("grafana_foundation_sdk"):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.delitem(sys.modules, "fairmonitor.alerting.dashboard", raising=False)
+    monkeypatch.setattr(builtins, "__import__", no_sdk)
+    assert main(["dashboards", "--out", str(tmp_path)]) == 1
+    assert "pip install 'fairmonitor[dashboards]'" in capsys.readouterr().err

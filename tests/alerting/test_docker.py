@@ -1,0 +1,221 @@
+"""The docker stack, checked without a Docker engine: parse, cross-check names, promtool."""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+import pytest
+
+from fairmonitor.alerting.provisioning import (
+    DASHBOARD_DIR, dashboard_provisioning, datasource_provisioning,
+)
+
+from .conftest import DASHBOARDS, DOCKER, EXAMPLE_CONFIG, REPO, read_yaml, run_promtool
+
+COMPOSE = DOCKER / "compose.yaml"
+PROMETHEUS = DOCKER / "prometheus.yml"
+DOCKERFILE = DOCKER / "Dockerfile"
+PROVISIONING = DASHBOARDS / "provisioning"
+
+
+@pytest.fixture(scope="module")
+def compose():
+    return read_yaml(COMPOSE)
+
+
+@pytest.fixture(scope="module")
+def services(compose):
+    return compose["services"]
+
+
+def _mounts(service):
+    """container path -> host path (resolved from docker/) of the bind mounts of a service."""
+    out = {}
+    for volume in service.get("volumes", []):
+        source, target = volume.split(":")[:2]
+        if source.startswith((".", "/")):
+            out[target] = (DOCKER / source).resolve()
+    return out
+
+
+def _named_volumes(service):
+    return {v.split(":")[0] for v in service.get("volumes", [])
+            if not v.startswith((".", "/"))}
+
+
+def _container_port(service):
+    (mapping,) = service["ports"]
+    host, host_port, container_port = mapping.split(":")
+    assert host == "127.0.0.1"  # never published on every interface
+    return int(container_port)
+
+
+def test_services(services):
+    assert set(services) == {"mlflow", "prometheus", "grafana", "monitor", "demo"}
+
+
+def test_images_are_pinned(services):
+    images = [s["image"] for s in services.values()]
+    assert all(":" in i and not i.endswith(":latest") for i in images)
+    assert services["grafana"]["image"] == "grafana/grafana:11.6.0"  # the SDK flavour
+    assert services["mlflow"]["image"].startswith("ghcr.io/mlflow/mlflow:")
+
+
+def test_every_bind_mount_exists_in_the_repo(services):
+    for name, service in services.items():
+        for target, source in _mounts(service).items():
+            assert source.exists(), f"{name}: {source} (mounted at {target}) is missing"
+            assert REPO in source.parents
+
+
+def test_named_volumes_are_declared(compose, services):
+    used = set().union(*(_named_volumes(s) for s in services.values()))
+    assert used == set(compose["volumes"])
+
+
+def test_monitor_service_runs_the_example_config(services):
+    monitor = services["monitor"]
+    assert monitor["build"] == {"context": "..", "dockerfile": "docker/Dockerfile"}
+    assert _mounts(monitor)["/etc/fairmonitor/monitor.yaml"] == EXAMPLE_CONFIG
+    assert "monitor-data" in _named_volumes(monitor)
+    assert _container_port(monitor) == 9464
+
+
+def test_example_config_fits_the_stack(example_config, services):
+    assert example_config.port == 9464
+    assert example_config.host == "0.0.0.0"
+    for model in example_config.models.values():
+        assert model.tracking_uri == "http://mlflow:5000"
+        assert model.source.url.startswith("sqlite:////data/")  # the monitor-data volume
+    assert str(example_config.checkpoint.path).startswith("/data/")
+    mlflow = services["mlflow"]
+    assert _container_port(mlflow) == 5000
+    assert "--allowed-hosts=mlflow:5000,localhost:*,127.0.0.1:*" in mlflow["command"]
+
+
+def test_prometheus_scrapes_the_monitor_service(services):
+    config = read_yaml(PROMETHEUS)
+    targets = {job["job_name"]: job["static_configs"][0]["targets"]
+               for job in config["scrape_configs"]}
+    assert targets["fairmonitor"] == [f"monitor:{_container_port(services['monitor'])}"]
+
+
+def test_prometheus_loads_the_generated_rules(services):
+    config = read_yaml(PROMETHEUS)
+    mounts = _mounts(services["prometheus"])
+    assert mounts["/etc/prometheus/prometheus.yml"] == PROMETHEUS
+    (rule_file,) = config["rule_files"]
+    assert mounts[f"/etc/prometheus/{rule_file}"] == DASHBOARDS / "alerts" / "fairmonitor.rules.yml"
+    assert "--config.file=/etc/prometheus/prometheus.yml" in services["prometheus"]["command"]
+
+
+def test_promtool_check_config(promtool, tmp_path):
+    """`promtool check config` with the rules where the container has them (rules/)."""
+    shutil.copy(PROMETHEUS, tmp_path / "prometheus.yml")
+    (tmp_path / "rules").mkdir()
+    shutil.copy(DASHBOARDS / "alerts" / "fairmonitor.rules.yml", tmp_path / "rules")
+    result = run_promtool(promtool, "check", "config", str(tmp_path / "prometheus.yml"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "SUCCESS: 10 rules found" in result.stdout
+
+
+def test_grafana_is_provisioned_and_private(services):
+    grafana = services["grafana"]
+    env = grafana["environment"]
+    assert env["GF_AUTH_ANONYMOUS_ENABLED"] == "false"
+    assert env["GF_USERS_ALLOW_SIGN_UP"] == "false"
+    mounts = _mounts(grafana)
+    assert mounts["/etc/grafana/provisioning"] == PROVISIONING
+    assert mounts[f"{DASHBOARD_DIR}/fairmonitor.json"] == DASHBOARDS / "fairmonitor.json"
+    assert env["GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH"] == f"{DASHBOARD_DIR}/fairmonitor.json"
+    assert _container_port(grafana) == 3000
+
+
+def test_provisioning_files_are_up_to_date(tmp_path):
+    from fairmonitor.alerting.provisioning import write_dashboards
+
+    for path in write_dashboards(tmp_path):
+        committed = DASHBOARDS / path.relative_to(tmp_path)
+        assert committed.read_text(encoding="utf-8") == path.read_text(encoding="utf-8"), (
+            f"{committed.relative_to(REPO)} is stale: run `fairmonitor dashboards --out "
+            "dashboards`")
+    assert read_yaml(PROVISIONING / "datasources" / "fairmonitor.yaml") == (
+        datasource_provisioning())
+    assert read_yaml(PROVISIONING / "dashboards" / "fairmonitor.yaml") == (
+        dashboard_provisioning())
+    assert sorted(p.name for p in PROVISIONING.iterdir()) == [
+        "alerting", "dashboards", "datasources"]
+
+
+def test_datasource_points_at_the_prometheus_service(services):
+    (datasource,) = read_yaml(PROVISIONING / "datasources" / "fairmonitor.yaml")["datasources"]
+    assert datasource["url"] == f"http://prometheus:{_container_port(services['prometheus'])}"
+    assert (datasource["type"], datasource["access"]) == ("prometheus", "proxy")
+
+
+def test_dashboard_provider_reads_the_mounted_dashboard():
+    (provider,) = read_yaml(PROVISIONING / "dashboards" / "fairmonitor.yaml")["providers"]
+    assert provider["options"]["path"] == DASHBOARD_DIR
+    assert provider["type"] == "file"
+
+
+def test_dockerfile():
+    text = DOCKERFILE.read_text()
+    instructions = [line for line in text.splitlines() if line and not line.startswith("#")]
+    assert instructions[0] == "FROM python:3.11-slim"
+    (user,) = re.findall(r"^USER (\S+)$", text, re.M)
+    assert user not in ("root", "0")
+    assert re.search(r"^RUN pip install /src", text, re.M)
+    assert re.search(r"^EXPOSE 9464$", text, re.M)
+    healthcheck = re.search(r"^HEALTHCHECK .*\n.*$", text, re.M).group(0)
+    assert "urllib.request.urlopen('http://127.0.0.1:9464/metrics'" in healthcheck
+    assert ('ENTRYPOINT ["fairmonitor", "monitor", "--config", '
+            '"/etc/fairmonitor/monitor.yaml"]') in text
+    assert 'CMD ["--web.listen-address", "0.0.0.0:9464"]' in text
+
+
+def test_dockerfile_copies_what_pip_install_needs():
+    text = DOCKERFILE.read_text()
+    for path in re.findall(r"^COPY (.+) /src/?\S*$", text, re.M):
+        for part in path.split():
+            assert (REPO / part).exists(), part
+    ignore = (DOCKER / "Dockerfile.dockerignore").read_text().splitlines()
+    assert "*" in ignore
+    for needed in ("pyproject.toml", "README.md", "fairmonitor/", "plugins/"):
+        assert f"!{needed}" in ignore
+
+
+def test_demo_writes_what_the_example_config_reads(example_config, tmp_path):
+    """The demo's predictions evaluate under the example config (no Docker needed)."""
+    import importlib.util
+    from datetime import UTC, datetime, timedelta
+
+    import numpy as np
+
+    from fairmonitor.monitor.job import evaluate_model_window
+    from fairmonitor.monitor.logger import PredictionLogger
+    from fairmonitor.monitor.sources import SQLSource
+
+    spec = importlib.util.spec_from_file_location("demo", DOCKER / "demo_predictions.py")
+    demo = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(demo)
+    url = f"sqlite:///{tmp_path / 'predictions.db'}"
+    end = datetime(2026, 11, 22, 3, tzinfo=UTC)
+    loggers = {"credit": PredictionLogger(url, model="credit", version="1",
+                                          sensitive_features=["sex", "age_group"]),
+               "fraud": PredictionLogger(url, model="fraud", version="1",
+                                         sensitive_features=["region"],
+                                         table="fraud_predictions")}
+    rows = demo.log_between(loggers, np.random.default_rng(0), end - timedelta(hours=1), end,
+                            per_minute=20)
+    assert rows == 2 * 1200
+    for name, model in example_config.models.items():
+        loggers[name].close()
+        source = SQLSource(url, model.source.table)
+        result = evaluate_model_window(model, source, end - model.window, end, now=end)
+        source.close()
+        assert result.errors == {}
+        assert result.n_rows == 1200
+        assert set(result.report.values) >= {(m, a) for m in model.label_free_metrics
+                                            for a in model.sensitive_features}
