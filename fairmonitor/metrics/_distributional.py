@@ -3,10 +3,11 @@
 Both compare the groups' whole score distributions on [0, 1] instead of one threshold:
 
 * **ABCC**, the area between the groups' empirical CDFs, ``∫₀¹ |F̂ᵢ − F̂ⱼ|``. In [0, 1]. It equals
-  the Wasserstein-1 distance of the (clipped) scores and is ΔDP at a threshold drawn uniformly
-  from [0, 1]. Computed **exactly**, not on the paper's grid: each group is sorted once, then
-  the quantile coupling ``∫₀¹ |Qᵢ(t) − Qⱼ(t)| dt`` is summed over the merged steps of the two
-  quantile functions, whose breakpoints ``k/nᵢ`` and ``l/nⱼ`` are known without sorting.
+  the Wasserstein-1 distance of the (clipped) scores, and the ΔDP gap averaged over a threshold
+  drawn uniformly from [0, 1]. Computed **exactly**, not on the paper's grid: the groups are
+  sorted once (up to four groups in a single integer sort of packed keys), then the quantile
+  coupling ``∫₀¹ |Qᵢ(t) − Qⱼ(t)| dt`` is summed over the merged steps of the two quantile
+  functions, whose breakpoints ``k/nᵢ`` and ``l/nⱼ`` are known without merging any data.
 * **ABPC**, the area between the groups' density estimates, ``∫₀¹ |f̂ᵢ − f̂ⱼ|``. In [0, 2]
   (twice the total variation). By default a Gaussian KDE reflected at 0 and 1 (no mass lost at
   the boundaries), computed fast on an adaptive grid; ``compat="paper"`` reproduces the paper's
@@ -127,7 +128,8 @@ def _sorted_by_group(scores: NDArray[np.float64], groups: Groups) -> list[NDArra
         scores, codes = scores[kept], codes[kept]
     scores += 0.0  # -0.0 becomes +0.0: its sign bit would sort it after every group
     keys = scores.view(np.uint64)
-    codes_bits = codes.view(np.uint64)  # kept codes are >= 0: same bits
+    # kept codes are >= 0, so their int64 bits are their uint64 bits
+    codes_bits = codes.view(np.uint64) if codes.itemsize == 8 else codes.astype(np.uint64)
     for lo in range(0, keys.size, 1 << 16):  # in blocks: no n-long temporary
         keys[lo:lo + (1 << 16)] |= codes_bits[lo:lo + (1 << 16)] << np.uint64(62)
     keys.sort()

@@ -139,10 +139,13 @@ def _factorize(col: NDArray[Any]) -> tuple[NDArray[Any], NDArray[np.intp]]:
     if col.dtype.kind in "iub" and col.size:
         lo, hi = int(col.min()), int(col.max())
         if lo >= 0 and hi < 4 * col.size + 1024:
-            present = np.flatnonzero(np.bincount(col.astype(np.intp), minlength=hi + 1))
+            index = col.astype(np.intp, copy=False)  # no copy for the usual int64 column
+            present = np.flatnonzero(np.bincount(index, minlength=hi + 1))
+            if present.size == hi + 1:  # every value 0..hi occurs: the codes are the values
+                return present.astype(col.dtype), index
             remap = np.zeros(hi + 1, dtype=np.intp)
             remap[present] = np.arange(present.size)
-            return present.astype(col.dtype), remap[col.astype(np.intp)]
+            return present.astype(col.dtype), remap[index]
     uniques = np.unique(col)
     return uniques, np.searchsorted(uniques, col).astype(np.intp)
 
@@ -200,7 +203,7 @@ def encode_groups(
                 u = uniques[j]
                 parts.append(u.item() if hasattr(u, "item") else u)
             labels.append(tuple(reversed(parts)))
-    codes = codes.reshape(-1).astype(np.intp)
+    codes = codes.reshape(-1).astype(np.intp, copy=False)  # _factorize already gives intp
     counts = np.bincount(codes, minlength=len(labels))
     name = INTERSECTION_SEPARATOR.join(columns)
     small = counts < min_group_size
