@@ -22,6 +22,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "monitor": ("fairmonitor.commands.monitor", "Run the scheduled fairness monitor."),
     "rules": ("fairmonitor.commands.rules", "Write Prometheus and Grafana alert rules."),
     "dashboards": ("fairmonitor.commands.dashboards", "Write the Grafana dashboard files."),
+    "demo": ("fairmonitor.commands.demo",
+             "Run the whole loop locally: train, evaluate, replay, monitor."),
     # further subcommands register here
 }
 

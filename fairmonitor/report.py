@@ -313,7 +313,8 @@ def evaluate_window(
     options : mapping of metric name to keyword arguments, optional
         Per-metric options, e.g. ``{"abpc": {"bandwidth": 0.05}}``.
     rng : numpy.random.Generator, int or None
-        Passed to every metric that takes randomness.
+        Passed to every metric that takes randomness. ``window.threshold`` is likewise passed
+        to every metric that takes a ``threshold`` (robustness, for models that return scores).
     errors : {'coerce', 'raise'}, default='coerce'
         ``"coerce"`` turns a failing metric into NaN with the error as reason (the monitor must
         not crash); ``"raise"`` re-raises it.
@@ -352,7 +353,8 @@ def evaluate_window(
             if missing:
                 values[key], reasons[key] = float("nan"), _MISSING_REASON[missing[0]]
                 continue
-            kwargs = {"min_group_size": min_group_size, "rng": rng, **options.get(spec.name, {})}
+            kwargs = {"min_group_size": min_group_size, "rng": rng, "threshold": window.threshold,
+                      **options.get(spec.name, {})}
             # specs sharing a function (e.g. the robustness summaries) share one call per
             # attribute, and the warnings it raised
             cache_key = (id(spec.func), attr)
