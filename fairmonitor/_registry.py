@@ -14,8 +14,8 @@ report layer calls such a function once per attribute.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 import dataclasses
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Literal

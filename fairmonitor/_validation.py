@@ -132,7 +132,7 @@ def check_scores(values: ArrayLike, name: str = "y_score") -> NDArray[np.float64
         raise InvalidInputError(f"`{name}` must be numeric scores; got dtype {arr.dtype}.")
     arr = arr.astype(np.float64)
     lo, hi = arr.min(), arr.max()  # NaN propagates, so NaN never takes the fast path
-    if -SCORE_TOLERANCE <= lo and hi <= 1 + SCORE_TOLERANCE:
+    if lo >= -SCORE_TOLERANCE and hi <= 1 + SCORE_TOLERANCE:
         # valid scores, the common case: two reductions instead of five passes and a copy
         if lo < 0 or hi > 1:
             np.clip(arr, 0.0, 1.0, out=arr)

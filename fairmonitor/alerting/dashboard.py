@@ -24,7 +24,12 @@ import json
 from typing import Any
 
 from grafana_foundation_sdk.builders import (
-    barchart, prometheus, stat, statetimeline, table, timeseries,
+    barchart,
+    prometheus,
+    stat,
+    statetimeline,
+    table,
+    timeseries,
 )
 from grafana_foundation_sdk.builders import common as cb
 from grafana_foundation_sdk.builders import dashboard as db

@@ -31,8 +31,15 @@ from typing import Any
 
 from ..thresholds import Threshold
 from ._common import (
-    DASHBOARD_UID, DATASOURCE_UID, FOLDER, NAMESPACE, cadence_seconds, dashboard_url, dump_yaml,
-    promql_duration, promql_string,
+    DASHBOARD_UID,
+    DATASOURCE_UID,
+    FOLDER,
+    NAMESPACE,
+    cadence_seconds,
+    dashboard_url,
+    dump_yaml,
+    promql_duration,
+    promql_string,
 )
 from .rules import AlertOptions
 

@@ -35,7 +35,12 @@ from typing import Any
 
 from ..exceptions import ConfigError
 from ._common import (
-    NAMESPACE, cadence_seconds, dashboard_url, dump_yaml, fairness_name_regex, promql_duration,
+    NAMESPACE,
+    cadence_seconds,
+    dashboard_url,
+    dump_yaml,
+    fairness_name_regex,
+    promql_duration,
     promql_string,
 )
 

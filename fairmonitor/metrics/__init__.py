@@ -8,7 +8,21 @@ when a metric has more than one number to say. Undefined values are NaN plus an
 This package imports no pandas, mlflow, prometheus_client or apscheduler.
 """
 
+# --- cfair ---
+from ._counterpart import CounterpartResult, counterpart_fairness
+from ._counterpart_stats import CounterpartComparison
+
+# --- distributional (ABCC / ABPC) ---
+from ._distributional import abcc, abpc
 from ._groups import Groups, encode_groups, sensitive_columns
+
+# --- madd ---
+from ._madd import MADDPair, MADDResult, madd, madd_h_sup
+
+# --- hfm ---
+from ._manifold import HFMAttribute, HFMResult, hfm
+from ._matcher import CounterpartMatcher, PairMatcher, fit_matcher
+from ._matrix import pairwise_matrix
 from ._pairwise import PairwiseMatrix
 from ._parity import (
     GroupRates,
@@ -19,21 +33,38 @@ from ._parity import (
     group_rates,
 )
 
-# --- distributional (ABCC / ABPC) ---
-from ._distributional import abcc, abpc
-from ._matrix import pairwise_matrix
-# --- madd ---
-from ._madd import MADDPair, MADDResult, madd, madd_h_sup
 # --- permutation test ---
 from ._permutation import PermutationResult, permutation_test
-# --- hfm ---
-from ._manifold import HFMAttribute, HFMResult, hfm
-# --- cfair ---
-from ._counterpart import CounterpartResult, counterpart_fairness
-from ._counterpart_stats import CounterpartComparison
-from ._matcher import CounterpartMatcher, PairMatcher, fit_matcher
+
 # --- robustness ---
 
-__all__ = sorted(
-    name for name in dir() if not name.startswith("_") and name not in {"annotations"}
-)
+__all__ = [
+    "CounterpartComparison",
+    "CounterpartMatcher",
+    "CounterpartResult",
+    "GroupRates",
+    "Groups",
+    "HFMAttribute",
+    "HFMResult",
+    "MADDPair",
+    "MADDResult",
+    "PairMatcher",
+    "PairwiseMatrix",
+    "PermutationResult",
+    "abcc",
+    "abpc",
+    "counterpart_fairness",
+    "demographic_parity_difference",
+    "demographic_parity_ratio",
+    "encode_groups",
+    "equal_opportunity_difference",
+    "equalized_odds_difference",
+    "fit_matcher",
+    "group_rates",
+    "hfm",
+    "madd",
+    "madd_h_sup",
+    "pairwise_matrix",
+    "permutation_test",
+    "sensitive_columns",
+]
