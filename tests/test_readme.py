@@ -48,7 +48,9 @@ def test_readme_python_blocks_run(tmp_path):
     assert scripts, "the README has runnable Python blocks"
     script = tmp_path / "readme_blocks.py"
     script.write_text("\n\n".join(scripts))
-    env = {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true"}
+    # a fresh user session: no tracking URI or experiment id inherited from other tests
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
+    env["MLFLOW_DISABLE_TELEMETRY"] = "true"
     proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]
