@@ -566,3 +566,27 @@ def test_adult_end_to_end(shared_datasets):
     approx = hfm(X, y_true, y_pred, sensitive_features=df[["race", "sex"]], method="approx",
                  m1=5, rng=0)
     assert (_fields(approx) >= _fields(exact) - 1e-12).all()
+
+
+@pytest.mark.parametrize("n_levels", [(3, 5, 2, 7, 4, 9, 3, 2, 6), (300, 4)])
+def test_approx_compact_distances_match_the_one_hot_ones(rng, n_levels):
+    """The approx kernel's compact distances (label, numeric columns, packed codes) equal
+    ``FeatureSpace.sqdist`` bit for bit and the dense one-hot distances to 1e-12; 9 columns of
+    8-bit lanes need two packed words, 300 levels 16-bit lanes."""
+    from fairmonitor.metrics._manifold_approx import _compact_table, _pair_sqdist
+    from fairmonitor.metrics._manifold_exact import feature_space
+
+    n = 300
+    columns = {f"c{k}": rng.choice([f"v{v}" for v in range(m)], n)
+               for k, m in enumerate(n_levels)}
+    columns |= {"a": rng.normal(size=n), "b": rng.integers(0, 5, n), "c": np.full(n, 2.0)}
+    space = feature_space(columns, scale=True)
+    assert space.packed.shape[0] == (2 if len(n_levels) > 8 else 1)
+    label = rng.integers(0, 3, n).astype(float)
+    i = rng.integers(0, n, 64)
+    j = rng.integers(0, n, (12, 64))
+    got = _pair_sqdist(_compact_table(space, label), space.packed, space.lane_bits, i, j)
+    assert got.tolist() == space.sqdist(i[None, :], j, label).tolist()
+    z = np.column_stack([label, _dense(list(columns.values()))])
+    expected = ((z[j] - z[i][None, :, :]) ** 2).sum(axis=2)
+    assert got == pytest.approx(expected, rel=1e-12, abs=1e-14)
