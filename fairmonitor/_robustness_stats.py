@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 
 from ._validation import format_labels, warn_undefined
 from .exceptions import GroupExclusionWarning, InvalidInputError
-from .metrics._groups import Groups, require_two_groups
+from .metrics._groups import Groups
 
 DP = "demographic_parity_difference"
 EO = "equalized_odds_difference"
@@ -97,7 +97,7 @@ def check_defined(metrics: tuple[str, ...], table: GroupTable) -> dict[str, str]
     never change across levels, so this is decided (and warned) once.
     """
     g = table.groups
-    two = require_two_groups(g.name, g.labels, g.excluded)
+    two = g.two_group_reason()
     reasons = {}
     for metric in metrics:
         reason = two or ""

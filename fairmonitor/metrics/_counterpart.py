@@ -46,7 +46,7 @@ from .._validation import (
 )
 from ..exceptions import GroupExclusionWarning, InvalidInputError
 from ._counterpart_stats import CounterpartComparison, max_smd, paired_tests, rate_gaps
-from ._groups import Groups, encode_groups, require_two_groups, sensitive_columns
+from ._groups import Groups, encode_groups, sensitive_columns
 from ._matcher import (
     REST,
     CounterpartMatcher,
@@ -400,7 +400,7 @@ def counterpart_fairness(
             f"`max_ps_auc` must lie in (0.5, 1] or be None; got {max_ps_auc!r}.")
     check_options(caliper, compare, reference, propensity_model)
     groups = encode_groups(sensitive_features, n_samples=n, min_group_size=min_group_size)
-    reason = require_two_groups(groups.name, groups.labels, groups.excluded)
+    reason = groups.two_group_reason()
     if reason is not None:
         return _result(groups.name, [], None, reason)
     if matcher is None:

@@ -30,11 +30,11 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._validation import check_option, check_scores, warn_undefined
+from .._validation import check_option, warn_undefined
 from ..exceptions import GroupExclusionWarning
 from . import _kde
-from ._groups import Groups, encode_groups, require_two_groups
-from ._pairwise import AGGREGATIONS, Aggregation, PairwiseMatrix
+from ._groups import Groups
+from ._pairwise import AGGREGATIONS, Aggregation, PairwiseMatrix, scores_and_groups
 
 __all__ = ["abcc", "abpc"]
 
@@ -151,13 +151,10 @@ def _pairs(metric: str, groups: Groups, keep: list[int],
 def _abcc_matrix(y_score: ArrayLike, *, sensitive_features: Any,
                  min_group_size: int = 1) -> PairwiseMatrix | None:
     """ABCC of every pair of groups (None, after a warning, if fewer than two groups)."""
-    scores = check_scores(y_score)
-    groups = encode_groups(sensitive_features, n_samples=scores.size,
-                           min_group_size=min_group_size)
-    reason = require_two_groups(groups.name, groups.labels, groups.excluded)
-    if reason is not None:
-        warn_undefined("abcc", reason)
+    encoded = scores_and_groups("abcc", y_score, sensitive_features, min_group_size)
+    if encoded is None:
         return None
+    scores, groups = encoded
     parts = _sorted_by_group(scores, groups)
     return _pairs("abcc", groups, list(range(groups.n_groups)),
                   lambda i, j: _w1_sorted(parts[i], parts[j]))
@@ -234,13 +231,10 @@ def _abpc_matrix(y_score: ArrayLike, *, sensitive_features: Any, min_group_size:
         check_option(compat, "compat", ("paper",), func="abpc")
     paper = compat == "paper"
     bw = _kde.check_bandwidth(bandwidth, compat=paper)
-    scores = check_scores(y_score)
-    groups = encode_groups(sensitive_features, n_samples=scores.size,
-                           min_group_size=min_group_size)
-    reason = require_two_groups(groups.name, groups.labels, groups.excluded)
-    if reason is not None:
-        warn_undefined("abpc", reason)
+    encoded = scores_and_groups("abpc", y_score, sensitive_features, min_group_size)
+    if encoded is None:
         return None
+    scores, groups = encoded
     parts = groups.split(scores)
     widths, why = [], {}
     for label, part in zip(groups.labels, parts, strict=True):

@@ -56,6 +56,10 @@ class Groups:
         """Number of kept groups."""
         return len(self.labels)
 
+    def two_group_reason(self) -> str | None:
+        """Why a between-group metric is undefined on these groups, or None if it is not."""
+        return require_two_groups(self.name, self.labels, self.excluded)
+
     def members(self, k: int) -> NDArray[np.intp]:
         """Row indices of group ``k``."""
         return np.flatnonzero(self.codes == k)

@@ -42,7 +42,7 @@ from .._validation import (
     warn_undefined,
 )
 from ..exceptions import InvalidInputError
-from ._groups import encode_groups, require_two_groups, sensitive_columns
+from ._groups import encode_groups, sensitive_columns
 from ._manifold_approx import approx_distances, default_m2
 from ._manifold_exact import exact_cross_group_distances, feature_space, missing_values
 
@@ -301,7 +301,7 @@ def hfm(
     n = check_same_length(X=np.empty(space.n_samples), y_true=label_true)
     groups = [encode_groups({name: col}, n_samples=n, min_group_size=min_group_size)
               for name, col in sensitive_columns(sensitive_features).items()]
-    defined = [g for g in groups if require_two_groups(g.name, g.labels, g.excluded) is None]
+    defined = [g for g in groups if g.two_group_reason() is None]
     used_m1 = used_m2 = None
     dists = np.full((len(defined), 4), np.nan)  # per attribute: D, D_f, D_avg, D_f,avg
     if defined:
@@ -326,7 +326,7 @@ def hfm(
             d = dists[row[g.name]]
             v_max, v_avg = _log_ratios(d, f"attribute '{g.name}'")
         else:
-            warn_undefined("hfm", require_two_groups(g.name, g.labels, g.excluded) or "")
+            warn_undefined("hfm", g.two_group_reason() or "")
             d = np.full(4, np.nan)
             v_max = v_avg = float("nan")
         per_attribute[g.name] = HFMAttribute(

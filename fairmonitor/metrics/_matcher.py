@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 from .._validation import check_option, format_labels
 from ..exceptions import InvalidInputError
 from ._features import FeatureEncoding, fit_encoding
-from ._groups import Groups, encode_groups, require_two_groups, sensitive_columns
+from ._groups import Groups, encode_groups, sensitive_columns
 from ._matching import learn_metric, pair_quantile, pooled_whitening, survivors
 
 __all__ = ["REST", "CounterpartMatcher", "PairMatcher", "check_options", "fit_comparisons",
@@ -306,7 +306,7 @@ def fit_matcher(X: Any, *, sensitive_features: Any, caliper: float = 0.10, refer
     check_options(caliper, compare, reference, propensity_model)
     groups = encode_groups(sensitive_features, min_group_size=min_group_size)
     n = groups.codes.size
-    reason = require_two_groups(groups.name, groups.labels, groups.excluded)
+    reason = groups.two_group_reason()
     if reason is not None:
         raise InvalidInputError(f"cannot fit a CFair matcher: {reason}.")
     return fit_comparisons(

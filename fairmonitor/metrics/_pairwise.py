@@ -13,12 +13,13 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
-from .._validation import check_option, warn_undefined
-from ._groups import Groups, require_two_groups
+from .._validation import check_option, check_scores, warn_undefined
+from ._groups import Groups, encode_groups
 
-__all__ = ["AGGREGATIONS", "PairwiseMatrix", "aggregate_pairs", "pairwise_over_groups"]
+__all__ = ["AGGREGATIONS", "PairwiseMatrix", "aggregate_pairs", "pairwise_over_groups",
+           "scores_and_groups"]
 
 Aggregation = Literal["max", "mean"]
 AGGREGATIONS: tuple[Aggregation, ...] = ("max", "mean")
@@ -74,6 +75,19 @@ def aggregate_pairs(matrix: NDArray[np.float64], agg: Aggregation, *, metric: st
     return float(upper.max() if agg == "max" else upper.mean())
 
 
+def scores_and_groups(metric: str, y_score: ArrayLike, sensitive_features: Any,
+                      min_group_size: int) -> tuple[NDArray[np.float64], Groups] | None:
+    """Validated scores and their groups, or None (after the warning) with fewer than two groups."""
+    scores = check_scores(y_score)
+    groups = encode_groups(sensitive_features, n_samples=scores.size,
+                           min_group_size=min_group_size)
+    reason = groups.two_group_reason()
+    if reason is not None:
+        warn_undefined(metric, reason)
+        return None
+    return scores, groups
+
+
 def pairwise_over_groups(
     metric: str,
     groups: Groups,
@@ -87,7 +101,7 @@ def pairwise_over_groups(
     preparations and K(K-1)/2 cheap comparisons. Returns None (after an
     :class:`~fairmonitor.exceptions.UndefinedMetricWarning`) when fewer than two groups remain.
     """
-    reason = require_two_groups(groups.name, groups.labels, groups.excluded)
+    reason = groups.two_group_reason()
     if reason is not None:
         warn_undefined(metric, reason)
         return None
