@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from scipy import integrate, stats
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATASETS = REPO.parent / "shared" / "datasets"
@@ -24,3 +25,32 @@ def rng() -> np.random.Generator:
 def shared_datasets() -> Path:
     assert SHARED_DATASETS.is_dir(), f"../shared/datasets not found at {SHARED_DATASETS}"
     return SHARED_DATASETS
+
+
+def _inverse_cdf(pdf):
+    """The MADD paper's sampler: pdf normalised on [0, 1], trapezoid CDF on 1000 points, inverted."""
+    area = integrate.quad(lambda x: pdf(np.asarray(x)), 0, 1)[0]
+    x = np.linspace(0, 1, 1000)
+    cdf = integrate.cumulative_trapezoid(pdf(x) / area, x, initial=0)
+
+    def inverse(u):
+        out = np.interp(u, cdf, x)
+        out[u > cdf[-1]] = 1.0
+        return out
+    return inverse
+
+
+@pytest.fixture(scope="session")
+def madd_paper_scores():
+    """``simulated(seed0, seed1, n)``: the MADD paper's two simulated score groups (§4.4.1).
+
+    Group 0 ~ Gamma(4, 1)(11x), group 1 ~ N(0.55, 0.1^2), both on [0, 1], drawn with the
+    paper's ``RandomState(seed).uniform`` so seeds give the published samples.
+    """
+    f8 = _inverse_cdf(lambda x: stats.gamma(a=4).pdf(11 * x))
+    f9 = _inverse_cdf(lambda x: stats.norm.pdf(10 * (x - 0.55)))
+
+    def simulated(seed0, seed1, n=10_000):
+        return (f8(np.random.RandomState(seed0).uniform(0, 1, n)),
+                f9(np.random.RandomState(seed1).uniform(0, 1, n)))
+    return simulated

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy import integrate, stats
 
 from fairmonitor import InvalidInputError
 from fairmonitor.metrics import madd
@@ -206,25 +205,10 @@ def test_default_bins_follow_the_paper(n, expected):
 # --------------------------------------------------------------------------- paper §6.3.1
 
 
-def _inverse_cdf(pdf):
-    area = integrate.quad(lambda x: pdf(np.asarray(x)), 0, 1)[0]
-    x = np.linspace(0, 1, 1000)
-    cdf = integrate.cumulative_trapezoid(pdf(x) / area, x, initial=0)
-
-    def inverse(u):
-        out = np.interp(u, cdf, x)
-        out[u > cdf[-1]] = 1.0
-        return out
-    return inverse
-
-
 @pytest.fixture(scope="module")
-def paper_fit():
+def paper_fit(madd_paper_scores):
     """The paper's simulated data (start_seed 1), Bernoulli labels, 1000 λ, θ = t = 0.5."""
-    f8 = _inverse_cdf(lambda x: stats.gamma(a=4).pdf(11 * x))
-    f9 = _inverse_cdf(lambda x: stats.norm.pdf(10 * (x - 0.55)))
-    q0 = f8(np.random.RandomState(1).uniform(0, 1, 10_000))
-    q1 = f9(np.random.RandomState(2).uniform(0, 1, 10_000))
+    q0, q1 = madd_paper_scores(1, 2)
     y = np.r_[np.random.RandomState(3).binomial(1, q0), np.random.RandomState(4).binomial(1, q1)]
     return MADDPostProcessor().fit(np.r_[q0, q1], np.repeat([0, 1], 10_000), y)
 

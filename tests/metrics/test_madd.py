@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy import integrate, stats
 
 from fairmonitor import InvalidInputError, UndefinedMetricWarning
 from fairmonitor._registry import get_metric
@@ -239,61 +238,38 @@ def test_auto_representative_bins_reproduce_the_value_closely():
 # --------------------------------------------------------------------------- paper simulation
 
 
-def _inverse_cdf(pdf):
-    """The paper's sampler: pdf normalised on [0, 1], trapezoid CDF on 1000 points, inverted."""
-    area = integrate.quad(lambda x: pdf(np.asarray(x)), 0, 1)[0]
-    x = np.linspace(0, 1, 1000)
-    cdf = integrate.cumulative_trapezoid(pdf(x) / area, x, initial=0)
-
-    def inverse(u):
-        out = np.interp(u, cdf, x)
-        out[u > cdf[-1]] = 1.0
-        return out
-    return inverse
-
-
-F8 = _inverse_cdf(lambda x: stats.gamma(a=4).pdf(11 * x))  # Gamma(4, 1)(11x)
-F9 = _inverse_cdf(lambda x: stats.norm.pdf(10 * (x - 0.55)))  # N(0.55, 0.1^2)
-
-
-def simulated(seed0, seed1, n=10_000):
-    p0 = F8(np.random.RandomState(seed0).uniform(0, 1, n))
-    p1 = F9(np.random.RandomState(seed1).uniform(0, 1, n))
-    return p0, p1
-
-
 SIM_FIXED = {(0, 1): [1.1929999999999998, 1.1929999999999998, 1.1963999999999997,
                       1.1985999999999999],
              (0, 0): [1.183, 1.1829999999999996, 1.1933999999999998, 1.194]}
 
 
 @pytest.mark.parametrize("seeds", [(0, 1), (0, 0)])
-def test_paper_simulation_fixed_bandwidths(seeds):
-    p0, p1 = simulated(*seeds)
+def test_paper_simulation_fixed_bandwidths(seeds, madd_paper_scores):
+    p0, p1 = madd_paper_scores(*seeds)
     got = [two(p0, p1, bandwidth=h).value for h in (0.1, 0.05, 0.02, 0.01)]
     assert got == pytest.approx(SIM_FIXED[seeds], abs=ABS)
 
 
 @pytest.mark.parametrize("max_bins", [1000, 499])
-def test_paper_simulation_stable_interval(max_bins):
-    r = two(*simulated(0, 1), max_bins=max_bins)
+def test_paper_simulation_stable_interval(max_bins, madd_paper_scores):
+    r = two(*madd_paper_scores(0, 1), max_bins=max_bins)
     assert tuple(round(h, 3) for h in r.interval) == (0.007, 0.04)  # paper: [0.007, 0.040]
 
 
-def test_paper_simulation_stable_value():
+def test_paper_simulation_stable_value(madd_paper_scores):
     # paper: 1.19; the spec's run of maddlib's find_stable_interval on the same interval gives
     # 1.1979560975609753, which evaluates floor(1/(1/m)) bins (92 for 93, ...): within 2e-6
-    r = two(*simulated(0, 1), max_bins=1000)
+    r = two(*madd_paper_scores(0, 1), max_bins=1000)
     assert r.value == pytest.approx(1.1979560975609753, abs=2e-6)
 
 
-def test_paper_simulation_interval_lies_before_h_sup():
-    r = two(*simulated(0, 1))
+def test_paper_simulation_interval_lies_before_h_sup(madd_paper_scores):
+    r = two(*madd_paper_scores(0, 1))
     assert r.interval[1] < r.h_sup
 
 
-def test_paper_simulation_other_seeds():
-    r = two(*simulated(0, 0), max_bins=1000)
+def test_paper_simulation_other_seeds(madd_paper_scores):
+    r = two(*madd_paper_scores(0, 0), max_bins=1000)
     assert (round(r.interval[0], 3), round(r.value, 4)) == (0.006, 1.1944)
 
 
