@@ -133,12 +133,18 @@ def _check_no_missing(col: NDArray[Any], name: str) -> None:
         )
 
 
-def _factorize(col: NDArray[Any]) -> tuple[NDArray[Any], NDArray[np.intp]]:
+def factorize(col: NDArray[Any]) -> tuple[NDArray[Any], NDArray[np.intp]]:
     """Sorted unique values and each row's index into them.
 
     Faster than ``np.unique(return_inverse=True)``, which argsorts the whole column: small
-    non-negative integers are counted (O(n)); anything else is sorted once and looked up
-    with ``searchsorted`` (O(n log K) for K groups).
+    non-negative integers are counted (O(n)); Python objects (strings) are hashed, one dict
+    pass, then only the K distinct values are sorted (sorting 10^5 strings compares Python
+    objects ~10^6 times, 5-10x slower); anything else is sorted once and looked up with
+    ``searchsorted`` (O(n log K) for K groups).
+
+    >>> uniques, codes = factorize(np.array(["b", "a", "b"], dtype=object))
+    >>> uniques.tolist(), codes.tolist()
+    (['a', 'b'], [1, 0, 1])
     """
     if col.dtype.kind in "iub" and col.size:
         lo, hi = int(col.min()), int(col.max())
@@ -150,6 +156,14 @@ def _factorize(col: NDArray[Any]) -> tuple[NDArray[Any], NDArray[np.intp]]:
             remap = np.zeros(hi + 1, dtype=np.intp)
             remap[present] = np.arange(present.size)
             return present.astype(col.dtype), remap[index]
+    if col.dtype.kind == "O":
+        values = col.tolist()
+        distinct = sorted(dict.fromkeys(values))  # TypeError on unorderable mixes, as np.unique
+        uniques = np.empty(len(distinct), dtype=object)
+        uniques[:] = distinct  # element by element: tuples stay objects
+        index = {v: i for i, v in enumerate(distinct)}
+        return uniques, np.fromiter(map(index.__getitem__, values), dtype=np.intp,
+                                    count=len(values))
     uniques = np.unique(col)
     return uniques, np.searchsorted(uniques, col).astype(np.intp)
 
@@ -189,7 +203,7 @@ def encode_groups(
         )
     if n == 0:
         raise InvalidInputError("`sensitive_features` is empty; pass at least one row.")
-    per_column = [_factorize(col) for col in columns.values()]
+    per_column = [factorize(col) for col in columns.values()]
     if len(per_column) == 1:
         uniques, codes = per_column[0]
         labels = [u.item() if hasattr(u, "item") else u for u in uniques]
@@ -207,7 +221,7 @@ def encode_groups(
                 u = uniques[j]
                 parts.append(u.item() if hasattr(u, "item") else u)
             labels.append(tuple(reversed(parts)))
-    codes = codes.reshape(-1).astype(np.intp, copy=False)  # _factorize already gives intp
+    codes = codes.reshape(-1).astype(np.intp, copy=False)  # factorize already gives intp
     counts = np.bincount(codes, minlength=len(labels))
     name = INTERSECTION_SEPARATOR.join(columns)
     small = counts < min_group_size
@@ -230,7 +244,8 @@ def encode_groups(
     return Groups(codes=codes, labels=tuple(labels), counts=counts, name=name, excluded=excluded)
 
 
-def require_two_groups(name: str, labels: tuple[Any, ...], excluded: Mapping[Any, int]) -> str | None:
+def require_two_groups(name: str, labels: tuple[Any, ...],
+                       excluded: Mapping[Any, int]) -> str | None:
     """Return why a between-group metric is undefined on these groups, or None if it is not."""
     if len(labels) >= 2:
         return None
