@@ -22,22 +22,24 @@ Choices, all deliberate:
 * The same directions serve every attribute: each attribute's estimate has exactly Alg. 2's
   distribution, and one sort per direction serves all attributes. An attribute's estimate
   therefore does not depend on which other attributes are evaluated with it.
-* Walking "at most m2 nearby rows of another group" is an index into the sorted positions of
-  the other groups (a row's position minus its rank in its own group), so skipping same-group
-  rows costs nothing; the reference code walks them one by one, O(n) per row when the row's
-  own group dominates.
-* The ``2 * m1`` directions are scanned by a thread pool (one thread per core); numpy
-  releases the GIL in the sorts, gathers and arithmetic. The result does not depend on the
-  number of threads.
-* Ties in the projection are broken by row order, so results are reproducible on any machine
-  (the reference code's ``np.argsort`` leaves them to the sort algorithm).
+* Walking "at most m2 nearby rows of another group" jumps over each run of the row's own
+  group in one step, so a row costs O(m2) however large its group; the reference code walks
+  same-group rows one by one, O(n) per row when the row's own group dominates. The walk is
+  compiled (:mod:`._accele`, numba): as numpy gathers it cost ~70 ns per pair, compiled <10.
+* The ``2 * m1`` directions are scanned by a thread pool (one thread per core); the sorts and
+  the compiled scan release the GIL. The result does not depend on the number of threads.
+* Ties in the projection are left in whatever order the sort puts them: the estimate does not
+  depend on it. Distinct points tie only on a null set of directions; identical points (same
+  label and features) tie, and are at the same distance from any row, so a walk that counts
+  some of them finds the same minimum whichever it counts, and a row among them whose group
+  differs from another's is at distance 0 either way. (The unstable sort is ~5x faster than a
+  stable one.)
 * Candidate distances use the compact features, never the one-hot matrix: the label, the
-  scaled numeric columns (:func:`_compact_table`) and one packed word of categorical codes per
-  row, about ``2 + n_numeric`` values per pair instead of ``1 + n_x`` (Adult: 8, not 102). A
-  differing category adds exactly 2 (two one-hot coordinates flip). Candidates are processed in
-  ``(2 * m2, rows)`` chunks, so every operation runs on contiguous runs of rows, and the terms
-  are added in the order of :meth:`FeatureSpace.sqdist <._manifold_exact.FeatureSpace.sqdist>`:
-  every pair's distance is bit-for-bit the one the exact path computes.
+  scaled numeric columns and one packed word of categorical codes per row, about
+  ``2 + n_numeric`` values per pair instead of ``1 + n_x`` (Adult: 8, not 102). A differing
+  category adds exactly 2 (two one-hot coordinates flip). The terms are added in the order of
+  :meth:`FeatureSpace.sqdist <._manifold_exact.FeatureSpace.sqdist>`: every pair's distance
+  is bit-for-bit the one the exact path computes.
 """
 
 from __future__ import annotations
@@ -46,13 +48,12 @@ import logging
 import math
 import os
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from numpy.typing import NDArray
 
-from ._manifold_exact import FeatureSpace, _count_lanes
+from ._manifold_exact import FeatureSpace
 
 __all__ = ["approx_distances", "default_m2"]
 
@@ -60,14 +61,6 @@ log = logging.getLogger(__name__)
 
 #: Orthonormal directions per repetition (the paper's choice, Alg. 2 line 2).
 N_DIRECTIONS = 2
-
-#: Candidate pairs evaluated per vectorised chunk: the gathered coordinates (~0.5 MiB for
-#: Adult's 7 per pair) stay in cache.
-_CHUNK_PAIRS = 1 << 13
-
-#: One in every byte: multiplying 0/1 bytes by it sums them into the top byte.
-_BYTE_ONES = np.uint64(0x0101010101010101)
-
 
 def _available_cores() -> int:
     try:
@@ -85,31 +78,6 @@ def default_m2(n: int) -> int:
     return max(1, math.ceil(2 * math.log10(n))) if n > 1 else 1
 
 
-def _candidates(groups: NDArray[np.intp], m2: int
-                ) -> Iterator[tuple[NDArray[np.intp], NDArray[np.intp]]]:
-    """Sorted positions of the ``m2`` nearest other-group rows on each side of every row.
-
-    ``groups`` are the group codes in projection order. Yields ``(rows, cand)`` chunks, ``cand``
-    of shape ``(2 * m2, rows.size)``: column ``t`` lists, for the row at position ``rows[t]``,
-    the positions of up to ``m2`` rows of another group before it and up to ``m2`` after it, as
-    Alg. 3 lines 6 and 8; where a side runs out, the position ``n`` (a sentinel row at infinite
-    distance) fills in. Every row appears in exactly one chunk.
-    """
-    n = groups.size
-    offsets = np.arange(2 * m2)[:, None]
-    sentinel = np.full(m2, n, dtype=np.intp)
-    chunk = max(1, _CHUNK_PAIRS // (2 * m2))
-    for j in np.unique(groups):
-        mine = np.flatnonzero(groups == j)
-        other = np.concatenate([sentinel, np.flatnonzero(groups != j), sentinel])
-        # rows of other groups before position p: p minus the rows of group j before it, so
-        # other[ins-1] is the nearest other-group row before and other[ins] the nearest after
-        # (in the unpadded array; the padding shifts both by m2)
-        ins = mine - np.arange(mine.size)
-        for c0 in range(0, mine.size, chunk):
-            yield mine[c0:c0 + chunk], other[offsets + ins[c0:c0 + chunk]]
-
-
 def _compact_table(space: FeatureSpace, label: NDArray[np.float64]) -> NDArray[np.float64]:
     """``(1 + n_numeric, n)`` coordinates of every row: the label, then the numeric columns.
 
@@ -118,66 +86,6 @@ def _compact_table(space: FeatureSpace, label: NDArray[np.float64]) -> NDArray[n
     ``1 + n_x`` one-hot coordinates.
     """
     return np.concatenate([label[None, :], space.columns])
-
-
-def _pair_sqdist(coords: NDArray[np.float64], packed: NDArray[np.uint64], lane_bits: int,
-                 i: NDArray[np.intp], j: NDArray[np.intp]) -> NDArray[np.float64]:
-    """Squared distances between rows ``i`` (shape ``(c,)``) and ``j`` (``(k, c)``).
-
-    ``coords`` from :func:`_compact_table`, ``packed`` the packed categorical codes, both with
-    one column per row. The terms are those of :meth:`FeatureSpace.sqdist
-    <._manifold_exact.FeatureSpace.sqdist>`, added in the same order: bit-for-bit equal. The
-    layout keeps every operation on contiguous runs of length ``c``.
-    """
-    g = np.take(coords, j, axis=1)  # (n_float, k, c)
-    g -= coords[:, i][:, None, :]
-    g *= g
-    out = g[0].copy()
-    for term in g[1:]:
-        out += term
-    if packed.shape[0]:
-        mismatches = 0
-        for word in packed:
-            x = word[j] ^ word[i]
-            if lane_bits == 8:  # non-zero bytes as 0/1 bytes, summed by one multiply
-                x = ((x.view(np.uint8) != 0).view(np.uint64) * _BYTE_ONES) >> np.uint64(56)
-            else:
-                x = _count_lanes(x, lane_bits)
-            mismatches = mismatches + x
-        # a differing category flips two one-hot coordinates: +1 + 1
-        out += 2.0 * mismatches
-    return out
-
-
-def _sort_by_projection(g: NDArray[np.float64]) -> NDArray[np.intp]:
-    """``argsort(g)`` with ties broken by row index, whatever sort algorithm numpy picks.
-
-    The default (SIMD quicksort) is ~5x faster than a stable sort but orders equal keys
-    arbitrarily; duplicated rows make ties common. Re-sorting the unique integer keys
-    ``run * n + row`` puts each tied run in row order.
-    """
-    n = g.size
-    order = np.argsort(g)
-    sorted_g = g[order]
-    run = np.concatenate([[0], np.cumsum(sorted_g[1:] != sorted_g[:-1])])
-    return np.sort(run * n + order) % n
-
-
-def _accele(coords: NDArray[np.float64], packed: NDArray[np.uint64], lane_bits: int,
-            groups: NDArray[np.intp], m2: int) -> tuple[float, float]:
-    """AcceleDist (Alg. 3) on rows sorted by their projection: ``(max, sum)`` of the per-row
-    minimum distances.
-
-    ``coords`` and ``packed`` (see :func:`_pair_sqdist`) hold one extra row at the end, the
-    sentinel (label +inf).
-    """
-    n = groups.size
-    best = np.empty(n)
-    # more than n - 1 candidates per side cannot exist; the cap keeps the arrays small
-    for rows, cand in _candidates(groups, min(m2, max(n - 1, 1))):
-        best[rows] = _pair_sqdist(coords, packed, lane_bits, rows, cand).min(axis=0)
-    np.sqrt(best, out=best)
-    return float(best.max()), float(best.sum())
 
 
 def approx_distances(
@@ -218,14 +126,17 @@ def approx_distances(
     dim = 1 + space.n_dims
     n_dir = min(N_DIRECTIONS, dim)  # a 1-D space has a single direction
     kept = (attributes >= 0).sum(axis=0)
-    # one sentinel row (index n) at infinite distance pads the candidate lists
-    space = space.take(np.append(np.arange(n), 0))
-    labels = (np.append(label_true, np.inf), np.append(label_pred, np.inf))
-    tables = [_compact_table(space, label) for label in labels]
+    # numba is imported (and the scan compiled, or loaded from its cache) only when used
+    from ._accele import nearest_other_group_sqdist
 
-    def _sorted(rows: NDArray[np.intp], v: int) -> tuple[NDArray[np.float64], NDArray[np.uint64]]:
-        """Coordinates and packed codes of ``rows``, in that order, with label version ``v``."""
-        return np.take(tables[v], rows, axis=1), np.take(space.packed, rows, axis=1)
+    tables = [_compact_table(space, label) for label in (label_true, label_pred)]
+
+    def _accele(coords: NDArray[np.float64], packed: NDArray[np.uint64],
+                groups: NDArray[np.intp]) -> tuple[float, float]:
+        """AcceleDist (Alg. 3) on rows in projection order: max and sum of row minima."""
+        best = nearest_other_group_sqdist(coords, packed, space.lane_bits, groups, m2)
+        np.sqrt(best, out=best)
+        return float(best.max()), float(best.sum())
 
     # Alg. 2 line 2, drawn up front in a fixed order so the result does not depend on threads
     frames = [np.linalg.qr(rng.standard_normal((dim, n_dir)))[0] for _ in range(m1)]
@@ -237,24 +148,23 @@ def approx_distances(
     def scan(w: NDArray[np.float64]) -> NDArray[np.float64]:
         """AcceleDist along ``w`` for both label versions and every attribute."""
         out = np.empty((2, n_attr, 2))
-        gx = space.project(w[1:])[:n]  # the label coordinate is w[0]
-        for v, label in enumerate(labels):
-            order = _sort_by_projection(gx + label[:n] * w[0])
-            everyone = None  # the sorted rows, shared by attributes that keep every row
+        gx = space.project(w[1:])  # the label coordinate is w[0]
+        for v, label in enumerate((label_true, label_pred)):
+            order = np.argsort(gx + label * w[0])  # ties: see the module docstring
+            # the sorted rows, gathered once for every attribute that keeps them all
+            coords = np.take(tables[v], order, axis=1)
+            packed = np.take(space.packed, order, axis=1)
             for s in range(n_attr):
                 groups = attributes[order, s]
                 if kept[s] == n:
-                    if everyone is None:  # the sentinel stays last
-                        everyone = _sorted(np.append(order, n), v)
-                    sorted_rows = everyone
+                    out[v, s] = _accele(coords, packed, groups)
                 else:
                     kept_rows = groups >= 0  # rows of excluded groups are not in the data set
-                    groups = groups[kept_rows]
-                    sorted_rows = _sorted(np.append(order[kept_rows], n), v)
-                out[v, s] = _accele(*sorted_rows, space.lane_bits, groups, m2)
+                    out[v, s] = _accele(coords[:, kept_rows], packed[:, kept_rows],
+                                        groups[kept_rows])
         return out
 
-    # numpy releases the GIL in the sort, the gathers and the arithmetic, so threads scale
+    # numpy's sorts and gathers and the compiled scan release the GIL, so threads scale
     if workers > 1:
         with ThreadPoolExecutor(workers, thread_name_prefix="hfm-approx") as pool:
             scans = list(pool.map(scan, directions))

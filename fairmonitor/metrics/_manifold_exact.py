@@ -39,6 +39,7 @@ from numpy.typing import NDArray
 
 from .._validation import _first_rows, check_finite
 from ..exceptions import InvalidInputError
+from ._groups import factorize
 
 __all__ = ["FeatureSpace", "exact_cross_group_distances", "feature_space", "missing_values"]
 
@@ -170,7 +171,11 @@ class FeatureSpace:
         """``x . w`` for every row, ``w`` given over the one-hot space (length ``n_dims``)."""
         assert self.codes is not None, "a distance-only view cannot project"
         n_num = self.columns.shape[0]
-        g = w[:n_num] @ self.columns if n_num else np.zeros(self.n_samples)
+        # a multiply-add per column, not ``w @ columns``: a BLAS call would wake OpenBLAS's
+        # threads, which then spin on the cores ApproxDist's own threads need
+        g = np.zeros(self.n_samples)
+        for weight, col in zip(w[:n_num], self.columns, strict=True):
+            g += weight * col
         start = n_num
         for c, width in enumerate(self.levels):
             g += w[start : start + width][self.codes[:, c]]
@@ -252,8 +257,10 @@ def feature_space(X: Any, *, scale: bool) -> FeatureSpace:
                 f"categorical feature '{name}' of `X` has {int(missing.sum())} missing values "
                 f"(rows {_first_rows(missing)}); fill them with an explicit category such as "
                 "'unknown', or drop those rows.")
-        uniques, inverse = np.unique(col.astype(str), return_inverse=True)
-        codes.append(inverse.reshape(-1))
+        if col.dtype.kind == "O" and not all(issubclass(t, str) for t in set(map(type, col))):
+            col = col.astype(str)  # categories by their text: 1 and "1" are one category
+        uniques, inverse = factorize(col)
+        codes.append(inverse)
         levels.append(uniques.size)
     num = np.column_stack(numeric) if numeric else np.empty((n, 0))
     if scale and num.shape[1]:

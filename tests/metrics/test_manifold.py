@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import math
-import warnings
 
 import numpy as np
 import pandas as pd
@@ -419,6 +418,131 @@ def test_approx_records_its_parameters(rng):
     assert (r.method, r.m1, r.m2) == ("approx", 2, 5)  # m2 = ceil(2 log10 180)
 
 
+def _accele_literal(z, groups, w, m2):
+    """Alg. 3 as written: sort by the projection, walk out from every row, skip rows of its
+    own group without counting them, measure up to m2 others on each side. -> (max, sum)."""
+    order = np.argsort(z @ w, kind="stable")
+    zs, gs = z[order], groups[order]
+    best = np.full(len(gs), np.inf)
+    for i in range(len(gs)):
+        for step in (-1, 1):
+            j, seen = i + step, 0
+            while 0 <= j < len(gs) and seen < m2:
+                if gs[j] != gs[i]:
+                    best[i] = min(best[i], math.dist(zs[i], zs[j]))
+                    seen += 1
+                j += step
+    return best.max(), best.sum()
+
+
+def _approx_literal(columns, y_true, y_pred, attributes, *, m1, m2, seed):
+    """Algs. 1-3 on the dense one-hot points, with the directions hfm draws: per attribute
+    [D, D_f, D_avg, D_f,avg], each the min over all 2 m1 directions (Alg. 2 lines 6-9)."""
+    x = _dense(list(columns.values()))
+    classes = np.unique(np.concatenate([y_true, y_pred]))
+    rng = np.random.default_rng(seed)
+    directions = [w for _ in range(m1)
+                  for w in np.linalg.qr(rng.standard_normal((1 + x.shape[1], 2)))[0].T]
+    out = {}
+    for name, codes in attributes.items():
+        codes = np.unique(np.asarray(codes), return_inverse=True)[1].reshape(-1)
+        row = []
+        for labels in (y_true, y_pred):
+            z = np.column_stack([np.searchsorted(classes, labels).astype(float), x])
+            scans = np.array([_accele_literal(z, codes, w, m2) for w in directions])
+            row.append((scans[:, 0].min(), scans[:, 1].min() / len(codes)))
+        out[name] = np.array([row[0][0], row[1][0], row[0][1], row[1][1]])
+    return out
+
+
+@pytest.mark.parametrize(("seed", "m1", "m2"), [(0, 2, 1), (1, 3, 2), (2, 2, 5)])
+def test_approx_equals_a_literal_transcription_of_algorithms_1_to_3(seed, m1, m2):
+    """hfm(method="approx") equals Algs. 1-3 read literally (dense one-hot points, a walk that
+    skips same-group rows one by one), on attributes whose groups take both of the compiled
+    scan's routes: big groups by index, small ones by walking (a 60/10/10/10/10 split)."""
+    rng = np.random.default_rng(seed)
+    columns, y_true, y_pred, attrs = _random_case(rng, n=150)
+    attrs["s5"] = rng.choice(5, 150, p=[0.6, 0.1, 0.1, 0.1, 0.1])
+    got = hfm(columns, y_true, y_pred, sensitive_features=attrs, method="approx", m1=m1, m2=m2,
+              rng=seed)
+    expected = _approx_literal(columns, y_true, y_pred, attrs, m1=m1, m2=m2, seed=seed)
+    for name in attrs:
+        assert _fields(got.per_attribute[name]) == pytest.approx(expected[name], rel=1e-12)
+
+
+@pytest.mark.parametrize("shares", [(0.5, 0.5), (0.9, 0.1), (0.2,) * 5, (0.6, 0.1, 0.1, 0.2),
+                                    (1.0,)])
+@pytest.mark.parametrize("m2", [1, 3, 500])
+def test_compiled_scan_equals_the_walk_bit_for_bit(rng, shares, m2):
+    """The compiled scan finds, for every row, the minimum over exactly Alg. 3's candidates,
+    with FeatureSpace.sqdist's distances to the last bit. Groups of >= 25% of the rows take
+    the indexed route, smaller ones the walk; one group alone has no candidates (inf)."""
+    from fairmonitor.metrics._accele import nearest_other_group_sqdist
+    from fairmonitor.metrics._manifold_approx import _compact_table
+    from fairmonitor.metrics._manifold_exact import feature_space
+
+    n = 300
+    space = feature_space({"a": rng.normal(size=n), "b": rng.integers(0, 3, n),
+                           "c": rng.choice(list("pqrs"), n), "d": rng.choice(list("xy"), n)},
+                          scale=True)
+    label = rng.integers(0, 2, n).astype(float)
+    groups = rng.choice(len(shares), n, p=shares)
+    got = nearest_other_group_sqdist(_compact_table(space, label), space.packed,
+                                     space.lane_bits, groups, m2)
+    expected = np.full(n, np.inf)
+    for i in range(n):
+        for step in (-1, 1):
+            j, seen = i + step, 0
+            while 0 <= j < n and seen < m2:
+                if groups[j] != groups[i]:
+                    d = space.sqdist(np.array([i]), np.array([j]), label)[0]
+                    expected[i] = min(expected[i], d)
+                    seen += 1
+                j += step
+    assert got.tolist() == expected.tolist()
+
+
+def test_compiled_scan_works_where_numba_cannot_cache(monkeypatch):
+    """A read-only install run by a user without a home directory leaves numba nowhere to
+    cache compiled code, and numba then rejects ``cache=True`` at import. Simulated by giving
+    numba no cache locator (as root, every directory is writable): the module still imports,
+    compiles in memory and scans."""
+    import importlib.util
+
+    import numba.core.caching
+
+    from fairmonitor.metrics import _accele
+
+    monkeypatch.setattr(numba.core.caching.CacheImpl, "_locator_classes", [])
+    spec = importlib.util.spec_from_file_location("_accele_uncached", _accele.__file__)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert not isinstance(module._scan._cache, numba.core.caching.FunctionCache)
+    assert isinstance(_accele._scan._cache, numba.core.caching.FunctionCache)
+    got = module.nearest_other_group_sqdist(np.array([[0.0, 0.0, 1.0], [0.0, 0.5, 1.0]]),
+                                            np.zeros((0, 3), np.uint64), 8,
+                                            np.array([0, 0, 1]), 1)
+    assert got.tolist() == [2.0, 1.25, 1.25]
+
+
+def test_approx_does_not_depend_on_how_ties_are_ordered(rng):
+    """Identical rows tie in every projection; the sort may order them either way (it is not
+    stable). Whatever the order, every row finds the same minimum: shuffling the rows of a
+    data set made of triplicated points leaves the estimate unchanged."""
+    base = {"num": rng.normal(size=60), "cat": rng.choice(list("abc"), 60)}
+    columns = {k: np.repeat(v, 3) for k, v in base.items()}
+    y = np.repeat(rng.integers(0, 2, 60), 3)
+    attrs = {"s": rng.choice(list("pqr"), 180), "t": rng.choice(list("uv"), 180)}
+    r = hfm(columns, y, y[::-1], sensitive_features=attrs, method="approx", m1=3, m2=2, rng=4)
+    perm = rng.permutation(180)
+    shuffled = hfm({k: v[perm] for k, v in columns.items()}, y[perm], y[::-1][perm],
+                   sensitive_features={k: v[perm] for k, v in attrs.items()}, method="approx",
+                   m1=3, m2=2, rng=4)
+    for name in attrs:
+        assert _fields(shuffled.per_attribute[name]) == pytest.approx(
+            _fields(r.per_attribute[name]), rel=1e-14)
+
+
 @pytest.mark.parametrize("seed", [0, 1])
 def test_approx_is_close_on_separated_groups(seed):
     """Spec T11: three well-separated groups, paper defaults: over-estimate within 5%."""
@@ -570,10 +694,12 @@ def test_adult_end_to_end(shared_datasets):
 
 @pytest.mark.parametrize("n_levels", [(3, 5, 2, 7, 4, 9, 3, 2, 6), (300, 4)])
 def test_approx_compact_distances_match_the_one_hot_ones(rng, n_levels):
-    """The approx kernel's compact distances (label, numeric columns, packed codes) equal
+    """The approx scan's compact distances (label, numeric columns, packed codes) equal
     ``FeatureSpace.sqdist`` bit for bit and the dense one-hot distances to 1e-12; 9 columns of
-    8-bit lanes need two packed words, 300 levels 16-bit lanes."""
-    from fairmonitor.metrics._manifold_approx import _compact_table, _pair_sqdist
+    8-bit lanes need two packed words, 300 levels 16-bit lanes. A two-row scan measures
+    exactly one pair."""
+    from fairmonitor.metrics._accele import nearest_other_group_sqdist
+    from fairmonitor.metrics._manifold_approx import _compact_table
     from fairmonitor.metrics._manifold_exact import feature_space
 
     n = 300
@@ -583,10 +709,13 @@ def test_approx_compact_distances_match_the_one_hot_ones(rng, n_levels):
     space = feature_space(columns, scale=True)
     assert space.packed.shape[0] == (2 if len(n_levels) > 8 else 1)
     label = rng.integers(0, 3, n).astype(float)
-    i = rng.integers(0, n, 64)
-    j = rng.integers(0, n, (12, 64))
-    got = _pair_sqdist(_compact_table(space, label), space.packed, space.lane_bits, i, j)
-    assert got.tolist() == space.sqdist(i[None, :], j, label).tolist()
+    i = rng.integers(0, n, 200)
+    j = rng.integers(0, n, 200)
+    coords = _compact_table(space, label)
+    got = np.array([nearest_other_group_sqdist(coords[:, [a, b]], space.packed[:, [a, b]],
+                                               space.lane_bits, np.array([0, 1]), 1)[0]
+                    for a, b in zip(i, j, strict=True)])
+    assert got.tolist() == space.sqdist(i, j, label).tolist()
     z = np.column_stack([label, _dense(list(columns.values()))])
-    expected = ((z[j] - z[i][None, :, :]) ** 2).sum(axis=2)
+    expected = ((z[j] - z[i]) ** 2).sum(axis=1)
     assert got == pytest.approx(expected, rel=1e-12, abs=1e-14)
