@@ -12,7 +12,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import stats
 
 from .._validation import warn_undefined
 
@@ -113,6 +112,10 @@ def paired_tests(d: NDArray[np.float64], clusters: NDArray[np.intp]) -> dict[str
     p = 1 (scipy returns NaN), a constant non-zero ``d`` gives p = 0. Both tests use the same
     conventions.
     """
+    # imported here: scipy.stats takes ~1 s to import, which `import fairmonitor` (every CLI
+    # command, the MLflow plugin's discovery) should not pay for one metric's p-values
+    from scipy import stats
+
     n = d.size
     mean = float(d.mean())
     sd = float(d.std(ddof=1)) if n > 1 else 0.0

@@ -22,6 +22,7 @@ from ._parse import Reader, fmt_allowed
 from .config import (
     DEFAULT_CHECKPOINT,
     DEFAULT_LISTEN_ADDRESS,
+    DEFAULT_MLFLOW_SPOOL,
     DEFAULT_TRACKING_URI,
     CheckpointConfig,
     ModelConfig,
@@ -34,7 +35,8 @@ from .config import (
 __all__ = ["read_monitor"]
 
 _MODEL_URI = re.compile(r"^models:/(?P<name>[^/@]+)(?:@(?P<alias>[^/@]+)|/(?P<version>\d+))?$")
-_TOP_KEYS = ("listen_address", "checkpoint", "catch_up", "timezone", "tick", "models")
+_TOP_KEYS = ("listen_address", "checkpoint", "mlflow_spool", "catch_up", "timezone", "tick",
+             "models")
 _MODEL_KEYS = (
     "model", "tracking_uri", "experiment", "source", "sensitive_features", "label", "score",
     "prediction", "features", "decision_threshold", "window", "every", "mode", "labels_after",
@@ -63,6 +65,7 @@ def read_monitor(r: Reader, data: Any, base: Path) -> MonitorConfig | None:
         r.error("timezone", f"must be one of ['UTC']; got {timezone!r}")
     catch_up = r.positive_int(data, "catch_up", 100)
     checkpoint = _checkpoint(r, data.get("checkpoint", DEFAULT_CHECKPOINT), base)
+    spool = _mlflow_spool(r, data, checkpoint, base)
     raw_models = data.get("models")
     models: dict[str, ModelConfig] = {}
     if not isinstance(raw_models, Mapping) or not raw_models:
@@ -77,7 +80,19 @@ def read_monitor(r: Reader, data: Any, base: Path) -> MonitorConfig | None:
     if tick is None:
         tick = min((m.every for m in models.values()), default=timedelta(minutes=1))
     return MonitorConfig(models=MappingProxyType(models), checkpoint=checkpoint,
-                         listen_address=address, catch_up=catch_up, timezone=timezone, tick=tick)
+                         mlflow_spool=spool, listen_address=address, catch_up=catch_up,
+                         timezone=timezone, tick=tick)
+
+
+def _mlflow_spool(r: Reader, data: Mapping[str, Any], checkpoint: CheckpointConfig,
+                  base: Path) -> Path | None:
+    """The spool file: as given, else beside a checkpoint file; None keeps it in memory."""
+    if "mlflow_spool" not in data:
+        # a SQL checkpoint says the monitor may have no writable disk: no default file then
+        return (checkpoint.path.with_name(DEFAULT_MLFLOW_SPOOL)
+                if checkpoint.kind == "file" and checkpoint.path is not None else None)
+    raw = r.get(data, "mlflow_spool", str, None, nullable=True)
+    return base / raw if raw else None
 
 
 def _checkpoint(r: Reader, raw: Any, base: Path) -> CheckpointConfig:

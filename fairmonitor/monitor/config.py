@@ -10,6 +10,9 @@ The schema, with defaults (``load_config`` of this text works as is)::
 
     listen_address: 127.0.0.1:9464       # the Prometheus endpoint
     checkpoint: fairmonitor-checkpoint.json   # a path (JSON) or a SQLAlchemy URL (a table)
+    mlflow_spool: fairmonitor-mlflow-pending.jsonl  # MLflow values not yet written, kept
+                                          #   across restarts; default: beside a checkpoint
+                                          #   file (none with a SQL checkpoint); null: memory
     catch_up: 100                         # at most this many missed windows per model and phase
     timezone: UTC                         # windows are aligned on the Unix epoch in UTC
     models:
@@ -53,6 +56,7 @@ __all__ = [
 DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
 DEFAULT_LISTEN_ADDRESS = "127.0.0.1:9464"
 DEFAULT_CHECKPOINT = "fairmonitor-checkpoint.json"
+DEFAULT_MLFLOW_SPOOL = "fairmonitor-mlflow-pending.jsonl"
 DURATION_HELP = "a duration like '30s', '5m', '1h' or '1d'"
 _DURATION = re.compile(r"^(\d+)\s*([smhd])$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
@@ -179,6 +183,7 @@ class MonitorConfig:
 
     models: Mapping[str, ModelConfig]
     checkpoint: CheckpointConfig
+    mlflow_spool: Path | None = None
     listen_address: str = DEFAULT_LISTEN_ADDRESS
     catch_up: int = 100
     timezone: str = "UTC"
@@ -277,7 +282,8 @@ def check_config(source: str | os.PathLike[str]) -> list[str]:
     """
     cfg = load_config(source)
     lines = [f"config OK: {len(cfg.models)} model(s); metrics on http://{cfg.listen_address}"
-             f"/metrics; checkpoint {cfg.checkpoint.path or cfg.checkpoint.url}"]
+             f"/metrics; checkpoint {cfg.checkpoint.path or cfg.checkpoint.url}; MLflow spool "
+             f"{cfg.mlflow_spool or 'none (in memory)'}"]
     for m in cfg.models.values():
         where = m.source.url if m.source.kind == "sql" else m.source.path
         lines.append(

@@ -16,6 +16,12 @@ Choices:
   database locked) stays queued, in order, and is retried at the next flush; values already
   written are not sent twice. The queue is bounded (``max_pending`` values); when it overflows
   the oldest windows are dropped and counted (:attr:`MlflowSink.dropped`), with a warning.
+- With a ``spool`` file the queue also survives a restart or a crash: the file is rewritten
+  (atomically: a temporary file, then a rename) whenever the queue changes, read back when the
+  sink starts and removed once everything is written. A crash between a write and the rewrite
+  sends those values again; MLflow's stores ignore a metric identical to one already logged
+  (same key, value, step and timestamp), so nothing is doubled. An unreadable spool is moved
+  aside (``<name>.corrupt``) with an error, never silently emptied.
 - NaN values are not logged (MLflow would store them, but a chart point of NaN says nothing the
   missing point does not); the report's reasons go to logs and Prometheus.
 - ``mlflow`` is imported on first write (2-5 s), never at import time.
@@ -24,13 +30,16 @@ Choices:
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import math
+import os
 import threading
 from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 __all__ = ["MONITORING_TAG", "MlflowSink"]
@@ -56,6 +65,14 @@ class _Pending:
     points: list[tuple[str, float, int, int]]  # key, value, timestamp (ms), step
 
 
+def _from_json(line: str) -> _Pending:
+    """A spool line back into a queue item; ValueError/KeyError/TypeError if it is not one."""
+    d = json.loads(line)
+    points = [(str(k), float(v), int(ts), int(step)) for k, v, ts, step in d["points"]]
+    return _Pending(d["tracking_uri"], str(d["experiment"]), str(d["model"]), str(d["version"]),
+                    str(d["kind"]), points)
+
+
 def _points(values: Mapping[str, float], timestamp_ms: int,
             step: int) -> list[tuple[str, float, int, int]]:
     return [(k, float(v), timestamp_ms, step) for k, v in values.items() if not math.isnan(v)]
@@ -76,6 +93,9 @@ class MlflowSink:
         Most values held while MLflow is unreachable; beyond it the oldest windows are dropped.
     on_error : callable, optional
         ``on_error(model, "mlflow")`` for each failed write (the collector's ``record_error``).
+    spool : path-like, optional
+        File that keeps the queue across restarts and crashes (JSON lines); without it the
+        queue lives in memory only.
 
     Examples
     --------
@@ -86,7 +106,8 @@ class MlflowSink:
 
     def __init__(self, models: Mapping[str, Any] | None = None, *, tracking_uri: str | None = None,
                  experiment: str = "fairmonitor-monitoring", max_pending: int = 100_000,
-                 on_error: Callable[[str, str], None] | None = None):
+                 on_error: Callable[[str, str], None] | None = None,
+                 spool: str | os.PathLike[str] | None = None):
         self._models = dict(models or {})
         self._default = (tracking_uri, experiment)
         self._max_pending = int(max_pending)
@@ -97,6 +118,9 @@ class MlflowSink:
         self._lock = threading.Lock()
         self._clients: dict[str | None, Any] = {}
         self._runs: dict[tuple[str | None, str, str, str, str], str] = {}
+        self._spool = Path(spool) if spool is not None else None
+        if self._spool is not None:
+            self._restore()
 
     @property
     def pending(self) -> int:
@@ -108,14 +132,59 @@ class MlflowSink:
         """Values dropped because the queue overflowed."""
         return self._dropped
 
-    # ------------------------------------------------------------------ queueing
     def _target(self, model: str) -> tuple[str | None, str]:
         cfg = self._models.get(model)
         if cfg is None:
             return self._default
         return cfg.tracking_uri, cfg.experiment
 
-    def _enqueue(self, item: _Pending) -> None:
+    # ------------------------------------------------------------------ spool
+    def _restore(self) -> None:
+        """Queue the values a previous process left in the spool."""
+        assert self._spool is not None
+        try:
+            text = self._spool.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return
+        except OSError as exc:  # e.g. a file where its directory should be: say so, go on
+            log.error("cannot read the MLflow spool %s (%s); starting with an empty queue",
+                      self._spool, _short(exc))
+            return
+        try:
+            items = [_from_json(line) for line in text.splitlines() if line.strip()]
+        except (ValueError, KeyError, TypeError) as exc:
+            aside = self._spool.with_name(self._spool.name + ".corrupt")
+            os.replace(self._spool, aside)
+            log.error("MLflow spool %s is unreadable (%s); moved to %s, starting with an "
+                      "empty queue", self._spool, _short(exc), aside)
+            return
+        for item in items:
+            self._enqueue(item, save=False)
+        log.info("MLflow spool %s: %d values from a previous run queued", self._spool,
+                 self._size)
+
+    def _save(self) -> None:
+        """Rewrite the spool from the queue (remove it when the queue is empty)."""
+        if self._spool is None:
+            return
+        with self._lock:
+            lines = [json.dumps(asdict(item)) + "\n" for item in self._queue if item.points]
+        try:
+            if not lines:
+                self._spool.unlink(missing_ok=True)
+                return
+            tmp = self._spool.with_name(self._spool.name + ".tmp")
+            with open(tmp, "w", encoding="utf-8") as f:
+                f.writelines(lines)
+                f.flush()
+                os.fsync(f.fileno())  # on disk before the rename makes it the spool
+            os.replace(tmp, self._spool)
+        except OSError as exc:
+            log.warning("cannot write the MLflow spool %s (%s): the %d pending values are "
+                        "kept in memory only", self._spool, _short(exc), self._size)
+
+    # ------------------------------------------------------------------ queueing
+    def _enqueue(self, item: _Pending, *, save: bool = True) -> None:
         if not item.points:
             return
         with self._lock:
@@ -131,6 +200,8 @@ class MlflowSink:
             log.warning("MLflow queue full (max_pending=%d): dropped the %d oldest values "
                         "(%d dropped in all); is the tracking server reachable?",
                         self._max_pending, lost, self._dropped)
+        if save:
+            self._save()
 
     def submit(self, result: Any) -> None:
         """Queue one ``WindowResult``'s values (use as the job's ``on_result`` hook)."""
@@ -209,6 +280,7 @@ class MlflowSink:
         with self._lock:
             items = list(self._queue)
         failed: set[str | None] = set()
+        before = self._size
         for item in items:
             if item.tracking_uri in failed:
                 continue
@@ -227,6 +299,8 @@ class MlflowSink:
                 continue
             with self._lock, contextlib.suppress(ValueError):  # ValueError: dropped meanwhile
                 self._queue.remove(item)
+        if self._size != before:  # some values were written (even part of a window)
+            self._save()
         return not self._queue
 
 

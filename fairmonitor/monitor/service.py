@@ -59,6 +59,7 @@ class ReplayClock:
         self._lock = threading.Lock()
 
     def __call__(self) -> datetime:
+        """The current simulated time; the next call returns one ``step`` later."""
         with self._lock:
             now = self._next
             if self._stop is None or now + self._step <= self._stop:
@@ -167,7 +168,8 @@ class MonitorService:
             ProcessCollector(registry=registry)  # RSS and CPU of the monitor itself
         self.registry = registry
         self.collector = FairnessCollector(registry, models=config.models)
-        self.sink = sink or MlflowSink(config.models, on_error=self.collector.record_error)
+        self.sink = sink or MlflowSink(config.models, on_error=self.collector.record_error,
+                                       spool=config.mlflow_spool)
         # what the service builds itself, it also closes at shutdown
         self._owned: list[Any] = []
         if sources is None:

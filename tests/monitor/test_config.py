@@ -167,8 +167,8 @@ models:
       equalized_odds_difference: {warnin: 0.1}
 """
     assert _errors(text) == (
-        "polling: unknown key 'polling'; allowed keys: listen_address, checkpoint, catch_up, "
-        "timezone, tick, models",
+        "polling: unknown key 'polling'; allowed keys: listen_address, checkpoint, mlflow_spool, "
+        "catch_up, timezone, tick, models",
         "listen_address: must be 'host:port' with a port in 0..65535; got 'localhost'",
         "timezone: must be one of ['UTC']; got 'Europe/Paris'",
         "catch_up: must be a positive integer; got 0",
@@ -263,8 +263,8 @@ def test_missing_file_and_bad_yaml():
     with pytest.raises(ConfigError, match="monitor config is not valid YAML"):
         load_config("models: [a\n b: c")
     assert _errors("- a\n- b") == (
-        "the top level must be a mapping with keys listen_address, checkpoint, catch_up, "
-        "timezone, tick, models; got ['a', 'b']",)
+        "the top level must be a mapping with keys listen_address, checkpoint, mlflow_spool, "
+        "catch_up, timezone, tick, models; got ['a', 'b']",)
     assert _errors("") == ("models: required; give a mapping of model name to its settings, "
                            "e.g. models: {credit: {...}}",)
 
@@ -275,13 +275,35 @@ def test_checkpoint_shorthands():
     assert (cp.kind, cp.path) == ("file", Path.cwd() / "state" / "cp.json")
 
 
+def test_mlflow_spool_defaults_beside_a_checkpoint_file():
+    assert load_config(MINIMAL + "checkpoint: state/cp.json\n").mlflow_spool == \
+        Path.cwd() / "state" / "fairmonitor-mlflow-pending.jsonl"
+    # a SQL checkpoint may mean no writable disk: no default file
+    assert load_config(MINIMAL + "checkpoint: sqlite:///m.db\n").mlflow_spool is None
+
+
+@pytest.mark.parametrize(("line", "expected"), [
+    ("mlflow_spool: spool/pending.jsonl\n", Path.cwd() / "spool" / "pending.jsonl"),
+    ("mlflow_spool: null\n", None),
+    ("mlflow_spool: ''\n", None),
+])
+def test_mlflow_spool_can_be_set_or_turned_off(line, expected):
+    assert load_config(MINIMAL + line).mlflow_spool == expected
+
+
+def test_mlflow_spool_must_be_a_path():
+    with pytest.raises(ConfigError, match=r"mlflow_spool: must be a string; got 3"):
+        load_config(MINIMAL + "mlflow_spool: 3\n")
+
+
 def test_check_config_summary(tmp_path):
     path = tmp_path / "m.yaml"
     path.write_text(MINIMAL.replace("    window: 1h", "    window: 1h\n    every: 15m\n"
                                     "    labels_after: 1d\n    model: models:/credit@prod"))
     lines = check_config(path)
     assert lines[0] == (f"config OK: 1 model(s); metrics on http://127.0.0.1:9464/metrics; "
-                        f"checkpoint {tmp_path / 'fairmonitor-checkpoint.json'}")
+                        f"checkpoint {tmp_path / 'fairmonitor-checkpoint.json'}; MLflow spool "
+                        f"{tmp_path / 'fairmonitor-mlflow-pending.jsonl'}")
     assert lines[1] == ("credit: sliding 1h windows every 15m, labels after 1d, 3 metric(s), "
                         "0 threshold(s), sql source sqlite:///predictions.db, model "
                         "models:/credit@prod")

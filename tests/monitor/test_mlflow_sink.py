@@ -10,7 +10,6 @@ from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
 from types import SimpleNamespace as NS
 
-import pytest
 from mlflow.tracking import MlflowClient
 
 from fairmonitor.monitor.mlflow_sink import MONITORING_TAG, MlflowSink
@@ -162,3 +161,93 @@ def test_window_without_report_queues_nothing():
     sink = MlflowSink()
     sink.submit(NS(model="m", version="1", index=1, end=END, report=None, errors={}))
     assert sink.pending == 0
+
+
+# --- the spool: pending values survive a restart ------------------------------------------------
+
+def _failing_uri(tmp_path):
+    """A sqlite URI whose directory is a file: every write fails until it is fixed."""
+    blocker = tmp_path / "later"
+    blocker.write_text("a file where the store's directory should be")
+    return blocker, f"sqlite:///{blocker / 'mlflow.db'}"
+
+
+def test_spool_keeps_unwritten_values_across_a_restart(mlflow_tracking_uri, tmp_path,
+                                                       monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    blocker, uri = _failing_uri(tmp_path)
+    spool = tmp_path / "pending.jsonl"
+    first = MlflowSink(models(uri, "sink-spool", "credit"), spool=spool)
+    first.submit(window_result("credit", "3", 1, [1, 1, 1, 0, 1, 0, 0, 0]))
+    first.submit(window_result("credit", "3", 2, [1, 0, 1, 0, 1, 0, 1, 0]))
+    assert not first.flush()
+    assert len(spool.read_text().splitlines()) == 2  # one line per window
+    del first  # the process dies with the server still down
+    blocker.unlink()
+    blocker.mkdir()
+    shutil.copy(mlflow_tracking_uri.removeprefix("sqlite:///"), blocker / "mlflow.db")
+    second = MlflowSink(models(uri, "sink-spool", "credit"), spool=spool)
+    assert second.pending == 6
+    assert second.flush()
+    assert not spool.exists()  # everything written: nothing left to keep
+    run = run_of(uri, "sink-spool", "credit", "3")
+    ms = int((END + timedelta(hours=1)).timestamp() * 1000)
+    assert history(uri, run, DP_SEX) == [(0.5, 1, ms), (0.0, 2, ms + 3_600_000)]
+
+
+def test_spool_resent_values_are_not_doubled(mlflow_tracking_uri, tmp_path):
+    """A crash between a write and the spool's rewrite sends those values again; MLflow keeps
+    one copy of a metric identical in key, value, step and timestamp."""
+    uri, spool = mlflow_tracking_uri, tmp_path / "pending.jsonl"
+    sink = MlflowSink(models(uri, "sink-resend", "credit"), spool=spool)
+    sink.submit(window_result("credit", "3", 1, [1, 1, 1, 0, 1, 0, 0, 0]))
+    saved = spool.read_text()
+    assert sink.flush()
+    spool.write_text(saved)  # as if the process died before removing the spool
+    again = MlflowSink(models(uri, "sink-resend", "credit"), spool=spool)
+    assert again.pending == 3 and again.flush()
+    run = run_of(uri, "sink-resend", "credit", "3")
+    assert [(v, s) for v, s, _ in history(uri, run, DP_SEX)] == [(0.5, 1)]
+
+
+def test_spool_with_partly_written_window_keeps_only_the_rest(tmp_path, monkeypatch):
+    """Values already written leave the spool: a window split over MLflow batches that fails
+    halfway is spooled with its unwritten values only."""
+    import fairmonitor.monitor.mlflow_sink as sink_module
+
+    monkeypatch.setattr(sink_module, "_BATCH", 2)
+    spool = tmp_path / "pending.jsonl"
+    sink = MlflowSink(spool=spool)
+    sink.submit(window_result("credit", "3", 1, [1, 1, 1, 0, 1, 0, 0, 0]))  # 3 values
+    calls = []
+
+    def write_once(run_id, metrics):
+        calls.append(len(metrics))
+        if len(calls) > 1:
+            raise ConnectionError("server went away")
+
+    monkeypatch.setattr(sink, "_client", lambda uri: NS(log_batch=write_once))
+    monkeypatch.setattr(sink, "_run_id", lambda client, item: "run")
+    assert not sink.flush()
+    assert calls == [2, 1] and sink.pending == 1
+    assert len(MlflowSink(spool=spool)._queue[0].points) == 1
+
+
+def test_unreadable_spool_is_moved_aside_not_emptied(tmp_path, caplog):
+    spool = tmp_path / "pending.jsonl"
+    spool.write_text('{"not": "a queue item"}\n')
+    with caplog.at_level(logging.ERROR, logger="fairmonitor.monitor.mlflow_sink"):
+        sink = MlflowSink(spool=spool)
+    assert sink.pending == 0 and not spool.exists()
+    assert (tmp_path / "pending.jsonl.corrupt").read_text() == '{"not": "a queue item"}\n'
+    assert "is unreadable" in caplog.text
+
+
+def test_spool_that_cannot_be_written_leaves_values_in_memory(tmp_path, caplog):
+    (tmp_path / "file").write_text("not a directory")
+    spool = tmp_path / "file" / "pending.jsonl"
+    with caplog.at_level(logging.WARNING, logger="fairmonitor.monitor.mlflow_sink"):
+        sink = MlflowSink(spool=spool)
+        sink.submit(window_result("credit", "3", 1, [1, 1, 1, 0, 1, 0, 0, 0]))
+    assert sink.pending == 3
+    assert "kept in memory only" in caplog.text

@@ -155,6 +155,28 @@ def test_failing_mlflow_hook_is_counted_under_mlflow(config, frame):
     assert value(svc, "fairmonitor_errors_total", stage="mlflow") == 1.0
 
 
+def test_mlflow_values_wait_in_the_spool_across_a_restart(tmp_path, frame):
+    """The service's own sink spools beside the checkpoint file: values it could not write
+    before stopping are queued again by the next service started from the same config."""
+    (tmp_path / "down").write_text("a file where the tracking store's directory should be")
+    text = config_text().replace(
+        "    window: 1h\n", f"    window: 1h\n    tracking_uri: sqlite:///{tmp_path}/down/m.db\n")
+    config = load_config(text, base_dir=tmp_path)
+    assert config.mlflow_spool == tmp_path / "fairmonitor-mlflow-pending.jsonl"
+    svc = MonitorService(config, registry=CollectorRegistry(), sources={"credit":
+                         MemorySource(frame)}, checkpoint=MemoryCheckpoint(),
+                         clock=ReplayClock(T0 + HOUR, HOUR, stop=T0 + 3 * HOUR),
+                         listen_address="127.0.0.1:0", tick_seconds=0.05)
+    svc.tick()
+    svc.tick()
+    waiting = svc.sink.pending
+    assert waiting > 0 and config.mlflow_spool.exists()
+    again = MonitorService(config, registry=CollectorRegistry(), sources={"credit":
+                           MemorySource(frame)}, checkpoint=MemoryCheckpoint(),
+                           listen_address="127.0.0.1:0", tick_seconds=0.05)
+    assert again.sink.pending == waiting
+
+
 def test_a_crashing_job_is_a_scheduler_error_not_a_crash(config, frame, monkeypatch, caplog):
     def boom(*args, **kwargs):
         raise RuntimeError("bug")
