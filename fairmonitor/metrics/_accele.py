@@ -43,7 +43,8 @@ def _compiled(**options):
 def _differing_lanes(x, lane_bits, low):  # pragma: no cover - compiled
     """Number of non-zero ``lane_bits``-wide lanes of ``x``, branch-free.
 
-    ``low`` has every bit of every lane set but the lane's top bit.
+    ``low`` has every bit of every lane set but the lane's top bit. The count is exact, like
+    that of the exact path's vectorised :func:`._manifold_exact._count_lanes`.
     """
     # (x & low) + low carries into a lane's top bit iff the lane's other bits are not all 0;
     # or-ing x adds the top bit itself: the top bit of each lane now says "lane != 0"

@@ -61,8 +61,8 @@ def _pack(codes: NDArray[np.intp], levels: tuple[int, ...]) -> tuple[NDArray[np.
     """Pack categorical codes into 64-bit words of 8-, 16- or 32-bit lanes.
 
     One XOR then compares every categorical column of two rows at once (see
-    :func:`_count_lanes`); gathering one word instead of one code per column is what makes the
-    per-pair cost of ApproxDist small.
+    :func:`_count_lanes`, and its compiled twin in :mod:`._accele`); reading one word instead
+    of one code per column is what makes the per-pair cost of ApproxDist small.
     """
     n = codes.shape[0]
     if not levels:
@@ -94,9 +94,8 @@ class FeatureSpace:
     ----------
     columns : ndarray of shape (n_numeric, n)
         Numeric features, one row per feature (min-max scaled, or raw if scaling is off).
-    codes : ndarray of shape (n, n_categorical) or None
-        Category index of each categorical feature; None in a distance-only view (see
-        :meth:`take`), which cannot :meth:`project` or build :meth:`dense`.
+    codes : ndarray of shape (n, n_categorical)
+        Category index of each categorical feature.
     levels : tuple of int
         Number of categories of each categorical feature (its one-hot width).
     packed : ndarray of shape (n_words, n)
@@ -106,7 +105,7 @@ class FeatureSpace:
     """
 
     columns: NDArray[np.float64]
-    codes: NDArray[np.intp] | None
+    codes: NDArray[np.intp]
     levels: tuple[int, ...]
     packed: NDArray[np.uint64]
     lane_bits: int
@@ -128,11 +127,10 @@ class FeatureSpace:
         """Dimension of the one-hot feature space (the paper's ``n_x``)."""
         return self.columns.shape[0] + sum(self.levels)
 
-    def take(self, rows: NDArray[np.intp], *, codes: bool = True) -> FeatureSpace:
-        """The rows ``rows``, in that order; ``codes=False`` for a distance-only view."""
-        return FeatureSpace(self.columns[:, rows],
-                            self.codes[rows] if codes and self.codes is not None else None,
-                            self.levels, self.packed[:, rows], self.lane_bits)
+    def take(self, rows: NDArray[np.intp]) -> FeatureSpace:
+        """The rows ``rows``, in that order."""
+        return FeatureSpace(self.columns[:, rows], self.codes[rows], self.levels,
+                            self.packed[:, rows], self.lane_bits)
 
     def sqdist(self, i: NDArray[np.intp], j: NDArray[np.intp],
                label: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -157,7 +155,6 @@ class FeatureSpace:
 
     def dense(self) -> NDArray[np.float64]:
         """The full ``(n, n_dims)`` matrix: numeric columns, then one-hot blocks."""
-        assert self.codes is not None, "a distance-only view has no dense form"
         n, n_num = self.n_samples, self.columns.shape[0]
         out = np.zeros((n, self.n_dims))
         out[:, :n_num] = self.columns.T
@@ -169,7 +166,6 @@ class FeatureSpace:
 
     def project(self, w: NDArray[np.float64]) -> NDArray[np.float64]:
         """``x . w`` for every row, ``w`` given over the one-hot space (length ``n_dims``)."""
-        assert self.codes is not None, "a distance-only view cannot project"
         n_num = self.columns.shape[0]
         # a multiply-add per column, not ``w @ columns``: a BLAS call would wake OpenBLAS's
         # threads, which then spin on the cores ApproxDist's own threads need
