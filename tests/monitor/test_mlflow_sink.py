@@ -102,13 +102,25 @@ def test_reference_evaluation_goes_to_its_own_run_at_step_0(mlflow_tracking_uri)
     assert history(uri, run, DP_SEX) == [(0.5, 0, int(END.timestamp() * 1000))]
 
 
+def _failing_uri(tmp_path):
+    """A sqlite URI whose directory is a file: every write fails until :func:`_bring_back`."""
+    blocker = tmp_path / "later"
+    blocker.write_text("a file where the store's directory should be: every write fails")
+    return blocker, f"sqlite:///{blocker / 'mlflow.db'}"
+
+
+def _bring_back(blocker, migrated_uri):
+    """The server comes back: the directory appears, holding a migrated store (a copy, which
+    saves the 10 s of migrations)."""
+    blocker.unlink()
+    blocker.mkdir()
+    shutil.copy(migrated_uri.removeprefix("sqlite:///"), blocker / "mlflow.db")
+
+
 def test_failed_writes_are_kept_and_retried_without_duplicates(mlflow_tracking_uri, tmp_path,
                                                                monkeypatch):
     monkeypatch.chdir(tmp_path)  # a new store creates ./mlruns in the cwd
-    blocker = tmp_path / "later"
-    blocker.write_text("a file where the store's directory should be: every write fails")
-    target = blocker / "mlflow.db"
-    uri = f"sqlite:///{target}"
+    blocker, uri = _failing_uri(tmp_path)
     errors = []
     sink = MlflowSink(models(uri, "sink-retry", "credit"),
                       on_error=lambda model, stage: errors.append((model, stage)))
@@ -117,10 +129,7 @@ def test_failed_writes_are_kept_and_retried_without_duplicates(mlflow_tracking_u
     sink.submit(window_result("credit", "3", 2, [1, 0, 1, 0, 1, 0, 1, 0]))
     assert not sink.flush()
     assert (sink.pending, errors) == (6, [("credit", "mlflow")] * 2)
-    # the server comes back (a migrated store, copied to avoid 10 s of migrations)
-    blocker.unlink()
-    blocker.mkdir()
-    shutil.copy(mlflow_tracking_uri.removeprefix("sqlite:///"), target)
+    _bring_back(blocker, mlflow_tracking_uri)
     assert sink.flush()
     assert sink.flush()  # nothing left: nothing written twice
     run = run_of(uri, "sink-retry", "credit", "3")
@@ -165,13 +174,6 @@ def test_window_without_report_queues_nothing():
 
 # --- the spool: pending values survive a restart ------------------------------------------------
 
-def _failing_uri(tmp_path):
-    """A sqlite URI whose directory is a file: every write fails until it is fixed."""
-    blocker = tmp_path / "later"
-    blocker.write_text("a file where the store's directory should be")
-    return blocker, f"sqlite:///{blocker / 'mlflow.db'}"
-
-
 def test_spool_keeps_unwritten_values_across_a_restart(mlflow_tracking_uri, tmp_path,
                                                        monkeypatch):
     monkeypatch.chdir(tmp_path)
@@ -183,9 +185,7 @@ def test_spool_keeps_unwritten_values_across_a_restart(mlflow_tracking_uri, tmp_
     assert not first.flush()
     assert len(spool.read_text().splitlines()) == 2  # one line per window
     del first  # the process dies with the server still down
-    blocker.unlink()
-    blocker.mkdir()
-    shutil.copy(mlflow_tracking_uri.removeprefix("sqlite:///"), blocker / "mlflow.db")
+    _bring_back(blocker, mlflow_tracking_uri)
     second = MlflowSink(models(uri, "sink-spool", "credit"), spool=spool)
     assert second.pending == 6
     assert second.flush()
