@@ -21,7 +21,7 @@ from scipy import stats
 
 from fairmonitor._validation import check_scores
 from fairmonitor.metrics import abcc, abpc
-from fairmonitor.metrics._distributional import _sorted_by_group, _w1_sorted
+from fairmonitor.metrics._abpc_abcc.areas import _sorted_by_group, _w1_sorted
 from fairmonitor.metrics._groups import encode_groups
 
 

@@ -19,19 +19,18 @@ import os
 import statistics
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from fairmonitor.datasets import load_adult
 from fairmonitor.metrics import hfm
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "datasets" / "adult.csv"
 FIELDS = ("distance", "distance_model", "distance_average", "distance_model_average")
 
 
 def adult(rows: int | None) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, pd.DataFrame]:
-    df = pd.read_csv(DATA, skipinitialspace=True)
+    df = load_adult().drop(columns="income")  # the bundled copy of UCI Adult
     if rows is not None:
         df = df.sample(rows, replace=rows > len(df), random_state=0).reset_index(drop=True)
     y_true = (df["income-per-year"] == ">50K").to_numpy().astype(int)

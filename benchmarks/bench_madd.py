@@ -30,7 +30,7 @@ import numpy as np
 from fairmonitor._validation import check_scores
 from fairmonitor.metrics import madd, madd_h_sup
 from fairmonitor.metrics._groups import encode_groups
-from fairmonitor.metrics._madd import (
+from fairmonitor.metrics._madd.madd import (
     LENGTH_FRACTION,
     _auto_pair,
     _edge_counts,

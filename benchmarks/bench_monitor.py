@@ -35,9 +35,9 @@ os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 
 from fairmonitor.monitor.checkpoint import MemoryCheckpoint  # noqa: E402
 from fairmonitor.monitor.config import load_config  # noqa: E402
-from fairmonitor.monitor.logger import PredictionLogger  # noqa: E402
 from fairmonitor.monitor.service import MonitorService, ReplayClock  # noqa: E402
 from fairmonitor.monitor.sources import SQLSource  # noqa: E402
+from fairmonitor.monitor.sources.logger import PredictionLogger  # noqa: E402
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 HOUR = timedelta(hours=1)

@@ -1,6 +1,6 @@
 """Synthetic predictions for the docker demo stack (the `demo` service of docker/compose.yaml).
 
-Writes what a serving app would log with :class:`fairmonitor.monitor.logger.PredictionLogger`:
+Writes what a serving app would log with :class:`fairmonitor.monitor.sources.logger.PredictionLogger`:
 model ``credit`` (sensitive ``sex`` and ``age_group``, score and label) and model ``fraud``
 (``region``, score only), matching docker/monitor.example.yaml. The gap between groups drifts
 slowly (a 6-hour cycle), so the dashboard shows metrics crossing the warning and critical
@@ -20,7 +20,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pandas as pd
 
-from fairmonitor.monitor.logger import PredictionLogger
+from fairmonitor.monitor.sources.logger import PredictionLogger
 
 CYCLE = timedelta(hours=6)
 

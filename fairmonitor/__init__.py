@@ -7,7 +7,6 @@ mlflow, prometheus_client or apscheduler; the MLflow evaluator and the monitor d
 
 from importlib.metadata import PackageNotFoundError, version
 
-from ._registry import METRICS, MetricSpec, get_metric
 from .exceptions import (
     ConfigError,
     FairmonitorError,
@@ -16,8 +15,9 @@ from .exceptions import (
     UndefinedMetricWarning,
     WindowUnavailableError,
 )
-from .report import Window, WindowReport, evaluate_window
-from .thresholds import Threshold
+from .report.evaluate import Window, WindowReport, evaluate_window
+from .report.registry import METRICS, MetricSpec, get_metric
+from .report.thresholds import Threshold
 
 try:
     __version__ = version("fairmonitor")
@@ -46,7 +46,7 @@ __all__ = [
 def __getattr__(name: str) -> object:
     # PredictionLogger needs SQLAlchemy: load it on first use so `import fairmonitor` stays light
     if name == "PredictionLogger":
-        from .monitor.logger import PredictionLogger
+        from .monitor.sources.logger import PredictionLogger
 
         return PredictionLogger
     raise AttributeError(f"module 'fairmonitor' has no attribute {name!r}")

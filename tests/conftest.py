@@ -1,4 +1,4 @@
-"""Shared fixtures: deterministic random data and the location of the shared datasets."""
+"""Shared fixtures: deterministic random data and the bundled datasets the tests read."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from scipy import integrate, stats
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED_DATASETS = REPO.parent / "shared" / "datasets"
+TEST_DATA = Path(__file__).resolve().parent / "data"
 
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("DO_NOT_TRACK", "true")
@@ -22,9 +22,19 @@ def rng() -> np.random.Generator:
 
 
 @pytest.fixture(scope="session")
-def shared_datasets() -> Path:
-    assert SHARED_DATASETS.is_dir(), f"../shared/datasets not found at {SHARED_DATASETS}"
-    return SHARED_DATASETS
+def compas_raw():
+    """ProPublica COMPAS, all 7,214 rows, the columns the tests use (``tests/data/README.md``)."""
+    import pandas as pd
+
+    return pd.read_csv(TEST_DATA / "compas.csv.gz")
+
+
+@pytest.fixture(scope="session")
+def adult_raw():
+    """UCI Adult as published (32,561 rows), from the package's bundled copy."""
+    from fairmonitor.datasets import load_adult
+
+    return load_adult().drop(columns="income")
 
 
 def _inverse_cdf(pdf):

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from .._registry import METRICS
+from ..report.registry import METRICS
 
 __all__ = [
     "DASHBOARD_UID", "DATASOURCE", "DATASOURCE_UID", "FOLDER", "NAMESPACE",

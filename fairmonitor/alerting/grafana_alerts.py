@@ -29,7 +29,7 @@ from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
 
-from ..thresholds import Threshold
+from ..report.thresholds import Threshold
 from ._common import (
     DASHBOARD_UID,
     DATASOURCE_UID,

@@ -12,7 +12,7 @@ Choices:
 - A recording rule ``fairmonitor:metric_value`` folds the per-metric gauges
   ``fairmonitor_<metric>`` into one series family with a ``metric`` label (``label_replace`` on
   ``__name__``), so the generic alert can join on ``(model, metric)``.
-- The most specific threshold wins, as in :func:`fairmonitor.thresholds.evaluate_thresholds`:
+- The most specific threshold wins, as in :func:`fairmonitor.report.thresholds.evaluate_thresholds`:
   values of a (model, metric, attribute) that has an override are compared with the override
   only (``unless on(model, metric, sensitive_attribute) fairmonitor_threshold_by_attribute``).
 - Both bounds in one alert: ``>`` against ``bound="upper"`` thresholds, ``<`` against

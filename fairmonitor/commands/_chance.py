@@ -5,9 +5,9 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-from .._registry import MetricSpec
 from ..exceptions import GroupExclusionWarning, UndefinedMetricWarning
-from ..report import Window
+from ..report.evaluate import Window
+from ..report.registry import MetricSpec
 
 __all__ = ["chance_floor"]
 

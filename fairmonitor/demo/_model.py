@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..thresholds import Threshold
+from ..report.thresholds import Threshold
 
 __all__ = ["LABEL", "SENSITIVE", "Champion", "Data", "evaluation_table", "prepare_data",
            "register_and_evaluate", "train"]

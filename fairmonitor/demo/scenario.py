@@ -230,7 +230,7 @@ def _run(options: DemoOptions, workdir: Path, uri: str, out: TextIO) -> DemoResu
 
 def _print_evaluation(champion: Champion, data: Any, out: TextIO) -> None:
     from .. import METRICS
-    from ..thresholds import Threshold
+    from ..report.thresholds import Threshold
 
     thresholds = [Threshold(m, lim["warning"], lim["critical"], METRICS[m].default_bound)
                   for m, lim in EVAL_THRESHOLDS.items()]
@@ -268,7 +268,7 @@ def _write_stream(data: Any, champion: Champion, bias: Bias, start: Any, sc: Sce
                   workdir: Path, seed: int) -> Any:
     import mlflow
 
-    from ..monitor.logger import PredictionLogger
+    from ..monitor.sources.logger import PredictionLogger
 
     model = mlflow.sklearn.load_model(f"models:/{MODEL}@{ALIAS}")
     pool = data.held_out[list(SENSITIVE)].copy()
@@ -359,7 +359,7 @@ def _monitor(options: DemoOptions, workdir: Path, uri: str, champion: Champion, 
 def _monitoring_run(uri: str, version: str) -> str | None:
     from mlflow.tracking import MlflowClient
 
-    from ..monitor.mlflow_sink import MONITORING_TAG
+    from ..monitor.sinks.mlflow import MONITORING_TAG
 
     client = MlflowClient(uri)
     exp = client.get_experiment_by_name(MONITOR_EXPERIMENT)

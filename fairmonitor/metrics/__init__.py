@@ -9,19 +9,18 @@ This package imports no pandas, mlflow, prometheus_client or apscheduler.
 """
 
 # --- cfair ---
-from ._counterpart import CounterpartResult, counterpart_fairness
-from ._counterpart_stats import CounterpartComparison
-
 # --- distributional (ABCC / ABPC) ---
-from ._distributional import abcc, abpc
+from ._abpc_abcc.areas import abcc, abpc
+from ._cfair.cfair import CounterpartResult, counterpart_fairness
+from ._cfair.matcher import CounterpartMatcher, PairMatcher, fit_matcher
+from ._cfair.stats import CounterpartComparison
 from ._groups import Groups, encode_groups, sensitive_columns
+
+# --- hfm ---
+from ._hfm.hfm import HFMAttribute, HFMResult, hfm
 
 # --- madd ---
 from ._madd import MADDPair, MADDResult, madd, madd_h_sup
-
-# --- hfm ---
-from ._manifold import HFMAttribute, HFMResult, hfm
-from ._matcher import CounterpartMatcher, PairMatcher, fit_matcher
 from ._matrix import pairwise_matrix
 from ._pairwise import PairwiseMatrix
 from ._parity import (

@@ -17,8 +17,8 @@ from numpy.typing import ArrayLike
 
 from .._validation import check_option
 from ..exceptions import InvalidInputError
-from ._distributional import _abcc_matrix, _abpc_matrix
-from ._madd import _madd_matrix
+from ._abpc_abcc.areas import _abcc_matrix, _abpc_matrix
+from ._madd.madd import _madd_matrix
 from ._pairwise import PairwiseMatrix
 
 __all__ = ["pairwise_matrix"]

@@ -64,26 +64,47 @@ class PermutationResult:
         return self.observed
 
 
-def _resolve(metric: Callable[..., Any] | str) -> tuple[Callable[..., Any], str, Alternative]:
-    """The function, its name and which side is unfair, from a callable or a registry name."""
-    from .._registry import METRICS, get_metric  # lazy: the registry imports this package
+def _label_free() -> dict[str, tuple[Callable[..., Any], Alternative]]:
+    """The metrics the test accepts by name, with their unfair side.
 
+    Kept here rather than read from :data:`fairmonitor.METRICS`, which sits above this package
+    (metrics import nothing above them); a common test checks that this table agrees with the
+    registry's label-free, one-array metrics and their directions.
+    """
+    from ._abpc_abcc import abcc, abpc
+    from ._madd import madd
+    from ._parity import demographic_parity_difference, demographic_parity_ratio
+
+    return {
+        "abcc": (abcc, "greater"),
+        "abpc": (abpc, "greater"),
+        "madd": (madd, "greater"),
+        "demographic_parity_difference": (demographic_parity_difference, "greater"),
+        "demographic_parity_ratio": (demographic_parity_ratio, "less"),
+    }
+
+
+def _resolve(metric: Callable[..., Any] | str) -> tuple[Callable[..., Any], str, Alternative]:
+    """The function, its name and which side is unfair, from a callable or a metric name."""
+    known = _label_free()
     if isinstance(metric, str):
-        spec = get_metric(metric)
-    elif callable(metric):
-        spec = next((s for s in METRICS.values() if s.func is metric), None)
-        if spec is None:  # an unregistered callable: assume larger is less fair
-            return metric, getattr(metric, "__name__", "metric"), "greater"
-    else:
+        if metric not in known:
+            raise InvalidInputError(
+                f"unknown metric {metric!r} for permutation_test: it takes a label-free metric "
+                f"computed from one array of scores or predictions, one of {sorted(known)}, or "
+                "any such callable."
+            )
+        func, side = known[metric]
+        return func, metric, side
+    if not callable(metric):
         raise InvalidInputError(
-            f"`metric` must be a metric function or a registered metric name; got {metric!r}."
+            f"`metric` must be a metric function or a label-free metric name; got {metric!r}."
         )
-    if spec.inputs not in (("y_score",), ("y_pred",)):
-        raise InvalidInputError(
-            f"permutation_test needs a label-free metric computed from one array of scores or "
-            f"predictions; '{spec.name}' takes {spec.inputs}."
-        )
-    return spec.func, spec.name, "greater" if spec.direction == "lower_is_fairer" else "less"
+    for name, (func, side) in known.items():
+        if func is metric:
+            return func, name, side
+    # an unregistered callable: assume larger is less fair (override with `alternative`)
+    return metric, getattr(metric, "__name__", "metric"), "greater"
 
 
 def _value(result: Any) -> float:

@@ -30,11 +30,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from ..report import Window, WindowReport, evaluate_window
-from ..thresholds import Severity
-from ._merge import merge_reports
+from ..report.evaluate import Window, WindowReport, evaluate_window
+from ..report.thresholds import Severity
 from .checkpoint import Checkpoint, ModelState
 from .config import ModelConfig, MonitorConfig
+from .merge import merge_reports
 from .sources import WindowSource
 from .versions import (
     NewVersion,

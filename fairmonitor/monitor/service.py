@@ -34,8 +34,8 @@ from typing import Any
 from apscheduler.schedulers.background import BackgroundScheduler
 from prometheus_client import CollectorRegistry, ProcessCollector, start_http_server
 
-from .exporter import FairnessCollector
-from .mlflow_sink import MlflowSink
+from .sinks.mlflow import MlflowSink
+from .sinks.prometheus import FairnessCollector
 
 __all__ = ["MonitorService", "ReplayClock", "parse_listen_address"]
 

@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._registry import METRICS
-from ..report import Window, WindowReport, evaluate_window
-from ._merge import merge_reports
+from ..report.evaluate import Window, WindowReport, evaluate_window
+from ..report.registry import METRICS
 from .checkpoint import Checkpoint
+from .merge import merge_reports
 
 if TYPE_CHECKING:
     import pandas as pd

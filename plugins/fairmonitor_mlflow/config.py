@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from fairmonitor._registry import METRICS, get_metric
 from fairmonitor.exceptions import ConfigError, InvalidInputError
-from fairmonitor.thresholds import Threshold
+from fairmonitor.report.registry import METRICS, get_metric
+from fairmonitor.report.thresholds import Threshold
 
 __all__ = ["ALLOWED_KEYS", "ROBUSTNESS_KEYS", "FairnessConfig", "parse_config"]
 

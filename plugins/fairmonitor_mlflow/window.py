@@ -32,9 +32,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fairmonitor import Window
-from fairmonitor._registry import METRICS
 from fairmonitor._validation import check_scores
 from fairmonitor.exceptions import ConfigError, InvalidInputError
+from fairmonitor.report.registry import METRICS
 
 from .config import FairnessConfig
 

@@ -36,8 +36,8 @@ def exported_names(example_config):
     """
     from prometheus_client import CollectorRegistry, generate_latest
 
-    from fairmonitor.monitor.exporter import FairnessCollector
     from fairmonitor.monitor.job import WindowResult
+    from fairmonitor.monitor.sinks.prometheus import FairnessCollector
     from fairmonitor.report import Window, evaluate_window
 
     rng = np.random.default_rng(7)

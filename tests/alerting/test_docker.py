@@ -8,7 +8,9 @@ import shutil
 import pytest
 
 from fairmonitor.alerting.provisioning import (
-    DASHBOARD_DIR, dashboard_provisioning, datasource_provisioning,
+    DASHBOARD_DIR,
+    dashboard_provisioning,
+    datasource_provisioning,
 )
 
 from .conftest import DASHBOARDS, DOCKER, EXAMPLE_CONFIG, REPO, read_yaml, run_promtool
@@ -194,8 +196,8 @@ def test_demo_writes_what_the_example_config_reads(example_config, tmp_path):
     import numpy as np
 
     from fairmonitor.monitor.job import evaluate_model_window
-    from fairmonitor.monitor.logger import PredictionLogger
     from fairmonitor.monitor.sources import SQLSource
+    from fairmonitor.monitor.sources.logger import PredictionLogger
 
     spec = importlib.util.spec_from_file_location("demo", DOCKER / "demo_predictions.py")
     demo = importlib.util.module_from_spec(spec)

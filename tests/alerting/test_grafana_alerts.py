@@ -6,7 +6,9 @@ import re
 
 from fairmonitor.alerting._common import DATASOURCE_UID
 from fairmonitor.alerting.grafana_alerts import (
-    ALERT_STATE_PANEL_ID, grafana_alert_rules, render_grafana_alert_rules,
+    ALERT_STATE_PANEL_ID,
+    grafana_alert_rules,
+    render_grafana_alert_rules,
 )
 from fairmonitor.alerting.rules import AlertOptions
 

@@ -9,7 +9,12 @@ from datetime import timedelta
 import pytest
 
 from fairmonitor.alerting.rules import (
-    CADENCE, METRIC_VALUE, AlertOptions, breach_expr, prometheus_rules, render_prometheus_rules,
+    CADENCE,
+    METRIC_VALUE,
+    AlertOptions,
+    breach_expr,
+    prometheus_rules,
+    render_prometheus_rules,
 )
 from fairmonitor.exceptions import ConfigError
 from fairmonitor.monitor.config import load_config

@@ -17,12 +17,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fairmonitor import InvalidInputError, UndefinedMetricWarning
-from fairmonitor._registry import get_metric
 from fairmonitor.exceptions import GroupExclusionWarning
 from fairmonitor.metrics import MADDResult, madd, madd_h_sup
-from fairmonitor.metrics._madd import _edge_counts, _grid
+from fairmonitor.metrics._madd.bandwidth import _edge_counts, _grid
 from fairmonitor.metrics._matrix import pairwise_matrix
 from fairmonitor.report import Window, evaluate_window
+from fairmonitor.report.registry import get_metric
 
 ABS = 1e-12
 

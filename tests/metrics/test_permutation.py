@@ -170,3 +170,14 @@ def test_result_type():
     result = permutation_test(abcc, [0.1, 0.2, 0.8, 0.9], sensitive_features=[0, 0, 1, 1],
                               n_resamples=3, rng=0)
     assert isinstance(result, PermutationResult)
+
+
+def test_names_it_accepts_agree_with_the_registry():
+    # the metrics package keeps its own table (it may not import the registry above it): it must
+    # list exactly the registry's label-free one-array metrics, with the same function and side
+    from fairmonitor import METRICS
+    from fairmonitor.metrics._permutation import _label_free
+
+    expected = {s.name: (s.func, "greater" if s.direction == "lower_is_fairer" else "less")
+                for s in METRICS.values() if s.inputs in (("y_score",), ("y_pred",))}
+    assert _label_free() == expected

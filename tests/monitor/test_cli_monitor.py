@@ -9,7 +9,7 @@ from mlflow.tracking import MlflowClient
 
 from fairmonitor.cli import main
 from fairmonitor.monitor.checkpoint import FileCheckpoint
-from fairmonitor.monitor.logger import PredictionLogger
+from fairmonitor.monitor.sources.logger import PredictionLogger
 
 T0 = datetime(2026, 11, 22, tzinfo=UTC)  # where conftest's prediction_frame starts
 

@@ -12,7 +12,7 @@ from fairmonitor.monitor.config import (
     load_config,
     parse_duration,
 )
-from fairmonitor.thresholds import Threshold
+from fairmonitor.report.thresholds import Threshold
 
 MINIMAL = """
 models:

@@ -26,9 +26,9 @@ from mlflow.tracking import MlflowClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from fairmonitor.monitor.config import load_config
-from fairmonitor.monitor.logger import PredictionLogger
-from fairmonitor.monitor.mlflow_sink import MONITORING_TAG
 from fairmonitor.monitor.service import MonitorService, ReplayClock
+from fairmonitor.monitor.sinks.mlflow import MONITORING_TAG
+from fairmonitor.monitor.sources.logger import PredictionLogger
 from fairmonitor.monitor.windows import window_index
 
 pytestmark = pytest.mark.e2e

@@ -306,8 +306,8 @@ def test_logger_to_sql_source_to_run_once_with_late_labels(tmp_path, make_predic
     metrics once the labels are in."""
     import uuid
 
-    from fairmonitor.monitor.logger import PredictionLogger
     from fairmonitor.monitor.sources import build_sources
+    from fairmonitor.monitor.sources.logger import PredictionLogger
 
     frame = make_predictions(n_hours=3, bias_from=2).assign(
         id=lambda f: [f"req-{i}" for i in range(len(f))])

@@ -1,0 +1,9 @@
+"""HFM (paper 004): set distances between the groups of several multi-valued attributes.
+
+``hfm`` is the metric; ``exact`` computes every cross-group nearest distance (blocked GEMM),
+``approx`` and ``accele`` are ApproxDist/ExtendDist (Algs. 1-3) with a compiled scan.
+"""
+
+from .hfm import HFMAttribute, HFMResult, hfm
+
+__all__ = ["HFMAttribute", "HFMResult", "hfm"]

@@ -1,0 +1,54 @@
+"""Monitor configuration: YAML in, frozen validated dataclasses out.
+
+Validation reads the whole file before failing, so one :class:`~fairmonitor.exceptions.ConfigError`
+lists every problem, one per line, each naming the dotted key path, the bad value and what is
+allowed (pve-exporter's ``ConfigInvalid``, nannyml's scheduling messages). Metric names are
+checked against :data:`fairmonitor.METRICS`; thresholds become
+:class:`fairmonitor.report.thresholds.Threshold` objects with the registry's ``default_bound``.
+
+The schema, with defaults (``load_config`` of this text works as is)::
+
+    listen_address: 127.0.0.1:9464       # the Prometheus endpoint
+    checkpoint: fairmonitor-checkpoint.json   # a path (JSON) or a SQLAlchemy URL (a table)
+    mlflow_spool: fairmonitor-mlflow-pending.jsonl  # MLflow values not yet written, kept
+                                          #   across restarts; default: beside a checkpoint
+                                          #   file (none with a SQL checkpoint); null: memory
+    catch_up: 100                         # at most this many missed windows per model and phase
+    timezone: UTC                         # windows are aligned on the Unix epoch in UTC
+    models:
+      credit:                             # monitor name = the `model` value in the source
+        model: models:/credit@champion    # or models:/credit/3, a registered name, or
+                                          #   {name: credit, version: 3} / {name:, alias:}
+        tracking_uri: sqlite:///mlflow.db
+        source: {kind: sql, url: "sqlite:///predictions.db", table: predictions}
+        sensitive_features: [sex]
+        prediction: prediction            # and/or score: score; label: label
+        window: 1h
+        every: 5m                         # omitted: tumbling windows
+        labels_after: 24h                 # label metrics wait this long after the window end
+        metrics: [demographic_parity_difference]
+        thresholds:
+          demographic_parity_difference: {warning: 0.1, critical: 0.2}
+
+Relative file paths resolve against the config file's directory; URLs are left as written.
+"""
+
+from .durations import DURATION_HELP, format_duration, parse_duration
+from .load import check_config, load_config
+from .model import (
+    DEFAULT_CHECKPOINT,
+    DEFAULT_LISTEN_ADDRESS,
+    DEFAULT_MLFLOW_SPOOL,
+    DEFAULT_TRACKING_URI,
+    CheckpointConfig,
+    ModelConfig,
+    MonitorConfig,
+    ReferenceConfig,
+    SourceConfig,
+)
+
+__all__ = [
+    "DEFAULT_CHECKPOINT", "DEFAULT_LISTEN_ADDRESS", "DEFAULT_MLFLOW_SPOOL", "DEFAULT_TRACKING_URI",
+    "DURATION_HELP", "CheckpointConfig", "ModelConfig", "MonitorConfig", "ReferenceConfig",
+    "SourceConfig", "check_config", "format_duration", "load_config", "parse_duration",
+]

@@ -1,0 +1,107 @@
+"""Reading a monitor config: YAML text or file in, :class:`~.model.MonitorConfig` out."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ...exceptions import ConfigError
+from .durations import format_duration
+from .model import MonitorConfig
+from .reader import Reader
+from .schema import read_monitor
+
+__all__ = ["check_config", "load_config"]
+
+
+def _read_text(source: str | os.PathLike[str], base_dir: Path | None) -> tuple[str, Path]:
+    is_path = isinstance(source, os.PathLike) or (
+        "\n" not in source and (source.endswith((".yml", ".yaml")) or Path(source).is_file()))
+    if not is_path:
+        return str(source), base_dir or Path.cwd()
+    path = Path(source)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read monitor config {str(path)!r}: {exc.strerror}.") from None
+    return text, base_dir or path.resolve().parent
+
+
+def load_config(source: str | os.PathLike[str], *, base_dir: Path | None = None) -> MonitorConfig:
+    """Read and validate a monitor config from a YAML file path or YAML text.
+
+    Parameters
+    ----------
+    source : str or path-like
+        A path (a ``Path``, or a string naming an existing file or ending in ``.yml``/``.yaml``)
+        or the YAML text itself.
+    base_dir : Path, optional
+        Where relative file paths resolve; default: the config file's directory (or the
+        current directory for text).
+
+    Returns
+    -------
+    MonitorConfig
+
+    Raises
+    ------
+    ConfigError
+        Listing every problem on its own line; ``err.errors`` holds the lines.
+
+    Examples
+    --------
+    >>> cfg = load_config('''
+    ... models:
+    ...   credit:
+    ...     source: {kind: sql, url: "sqlite:///predictions.db"}
+    ...     sensitive_features: [sex]
+    ...     prediction: prediction
+    ...     window: 1h
+    ...     every: 15m
+    ...     metrics: [demographic_parity_difference]
+    ... ''')
+    >>> m = cfg.models["credit"]
+    >>> m.mode, m.every, cfg.port
+    ('sliding', datetime.timedelta(seconds=900), 9464)
+    >>> load_config("models: {credit: {window: 1 hour}}")
+    Traceback (most recent call last):
+    ...
+    fairmonitor.exceptions.ConfigError: monitor config has 5 errors:
+      models.credit.source: required; give {kind: sql, url: ...} or {kind: files, path: ...}
+      models.credit.sensitive_features: required; give a list of column names
+      models.credit: give at least one of 'score' or 'prediction' (column names)
+      models.credit.metrics: required; give a list of metric names
+      models.credit.window: must be a duration like '30s', '5m', '1h' or '1d'; got '1 hour'
+    """
+    import yaml
+
+    text, base = _read_text(source, base_dir)
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"monitor config is not valid YAML: {exc}") from None
+    r = Reader()
+    cfg = read_monitor(r, {} if data is None else data, base)
+    r.raise_if_errors("monitor config")
+    assert cfg is not None
+    return cfg
+
+
+def check_config(source: str | os.PathLike[str]) -> list[str]:
+    """Validate a config (``fairmonitor monitor --check``) and summarise it, one line each.
+
+    Raises :class:`ConfigError` exactly like :func:`load_config`.
+    """
+    cfg = load_config(source)
+    lines = [f"config OK: {len(cfg.models)} model(s); metrics on http://{cfg.listen_address}"
+             f"/metrics; checkpoint {cfg.checkpoint.path or cfg.checkpoint.url}; MLflow spool "
+             f"{cfg.mlflow_spool or 'none (in memory)'}"]
+    for m in cfg.models.values():
+        where = m.source.url if m.source.kind == "sql" else m.source.path
+        lines.append(
+            f"{m.name}: {m.mode} {format_duration(m.window)} windows every "
+            f"{format_duration(m.every)}, labels after {format_duration(m.labels_after)}, "
+            f"{len(m.metrics)} metric(s), {len(m.thresholds)} threshold(s), "
+            f"{m.source.kind} source {where}, model {m.model_uri or '-'}"
+        )
+    return lines

@@ -1,0 +1,139 @@
+"""The monitor config as frozen, validated dataclasses (built by :mod:`.schema`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any, Literal
+
+from ...report.registry import METRICS
+from ...report.thresholds import Threshold
+
+__all__ = [
+    "DEFAULT_CHECKPOINT", "DEFAULT_LISTEN_ADDRESS", "DEFAULT_MLFLOW_SPOOL", "DEFAULT_TRACKING_URI",
+    "CheckpointConfig", "ModelConfig", "MonitorConfig", "ReferenceConfig", "SourceConfig",
+]
+
+DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
+DEFAULT_LISTEN_ADDRESS = "127.0.0.1:9464"
+DEFAULT_CHECKPOINT = "fairmonitor-checkpoint.json"
+DEFAULT_MLFLOW_SPOOL = "fairmonitor-mlflow-pending.jsonl"
+
+
+@dataclass(frozen=True)
+class SourceConfig:
+    """Where a model's logged predictions are read from (see :mod:`fairmonitor.monitor.sources`)."""
+
+    kind: Literal["sql", "files"]
+    url: str | None = None
+    table: str = "predictions"
+    path: Path | None = None
+    pattern: str = "**/*.parquet"
+    timestamp_column: str = "timestamp"
+    model_column: str | None = "model"
+    version_column: str | None = "version"
+    features_column: str | None = "features"
+
+
+@dataclass(frozen=True)
+class CheckpointConfig:
+    """Where monitor progress is kept: a JSON file or a table in a SQL store."""
+
+    kind: Literal["file", "sql"]
+    path: Path | None = None
+    url: str | None = None
+    table: str = "fairmonitor_checkpoint"
+
+
+@dataclass(frozen=True)
+class ReferenceConfig:
+    """Reference data on which each new model version is evaluated."""
+
+    path: Path
+    metrics: tuple[str, ...] | None = None
+    label: str | None = None
+    score: str | None = None
+    prediction: str | None = None
+    features: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Everything the monitor needs to know about one model."""
+
+    name: str
+    source: SourceConfig
+    sensitive_features: tuple[str, ...]
+    window: timedelta
+    every: timedelta
+    mode: Literal["tumbling", "sliding"]
+    metrics: tuple[str, ...]
+    registered_model: str | None = None
+    model_version: str | None = None
+    model_alias: str | None = None
+    tracking_uri: str = DEFAULT_TRACKING_URI
+    experiment: str = ""
+    label: str | None = None
+    score: str | None = None
+    prediction: str | None = None
+    features: tuple[str, ...] | None = None
+    decision_threshold: float = 0.5
+    labels_after: timedelta = timedelta(0)
+    start: datetime | None = None
+    options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    min_group_size: int = 1
+    intersection: bool = True
+    seed: int = 0
+    thresholds: tuple[Threshold, ...] = ()
+    reference: ReferenceConfig | None = None
+
+    @property
+    def model_uri(self) -> str | None:
+        """``models:/name@alias``, ``models:/name/version``, ``models:/name`` or None."""
+        if self.registered_model is None:
+            return None
+        if self.model_alias:
+            return f"models:/{self.registered_model}@{self.model_alias}"
+        if self.model_version:
+            return f"models:/{self.registered_model}/{self.model_version}"
+        return f"models:/{self.registered_model}"
+
+    @property
+    def label_metrics(self) -> tuple[str, ...]:
+        """The configured metrics that need ground truth."""
+        return tuple(m for m in self.metrics if METRICS[m].needs_labels)
+
+    @property
+    def label_free_metrics(self) -> tuple[str, ...]:
+        """The configured metrics computable as soon as the window closes."""
+        return tuple(m for m in self.metrics if not METRICS[m].needs_labels)
+
+    @property
+    def needs_features(self) -> bool:
+        """True if some configured metric reads the feature matrix."""
+        return any(METRICS[m].needs_features for m in self.metrics)
+
+
+@dataclass(frozen=True)
+class MonitorConfig:
+    """The whole monitor: models plus global settings."""
+
+    models: Mapping[str, ModelConfig]
+    checkpoint: CheckpointConfig
+    mlflow_spool: Path | None = None
+    listen_address: str = DEFAULT_LISTEN_ADDRESS
+    catch_up: int = 100
+    timezone: str = "UTC"
+    tick: timedelta = timedelta(minutes=1)
+
+    @property
+    def host(self) -> str:
+        """Host part of ``listen_address`` (brackets of an IPv6 address removed)."""
+        return self.listen_address.rsplit(":", 1)[0].strip("[]")
+
+    @property
+    def port(self) -> int:
+        """Port part of ``listen_address``."""
+        return int(self.listen_address.rsplit(":", 1)[1])

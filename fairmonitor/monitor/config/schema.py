@@ -1,0 +1,334 @@
+"""Reading each section of the monitor YAML into the dataclasses of :mod:`.config`.
+
+Every reader records problems on the shared :class:`~._parse.Reader` and returns a best-effort
+value, so that one pass reports every error of the file.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from ...exceptions import ConfigError
+from ...metrics._groups import INTERSECTION_SEPARATOR
+from ...report.registry import METRICS
+from ...report.thresholds import Threshold
+from .durations import format_duration
+from .model import (
+    DEFAULT_CHECKPOINT,
+    DEFAULT_LISTEN_ADDRESS,
+    DEFAULT_MLFLOW_SPOOL,
+    DEFAULT_TRACKING_URI,
+    CheckpointConfig,
+    ModelConfig,
+    MonitorConfig,
+    ReferenceConfig,
+    SourceConfig,
+)
+from .reader import Reader, fmt_allowed
+
+__all__ = ["read_monitor"]
+
+_MODEL_URI = re.compile(r"^models:/(?P<name>[^/@]+)(?:@(?P<alias>[^/@]+)|/(?P<version>\d+))?$")
+_TOP_KEYS = ("listen_address", "checkpoint", "mlflow_spool", "catch_up", "timezone", "tick",
+             "models")
+_MODEL_KEYS = (
+    "model", "tracking_uri", "experiment", "source", "sensitive_features", "label", "score",
+    "prediction", "features", "decision_threshold", "window", "every", "mode", "labels_after",
+    "start", "metrics", "options", "min_group_size", "intersection", "seed", "thresholds",
+    "reference",
+)
+_SOURCE_KEYS = ("kind", "url", "table", "path", "pattern", "timestamp_column", "model_column",
+                "version_column", "features_column")
+_THRESHOLD_KEYS = ("warning", "critical", "bound", "attribute")
+_REFERENCE_KEYS = ("path", "metrics", "label", "score", "prediction", "features")
+
+
+
+def read_monitor(r: Reader, data: Any, base: Path) -> MonitorConfig | None:
+    if not isinstance(data, Mapping):
+        r.error("", f"the top level must be a mapping with keys {fmt_allowed(_TOP_KEYS)}; "
+                    f"got {data!r}")
+        return None
+    r.keys("", data, _TOP_KEYS)
+    address = r.get(data, "listen_address", str, DEFAULT_LISTEN_ADDRESS)
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        r.error("listen_address", f"must be 'host:port' with a port in 0..65535; got {address!r}")
+    timezone = r.get(data, "timezone", str, "UTC")
+    if timezone != "UTC":
+        r.error("timezone", f"must be one of ['UTC']; got {timezone!r}")
+    catch_up = r.positive_int(data, "catch_up", 100)
+    checkpoint = _checkpoint(r, data.get("checkpoint", DEFAULT_CHECKPOINT), base)
+    spool = _mlflow_spool(r, data, checkpoint, base)
+    raw_models = data.get("models")
+    models: dict[str, ModelConfig] = {}
+    if not isinstance(raw_models, Mapping) or not raw_models:
+        r.error("models", "required; give a mapping of model name to its settings, e.g. "
+                          "models: {credit: {...}}")
+    else:
+        for name, raw in raw_models.items():
+            model = _model(r, f"models.{name}", str(name), raw, base)
+            if model is not None:
+                models[str(name)] = model
+    tick = r.duration(data, "tick", None)
+    if tick is None:
+        tick = min((m.every for m in models.values()), default=timedelta(minutes=1))
+    return MonitorConfig(models=MappingProxyType(models), checkpoint=checkpoint,
+                         mlflow_spool=spool, listen_address=address, catch_up=catch_up,
+                         timezone=timezone, tick=tick)
+
+
+def _mlflow_spool(r: Reader, data: Mapping[str, Any], checkpoint: CheckpointConfig,
+                  base: Path) -> Path | None:
+    """The spool file: as given, else beside a checkpoint file; None keeps it in memory."""
+    if "mlflow_spool" not in data:
+        # a SQL checkpoint says the monitor may have no writable disk: no default file then
+        return (checkpoint.path.with_name(DEFAULT_MLFLOW_SPOOL)
+                if checkpoint.kind == "file" and checkpoint.path is not None else None)
+    raw = r.get(data, "mlflow_spool", str, None, nullable=True)
+    return base / raw if raw else None
+
+
+def _checkpoint(r: Reader, raw: Any, base: Path) -> CheckpointConfig:
+    if isinstance(raw, str):
+        raw = {"kind": "sql", "url": raw} if "://" in raw else {"kind": "file", "path": raw}
+    if not isinstance(raw, Mapping):
+        r.error("checkpoint", f"must be a file path, a SQLAlchemy URL or a mapping; got {raw!r}")
+        return CheckpointConfig("file", path=base / DEFAULT_CHECKPOINT)
+    r.keys("checkpoint", raw, ("kind", "path", "url", "table"))
+    kind = r.choice(raw, "kind", ("file", "sql"), "file", path="checkpoint")
+    if kind == "sql":
+        return CheckpointConfig("sql", url=r.url(raw, "url", "checkpoint"),
+                                table=r.get(raw, "table", str, "fairmonitor_checkpoint",
+                                            path="checkpoint"))
+    path = r.get(raw, "path", str, DEFAULT_CHECKPOINT, path="checkpoint")
+    return CheckpointConfig("file", path=base / path)
+
+
+def _model(r: Reader, at: str, name: str, raw: Any, base: Path) -> ModelConfig | None:
+    if not isinstance(raw, Mapping):
+        r.error(at, f"must be a mapping with keys {fmt_allowed(_MODEL_KEYS)}; got {raw!r}")
+        return None
+    r.keys(at, raw, _MODEL_KEYS)
+    reg, version, alias = _registered_model(r, at, raw.get("model"))
+    source = _source(r, f"{at}.source", raw.get("source"), base)
+    sensitive = r.names(raw, "sensitive_features", at, required=True)
+    label, score, prediction = (r.get(raw, k, str, None, path=at)
+                                for k in ("label", "score", "prediction"))
+    if score is None and prediction is None:
+        r.error(at, "give at least one of 'score' or 'prediction' (column names)")
+    metrics = r.names(raw, "metrics", at, required=True)
+    for i, metric in enumerate(metrics):
+        _check_metric(r, f"{at}.metrics[{i}]", metric, label=label, score=score)
+    window = r.duration(raw, "window", None, path=at, required=True) or timedelta(hours=1)
+    every = r.duration(raw, "every", None, path=at) or window
+    mode = r.choice(raw, "mode", ("tumbling", "sliding"),
+                    "tumbling" if every == window else "sliding", path=at)
+    if mode == "tumbling" and every != window:
+        r.error(f"{at}.every", "tumbling windows advance by their size "
+                               f"({format_duration(window)}); got {format_duration(every)}; "
+                               "drop 'every' or set mode: sliding")
+    if every > window:
+        r.error(f"{at}.every", f"must not exceed window ({format_duration(window)}); got "
+                               f"{format_duration(every)}")
+    labels_after = r.duration(raw, "labels_after", timedelta(0), path=at, allow_zero=True)
+    if labels_after and label is None:
+        r.error(f"{at}.labels_after", "is set but no 'label' column is configured")
+    options = raw.get("options") or {}
+    if not isinstance(options, Mapping) or any(
+            not isinstance(v, Mapping) for v in options.values()):
+        r.error(f"{at}.options", f"must map metric names to keyword mappings; got {options!r}")
+        options = {}
+    for metric in options:
+        if metric not in METRICS:
+            r.error(f"{at}.options.{metric}", f"unknown metric {metric!r}; allowed: "
+                                              f"{fmt_allowed(METRICS)}")
+    reference = _reference(r, f"{at}.reference", raw.get("reference"), base)
+    if reference is not None and reg is None:
+        r.error(f"{at}.reference", "needs 'model' (the MLflow model whose versions to evaluate)")
+    attributes = list(sensitive)
+    if raw.get("intersection", True) and len(sensitive) > 1:
+        attributes.append(INTERSECTION_SEPARATOR.join(sensitive))
+    allowed_metrics = set(metrics) | set(
+        METRICS if reference and reference.metrics is None else (reference and reference.metrics
+                                                                 or ()))
+    thresholds = _thresholds(r, f"{at}.thresholds", raw.get("thresholds"), allowed_metrics,
+                             attributes)
+    threshold = r.get(raw, "decision_threshold", float, 0.5, path=at)
+    if not 0.0 <= threshold <= 1.0:
+        r.error(f"{at}.decision_threshold", f"must be in [0, 1]; got {threshold!r}")
+    return ModelConfig(
+        name=name, source=source, sensitive_features=sensitive, window=window, every=every,
+        mode=mode, metrics=metrics, registered_model=reg, model_version=version,
+        model_alias=alias, tracking_uri=r.get(raw, "tracking_uri", str, DEFAULT_TRACKING_URI,
+                                              path=at),
+        experiment=r.get(raw, "experiment", str, f"fairmonitor-{name}", path=at),
+        label=label, score=score, prediction=prediction,
+        features=r.names(raw, "features", at) or None, decision_threshold=float(threshold),
+        labels_after=labels_after, start=_start(r, f"{at}.start", raw.get("start")),
+        options=MappingProxyType({k: MappingProxyType(dict(v)) for k, v in options.items()}),
+        min_group_size=r.positive_int(raw, "min_group_size", 1, path=at),
+        intersection=r.get(raw, "intersection", bool, True, path=at),
+        seed=r.get(raw, "seed", int, 0, path=at), thresholds=thresholds, reference=reference,
+    )
+
+
+def _check_metric(r: Reader, at: str, metric: str, *, label: str | None,
+                  score: str | None, reference: bool = False) -> None:
+    spec = METRICS.get(metric)
+    if spec is None:
+        r.error(at, f"unknown metric {metric!r}; allowed: {fmt_allowed(METRICS)}")
+    elif spec.needs_labels and label is None:
+        r.error(at, f"{metric!r} needs labels; set 'label' to the label column")
+    elif spec.needs_scores and score is None and not reference:
+        r.error(at, f"{metric!r} needs scores; set 'score' to the score column")
+    elif spec.needs_model and not reference:
+        r.error(at, f"{metric!r} calls the model, which production windows do not; list it "
+                    "under 'reference.metrics' instead")
+
+
+def _registered_model(r: Reader, at: str, raw: Any) -> tuple[str | None, str | None, str | None]:
+    if raw is None:
+        return None, None, None
+    if isinstance(raw, str):
+        if not raw.startswith("models:/"):
+            return raw, None, None
+        match = _MODEL_URI.match(raw)
+        if match is None:
+            r.error(f"{at}.model", "must be 'models:/<name>@<alias>', 'models:/<name>/<version>',"
+                                   f" a registered model name or a mapping; got {raw!r}")
+            return None, None, None
+        return match["name"], match["version"], match["alias"]
+    if not isinstance(raw, Mapping):
+        r.error(f"{at}.model", f"must be a string or a mapping {{name, version | alias}}; "
+                               f"got {raw!r}")
+        return None, None, None
+    r.keys(f"{at}.model", raw, ("name", "version", "alias"))
+    name = r.get(raw, "name", str, None, path=f"{at}.model", required=True)
+    version = raw.get("version")
+    alias = r.get(raw, "alias", str, None, path=f"{at}.model")
+    if version is not None and alias is not None:
+        r.error(f"{at}.model", "give 'version' or 'alias', not both")
+    if version is not None and not (isinstance(version, int | str) and str(version).isdigit()):
+        r.error(f"{at}.model.version", f"must be a version number; got {version!r}")
+    return name, None if version is None else str(version), alias
+
+
+def _source(r: Reader, at: str, raw: Any, base: Path) -> SourceConfig:
+    if not isinstance(raw, Mapping):
+        r.error(at, "required; give {kind: sql, url: ...} or {kind: files, path: ...}"
+                if raw is None else f"must be a mapping; got {raw!r}")
+        return SourceConfig("sql", url="sqlite://")
+    r.keys(at, raw, _SOURCE_KEYS)
+    kind = r.choice(raw, "kind", ("sql", "files"), None, path=at, required=True)
+    opt = {k: r.get(raw, k, str, None, path=at, nullable=True) for k in
+           ("model_column", "version_column", "features_column") if k in raw}
+    common = dict(timestamp_column=r.get(raw, "timestamp_column", str, "timestamp", path=at),
+                  **opt)
+    if kind == "files":
+        path = r.get(raw, "path", str, None, path=at, required=True) or "."
+        pattern = r.get(raw, "pattern", str, "**/*.parquet", path=at)
+        if not pattern.endswith((".parquet", ".csv", ".csv.gz")):
+            r.error(f"{at}.pattern", f"must match .parquet or .csv files; got {pattern!r}")
+        return SourceConfig("files", path=base / path, pattern=pattern, **common)
+    return SourceConfig("sql", url=r.url(raw, "url", at),
+                        table=r.get(raw, "table", str, "predictions", path=at), **common)
+
+
+def _reference(r: Reader, at: str, raw: Any, base: Path) -> ReferenceConfig | None:
+    if raw is None:
+        return None
+    if isinstance(raw, str):
+        raw = {"path": raw}
+    if not isinstance(raw, Mapping):
+        r.error(at, f"must be a file path or a mapping; got {raw!r}")
+        return None
+    r.keys(at, raw, _REFERENCE_KEYS)
+    path = base / (r.get(raw, "path", str, None, path=at, required=True) or ".")
+    if not path.is_file():
+        r.error(f"{at}.path", f"file not found: {str(path)!r}")
+    metrics = r.names(raw, "metrics", at) if raw.get("metrics") is not None else None
+    label = r.get(raw, "label", str, None, path=at)
+    for i, metric in enumerate(metrics or ()):
+        _check_metric(r, f"{at}.metrics[{i}]", metric, label=label or "?", score=None,
+                      reference=True)
+    return ReferenceConfig(path=path, metrics=metrics, label=label,
+                           score=r.get(raw, "score", str, None, path=at),
+                           prediction=r.get(raw, "prediction", str, None, path=at),
+                           features=r.names(raw, "features", at) or None)
+
+
+def _thresholds(r: Reader, at: str, raw: Any, metrics: set[str],
+                attributes: list[str]) -> tuple[Threshold, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, Mapping):
+        r.error(at, f"must map metric names to {{warning, critical, bound}}; got {raw!r}")
+        return ()
+    out = []
+    for metric, entries in raw.items():
+        where = f"{at}.{metric}"
+        if metric not in METRICS:
+            r.error(where, f"unknown metric {metric!r}; allowed: {fmt_allowed(METRICS)}")
+            continue
+        if metric not in metrics:
+            r.error(where, f"metric {metric!r} is not monitored; add it to 'metrics' "
+                           "(or 'reference.metrics') or remove this threshold")
+        items = entries if isinstance(entries, list) else [entries]
+        for i, entry in enumerate(items):
+            path = f"{where}[{i}]" if isinstance(entries, list) else where
+            t = _threshold(r, path, metric, entry, attributes)
+            if t is not None:
+                out.append(t)
+    return tuple(out)
+
+
+def _threshold(r: Reader, at: str, metric: str, raw: Any,
+               attributes: list[str]) -> Threshold | None:
+    if not isinstance(raw, Mapping):
+        r.error(at, f"must be a mapping with keys {fmt_allowed(_THRESHOLD_KEYS)}; got {raw!r}")
+        return None
+    r.keys(at, raw, _THRESHOLD_KEYS)
+    bound = r.choice(raw, "bound", ("upper", "lower"), METRICS[metric].default_bound, path=at)
+    attribute = r.choice(raw, "attribute", tuple(attributes), None, path=at)
+    levels = {}
+    for key in ("warning", "critical"):
+        v = raw.get(key)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int | float)
+                              or not math.isfinite(v)):
+            r.error(f"{at}.{key}", f"must be a finite number; got {v!r}")
+            v = None
+        levels[key] = None if v is None else float(v)
+    if "warning" not in raw and "critical" not in raw:
+        r.error(at, "give at least one of 'warning' or 'critical'")
+        return None
+    if None in levels.values() and all(k in raw for k in ("warning", "critical")):
+        return None  # a bad number, already reported
+    try:
+        return Threshold(metric, levels["warning"], levels["critical"], bound, attribute)
+    except ConfigError as exc:
+        # the ordering rule lives in Threshold; re-anchor its message at this key path
+        r.error(at, str(exc).split(": ", 1)[1].rstrip("."))
+        return None
+
+
+def _start(r: Reader, at: str, raw: Any) -> datetime | None:
+    if raw is None:
+        return None
+    if isinstance(raw, datetime):
+        value = raw
+    elif isinstance(raw, date):
+        value = datetime(raw.year, raw.month, raw.day)
+    else:
+        try:
+            value = datetime.fromisoformat(str(raw))
+        except ValueError:
+            r.error(at, f"must be an ISO 8601 time like 2026-11-22T00:00:00Z; got {raw!r}")
+            return None
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)

@@ -1,0 +1,420 @@
+"""Prometheus export of the monitor: a custom collector over the latest report per model.
+
+:class:`FairnessCollector` keeps, per model, an immutable snapshot of the latest value of every
+(metric, sensitive attribute) plus the monitor's own health, and builds fresh metric families
+from it on every scrape (``docs/content/collector/custom.md`` of prometheus/client_python). A new
+result replaces the snapshot by swapping one reference, so a scrape never sees half an update
+and label sets that are no longer current (an old model version, a group absent from the last
+window) disappear instead of lingering as they would in a ``Gauge``.
+
+Choices:
+
+- Library code never touches the global ``REGISTRY``; the registry is passed in.
+- NaN is never exported as a sample: an undefined value becomes
+  ``fairmonitor_metric_undefined{..., reason} 1`` with a bounded ``reason`` code instead, so a
+  ``> threshold`` rule cannot silently compare against NaN and dashboards can say why.
+- Label values are bounded: model names, versions, configured attributes and their groups,
+  metric names, robustness levels. Never a timestamp or a row id.
+- Self-metrics exist from the start (zeros) for every configured model, so an alert on
+  ``fairmonitor_errors_total`` or on staleness works before the first failure. A timestamp of 0
+  means "never".
+- Values computed on a model version's *reference* data
+  (:meth:`FairnessCollector.observe_reference`) are exported only for metrics the production
+  windows do not compute (e.g. robustness), so each ``fairmonitor_<metric>`` series has one
+  source; the rest goes to MLflow.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import CollectorRegistry
+
+from ...metrics._groups import INTERSECTION_SEPARATOR
+from ...report.registry import METRICS
+from ...report.thresholds import Threshold, severity_code
+
+__all__ = ["ERROR_STAGES", "NAMESPACE", "REASONS", "FairnessCollector", "reason_code"]
+
+NAMESPACE = "fairmonitor"
+#: ``stage`` label values of ``fairmonitor_errors_total`` (pre-initialised for every model).
+ERROR_STAGES = ("source", "data", "metric", "mlflow", "export", "scheduler")
+#: ``reason`` label values of ``fairmonitor_metric_undefined``.
+REASONS = ("labels_pending", "too_few_groups", "error", "undefined")
+#: Stages the job records itself; hook stages (export, mlflow) are counted by the caller.
+_EVALUATION_STAGES = ("source", "data", "metric")
+_TOO_FEW_GROUPS = re.compile(r"fewer than (two|2) groups|single group|no groups?\b")
+
+
+def reason_code(reason: str | None) -> str:
+    """Map a report's free-text reason for a NaN to one of :data:`REASONS`.
+
+    >>> reason_code("labels not available")
+    'labels_pending'
+    >>> reason_code("demographic_parity_difference is undefined: sensitive attribute 'sex' "
+    ...             "has a single group 'F'. Returning nan.")
+    'too_few_groups'
+    >>> reason_code("error: boom"), reason_code(None)
+    ('error', 'undefined')
+    """
+    text = (reason or "").lower()
+    if text.startswith("labels not available") or "labels pending" in text:
+        return "labels_pending"
+    if text.startswith("error"):
+        return "error"
+    if _TOO_FEW_GROUPS.search(text):
+        return "too_few_groups"
+    return "undefined"
+
+
+@dataclass(frozen=True, slots=True)
+class _Value:
+    version: str
+    value: float
+    reason: str  # a REASONS code; only read when value is NaN
+    severity: int | None  # 0/1/2, None when no threshold governs the value or it is NaN
+
+
+@dataclass(frozen=True, slots=True)
+class _Model:
+    """Immutable snapshot of everything exported for one model."""
+
+    version: str = ""
+    values: Mapping[tuple[str, str], _Value] = field(default_factory=dict)
+    groups: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    groups_version: str = ""
+    # attribute -> ((version, metric, level, ratio), ...)
+    robustness: Mapping[str, tuple[tuple[str, str, str, float], ...]] = field(default_factory=dict)
+    last_success: float = 0.0
+    window_end: float = 0.0
+    duration: float = 0.0
+    samples: int = 0
+    evaluated: int = 0
+    errors: Mapping[str, int] = field(default_factory=lambda: dict.fromkeys(ERROR_STAGES, 0))
+    labels_pending: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class _ModelSetup:
+    """What the configuration says about a model (thresholds, metrics, attributes)."""
+
+    thresholds: tuple[Threshold, ...] = ()
+    metrics: frozenset[str] = frozenset()
+    label_metrics: tuple[str, ...] = ()
+    attributes: tuple[str, ...] = ()
+
+
+def _setup_from_config(cfg: Any) -> _ModelSetup:
+    attrs = tuple(cfg.sensitive_features)
+    if getattr(cfg, "intersection", False) and len(attrs) > 1:
+        attrs += (INTERSECTION_SEPARATOR.join(attrs),)
+    label_metrics = tuple(m for m in cfg.metrics if METRICS[m].needs_labels)
+    return _ModelSetup(tuple(cfg.thresholds), frozenset(cfg.metrics), label_metrics, attrs)
+
+
+def _level(level: Any) -> str:
+    return format(float(level), "g")
+
+
+def _robustness(report: Any, version: str) -> dict[str, tuple[tuple[str, str, str, float], ...]]:
+    """Per attribute, the finite per-level ratios of every robustness detail in ``report``."""
+    out: dict[str, dict[tuple[str, str], float]] = {}
+    for (_, attr), detail in report.details.items():
+        levels, ratios = getattr(detail, "levels", None), getattr(detail, "ratios", None)
+        if levels is None or not isinstance(ratios, Mapping):
+            continue
+        for metric, series in ratios.items():
+            for level, ratio in zip(levels, series, strict=False):
+                if ratio is not None and math.isfinite(float(ratio)):
+                    out.setdefault(attr, {})[(str(metric), _level(level))] = float(ratio)
+    return {attr: tuple((version, m, lev, r) for (m, lev), r in sorted(vals.items()))
+            for attr, vals in out.items()}
+
+
+def _values(report: Any, version: str, keep: Any = None) -> dict[tuple[str, str], _Value]:
+    out = {}
+    for key, value in report.values.items():
+        if keep is not None and not keep(key[0]):
+            continue
+        value = float(value)
+        status = report.statuses.get(key)
+        code = severity_code(status) if status is not None else None
+        out[key] = _Value(version, value, reason_code(report.reasons.get(key)), code)
+    return out
+
+
+class FairnessCollector:
+    """Prometheus collector over the latest fairness report of each monitored model.
+
+    Parameters
+    ----------
+    registry : prometheus_client.CollectorRegistry, optional
+        Where to register; ``None`` leaves registration to the caller.
+    models : mapping of str to model config, optional
+        The monitor's ``MonitorConfig.models``: thresholds, metrics and attributes per model.
+        Every configured model gets its self-metrics from the start.
+    build_version : str, optional
+        The ``version`` label of ``fairmonitor_build_info``; default the installed version.
+
+    Notes
+    -----
+    Use :meth:`observe` as the job's ``on_result`` hook. One scrape yields (values shown for
+    a model ``credit`` at version ``3`` with attributes ``sex`` and ``race``)::
+
+        # HELP fairmonitor_demographic_parity_difference Largest between-group difference ...
+        # TYPE fairmonitor_demographic_parity_difference gauge
+        fairmonitor_demographic_parity_difference{model="credit",sensitive_attribute="sex",version="3"} 0.31
+        # HELP fairmonitor_metric_undefined 1 for each metric value that is undefined (NaN) ...
+        # TYPE fairmonitor_metric_undefined gauge
+        fairmonitor_metric_undefined{metric="demographic_parity_difference",model="credit",reason="too_few_groups",sensitive_attribute="race",version="3"} 1.0
+        # TYPE fairmonitor_robustness_ratio_by_level gauge
+        fairmonitor_robustness_ratio_by_level{level="0.5",metric="demographic_parity_difference",model="credit",sensitive_attribute="sex",version="3"} 1.4
+        # TYPE fairmonitor_group_samples gauge
+        fairmonitor_group_samples{group="F",model="credit",sensitive_attribute="sex",version="3"} 412.0
+        # TYPE fairmonitor_threshold gauge
+        fairmonitor_threshold{bound="upper",metric="demographic_parity_difference",model="credit",severity="warning"} 0.1
+        fairmonitor_threshold{bound="upper",metric="demographic_parity_difference",model="credit",severity="critical"} 0.2
+        # TYPE fairmonitor_threshold_by_attribute gauge
+        fairmonitor_threshold_by_attribute{bound="upper",metric="equalized_odds_difference",model="credit",sensitive_attribute="sex",severity="critical"} 0.1
+        # TYPE fairmonitor_alert_state gauge
+        fairmonitor_alert_state{metric="demographic_parity_difference",model="credit",sensitive_attribute="sex",version="3"} 2.0
+        # TYPE fairmonitor_window_last_success_timestamp_seconds gauge
+        fairmonitor_window_last_success_timestamp_seconds{model="credit"} 1.7637696e+09
+        # TYPE fairmonitor_window_end_timestamp_seconds gauge
+        fairmonitor_window_end_timestamp_seconds{model="credit"} 1.7637696e+09
+        # TYPE fairmonitor_window_evaluation_duration_seconds gauge
+        fairmonitor_window_evaluation_duration_seconds{model="credit"} 0.042
+        # TYPE fairmonitor_window_samples gauge
+        fairmonitor_window_samples{model="credit"} 1000.0
+        # TYPE fairmonitor_windows_evaluated_total counter
+        fairmonitor_windows_evaluated_total{model="credit"} 12.0
+        # TYPE fairmonitor_errors_total counter
+        fairmonitor_errors_total{model="credit",stage="source"} 0.0
+        (one line per stage: source, data, metric, mlflow, export, scheduler)
+        # TYPE fairmonitor_labels_pending_windows gauge
+        fairmonitor_labels_pending_windows{model="credit"} 24.0
+        # TYPE fairmonitor_build_info gauge
+        fairmonitor_build_info{version="0.1.0"} 1.0
+
+    ``fairmonitor_threshold`` holds the thresholds that apply to every attribute, so one
+    generic rule can compare each metric with it ``on(model, metric)``; per-attribute
+    overrides go to ``fairmonitor_threshold_by_attribute`` (and into ``fairmonitor_alert_state``,
+    which always reflects the most specific threshold). Undefined ``reason`` codes:
+    ``labels_pending`` (the window's labels have not arrived, or a label metric was never
+    computed yet), ``too_few_groups``, ``error`` (the metric raised), ``undefined`` (anything
+    else, including an empty window).
+
+    Examples
+    --------
+    >>> from prometheus_client import CollectorRegistry
+    >>> registry = CollectorRegistry()
+    >>> collector = FairnessCollector(registry, build_version="1.2.3")
+    >>> registry.get_sample_value("fairmonitor_build_info", {"version": "1.2.3"})
+    1.0
+    """  # noqa: E501 (the exposition lines are shown exactly as scraped)
+
+    def __init__(self, registry: CollectorRegistry | None = None, *,
+                 models: Mapping[str, Any] | None = None, build_version: str | None = None):
+        if build_version is None:
+            from ... import __version__ as build_version
+        self._build_version = str(build_version)
+        self._setup: Mapping[str, _ModelSetup] = MappingProxyType(
+            {name: _setup_from_config(cfg) for name, cfg in (models or {}).items()})
+        self._lock = threading.Lock()  # serialises writers; readers take the reference as is
+        self._models: Mapping[str, _Model] = MappingProxyType(
+            {name: _Model() for name in self._setup})
+        if registry is not None:
+            registry.register(self)
+
+    # ----------------------------------------------------------------- updates (writers)
+    def _update(self, model: str, change: Any) -> None:
+        with self._lock:
+            current = self._models.get(model, _Model())
+            self._models = MappingProxyType({**self._models, model: change(current)})
+
+    def observe(self, result: Any) -> None:
+        """Take in one ``WindowResult`` of the job (use as its ``on_result`` hook).
+
+        The result's values replace the previous ones of the same (metric, attribute); errors
+        of the evaluation stages (source, data, metric) are counted. Errors of later hooks are
+        counted with :meth:`record_error`.
+        """
+        self._update(result.model, lambda m: self._apply(m, result))
+
+    def _apply(self, m: _Model, r: Any) -> _Model:
+        errors = dict(m.errors)
+        for stage in r.errors:
+            if stage in _EVALUATION_STAGES:
+                errors[stage] = errors.get(stage, 0) + 1
+        if "source" in r.errors:  # nothing new is known about the model: keep its values
+            return replace(m, errors=errors)
+        values = dict(m.values)
+        report = r.report
+        if report is not None:
+            values.update(_values(report, r.version))
+        else:  # empty window: what this phase computes is now undefined, not stale
+            for metric, attr in list(values):
+                if metric in r.metrics:
+                    values[(metric, attr)] = _Value(r.version, math.nan, "undefined", None)
+        main_phase = r.phase != "labels"
+        robustness = dict(m.robustness)
+        if report is not None:
+            robustness.update(_robustness(report, r.version))
+        return replace(
+            m, version=r.version or m.version, values=values, errors=errors,
+            robustness=robustness, evaluated=m.evaluated + 1,
+            last_success=(r.evaluated_at.timestamp() if r.evaluated_at is not None
+                          else time.time()),
+            duration=float(r.duration_seconds),
+            window_end=r.end.timestamp() if main_phase else m.window_end,
+            samples=int(r.n_rows) if main_phase else m.samples,
+            groups=(dict(report.group_counts) if report is not None else {}) if main_phase
+            else m.groups,
+            groups_version=r.version if main_phase else m.groups_version,
+        )
+
+    def observe_reference(self, model: str, version: str, report: Any) -> None:
+        """Take in the evaluation of a model version on its reference data.
+
+        Robustness per level is exported, and values of metrics the production windows do not
+        compute (so each ``fairmonitor_<metric>`` series keeps a single source).
+        """
+        window_metrics = self._setup.get(model, _ModelSetup()).metrics
+
+        def change(m: _Model) -> _Model:
+            values = {**m.values, **_values(report, version, lambda k: k not in window_metrics)}
+            robustness = {**m.robustness, **_robustness(report, version)}
+            return replace(m, values=values, robustness=robustness)
+
+        self._update(model, change)
+
+    def record_error(self, model: str, stage: str) -> None:
+        """Count one error of ``stage`` (e.g. ``"mlflow"``) for ``model``."""
+        self._update(model, lambda m: replace(
+            m, errors={**m.errors, stage: m.errors.get(stage, 0) + 1}))
+
+    def set_labels_pending(self, model: str, windows: int) -> None:
+        """Set how many evaluated windows of ``model`` still wait for their labels."""
+        self._update(model, lambda m: replace(m, labels_pending=int(windows)))
+
+    # ----------------------------------------------------------------- scrape (reader)
+    def collect(self) -> Iterator[Metric]:
+        """Build every metric family from the current snapshot (called on each scrape)."""
+        models = self._models  # one atomic read: the whole scrape sees one snapshot
+        yield from self._fairness_families(models)
+        yield from self._threshold_families()
+        yield from self._health_families(models)
+
+    def _fairness_families(self, models: Mapping[str, _Model]) -> Iterator[Metric]:
+        per_metric: dict[str, GaugeMetricFamily] = {}
+        undefined = _gauge("metric_undefined", "1 for each metric value that is undefined (NaN) "
+                           "on the latest window, with the reason.",
+                           "model", "version", "metric", "sensitive_attribute", "reason")
+        alert = _gauge("alert_state", "Threshold verdict of the latest value: 0 ok, 1 warning, "
+                       "2 critical.", "model", "version", "metric", "sensitive_attribute")
+        robustness = _gauge("robustness_ratio_by_level", "Fairness gap under input noise over "
+                            "the clean gap, per noise level.",
+                            "model", "version", "sensitive_attribute", "metric", "level")
+        groups = _gauge("group_samples", "Rows per group of each sensitive attribute in the "
+                        "latest window.", "model", "version", "sensitive_attribute", "group")
+        for model, m in models.items():
+            for (metric, attr), v in m.values.items():
+                if math.isnan(v.value):
+                    undefined.add_metric([model, v.version, metric, attr, v.reason], 1.0)
+                    continue
+                if metric not in per_metric:
+                    spec = METRICS.get(metric)
+                    per_metric[metric] = _gauge(
+                        metric, spec.help if spec else f"Fairness metric {metric}.",
+                        "model", "version", "sensitive_attribute")
+                per_metric[metric].add_metric([model, v.version, attr], v.value)
+                if v.severity is not None:
+                    alert.add_metric([model, v.version, metric, attr], float(v.severity))
+            for metric, attr in self._never_labelled(model, m):
+                undefined.add_metric([model, m.version, metric, attr, "labels_pending"], 1.0)
+            for attr, rows in m.robustness.items():
+                for version, metric, level, ratio in rows:
+                    robustness.add_metric([model, version, attr, metric, level], ratio)
+            for attr, counts in m.groups.items():
+                for group, n in counts.items():
+                    groups.add_metric([model, m.groups_version, attr, group], float(n))
+        yield from per_metric.values()
+        yield from (undefined, robustness, groups, alert)
+
+    def _never_labelled(self, model: str, m: _Model) -> Iterator[tuple[str, str]]:
+        """Configured label metrics with no value yet (their first labels have not arrived)."""
+        if m.evaluated == 0:
+            return
+        setup = self._setup.get(model, _ModelSetup())
+        for metric in setup.label_metrics:
+            for attr in setup.attributes:
+                if (metric, attr) not in m.values:
+                    yield metric, attr
+
+    def _threshold_families(self) -> Iterator[Metric]:
+        general = _gauge("threshold", "Configured alert threshold of a metric (applies to "
+                         "every sensitive attribute).", "model", "metric", "severity", "bound")
+        specific = _gauge("threshold_by_attribute", "Configured alert threshold of a metric for "
+                          "one sensitive attribute (an override).",
+                          "model", "metric", "sensitive_attribute", "severity", "bound")
+        for model, setup in self._setup.items():
+            for t in setup.thresholds:
+                for severity in ("warning", "critical"):
+                    level = getattr(t, severity)
+                    if level is None:
+                        continue
+                    if t.attribute is None:
+                        general.add_metric([model, t.metric, severity, t.bound], float(level))
+                    else:
+                        specific.add_metric([model, t.metric, t.attribute, severity, t.bound],
+                                            float(level))
+        yield general
+        yield specific
+
+    def _health_families(self, models: Mapping[str, _Model]) -> Iterator[Metric]:
+        def per_model(name: str, doc: str, read: Any) -> GaugeMetricFamily:
+            family = _gauge(name, doc, "model")
+            for model, m in models.items():
+                family.add_metric([model], float(read(m)))
+            return family
+
+        yield per_model("window_last_success_timestamp_seconds",
+                        "When a window was last evaluated without a source error (0: never).",
+                        lambda m: m.last_success)
+        yield per_model("window_end_timestamp_seconds",
+                        "End of the latest evaluated window (0: none yet).",
+                        lambda m: m.window_end)
+        yield per_model("window_evaluation_duration_seconds",
+                        "Time to fetch and evaluate the latest window.", lambda m: m.duration)
+        yield per_model("window_samples", "Rows in the latest evaluated window.",
+                        lambda m: m.samples)
+        yield per_model("labels_pending_windows",
+                        "Evaluated windows whose labels have not arrived yet.",
+                        lambda m: m.labels_pending)
+        evaluated = CounterMetricFamily(f"{NAMESPACE}_windows_evaluated",
+                                        "Window evaluations completed (every phase).",
+                                        labels=["model"])
+        errors = CounterMetricFamily(f"{NAMESPACE}_errors",
+                                     "Errors by stage of the monitor pipeline.",
+                                     labels=["model", "stage"])
+        for model, m in models.items():
+            evaluated.add_metric([model], float(m.evaluated))
+            for stage, n in m.errors.items():
+                errors.add_metric([model, stage], float(n))
+        yield evaluated
+        yield errors
+        build = _gauge("build_info", "fairmonitor build information (always 1).", "version")
+        build.add_metric([self._build_version], 1.0)
+        yield build
+
+
+def _gauge(name: str, documentation: str, *labels: str) -> GaugeMetricFamily:
+    return GaugeMetricFamily(f"{NAMESPACE}_{name}", documentation, labels=list(labels))

@@ -1,0 +1,195 @@
+"""The metric registry: one hand-written table that every other layer reads.
+
+The report layer (:func:`fairmonitor.report.evaluate_window`) uses it to know what each metric
+needs and how to call it; the MLflow evaluator derives its metric keys
+(``fairness/<name>/<attribute>``) from it; the Prometheus exporter derives its gauge names
+(``fairmonitor_<name>``) and HELP texts from it; the common tests iterate over it.
+
+A :class:`MetricSpec` says how to call a metric on a window: ``inputs`` are the window fields
+passed positionally, in order (``y_true``, ``y_pred``, ``y_score``, ``X``, ``predict``);
+``optional_inputs`` are passed as keywords when the window has them. Several specs may share one
+``func`` and read different fields of its result (``field``), e.g. the robustness summaries; the
+report layer calls such a function once per attribute.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Literal
+
+from .. import metrics as m
+from ..robustness.ratio import robustness_ratio  # --- robustness ---
+
+__all__ = ["INPUTS", "METRICS", "MetricSpec", "get_metric"]
+
+Direction = Literal["lower_is_fairer", "higher_is_fairer"]
+
+#: The window fields a metric can ask for.
+INPUTS = ("y_true", "y_pred", "y_score", "X", "predict")
+
+
+@dataclass(frozen=True, slots=True)
+class MetricSpec:
+    """How to compute, name, read and alert on one metric.
+
+    Attributes
+    ----------
+    name : str
+        Registry name; also the MLflow key part and the Prometheus name suffix.
+    func : callable
+        The pure metric function.
+    inputs : tuple of str
+        Window fields passed positionally, in order.
+    direction : {'lower_is_fairer', 'higher_is_fairer'}
+        Which way is fairer; decides the default threshold bound.
+    ideal : float
+        The value of a perfectly fair model.
+    lower, upper : float
+        The metric's range (``inf`` if unbounded).
+    unit : str
+        Plain-language unit shown in reports.
+    help : str
+        One line, used as Prometheus HELP and in the README table.
+    optional_inputs : tuple of str
+        Window fields passed as keywords when present (e.g. ``y_true`` for CFair).
+    field : str or None
+        Attribute of the function's result holding this metric's value; None if the
+        function returns a float.
+    options : mapping
+        Extra keyword arguments always passed (e.g. ``{"agg": "max"}``).
+    """
+
+    name: str
+    func: Callable[..., Any]
+    inputs: tuple[str, ...]
+    direction: Direction
+    ideal: float
+    lower: float
+    upper: float
+    unit: str
+    help: str
+    optional_inputs: tuple[str, ...] = ()
+    field: str | None = None
+    options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def needs_labels(self) -> bool:
+        """True if the metric cannot be computed before ground truth arrives."""
+        return "y_true" in self.inputs
+
+    @property
+    def needs_scores(self) -> bool:
+        """True if the metric reads continuous scores."""
+        return "y_score" in self.inputs
+
+    @property
+    def needs_features(self) -> bool:
+        """True if the metric reads the feature matrix ``X``."""
+        return "X" in self.inputs
+
+    @property
+    def needs_model(self) -> bool:
+        """True if the metric calls the model (``predict``)."""
+        return "predict" in self.inputs
+
+    @property
+    def default_bound(self) -> Literal["upper", "lower"]:
+        """Which side of a threshold is a breach: above for lower-is-fairer metrics."""
+        return "upper" if self.direction == "lower_is_fairer" else "lower"
+
+
+def _spec(name: str, func: Callable[..., Any], inputs: tuple[str, ...], *,
+          help: str, direction: Direction = "lower_is_fairer", ideal: float = 0.0,
+          lower: float = 0.0, upper: float = 1.0, unit: str = "fraction", **kw: Any) -> MetricSpec:
+    return MetricSpec(name, func, inputs, direction, ideal, lower, upper, unit, help, **kw)
+
+
+_SPECS: list[MetricSpec] = [
+    # --- parity (classical group metrics on hard predictions) ---
+    _spec("demographic_parity_difference", m.demographic_parity_difference, ("y_pred",),
+          help="Largest between-group difference in selection rate (0 is parity)."),
+    _spec("demographic_parity_ratio", m.demographic_parity_ratio, ("y_pred",),
+          direction="higher_is_fairer", ideal=1.0,
+          help="Smallest group selection rate over the largest (1 is parity)."),
+    _spec("equalized_odds_difference", m.equalized_odds_difference, ("y_true", "y_pred"),
+          help="Larger of the between-group TPR and FPR gaps (0 is equalized odds)."),
+    _spec("equal_opportunity_difference", m.equal_opportunity_difference, ("y_true", "y_pred"),
+          help="Largest between-group gap in true positive rate (0 is equal opportunity)."),
+    # --- distributional (ABCC / ABPC) ---
+    _spec("abcc", m.abcc, ("y_score",), upper=1.0, unit="fraction",
+          help="Area between the groups' score CDFs, = Wasserstein-1 (0 is parity, max 1)."),
+    _spec("abpc", m.abpc, ("y_score",), upper=2.0, unit="density area",
+          help="Area between the groups' score densities, = 2 x total variation (0 is parity, "
+               "max 2)."),
+    # --- madd ---
+    _spec("madd", m.madd, ("y_score",), upper=2.0, unit="density distance", field="value",
+          help="L1 distance between the groups' score histograms, at the paper's optimal "
+               "bandwidth (0 is parity, 2 disjoint)."),
+    # --- hfm ---
+    # one hfm call per attribute feeds both (the report shares it); each reads one version
+    _spec("hfm", m.hfm, ("X", "y_true", "y_pred"), lower=float("-inf"), upper=float("inf"),
+          unit="log10 distance ratio", field="value_max",
+          help="HFM, max: log10 of how much further apart the predictions put the groups "
+               "than the labels do (0: no added bias)."),
+    _spec("hfm_average", m.hfm, ("X", "y_true", "y_pred"), lower=float("-inf"),
+          upper=float("inf"), unit="log10 distance ratio", field="value_average",
+          help="HFM, average: as hfm with the mean cross-group nearest-neighbour distance "
+               "(less sensitive to single rows)."),
+    # --- cfair ---
+    _spec("cfair", m.counterpart_fairness, ("X", "y_pred"), optional_inputs=("y_true",),
+          help="Counterpart DP gap: |mean prediction difference| between look-alike "
+               "individuals of two groups (0 is parity)."),
+    # --- robustness ---
+    # One robustness_ratio call per attribute feeds all of these (the report shares it); each
+    # reads a float property of the result for its FIRST metric (DP difference by default; to
+    # change it, give every robustness_* entry you request the same options, e.g.
+    # {"metrics": ("equalized_odds_difference",)}). A ratio's ideal is 1 (fairness unchanged
+    # by noise); lower_is_fairer puts the alert bound above it.
+    _spec("robustness_ratio_max", robustness_ratio, ("predict", "X"), optional_inputs=("y_true",),
+          field="max_ratio_value", ideal=1.0, upper=float("inf"), unit="ratio",
+          help="Largest robustness ratio (gap under input noise / clean gap) over the noise "
+               "levels; 1 is stable, > 1 less fair under noise, inf if the clean gap is ~0."),
+    _spec("robustness_ratio_at_max_level", robustness_ratio, ("predict", "X"),
+          optional_inputs=("y_true",), field="ratio_at_max_level_value", ideal=1.0,
+          upper=float("inf"), unit="ratio",
+          help="Robustness ratio (gap under input noise / clean gap) at the strongest noise "
+               "level; < 1 means noise washes the gap out, > 1 that it widens it."),
+    _spec("robustness_ratio_auc", robustness_ratio, ("predict", "X"), optional_inputs=("y_true",),
+          field="auc_ratio_value", ideal=1.0, upper=float("inf"), unit="ratio",
+          help="Area under the robustness-ratio curve over [0, max level], divided by the max "
+               "level; 1 is stable on average."),
+    _spec("robustness_delta_max", robustness_ratio, ("predict", "X"), optional_inputs=("y_true",),
+          field="max_delta_value", lower=-1.0,
+          help="Largest increase of the fairness gap under input noise over the clean gap "
+               "(absolute, in gap units); alert on this rather than on the ratio."),
+    _spec("robustness_robust", robustness_ratio, ("predict", "X"), optional_inputs=("y_true",),
+          field="robust_value", direction="higher_is_fairer", ideal=1.0, unit="flag",
+          help="1 if no noise level widens the fairness gap significantly (by more than "
+               "max(0.02, 1.96 SE)), else 0."),
+    _spec("robustness_flip_rate_gap_max", robustness_ratio, ("predict", "X"),
+          optional_inputs=("y_true",), field="flip_rate_gap_max",
+          help="Largest between-group difference in the share of predictions that input "
+               "noise flips, over the noise levels (0: noise hits every group alike)."),
+]
+
+#: Registry name -> spec, in table order. Read-only.
+METRICS: Mapping[str, MetricSpec] = MappingProxyType({s.name: s for s in _SPECS})
+
+
+def get_metric(name: str) -> MetricSpec:
+    """Return the spec of ``name``, or raise listing the registered names.
+
+    >>> get_metric("demographic_parity_ratio").direction
+    'higher_is_fairer'
+    """
+    from ..exceptions import InvalidInputError
+
+    try:
+        return METRICS[name]
+    except KeyError:
+        raise InvalidInputError(
+            f"unknown metric {name!r}; registered metrics are: {', '.join(METRICS)}"
+        ) from None

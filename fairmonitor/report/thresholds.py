@@ -1,0 +1,132 @@
+"""Alert thresholds: pure comparison of metric values with warning/critical bounds.
+
+A threshold is written once (the monitor's YAML or the evaluator's config) and used three ways:
+here, to give each (metric, attribute) a severity; by the MLflow evaluator, mapped to
+``mlflow.models.MetricThreshold``; by the Prometheus exporter, as
+``fairmonitor_threshold{metric, severity, bound}`` gauges that one generic alert rule compares.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from ..exceptions import ConfigError
+
+__all__ = ["SEVERITIES", "Severity", "Threshold", "severity_code", "worst"]
+
+Severity = Literal["ok", "warning", "critical", "undefined"]
+Bound = Literal["upper", "lower"]
+#: Severities in increasing order of alarm; ``undefined`` (a NaN value) is not an alarm.
+SEVERITIES: tuple[Severity, ...] = ("undefined", "ok", "warning", "critical")
+_CODES = {"ok": 0, "warning": 1, "critical": 2}
+
+
+@dataclass(frozen=True, slots=True)
+class Threshold:
+    """Warning and critical bounds for one metric.
+
+    Parameters
+    ----------
+    metric : str
+        Registry name of the metric.
+    warning, critical : float or None
+        The bounds; at least one is required.
+    bound : {'upper', 'lower'}
+        ``"upper"``: a value above the bound breaches it (differences, distances);
+        ``"lower"``: below breaches it (ratios).
+    attribute : str or None
+        Restrict to one sensitive attribute; None applies to all.
+
+    Examples
+    --------
+    >>> t = Threshold("abcc", warning=0.05, critical=0.1)
+    >>> t.severity(0.02), t.severity(0.07), t.severity(0.2), t.severity(float("nan"))
+    ('ok', 'warning', 'critical', 'undefined')
+    >>> Threshold("demographic_parity_ratio", warning=0.9, critical=0.8, bound="lower").severity(0.85)
+    'warning'
+    """
+
+    metric: str
+    warning: float | None = None
+    critical: float | None = None
+    bound: Bound = "upper"
+    attribute: str | None = None
+
+    def __post_init__(self) -> None:
+        where = f"thresholds.{self.metric}"
+        if self.bound not in ("upper", "lower"):
+            raise ConfigError(f"{where}.bound: must be 'upper' or 'lower'; got {self.bound!r}.")
+        if self.warning is None and self.critical is None:
+            raise ConfigError(f"{where}: give at least one of 'warning' or 'critical'.")
+        for key in ("warning", "critical"):
+            v = getattr(self, key)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int | float)
+                                  or not math.isfinite(v)):
+                raise ConfigError(f"{where}.{key}: must be a finite number; got {v!r}.")
+        if self.warning is not None and self.critical is not None:
+            inverted = (self.warning > self.critical if self.bound == "upper"
+                        else self.warning < self.critical)
+            if inverted:
+                rel = "<=" if self.bound == "upper" else ">="
+                raise ConfigError(
+                    f"{where}: with bound '{self.bound}' warning must be {rel} critical; "
+                    f"got warning={self.warning}, critical={self.critical}."
+                )
+
+    def breaches(self, value: float, level: float | None) -> bool:
+        """True if ``value`` is strictly beyond ``level`` on the bad side."""
+        if level is None:
+            return False
+        return value > level if self.bound == "upper" else value < level
+
+    def severity(self, value: float) -> Severity:
+        """Severity of ``value``: the worst level it breaches, or ``undefined`` for NaN."""
+        if value is None or math.isnan(value):
+            return "undefined"
+        if self.breaches(value, self.critical):
+            return "critical"
+        if self.breaches(value, self.warning):
+            return "warning"
+        return "ok"
+
+    def applies_to(self, metric: str, attribute: str) -> bool:
+        """True if this threshold governs ``metric`` on ``attribute``."""
+        return self.metric == metric and self.attribute in (None, attribute)
+
+
+def severity_code(severity: Severity) -> int | None:
+    """Numeric alert state for Prometheus: 0 ok, 1 warning, 2 critical, None for undefined."""
+    return _CODES.get(severity)
+
+
+def worst(severities: Iterable[Severity]) -> Severity:
+    """The most alarming severity, ``ok`` for none.
+
+    >>> worst(["ok", "critical", "warning"])
+    'critical'
+    """
+    result: Severity = "ok"
+    for s in severities:
+        if s != "undefined" and SEVERITIES.index(s) > SEVERITIES.index(result):
+            result = s
+    return result
+
+
+def evaluate_thresholds(
+    values: Mapping[tuple[str, str], float], thresholds: Iterable[Threshold]
+) -> dict[tuple[str, str], Severity]:
+    """Severity of every (metric, attribute) value that some threshold governs.
+
+    The most specific threshold wins: one naming the attribute beats one for all attributes.
+    """
+    thresholds = list(thresholds)
+    out: dict[tuple[str, str], Severity] = {}
+    for (metric, attribute), value in values.items():
+        matching = [t for t in thresholds if t.applies_to(metric, attribute)]
+        if matching:
+            best = max(matching, key=lambda t: t.attribute is not None)
+            out[(metric, attribute)] = best.severity(value)
+    return out
