@@ -18,7 +18,7 @@ from ..report.registry import METRICS
 __all__ = [
     "DASHBOARD_UID", "DATASOURCE", "DATASOURCE_UID", "FOLDER", "NAMESPACE",
     "cadence_seconds", "dashboard_url", "dump_yaml", "fairness_name_regex",
-    "promql_duration", "promql_string",
+    "promql_duration", "promql_string", "runbook_link",
 ]
 
 NAMESPACE = "fairmonitor"
@@ -66,19 +66,17 @@ def promql_string(value: str) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def cadence_seconds(model: Any, tick: timedelta) -> int:
-    """Seconds between two successful evaluations of a healthy model.
+def cadence_seconds(model: Any) -> int:
+    """Seconds between two evaluations of a model: one window every ``every``.
 
-    A window closes every ``every``, but the monitor looks for due windows only once per
-    ``tick``; the slower of the two is the cadence.
+    The monitor evaluates each window as soon as it closes (plus the label delay for label
+    metrics), so the cadence no longer depends on how often the scheduler wakes up.
 
     >>> from types import SimpleNamespace
-    >>> cadence_seconds(SimpleNamespace(every=timedelta(minutes=5)), timedelta(minutes=1))
+    >>> cadence_seconds(SimpleNamespace(every=timedelta(minutes=5)))
     300
-    >>> cadence_seconds(SimpleNamespace(every=timedelta(minutes=5)), timedelta(minutes=30))
-    1800
     """
-    return int(max(model.every, tick).total_seconds())
+    return int(model.every.total_seconds())
 
 
 def dashboard_url(grafana_url: str, **variables: str) -> str:
@@ -93,6 +91,19 @@ def dashboard_url(grafana_url: str, **variables: str) -> str:
     base = f"{grafana_url.rstrip('/')}/d/{DASHBOARD_UID}/{DASHBOARD_UID}"
     query = "&".join(f"var-{name}={value}" for name, value in variables.items())
     return f"{base}?{query}" if query else base
+
+
+def runbook_link(base: str, alert: str) -> str:
+    """Link to the section of ``docs/runbook.md`` that explains ``alert``.
+
+    The runbook has one ``## <AlertName>`` heading per alert, whose anchor (on GitHub, GitLab
+    and most Markdown renderers) is the lower-case name.
+
+    >>> runbook_link("https://git.example.org/ml/fairmonitor/blob/main/docs/runbook.md",
+    ...              "FairmonitorDown")
+    'https://git.example.org/ml/fairmonitor/blob/main/docs/runbook.md#fairmonitordown'
+    """
+    return f"{base}#{alert.lower()}"
 
 
 class _Dumper(yaml.SafeDumper):

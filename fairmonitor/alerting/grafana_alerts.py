@@ -1,23 +1,34 @@
-"""Grafana-managed alert rules (file provisioning) with the same thresholds as the monitor.
+"""Grafana-managed alerting (file provisioning): the opt-in alternative to Alertmanager.
 
-For teams that alert in Grafana rather than through Prometheus and Alertmanager. Grafana's
-threshold expression takes constants, so unlike the Prometheus rules (which read the
+The default path is Prometheus rules -> Alertmanager (``docker/alertmanager.yml``). Teams that
+alert in Grafana instead provision this file: rules with the same thresholds, a webhook contact
+point and a notification policy. Never run both paths at once, or every breach pages twice:
+``docker/compose.grafana-alerting.yaml`` mounts this file and stops Prometheus from sending to
+Alertmanager. The file lives outside ``dashboards/provisioning/`` so that it is not loaded by
+default.
+
+Grafana's threshold expression takes constants, so unlike the Prometheus rules (which read the
 ``fairmonitor_threshold`` series) each configured threshold becomes one rule per severity:
 query ``A`` (instant PromQL on the provisioned data source), ``B`` = reduce(A, last),
 ``C`` = threshold(B) with ``gt`` (upper bound) or ``lt`` (lower bound). Every series of ``A``
-is its own alert instance, so one rule covers all attributes and versions of a model.
+is its own alert instance, so one rule covers all attributes of a model.
 
 The file follows Grafana's file-provisioning format (``apiVersion: 1``, ``groups[].rules[]``
-with ``uid, title, condition, data, noDataState, execErrState, for, annotations, labels``), not
-the provisioning-API JSON that grafana-foundation-sdk's alerting builders emit.
+with ``uid, title, condition, data, noDataState, execErrState, for, annotations, labels``, plus
+``contactPoints`` and ``policies``), not the provisioning-API JSON that grafana-foundation-sdk's
+alerting builders emit.
 
 Choices:
 
+- Queries aggregate ``by (model, sensitive_attribute)`` (the worst value), so replicas do not
+  duplicate instances and ``version`` is not part of the alert identity.
 - A per-attribute override gets its own rule, and the general rule excludes that attribute
   (``sensitive_attribute!="sex"``): the most specific threshold wins, as in the monitor.
-- ``noDataState: OK``: an undefined metric is not exported (``fairmonitor_metric_undefined``
-  says why, on the dashboard), so "no data" is not an alarm; ``absent(fairmonitor_build_info)``
-  covers a monitor that is gone. ``execErrState: Error`` surfaces a broken query.
+- Persistence in windows: ``for`` is ``N - 1`` cadences of the model (``every``).
+- Limitation against the Prometheus path: an undefined window makes the series disappear from
+  the query, and Grafana resolves a missing series after a few evaluations; the Prometheus rules
+  keep the state instead. ``noDataState: OK`` because ``FairmonitorAbsent`` covers a monitor
+  that is gone; ``execErrState: Error`` surfaces a broken query.
 - Rule uids are stable hashes of what the rule checks (Grafana allows at most 40 characters),
   so regenerating the file updates rules in place.
 """
@@ -40,14 +51,19 @@ from ._common import (
     dump_yaml,
     promql_duration,
     promql_string,
+    runbook_link,
 )
-from .rules import AlertOptions
+from .rules import ROUTING_LABELS, AlertOptions
 
-__all__ = ["ALERT_STATE_PANEL_ID", "grafana_alert_rules", "render_grafana_alert_rules"]
+__all__ = ["ALERT_STATE_PANEL_ID", "CONTACT_POINT", "grafana_alert_rules",
+           "render_grafana_alert_rules"]
 
 #: Panel of the dashboard linked from every fairness rule (the alert-state timeline).
 ALERT_STATE_PANEL_ID = 2
+#: Name of the provisioned contact point (a webhook; its URL comes from the environment).
+CONTACT_POINT = "fairmonitor-webhook"
 _EVALUATOR = {"upper": "gt", "lower": "lt"}
+_WORST = {"upper": "max", "lower": "min"}
 _EXPR = {"type": "__expr__", "uid": "__expr__"}
 
 
@@ -97,11 +113,20 @@ def _selector(model: str, t: Threshold, overridden: Iterable[str]) -> str:
         matchers.append(f"sensitive_attribute={promql_string(t.attribute)}")
     else:
         matchers += [f"sensitive_attribute!={promql_string(a)}" for a in sorted(overridden)]
-    return f"{NAMESPACE}_{t.metric}{{{', '.join(matchers)}}}"
+    # the worst value over replicas and versions: one instance per (model, attribute)
+    return (f"{_WORST[t.bound]} by (model, sensitive_attribute) "
+            f"({NAMESPACE}_{t.metric}{{{', '.join(matchers)}}})")
 
 
-def _threshold_rules(model: str, thresholds: tuple[Threshold, ...],
-                     options: AlertOptions) -> list[dict[str, Any]]:
+def _routing(cfg: Any) -> dict[str, str]:
+    """The model's routing labels (team, owner) that are set in its config."""
+    return {name: str(getattr(cfg, name)) for name in ROUTING_LABELS
+            if getattr(cfg, name, None)}
+
+
+def _threshold_rules(model: str, cfg: Any, options: AlertOptions) -> list[dict[str, Any]]:
+    thresholds: tuple[Threshold, ...] = tuple(cfg.thresholds)
+    cadence = cadence_seconds(cfg)
     rules = []
     for t in thresholds:
         overridden = {o.attribute for o in thresholds
@@ -111,101 +136,133 @@ def _threshold_rules(model: str, thresholds: tuple[Threshold, ...],
             level = getattr(t, severity)
             if level is None:
                 continue
+            n = options.windows(severity)
             side = "above" if t.bound == "upper" else "below"
             title = f"{model}: {t.metric} {severity}" + (
                 f" ({t.attribute})" if t.attribute else "")
-            labels = {"severity": severity, "model": model, "metric": t.metric, "bound": t.bound}
+            labels = {"severity": severity, "model": model, "metric": t.metric,
+                      "bound": t.bound, **_routing(cfg)}
             link = dashboard_url(options.grafana_url, model=model, metric=t.metric,
                                  attribute="{{ $labels.sensitive_attribute | urlquery }}")
             rules.append(_rule(
                 _uid("threshold", model, t.metric, t.attribute or "", severity),
                 title, _selector(model, t, overridden), _EVALUATOR[t.bound], float(level),
-                for_=promql_duration(options.for_(severity)), labels=labels,
+                for_=promql_duration(timedelta(seconds=(n - 1) * cadence)), labels=labels,
                 panel=ALERT_STATE_PANEL_ID,
                 annotations={
                     "summary": (f"{t.metric} {side} its {severity} threshold for {scope} "
                                 f"(model {model})"),
                     "description": (
                         f"{t.metric} = {{{{ printf \"%.4g\" $values.B.Value }}}} on sensitive "
-                        f"attribute {{{{ $labels.sensitive_attribute }}}} of model {model}"
-                        "{{ with $labels.version }} version {{ . }}{{ end }}, "
-                        f"{side} the {severity} threshold {level:g}."),
+                        f"attribute {{{{ $labels.sensitive_attribute }}}} of model {model}, "
+                        f"{side} the {severity} threshold {level:g} for {n} window"
+                        f"{'s' if n > 1 else ''} or more."),
                     "dashboard": link,
+                    "runbook_url": runbook_link(options.runbook_url,
+                                                "FairnessThresholdBreached"),
                 }))
     return rules
 
 
-def _health_rules(model: str, cadence: int, options: AlertOptions) -> list[dict[str, Any]]:
+def _health_rules(options: AlertOptions) -> list[dict[str, Any]]:
+    """Liveness rules for every model at once, from the exported series (no per-model copy)."""
     n = options.stale_after
-    stale = promql_duration(timedelta(seconds=n * cadence))
-    last = f"{NAMESPACE}_window_last_success_timestamp_seconds{{model={promql_string(model)}}}"
-    link = dashboard_url(options.grafana_url, model=model)
-    labels = {"severity": "warning", "model": model}
+    window = promql_duration(options.error_window)
+    health_for = promql_duration(options.for_health)
+    model_link = dashboard_url(options.grafana_url, model="{{ $labels.model | urlquery }}")
+    last = f"{NAMESPACE}_window_last_success_timestamp_seconds"
+    cadence = f"max by (model) ({NAMESPACE}_window_cadence_seconds)"
+
+    def notes(alert: str, summary: str, description: str, link: str = model_link
+              ) -> dict[str, str]:
+        return {"summary": summary, "description": description, "dashboard": link,
+                "runbook_url": runbook_link(options.runbook_url, alert)}
+
+    warning = {"severity": "warning"}
+    critical = {"severity": "critical"}
     return [
-        _rule(_uid("stale", model), f"{model}: fairness window stale",
-              f"time() - ({last} > 0)", "gt", float(n * cadence), for_="0s", labels=labels,
-              annotations={
-                  "summary": f"No fairness window evaluated for model {model} in {n} cadences",
-                  "description": ("The last successful window of model "
-                                  f"{model} was {{{{ humanizeDuration $values.B.Value }}}} ago "
-                                  f"(more than {stale}): the data source is down or the "
-                                  "monitor is stuck, so its fairness gauges are stale."),
-                  "dashboard": link}),
-        _rule(_uid("never", model), f"{model}: no window evaluated yet", last, "lt", 1.0,
-              for_=stale, labels=labels,
-              annotations={
-                  "summary": f"Model {model} has no evaluated window yet",
-                  "description": (f"The monitor has run for {stale} ({n} cadences) without "
-                                  f"evaluating a window of model {model}: check its data "
-                                  "source and the monitor's log."),
-                  "dashboard": link}),
+        _rule(_uid("undefined"), "fairness metric undefined",
+              f"max by (model, metric, sensitive_attribute, reason) "
+              f'({NAMESPACE}_metric_undefined{{reason=~"too_few_groups|error"}})', "gt", 0.0,
+              for_="0s", labels=warning, annotations=notes(
+                  "FairnessMetricUndefined",
+                  "{{ $labels.metric }} is undefined for {{ $labels.sensitive_attribute }} "
+                  "(model {{ $labels.model }}): {{ $labels.reason }}",
+                  "{{ $labels.metric }} could not be computed on sensitive attribute "
+                  "{{ $labels.sensitive_attribute }} of model {{ $labels.model }} (reason "
+                  "{{ $labels.reason }}).")),
+        _rule(_uid("no-traffic"), "fairness windows without traffic",
+              f"max by (model) ({NAMESPACE}_window_samples) and on(model) "
+              f"(max by (model) ({NAMESPACE}_window_end_timestamp_seconds) > 0)", "lt", 1.0,
+              for_="0s", labels=warning, annotations=notes(
+                  "FairmonitorNoTraffic",
+                  "No predictions in the latest window of model {{ $labels.model }}",
+                  "The latest window of model {{ $labels.model }} held no rows.")),
+        _rule(_uid("stale"), "fairness window stale",
+              f"(time() - max by (model) ({last} > 0)) / on(model) {cadence}", "gt", float(n),
+              for_=health_for, labels=warning, annotations=notes(
+                  "FairmonitorWindowStale",
+                  f"No fairness window evaluated for model {{{{ $labels.model }}}} in {n} "
+                  "cadences",
+                  "The last successful window of model {{ $labels.model }} was "
+                  '{{ printf "%.1f" $values.B.Value }} cadences ago: the data source is down '
+                  "or the monitor is stuck, so its fairness gauges are stale.")),
+        _rule(_uid("errors"), "fairmonitor errors",
+              f"sum by (model, stage) (increase({NAMESPACE}_errors_total[{window}]))", "gt",
+              0.0, for_=health_for, labels=warning, annotations=notes(
+                  "FairmonitorErrors",
+                  "fairmonitor {{ $labels.stage }} errors for model {{ $labels.model }}",
+                  '{{ printf "%.0f" $values.B.Value }} {{ $labels.stage }} error(s) in the '
+                  f"last {window} for model {{{{ $labels.model }}}}; see the monitor's log.")),
+        _rule(_uid("down"), "fairmonitor down",
+              f"up{{job=~{promql_string(options.scrape_job)}}}", "lt", 1.0,
+              for_=promql_duration(options.absent_for), labels=critical, annotations=notes(
+                  "FairmonitorDown", "fairmonitor on {{ $labels.instance }} is down",
+                  "Prometheus cannot scrape the monitor at {{ $labels.instance }}.",
+                  dashboard_url(options.grafana_url))),
+        _rule(_uid("absent"), "fairmonitor absent", f"absent({NAMESPACE}_build_info)", "gt",
+              0.0, for_=promql_duration(options.absent_for), labels=critical,
+              annotations=notes(
+                  "FairmonitorAbsent", "No fairness monitor is being scraped",
+                  "No fairmonitor_build_info series: no monitor runs or Prometheus cannot "
+                  "scrape it, so no fairness alert can fire.",
+                  dashboard_url(options.grafana_url))),
     ]
 
 
-def grafana_alert_rules(config: Any, options: AlertOptions | None = None) -> dict[str, Any]:
+def grafana_alert_rules(config: Any, options: AlertOptions) -> dict[str, Any]:
     """The Grafana alerting provisioning file (as a mapping) for a monitor config.
 
-    One rule group per model (its thresholds, staleness and never-evaluated rules) and one
-    ``fairmonitor-health`` group (errors, monitor absent), all in the ``Fairness`` folder.
+    One rule group per model (its thresholds) and one ``fairmonitor-health`` group (undefined
+    values, no traffic, staleness, errors, monitor down or absent), all in the ``Fairness``
+    folder; a webhook contact point whose URL is read from ``$FAIRMONITOR_WEBHOOK_URL`` when
+    Grafana starts, and a notification policy tree routing everything to it.
     """
-    options = options or AlertOptions()
     groups = []
     for name, m in config.models.items():
-        rules = _threshold_rules(name, tuple(m.thresholds), options)
-        rules += _health_rules(name, cadence_seconds(m, config.tick), options)
         groups.append({"orgId": 1, "name": f"fairmonitor-{name}", "folder": FOLDER,
-                       "interval": "1m", "rules": rules})
-    window = promql_duration(options.error_window)
-    health = [
-        _rule(_uid("errors"), "fairmonitor errors",
-              f"increase({NAMESPACE}_errors_total[{window}])", "gt", 0.0, for_="0s",
-              labels={"severity": "warning"},
-              annotations={
-                  "summary": "fairmonitor {{ $labels.stage }} errors for model "
-                             "{{ $labels.model }}",
-                  "description": ('{{ printf "%.0f" $values.B.Value }} {{ $labels.stage }} '
-                                  f"error(s) in the last {window} for model "
-                                  "{{ $labels.model }}; see the monitor's log."),
-                  "dashboard": dashboard_url(options.grafana_url,
-                                             model="{{ $labels.model | urlquery }}")}),
-        _rule(_uid("absent"), "fairmonitor absent", f"absent({NAMESPACE}_build_info)", "gt",
-              0.0, for_=promql_duration(options.absent_for), labels={"severity": "critical"},
-              annotations={
-                  "summary": "The fairness monitor is not being scraped",
-                  "description": ("No fairmonitor_build_info series: the monitor is down or "
-                                  "Prometheus cannot scrape it, so no fairness alert can "
-                                  "fire."),
-                  "dashboard": dashboard_url(options.grafana_url)}),
-    ]
+                       "interval": "1m", "rules": _threshold_rules(name, m, options)})
     groups.append({"orgId": 1, "name": "fairmonitor-health", "folder": FOLDER,
-                   "interval": "1m", "rules": health})
-    return {"apiVersion": 1, "groups": groups}
+                   "interval": "1m", "rules": _health_rules(options)})
+    return {
+        "apiVersion": 1,
+        "groups": groups,
+        "contactPoints": [{"orgId": 1, "name": CONTACT_POINT, "receivers": [{
+            "uid": _uid("contact", CONTACT_POINT), "type": "webhook",
+            # Grafana expands environment variables in provisioning files
+            "settings": {"url": "$FAIRMONITOR_WEBHOOK_URL", "httpMethod": "POST"},
+            "disableResolveMessage": False}]}],
+        # replaces the whole policy tree of the org: merge by hand if you have one
+        "policies": [{"orgId": 1, "receiver": CONTACT_POINT,
+                      "group_by": ["alertname", "model", "metric", "sensitive_attribute"],
+                      "group_wait": "10s", "group_interval": "1m", "repeat_interval": "4h"}],
+    }
 
 
-def render_grafana_alert_rules(config: Any, options: AlertOptions | None = None, *,
+def render_grafana_alert_rules(config: Any, options: AlertOptions, *,
                                source: str = "the monitor config") -> str:
     """YAML text of :func:`grafana_alert_rules`, with a header naming ``source``."""
     header = (f"Generated by `fairmonitor rules` from {source}; do not edit by hand.\n"
-              "Grafana-managed alert rules (file provisioning): the same thresholds as the "
-              "Prometheus rules.")
+              "OPT-IN Grafana-managed alerting (rules, contact point, policy): use it INSTEAD "
+              "of Alertmanager,\nnever with it (docker/compose.grafana-alerting.yaml).")
     return dump_yaml(grafana_alert_rules(config, options), header)

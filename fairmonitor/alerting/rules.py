@@ -2,33 +2,51 @@
 
 Thresholds are written once, in the monitor config. The exporter publishes them as series
 (``fairmonitor_threshold{model, metric, severity, bound}`` and, for per-attribute overrides,
-``fairmonitor_threshold_by_attribute{..., sensitive_attribute}``), so the rules never repeat a
-number: ONE generic alert per severity compares every fairness gauge with the threshold series of
-its (model, metric). Changing a threshold means editing the YAML and restarting the monitor; the
-rules file stays the same unless models are added or their cadence changes.
+``fairmonitor_threshold_by_attribute{..., sensitive_attribute}``), together with what the
+liveness rules need per model (``fairmonitor_window_cadence_seconds``,
+``fairmonitor_labels_after_seconds``, ``fairmonitor_model_info{team, owner}``). So the rules
+never repeat a number and never name a model: a model added to the config is covered as soon as
+the monitor exports it, without regenerating this file.
 
 Choices:
 
 - A recording rule ``fairmonitor:metric_value`` folds the per-metric gauges
   ``fairmonitor_<metric>`` into one series family with a ``metric`` label (``label_replace`` on
   ``__name__``), so the generic alert can join on ``(model, metric)``.
+- Both sides of every join are aggregated first (``max by``/``min by``): two monitor replicas,
+  a blue/green overlap or two scrape jobs export the same series twice, and an unaggregated
+  ``group_left`` join would fail to evaluate ("many-to-many matching") and silence every
+  fairness alert. The stricter duplicate wins (the lower upper bound, the worse value).
+- The alert identity is ``(model, metric, sensitive_attribute, bound, severity)`` plus the
+  routing labels: ``version``, ``instance`` and ``job`` are aggregated away, so a rollout or a
+  replica change does not resolve and re-fire an alert.
 - The most specific threshold wins, as in :func:`fairmonitor.report.thresholds.evaluate_thresholds`:
   values of a (model, metric, attribute) that has an override are compared with the override
   only (``unless on(model, metric, sensitive_attribute) fairmonitor_threshold_by_attribute``).
-- Both bounds in one alert: ``>`` against ``bound="upper"`` thresholds, ``<`` against
-  ``bound="lower"``; the ``bound`` label is copied onto the alert (``group_left(bound)``).
-- A warning alert keeps firing while the critical one fires too (route or inhibit in
-  Alertmanager); the two differ only in severity, threshold series and ``for:``.
-- Staleness is generic too: the cadence of each model (the slower of ``every`` and the monitor's
-  ``tick``) is a recorded constant ``fairmonitor:window_cadence_seconds{model}``. A model that
-  never completed a window (timestamp 0) gets its own alert after N cadences, and
-  ``absent(fairmonitor_build_info)`` catches a monitor that is down or not scraped at all, which
-  the staleness alert cannot see (its series vanish with the monitor).
+- Persistence is counted in windows, not minutes: ``fairmonitor:breach_start_timestamp_seconds``
+  remembers when a breach began (a self-referencing recording rule), and the alert fires once
+  the breach has lasted ``N - 1`` cadences, i.e. on the N-th breaching window, whatever the
+  model's window size. A fixed ``for:`` would be minutes too long for 1-minute windows and
+  filter nothing for hourly ones.
+- An undefined value (NaN is not exported; ``fairmonitor_metric_undefined`` says why) or a
+  missing series keeps a breach's state instead of resolving it: only a defined value inside
+  the threshold ends it. The alert then shows the value as undefined. This is stronger than a
+  fixed ``keep_firing_for``, which delays every real recovery by the same amount and cannot be
+  one cadence for both 1-minute and hourly models of one rule file; ``keep_firing_for`` is
+  still available (:attr:`AlertOptions.keep_firing_for`) to ride out short scrape gaps.
+- A warning alert keeps firing while the critical one fires too: Alertmanager inhibits it
+  (``docker/alertmanager.yml``, keyed on model, metric and attribute).
+- Liveness comes from data: staleness and "never evaluated" read the exported cadence, a
+  monitor that is down alerts per instance (``up == 0`` of the scrape job), and
+  ``absent(fairmonitor_build_info)`` catches a monitor Prometheus does not scrape at all.
+- ``FairmonitorRuleEvaluationFailures`` reads Prometheus' own
+  ``prometheus_rule_evaluation_failures_total``: a fairmonitor rule that fails to evaluate
+  pages instead of silently suppressing the alerts it would raise (Prometheus must scrape
+  itself, as ``docker/prometheus.yml`` does).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -36,24 +54,46 @@ from typing import Any
 from ..exceptions import ConfigError
 from ._common import (
     NAMESPACE,
-    cadence_seconds,
     dashboard_url,
     dump_yaml,
     fairness_name_regex,
     promql_duration,
     promql_string,
+    runbook_link,
 )
 
 __all__ = [
-    "AlertOptions", "CADENCE", "METRIC_VALUE", "breach_expr", "prometheus_rules",
-    "render_prometheus_rules",
+    "ALERTS", "AlertOptions", "BREACH", "BREACH_START", "CADENCE", "METRIC_VALUE", "ROUTING",
+    "breach_expr", "prometheus_rules", "render_prometheus_rules",
 ]
 
 #: Recording rule: every fairness gauge, with the metric name moved into a ``metric`` label.
 METRIC_VALUE = f"{NAMESPACE}:metric_value"
-#: Recording rule: seconds between two evaluations of a model (one constant series per model).
+#: Recording rule: seconds between two evaluations of a model, the last value exported.
 CADENCE = f"{NAMESPACE}:window_cadence_seconds"
+#: Recording rule: one series per model carrying its routing labels (team, owner).
+ROUTING = f"{NAMESPACE}:model_routing"
+#: Recording rule: worst value beyond a threshold, per (model, metric, attribute, bound, severity).
+BREACH = f"{NAMESPACE}:threshold_breach"
+#: Recording rule: when the current breach of a series began (Unix seconds).
+BREACH_START = f"{NAMESPACE}:breach_start_timestamp_seconds"
+_UNDEFINED_START = f"{NAMESPACE}:undefined_start_timestamp_seconds"
+_NO_TRAFFIC_START = f"{NAMESPACE}:no_traffic_start_timestamp_seconds"
+#: Labels copied from ``fairmonitor_model_info`` onto every alert of a model, for routing.
+ROUTING_LABELS = ("team", "owner")
+#: ``reason`` codes of ``fairmonitor_metric_undefined`` that alert (the others have their own
+#: signal: ``labels_pending`` -> FairmonitorLabelsOverdue, ``no_traffic`` -> FairmonitorNoTraffic).
+UNDEFINED_REASONS = ("too_few_groups", "error")
+#: Every alert name, in the order of the rule file (the runbook has one section per name).
+ALERTS = (
+    "FairnessThresholdBreached", "FairnessMetricUndefined", "FairmonitorNoTraffic",
+    "FairmonitorWindowStale", "FairmonitorNeverEvaluated", "FairmonitorLabelsOverdue",
+    "FairmonitorErrors", "FairmonitorDown", "FairmonitorAbsent",
+    "FairmonitorRuleEvaluationFailures",
+)
 _OPERATOR = {"upper": ">", "lower": "<"}
+_SERIES = "model, metric, sensitive_attribute"
+_IDENTITY = "model, metric, sensitive_attribute, bound"
 
 
 @dataclass(frozen=True)
@@ -63,70 +103,159 @@ class AlertOptions:
     Parameters
     ----------
     grafana_url : str
-        Base URL of Grafana, for the dashboard link in every alert.
+        Base URL of Grafana, for the dashboard link in every alert. Required: a link to
+        ``localhost`` is useless in a page received on another machine.
+    runbook_url : str
+        Where ``docs/runbook.md`` is served; every alert gets
+        ``runbook_url: <runbook_url>#<alert name in lower case>``.
+    windows_warning, windows_critical : int
+        Consecutive breaching windows before the warning / critical alert fires.
+    windows_undefined : int
+        Consecutive windows with too few groups (or a metric error) before
+        ``FairnessMetricUndefined`` fires; also used for ``FairmonitorNoTraffic``.
     stale_after : int
-        Cadences without a successful window before the staleness alert fires.
-    for_warning, for_critical : timedelta
-        How long a threshold must stay breached before the alert fires.
+        Cadences without a successful window before the staleness alert fires; also the slack
+        of "never evaluated" and of "labels overdue" (in windows).
+    for_health : timedelta
+        ``for:`` of the staleness, never-evaluated, labels-overdue and error alerts, so a
+        transient condition at start-up does not page.
     error_window : timedelta
         Range of the error-rate alert (``increase(fairmonitor_errors_total[...]) > 0``).
     absent_for : timedelta
-        How long the monitor may be missing from Prometheus before the absence alert fires.
+        How long a monitor may be down (or missing from Prometheus) before it alerts.
+    keep_firing_for : timedelta
+        Extra ``keep_firing_for`` of the threshold alerts (0: none). Undefined windows already
+        keep the state; this rides out missed scrapes, at the price of resolving that much later.
+    scrape_job : str
+        Regex of the Prometheus ``job`` label of the monitor's scrape targets (``FairmonitorDown``).
     """
 
-    grafana_url: str = "http://localhost:3000"
+    grafana_url: str
+    runbook_url: str = "docs/runbook.md"
+    windows_warning: int = 3
+    windows_critical: int = 2
+    windows_undefined: int = 2
     stale_after: int = 3
-    for_warning: timedelta = timedelta(minutes=15)
-    for_critical: timedelta = timedelta(minutes=5)
+    for_health: timedelta = timedelta(minutes=5)
     error_window: timedelta = timedelta(minutes=15)
-    absent_for: timedelta = timedelta(minutes=5)
+    absent_for: timedelta = timedelta(minutes=2)
+    keep_firing_for: timedelta = timedelta(0)
+    scrape_job: str = "fairmonitor"
 
     def __post_init__(self) -> None:
-        if isinstance(self.stale_after, bool) or not isinstance(self.stale_after, int) \
-                or self.stale_after < 1:
-            raise ConfigError(f"stale_after: must be an integer >= 1 (cadences); "
-                              f"got {self.stale_after!r}.")
-        for name in ("for_warning", "for_critical", "absent_for"):
+        if not isinstance(self.grafana_url, str) \
+                or not self.grafana_url.startswith(("http://", "https://")):
+            raise ConfigError(f"grafana_url: must be an http(s) URL of your Grafana, as seen "
+                              f"by whoever reads the alert; got {self.grafana_url!r}.")
+        if not self.runbook_url:
+            raise ConfigError("runbook_url: must not be empty.")
+        for name in ("windows_warning", "windows_critical", "windows_undefined", "stale_after"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"{name}: must be an integer >= 1 (windows); got {value!r}.")
+        for name in ("for_health", "absent_for", "keep_firing_for"):
             if getattr(self, name) < timedelta(0):
                 raise ConfigError(f"{name}: must not be negative; got {getattr(self, name)}.")
         if self.error_window < timedelta(seconds=1):
             raise ConfigError(f"error_window: must be at least 1s (a PromQL range); "
                               f"got {self.error_window}.")
+        if not self.scrape_job:
+            raise ConfigError("scrape_job: must not be empty.")
 
-    def for_(self, severity: str) -> timedelta:
-        """The ``for:`` duration of ``severity`` (``"warning"`` or ``"critical"``)."""
-        return self.for_warning if severity == "warning" else self.for_critical
+    def windows(self, severity: str) -> int:
+        """Consecutive breaching windows before the alert of ``severity`` fires."""
+        return self.windows_warning if severity == "warning" else self.windows_critical
 
 
 def breach_expr(severity: str) -> str:
-    """The PromQL of the generic threshold alert of ``severity``.
+    """The PromQL of the threshold breaches of ``severity`` (recorded as :data:`BREACH`).
 
     Four branches joined by ``or``: general and per-attribute thresholds, upper and lower
-    bounds. Each branch returns the metric value with the labels of the value series plus
-    ``bound``.
+    bounds. Each branch returns the worst value of a (model, metric, attribute) beyond its
+    threshold, with those labels plus ``bound``; duplicates on either side are aggregated.
 
-    >>> print(breach_expr("critical").splitlines()[1])
-      (fairmonitor:metric_value unless on(model, metric, sensitive_attribute) \
-fairmonitor_threshold_by_attribute)
+    >>> print(*breach_expr("critical").splitlines()[:8], sep=chr(10))
+    (
+      max by (model, metric, sensitive_attribute) (
+        fairmonitor:metric_value unless on(model, metric, sensitive_attribute) \
+fairmonitor_threshold_by_attribute
+      )
+      > on(model, metric) group_left(bound)
+      min by (model, metric, bound) (
+        fairmonitor_threshold{severity="critical", bound="upper"}
+      )
     """
-    general = (f"({METRIC_VALUE} unless on(model, metric, sensitive_attribute) "
-               f"{NAMESPACE}_threshold_by_attribute)")
+    general = (f"{METRIC_VALUE} unless on({_SERIES}) {NAMESPACE}_threshold_by_attribute")
     branches = []
     for left, on, series in ((general, "model, metric", "threshold"),
-                             (METRIC_VALUE, "model, metric, sensitive_attribute",
-                              "threshold_by_attribute")):
+                             (METRIC_VALUE, _SERIES, "threshold_by_attribute")):
         for bound, op in _OPERATOR.items():
+            # the worst value against the strictest threshold: max/min for upper/lower bounds
+            worst, strict = ("max", "min") if bound == "upper" else ("min", "max")
             branches.append(
-                f"(\n  {left}\n  {op} on({on}) group_left(bound)\n"
-                f'  {NAMESPACE}_{series}{{severity="{severity}", bound="{bound}"}}\n)')
+                f"(\n  {worst} by ({_SERIES}) (\n    {left}\n  )\n"
+                f"  {op} on({on}) group_left(bound)\n"
+                f"  {strict} by ({on}, bound) (\n"
+                f'    {NAMESPACE}_{series}{{severity="{severity}", bound="{bound}"}}\n  )\n)')
     return "\nor\n".join(branches)
+
+
+def _streak(record: str, condition: str, on: str, *, labels: dict[str, str] | None = None,
+            hold: str | None = None) -> dict[str, Any]:
+    """A self-referencing record: when ``condition`` (a vector by ``on``) became true.
+
+    The previous start is kept while the condition holds, or while ``hold`` (a vector of
+    previous starts) says the state is unknown; a new start is ``time()``.
+    """
+    me = record + ("{" + ", ".join(f'{k}="{v}"' for k, v in labels.items()) + "}"
+                   if labels else "")
+    keep = f"{me}\n  and on({on})\n  {condition}"
+    if hold is not None:
+        keep = f"({keep})\n  or on({on})\n  ({hold})"
+    rule: dict[str, Any] = {
+        "record": record,
+        "expr": f"(\n  {keep}\n)\nor on({on})\n(time() + 0 * {condition})",
+    }
+    if labels:
+        rule["labels"] = dict(labels)
+    return rule
+
+
+def _breach_hold(severity: str) -> str:
+    """Previous breach starts whose series has no defined value now (undefined or missing).
+
+    Held while the model is still exported, or while no monitor at all is scraped (then
+    ``FairmonitorDown``/``FairmonitorAbsent`` page as well); dropped when a running monitor
+    no longer exports the model.
+    """
+    previous = f'{BREACH_START}{{severity="{severity}"}}'
+    undefined = f"{previous} unless on({_SERIES}) {METRIC_VALUE}"
+    return (f"({undefined}) and on(model) {NAMESPACE}_window_last_success_timestamp_seconds\n"
+            f"  or\n  ({undefined}) unless on() {NAMESPACE}_build_info")
+
+
+def _persisted(start: str, windows: int, on: str) -> str:
+    """``start`` series whose condition has lasted ``windows - 1`` cadences of their model."""
+    return (f"(\n  time() - {start}\n  >= on(model) group_left()\n"
+            f"  {windows - 1} * {CADENCE}\n)")
+
+
+def _routed(expr: str) -> str:
+    """``expr`` (with a ``model`` label) with the model's routing labels added."""
+    return (f"(\n{_indent(expr)}\n)\n* on(model) group_left({', '.join(ROUTING_LABELS)})\n"
+            f"{ROUTING}")
+
+
+def _indent(text: str) -> str:
+    return "\n".join(f"  {line}" if line else line for line in text.splitlines())
 
 
 def _threshold_template(severity: str) -> str:
     """Go template printing the threshold that applies to the alert's series.
 
     It queries the override for the attribute first and falls back to the general threshold
-    (``or on()`` keeps the right side only when the left side is empty).
+    (``or on()`` keeps the right side only when the left side is empty). While no monitor is
+    scraped (a held breach) there is none to print.
     """
     query = (f"{NAMESPACE}_threshold_by_attribute{{model=%q,metric=%q,sensitive_attribute=%q,"
              f'severity="{severity}",bound=%q}} or on() '
@@ -134,7 +263,7 @@ def _threshold_template(severity: str) -> str:
     args = ("$labels.model $labels.metric $labels.sensitive_attribute $labels.bound "
             "$labels.model $labels.metric $labels.bound")
     return (f"{{{{ with printf `{query}` {args} | query }}}}"
-            '{{ . | first | value | printf "%.4g" }}{{ end }}')
+            '{{ . | first | value | printf "%.4g" }}{{ else }}(not exported now){{ end }}')
 
 
 def _link(options: AlertOptions, **labels: str) -> str:
@@ -142,116 +271,201 @@ def _link(options: AlertOptions, **labels: str) -> str:
         var: f"{{{{ $labels.{label} | urlquery }}}}" for var, label in labels.items()})
 
 
+def _annotations(options: AlertOptions, alert: str, summary: str, description: str,
+                 dashboard: str) -> dict[str, str]:
+    return {"summary": summary, "description": description, "dashboard": dashboard,
+            "runbook_url": runbook_link(options.runbook_url, alert)}
+
+
 def _threshold_alert(severity: str, options: AlertOptions) -> dict[str, Any]:
+    n = options.windows(severity)
     side = '{{ if eq $labels.bound "lower" }}below{{ else }}above{{ end }}'
-    version = "{{ with $labels.version }} version {{ . }}{{ end }}"
-    return {
+    value = ('{{ if eq (printf "%.4g" $value) "NaN" }}undefined in the latest window (the alert '
+             'holds until a defined value is inside the threshold){{ else }}'
+             '{{ $value | printf "%.4g" }}{{ end }}')
+    breach = f'{BREACH}{{severity="{severity}"}}'
+    start = f'{BREACH_START}{{severity="{severity}"}}'
+    expr = (f"(\n  {breach}\n  or on({_IDENTITY})\n  ({start} * 0 / 0)\n)\n"
+            f"and on({_IDENTITY})\n{_persisted(start, n, _IDENTITY)}")
+    rule: dict[str, Any] = {
         "alert": "FairnessThresholdBreached",
-        "expr": breach_expr(severity),
-        "for": promql_duration(options.for_(severity)),
+        "expr": _routed(expr),
         "labels": {"severity": severity},
-        "annotations": {
-            "summary": (f"{{{{ $labels.metric }}}} {side} its {severity} threshold for "
-                        "{{ $labels.sensitive_attribute }} (model {{ $labels.model }})"),
-            "description": (
-                '{{ $labels.metric }} = {{ $value | printf "%.4g" }} on sensitive attribute '
-                f"{{{{ $labels.sensitive_attribute }}}} of model {{{{ $labels.model }}}}"
-                f"{version}, {side} the {severity} threshold {_threshold_template(severity)}."),
-            "dashboard": _link(options, model="model", attribute="sensitive_attribute",
-                               metric="metric"),
-        },
+        "annotations": _annotations(
+            options, "FairnessThresholdBreached",
+            f"{{{{ $labels.metric }}}} {side} its {severity} threshold for "
+            "{{ $labels.sensitive_attribute }} (model {{ $labels.model }})",
+            f"{{{{ $labels.metric }}}} = {value} on sensitive attribute "
+            "{{ $labels.sensitive_attribute }} of model {{ $labels.model }}, "
+            f"{side} the {severity} threshold {_threshold_template(severity)} "
+            f"for {n} window{'s' if n > 1 else ''} or more.",
+            _link(options, model="model", attribute="sensitive_attribute", metric="metric")),
     }
+    if options.keep_firing_for > timedelta(0):
+        rule["keep_firing_for"] = promql_duration(options.keep_firing_for)
+    return rule
 
 
-def prometheus_rules(config: Any, options: AlertOptions | None = None) -> dict[str, Any]:
-    """The Prometheus rule file (as a mapping) for a :class:`~.monitor.config.MonitorConfig`.
+def _records() -> list[dict[str, Any]]:
+    info = ", ".join(("model", *ROUTING_LABELS))
+    records: list[dict[str, Any]] = [
+        {"record": METRIC_VALUE,
+         "expr": (f'label_replace({{__name__=~"{fairness_name_regex()}"}}, '
+                  f'"metric", "$1", "__name__", "{NAMESPACE}_(.+)")')},
+        # the last exported cadence: a breach held while the monitor is down still knows it
+        {"record": CADENCE,
+         "expr": (f"max by (model) ({NAMESPACE}_window_cadence_seconds)\n"
+                  f"or on(model)\n{CADENCE}")},
+        # routing labels of each model: exported ones first, then the last known ones, then
+        # none (every model with a series), so an alert never depends on the info series
+        {"record": ROUTING,
+         "expr": (f"topk by (model) (1, max by ({info}) ({NAMESPACE}_model_info))\n"
+                  f"or on(model)\n{ROUTING}\n"
+                  f'or on(model)\ngroup by (model) ({{__name__=~"{NAMESPACE}_.+", model!=""}})\n'
+                  f"or on(model)\ngroup by (model) ({BREACH_START})")},
+    ]
+    for severity in ("warning", "critical"):
+        records.append({"record": BREACH, "expr": breach_expr(severity),
+                        "labels": {"severity": severity}})
+    for severity in ("warning", "critical"):
+        records.append(_streak(BREACH_START, f'{BREACH}{{severity="{severity}"}}', _IDENTITY,
+                               labels={"severity": severity}, hold=_breach_hold(severity)))
+    reasons = "|".join(UNDEFINED_REASONS)
+    records.append(_streak(
+        _UNDEFINED_START,
+        f"max by ({_SERIES}, reason) "
+        f'({NAMESPACE}_metric_undefined{{reason=~"{reasons}"}})',
+        f"{_SERIES}, reason"))
+    records.append(_streak(
+        _NO_TRAFFIC_START,
+        f"(max by (model) ({NAMESPACE}_window_samples) == 0)\n"
+        f"  and on(model) (max by (model) ({NAMESPACE}_window_end_timestamp_seconds) > 0)",
+        "model"))
+    return records
+
+
+def _health_alerts(options: AlertOptions) -> list[dict[str, Any]]:
+    n = options.stale_after
+    health_for = promql_duration(options.for_health)
+    window = promql_duration(options.error_window)
+    model_link = _link(options, model="model")
+    last = f"{NAMESPACE}_window_last_success_timestamp_seconds"
+    job = promql_string(options.scrape_job)
+    windows = options.windows_undefined
+    plural = f"{windows} window{'s' if windows > 1 else ''}"
+
+    def alert(name: str, expr: str, severity: str, summary: str, description: str, *,
+              for_: str | None = None, link: str = model_link, route: bool = True
+              ) -> dict[str, Any]:
+        rule: dict[str, Any] = {"alert": name, "expr": _routed(expr) if route else expr}
+        if for_ is not None:
+            rule["for"] = for_
+        rule["labels"] = {"severity": severity}
+        rule["annotations"] = _annotations(options, name, summary, description, link)
+        return rule
+
+    return [
+        alert("FairnessMetricUndefined",
+              _persisted(_UNDEFINED_START, windows, f"{_SERIES}, reason"), "warning",
+              "{{ $labels.metric }} is undefined for {{ $labels.sensitive_attribute }} "
+              "(model {{ $labels.model }}): {{ $labels.reason }}",
+              f"{{{{ $labels.metric }}}} could not be computed for {plural} or more on "
+              "sensitive attribute {{ $labels.sensitive_attribute }} of model "
+              "{{ $labels.model }} (reason {{ $labels.reason }}). too_few_groups: fewer than "
+              "two groups reach min_group_size; a group that vanishes from the traffic can "
+              "itself be the bias.",
+              link=_link(options, model="model", attribute="sensitive_attribute",
+                         metric="metric")),
+        alert("FairmonitorNoTraffic", _persisted(_NO_TRAFFIC_START, windows, "model"),
+              "warning", "No predictions in the latest windows of model {{ $labels.model }}",
+              f"The last {plural} of model {{{{ $labels.model }}}} held no rows: the model "
+              "gets no traffic or its predictions are not logged. Fairness values stay "
+              "undefined (and alerts keep their state) until rows arrive."),
+        alert("FairmonitorWindowStale",
+              f"time() - max by (model) ({last} > 0)\n> on(model)\n{n} * {CADENCE}", "warning",
+              f"No fairness window evaluated for model {{{{ $labels.model }}}} in {n} "
+              "cadences",
+              "The last successful window of model {{ $labels.model }} was "
+              "{{ $value | humanizeDuration }} ago (more than "
+              f"{n} x its cadence): the data source is down or the monitor is stuck, so its "
+              "fairness gauges are stale.", for_=health_for),
+        alert("FairmonitorNeverEvaluated",
+              f"(\n  {n} * {NAMESPACE}_window_cadence_seconds\n"
+              "  < on(instance, job) group_left()\n  (time() - process_start_time_seconds)\n)\n"
+              f"and on(instance, job, model)\n({last} == 0)", "warning",
+              "Model {{ $labels.model }} has no evaluated window yet on {{ $labels.instance }}",
+              "The monitor on {{ $labels.instance }} has run for more than "
+              f"{{{{ $value | humanizeDuration }}}} ({n} cadences) without evaluating a "
+              "window of model {{ $labels.model }}: check its data source and the monitor's "
+              "log.", for_=health_for),
+        alert("FairmonitorLabelsOverdue",
+              f"max by (model) ({NAMESPACE}_labels_pending_windows)\n> on(model)\n"
+              f"(\n  max by (model) ({NAMESPACE}_labels_after_seconds)\n  / on(model)\n"
+              f"  max by (model) ({NAMESPACE}_window_cadence_seconds)\n  + {n}\n)", "warning",
+              "Labels of model {{ $labels.model }} are overdue",
+              '{{ $value | printf "%.0f" }} windows of model {{ $labels.model }} still wait '
+              f"for their labels, more than labels_after explains (+{n} windows): the ground "
+              "truth has stopped arriving, so label metrics (equalized odds, ...) are not "
+              "updated.", for_=health_for),
+        alert("FairmonitorErrors",
+              f"sum by (model, stage) (increase({NAMESPACE}_errors_total[{window}])) > 0",
+              "warning",
+              "fairmonitor {{ $labels.stage }} errors for model {{ $labels.model }}",
+              '{{ $value | printf "%.0f" }} {{ $labels.stage }} error(s) in the last '
+              f"{window} for model {{{{ $labels.model }}}}; the monitor's log says what "
+              "failed and how to fix it.", for_=health_for),
+        alert("FairmonitorDown", f"up{{job=~{job}}} == 0", "critical",
+              "fairmonitor on {{ $labels.instance }} is down",
+              "Prometheus cannot scrape the monitor at {{ $labels.instance }} (job "
+              "{{ $labels.job }}): the models it monitors get no new fairness values, and "
+              "their fairness alerts keep their last state.",
+              for_=promql_duration(options.absent_for), link=dashboard_url(options.grafana_url),
+              route=False),
+        alert("FairmonitorAbsent", f"absent({NAMESPACE}_build_info)", "critical",
+              "No fairness monitor is being scraped",
+              "No fairmonitor_build_info series at all: no monitor runs, or Prometheus has no "
+              f"scrape job for it (expected job {options.scrape_job!r}), so no fairness "
+              "alert can fire.", for_=promql_duration(options.absent_for),
+              link=dashboard_url(options.grafana_url), route=False),
+        alert("FairmonitorRuleEvaluationFailures",
+              "sum by (rule_group) (increase(prometheus_rule_evaluation_failures_total"
+              f'{{rule_group=~".*;{NAMESPACE}[.].*"}}[5m])) > 0', "critical",
+              "fairmonitor rules fail to evaluate ({{ $labels.rule_group }})",
+              '{{ $value | printf "%.0f" }} evaluation failure(s) of the rule group '
+              "{{ $labels.rule_group }} in the last 5m: while a rule fails, the alerts it "
+              "would raise cannot fire. The Prometheus log names the rule and the error.",
+              link=dashboard_url(options.grafana_url), route=False),
+    ]
+
+
+def prometheus_rules(config: Any, options: AlertOptions) -> dict[str, Any]:
+    """The Prometheus rule file (as a mapping).
 
     Parameters
     ----------
-    config : MonitorConfig
-        The monitor configuration (``fairmonitor.monitor.config.load_config``).
-    options : AlertOptions, optional
-        Durations, staleness factor and Grafana URL; defaults if omitted.
+    config : MonitorConfig or None
+        The monitor configuration. The rules read everything per model from the exported
+        series, so it is only named in the header; kept for a stable signature.
+    options : AlertOptions
+        Windows, durations, Grafana and runbook URLs.
 
     Returns
     -------
     dict
-        ``{"groups": [...]}``, ready for :func:`render_prometheus_rules` / YAML.
+        ``{"groups": [...]}``, ready for :func:`render_prometheus_rules` / YAML. One group:
+        Prometheus evaluates its rules in order, so every alert sees this evaluation's records.
     """
-    options = options or AlertOptions()
-    models: Mapping[str, Any] = config.models
-    records: list[dict[str, Any]] = [{
-        "record": METRIC_VALUE,
-        "expr": (f'label_replace({{__name__=~"{fairness_name_regex()}"}}, '
-                 f'"metric", "$1", "__name__", "{NAMESPACE}_(.+)")'),
-    }]
-    records += [{"record": CADENCE, "expr": f"vector({cadence_seconds(m, config.tick)})",
-                 "labels": {"model": name}} for name, m in models.items()]
-    n = options.stale_after
-    alerts = [_threshold_alert("warning", options), _threshold_alert("critical", options)]
-    alerts.append({
-        "alert": "FairmonitorWindowStale",
-        "expr": (f"time() - ({NAMESPACE}_window_last_success_timestamp_seconds > 0)\n"
-                 f"  > on(model) group_left()\n  {n} * {CADENCE}"),
-        "labels": {"severity": "warning"},
-        "annotations": {
-            "summary": "No fairness window evaluated for model {{ $labels.model }} "
-                       f"in {n} cadences",
-            "description": ("The last successful window of model {{ $labels.model }} was "
-                            "{{ $value | humanizeDuration }} ago (more than "
-                            f"{n} x its cadence): the data source is down or the monitor is "
-                            "stuck, so its fairness gauges are stale."),
-            "dashboard": _link(options, model="model"),
-        },
-    })
-    for name, m in models.items():
-        stale = promql_duration(timedelta(seconds=n * cadence_seconds(m, config.tick)))
-        alerts.append({
-            "alert": "FairmonitorNeverEvaluated",
-            "expr": (f"{NAMESPACE}_window_last_success_timestamp_seconds"
-                     f"{{model={promql_string(name)}}} == 0"),
-            "for": stale,
-            "labels": {"severity": "warning", "model": name},
-            "annotations": {
-                "summary": f"Model {name} has no evaluated window yet",
-                "description": (f"The monitor has run for {stale} ({n} cadences) without "
-                                f"evaluating a window of model {name}: check its data source "
-                                "and the monitor's log."),
-                "dashboard": dashboard_url(options.grafana_url, model=name),
-            },
-        })
-    window = promql_duration(options.error_window)
-    alerts.append({
-        "alert": "FairmonitorErrors",
-        "expr": f"increase({NAMESPACE}_errors_total[{window}]) > 0",
-        "labels": {"severity": "warning"},
-        "annotations": {
-            "summary": "fairmonitor {{ $labels.stage }} errors for model {{ $labels.model }}",
-            "description": ('{{ $value | printf "%.0f" }} {{ $labels.stage }} error(s) in the '
-                            f"last {window} for model {{{{ $labels.model }}}}; see the "
-                            "monitor's log."),
-            "dashboard": _link(options, model="model"),
-        },
-    })
-    alerts.append({
-        "alert": "FairmonitorAbsent",
-        "expr": f"absent({NAMESPACE}_build_info)",
-        "for": promql_duration(options.absent_for),
-        "labels": {"severity": "critical"},
-        "annotations": {
-            "summary": "The fairness monitor is not being scraped",
-            "description": ("No fairmonitor_build_info series: the monitor is down or "
-                            "Prometheus cannot scrape it, so no fairness alert can fire."),
-            "dashboard": dashboard_url(options.grafana_url),
-        },
-    })
-    return {"groups": [{"name": f"{NAMESPACE}.records", "rules": records},
-                       {"name": f"{NAMESPACE}.alerts", "rules": alerts}]}
+    del config  # every per-model fact comes from the exported series
+    rules = _records()
+    rules += [_threshold_alert("warning", options), _threshold_alert("critical", options)]
+    rules += _health_alerts(options)
+    return {"groups": [{"name": f"{NAMESPACE}.rules", "rules": rules}]}
 
 
-def render_prometheus_rules(config: Any, options: AlertOptions | None = None, *,
+def render_prometheus_rules(config: Any, options: AlertOptions, *,
                             source: str = "the monitor config") -> str:
     """YAML text of :func:`prometheus_rules`, with a header naming ``source``."""
     header = (f"Generated by `fairmonitor rules` from {source}; do not edit by hand.\n"
-              "Thresholds are read from the fairmonitor_threshold* series the monitor exports.")
+              "Thresholds, cadences and routing labels are read from the series the monitor "
+              "exports.")
     return dump_yaml(prometheus_rules(config, options), header)

@@ -1,9 +1,10 @@
-"""``fairmonitor rules``: write the Prometheus rules and Grafana alert rules for a monitor config.
+"""``fairmonitor rules``: write the Prometheus rules and the opt-in Grafana alerting files.
 
 Thresholds stay in the monitor's YAML: the Prometheus rules compare every fairness gauge with
-the ``fairmonitor_threshold`` series the monitor exports, so they only change when models or
-their cadence change. The Grafana-managed rules carry the thresholds as constants; regenerate
-them after editing thresholds. Exit 0 on success, 2 on an invalid config or option.
+the ``fairmonitor_threshold`` series the monitor exports and read each model's cadence and
+routing labels from its series, so they only change with these options. The Grafana-managed
+rules carry the thresholds as constants; regenerate them after editing thresholds. Exit 0 on
+success, 2 on an invalid config or option.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from typing import Any
 
 __all__ = ["add_arguments", "run"]
 
+_DURATIONS = ("for_health", "error_window", "absent_for", "keep_firing_for")
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Register the ``rules`` options."""
@@ -21,25 +24,41 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="monitor configuration (YAML)")
     parser.add_argument("--out", default="dashboards", metavar="DIR",
                         help="output directory: writes alerts/fairmonitor.rules.yml and "
-                             "provisioning/alerting/fairmonitor.yaml (default: dashboards)")
-    parser.add_argument("--grafana-url", default="http://localhost:3000", metavar="URL",
-                        help="Grafana base URL for the dashboard link in alerts "
-                             "(default: http://localhost:3000)")
+                             "grafana-alerting/fairmonitor.yaml (default: dashboards)")
+    parser.add_argument("--grafana-url", required=True, metavar="URL",
+                        help="Grafana base URL as seen by whoever receives the alert "
+                             "(dashboard links in every alert)")
+    parser.add_argument("--runbook-url", default="docs/runbook.md", metavar="URL",
+                        help="where docs/runbook.md is served; alerts link "
+                             "<URL>#<alertname> (default: docs/runbook.md)")
+    parser.add_argument("--windows-warning", type=int, default=3, metavar="N",
+                        help="consecutive breaching windows before a warning (default: 3)")
+    parser.add_argument("--windows-critical", type=int, default=2, metavar="N",
+                        help="consecutive breaching windows before a critical (default: 2)")
+    parser.add_argument("--windows-undefined", type=int, default=2, metavar="N",
+                        help="consecutive windows with too few groups, or without traffic, "
+                             "before they alert (default: 2)")
     parser.add_argument("--stale-after", type=int, default=3, metavar="N",
                         help="cadences without a successful window before the staleness "
                              "alert fires (default: 3)")
-    parser.add_argument("--for-warning", default="15m", metavar="DURATION",
-                        help="how long a warning threshold must be breached (default: 15m)")
-    parser.add_argument("--for-critical", default="5m", metavar="DURATION",
-                        help="how long a critical threshold must be breached (default: 5m)")
+    parser.add_argument("--for-health", default="5m", metavar="DURATION",
+                        help="for: of the staleness, never-evaluated, labels-overdue and error "
+                             "alerts (default: 5m)")
     parser.add_argument("--error-window", default="15m", metavar="DURATION",
                         help="range of the error-rate alert (default: 15m)")
-    parser.add_argument("--absent-for", default="5m", metavar="DURATION",
-                        help="how long the monitor may be unscraped (default: 5m)")
+    parser.add_argument("--absent-for", default="2m", metavar="DURATION",
+                        help="how long a monitor may be down or unscraped (default: 2m)")
+    parser.add_argument("--keep-firing-for", default="0s", metavar="DURATION",
+                        help="keep_firing_for of the threshold alerts (default: 0s; undefined "
+                             "windows keep the alert state anyway)")
+    parser.add_argument("--scrape-job", default="fairmonitor", metavar="REGEX",
+                        help="Prometheus job label of the monitor's targets (default: "
+                             "fairmonitor)")
 
 
 def run(args: Any) -> int:
     """Run the subcommand; return the exit code."""
+    from datetime import timedelta
     from pathlib import Path
 
     from ..alerting.provisioning import write_rules
@@ -49,13 +68,18 @@ def run(args: Any) -> int:
 
     try:
         durations = {}
-        for flag in ("for_warning", "for_critical", "error_window", "absent_for"):
+        for flag in _DURATIONS:
+            text = getattr(args, flag)
             try:
-                durations[flag] = parse_duration(getattr(args, flag))
+                durations[flag] = (timedelta(0) if text.strip() in ("0", "0s")
+                                   else parse_duration(text))
             except ValueError as err:
                 raise ConfigError(f"--{flag.replace('_', '-')}: {err}") from None
-        options = AlertOptions(grafana_url=args.grafana_url, stale_after=args.stale_after,
-                               **durations)
+        options = AlertOptions(
+            grafana_url=args.grafana_url, runbook_url=args.runbook_url,
+            windows_warning=args.windows_warning, windows_critical=args.windows_critical,
+            windows_undefined=args.windows_undefined, stale_after=args.stale_after,
+            scrape_job=args.scrape_job, **durations)
         config = load_config(args.config)
     except ConfigError as err:
         print(str(err), file=sys.stderr)

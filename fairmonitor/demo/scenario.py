@@ -285,9 +285,12 @@ def _write_stream(data: Any, champion: Champion, bias: Bias, start: Any, sc: Sce
 def _generate_alerting(config: Any, out_dir: Path) -> tuple[dict[str, Path], str | None]:
     """Write the rules and the dashboard for the demo config; (paths, why the dashboard is not)."""
     from ..alerting.provisioning import write_dashboards, write_rules
+    from ..alerting.rules import AlertOptions
 
     files: dict[str, Path] = {}
-    rules, grafana_rules = write_rules(config, out_dir, source="monitor.yaml")
+    # the Grafana of the docker stack (docker/compose.yaml), as `fairmonitor demo` prints
+    options = AlertOptions(grafana_url="http://localhost:3000")
+    rules, grafana_rules = write_rules(config, out_dir, options, source="monitor.yaml")
     files.update(rules=rules, grafana_rules=grafana_rules)
     try:
         files["dashboard"] = write_dashboards(out_dir)[0]

@@ -10,7 +10,8 @@ from fairmonitor.cli import SUBCOMMANDS, main
 
 from .conftest import DASHBOARDS, EXAMPLE_CONFIG
 
-GENERATED = ("alerts/fairmonitor.rules.yml", "provisioning/alerting/fairmonitor.yaml")
+GENERATED = ("alerts/fairmonitor.rules.yml", "grafana-alerting/fairmonitor.yaml")
+GRAFANA = ["--grafana-url", "http://localhost:3000"]
 DASHBOARD_FILES = ("fairmonitor.json", "provisioning/datasources/fairmonitor.yaml",
                    "provisioning/dashboards/fairmonitor.yaml")
 
@@ -21,7 +22,8 @@ def test_subcommands_are_registered():
 
 
 def test_rules_writes_the_committed_files(tmp_path, capsys):
-    assert main(["rules", "--config", str(EXAMPLE_CONFIG), "--out", str(tmp_path)]) == 0
+    assert main(["rules", "--config", str(EXAMPLE_CONFIG), "--out", str(tmp_path),
+                 *GRAFANA]) == 0
     for name in GENERATED:
         assert (tmp_path / name).read_text() == (DASHBOARDS / name).read_text(), name
     assert capsys.readouterr().out.count("wrote ") == 2
@@ -29,21 +31,37 @@ def test_rules_writes_the_committed_files(tmp_path, capsys):
 
 def test_rules_options(tmp_path):
     code = main(["rules", "--config", str(EXAMPLE_CONFIG), "--out", str(tmp_path),
-                 "--for-warning", "1h", "--stale-after", "5",
+                 "--for-health", "1h", "--stale-after", "5", "--windows-warning", "4",
+                 "--keep-firing-for", "10m", "--scrape-job", "fm",
+                 "--runbook-url", "https://git.example.org/fm/docs/runbook.md",
                  "--grafana-url", "https://grafana.example.org"])
     assert code == 0
     text = (tmp_path / GENERATED[0]).read_text()
     assert "    for: 1h\n" in text
+    assert "    keep_firing_for: 10m\n" in text
     assert "5 * fairmonitor:window_cadence_seconds" in text
+    assert "3 * fairmonitor:window_cadence_seconds" in text  # 4 warning windows
+    assert 'up{job=~"fm"} == 0' in text
     assert "https://grafana.example.org/d/fairmonitor/fairmonitor" in text
+    assert "runbook_url: https://git.example.org/fm/docs/runbook.md#fairmonitordown" in text
+
+
+def test_rules_requires_the_grafana_url(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["rules", "--config", str(EXAMPLE_CONFIG), "--out", str(tmp_path)])
+    assert exit_info.value.code == 2
+    assert "--grafana-url" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--for-warning", "soon"], "--for-warning: must be a duration like"),
+    (["--for-health", "soon"], "--for-health: must be a duration like"),
     (["--stale-after", "0"], "stale_after: must be an integer >= 1"),
+    (["--windows-critical", "0"], "windows_critical: must be an integer >= 1"),
+    (["--grafana-url", "grafana:3000"], "grafana_url: must be an http(s) URL"),
 ])
 def test_rules_bad_option_exits_2(tmp_path, capsys, args, message):
-    assert main(["rules", "--config", str(EXAMPLE_CONFIG), "--out", str(tmp_path), *args]) == 2
+    assert main(["rules", "--config", str(EXAMPLE_CONFIG), "--out", str(tmp_path), *GRAFANA,
+                 *args]) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "alerts").exists()
 
@@ -51,7 +69,7 @@ def test_rules_bad_option_exits_2(tmp_path, capsys, args, message):
 def test_rules_invalid_config_exits_2(tmp_path, capsys):
     bad = tmp_path / "bad.yaml"
     bad.write_text(EXAMPLE_CONFIG.read_text().replace("window: 1h", "window: soon", 1))
-    assert main(["rules", "--config", str(bad), "--out", str(tmp_path)]) == 2
+    assert main(["rules", "--config", str(bad), "--out", str(tmp_path), *GRAFANA]) == 2
     assert "models.credit.window" in capsys.readouterr().err
 
 

@@ -16,7 +16,10 @@ from fairmonitor.alerting.provisioning import (
 from .conftest import DASHBOARDS, DOCKER, EXAMPLE_CONFIG, REPO, read_yaml, run_promtool
 
 COMPOSE = DOCKER / "compose.yaml"
+GRAFANA_ALERTING_COMPOSE = DOCKER / "compose.grafana-alerting.yaml"
 PROMETHEUS = DOCKER / "prometheus.yml"
+PROMETHEUS_GRAFANA = DOCKER / "prometheus.grafana-alerting.yml"
+ALERTMANAGER = DOCKER / "alertmanager.yml"
 DOCKERFILE = DOCKER / "Dockerfile"
 PROVISIONING = DASHBOARDS / "provisioning"
 
@@ -54,14 +57,38 @@ def _container_port(service):
 
 
 def test_services(services):
-    assert set(services) == {"mlflow", "prometheus", "grafana", "monitor", "demo"}
+    assert set(services) == {"mlflow", "prometheus", "alertmanager", "alert-log", "grafana",
+                             "monitor", "demo"}
 
 
-def test_images_are_pinned(services):
-    images = [s["image"] for s in services.values()]
-    assert all(":" in i and not i.endswith(":latest") for i in images)
-    assert services["grafana"]["image"] == "grafana/grafana:11.6.0"  # the SDK flavour
-    assert services["mlflow"]["image"].startswith("ghcr.io/mlflow/mlflow:")
+def test_images_are_pinned_to_patch_releases(services):
+    images = {name: s["image"] for name, s in services.items()}
+    built = {name for name, s in services.items() if "build" in s}
+    assert built == {"monitor", "demo"}
+    for name, image in images.items():
+        if name in built:
+            continue
+        tag = image.rsplit(":", 1)[1]
+        assert re.fullmatch(r"v?\d+\.\d+\.\d+(-[a-z]+-[a-z]+)?", tag), (name, image)
+    assert images["grafana"] == "grafana/grafana:11.6.16"  # a patch of the SDK flavour (11.6)
+    assert images["mlflow"].startswith("ghcr.io/mlflow/mlflow:v3.17.")
+    assert images["alert-log"] == "python:3.11.16-slim-bookworm"
+
+
+def test_every_service_has_a_healthcheck(services):
+    for name, service in services.items():
+        if name in ("monitor",):  # from the Dockerfile's HEALTHCHECK
+            assert "healthcheck" not in service
+            continue
+        if name == "demo":  # a writer with no port
+            assert service["healthcheck"] == {"disable": True}
+            continue
+        check = service["healthcheck"]["test"]
+        assert check[0] == "CMD"
+        port = _container_port(service) if "ports" in service else 9095  # alert-log: internal
+        assert f"127.0.0.1:{port}/" in " ".join(check), name
+    assert "HEALTHCHECK" in DOCKERFILE.read_text()
+    assert services["grafana"]["depends_on"] == {"prometheus": {"condition": "service_healthy"}}
 
 
 def test_every_bind_mount_exists_in_the_repo(services):
@@ -96,11 +123,116 @@ def test_example_config_fits_the_stack(example_config, services):
     assert "--allowed-hosts=mlflow:5000,localhost:*,127.0.0.1:*" in mlflow["command"]
 
 
-def test_prometheus_scrapes_the_monitor_service(services):
+def test_prometheus_scrapes_the_monitor_and_itself(services):
+    for path in (PROMETHEUS, PROMETHEUS_GRAFANA):
+        config = read_yaml(path)
+        targets = {job["job_name"]: job["static_configs"][0]["targets"]
+                   for job in config["scrape_configs"]}
+        # the job name FairmonitorDown watches, and the self-scrape the rule-failure alert reads
+        assert targets == {"fairmonitor": [f"monitor:{_container_port(services['monitor'])}"],
+                           "prometheus": ["localhost:9090"]}
+
+
+def test_default_path_sends_to_alertmanager_only(services):
     config = read_yaml(PROMETHEUS)
-    targets = {job["job_name"]: job["static_configs"][0]["targets"]
-               for job in config["scrape_configs"]}
-    assert targets["fairmonitor"] == [f"monitor:{_container_port(services['monitor'])}"]
+    (am,) = config["alerting"]["alertmanagers"]
+    assert am["static_configs"][0]["targets"] == [
+        f"alertmanager:{_container_port(services['alertmanager'])}"]
+    assert _mounts(services["alertmanager"])["/etc/alertmanager/alertmanager.yml"] == (
+        ALERTMANAGER)
+    # Grafana-managed alerting is not provisioned by default: no double pages
+    assert not (DASHBOARDS / "provisioning" / "alerting").exists()
+    assert all(not target.startswith("/etc/grafana/provisioning/alerting")
+               for target in _mounts(services["grafana"]))
+
+
+def test_grafana_alerting_variant_replaces_alertmanager():
+    override = read_yaml(GRAFANA_ALERTING_COMPOSE)["services"]
+    assert override["alertmanager"] == {"scale": 0}
+    assert "--config.file=/etc/prometheus/prometheus.grafana-alerting.yml" in (
+        override["prometheus"]["command"])
+    assert _mounts(override["prometheus"]) == {
+        "/etc/prometheus/prometheus.grafana-alerting.yml": PROMETHEUS_GRAFANA}
+    assert "alerting" not in read_yaml(PROMETHEUS_GRAFANA)
+    assert _mounts(override["grafana"]) == {
+        "/etc/grafana/provisioning/alerting": DASHBOARDS / "grafana-alerting"}
+    assert "FAIRMONITOR_WEBHOOK_URL" in override["grafana"]["environment"]
+    base = {k: v for k, v in read_yaml(PROMETHEUS).items() if k != "alerting"}
+    assert read_yaml(PROMETHEUS_GRAFANA) == base
+
+
+def test_alertmanager_config_is_valid(tmp_path):
+    amtool = shutil.which("amtool")
+    if amtool is None:
+        pytest.fail("amtool not found: install Debian's `prometheus-alertmanager` package")
+    result = run_promtool(amtool, "check-config", str(ALERTMANAGER))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "2 inhibit rules" in result.stdout
+
+
+@pytest.mark.parametrize(("labels", "receiver"), [
+    (["alertname=FairnessThresholdBreached", "team=risk", "severity=critical"],
+     "risk-team-page"),
+    (["alertname=FairnessThresholdBreached", "team=risk", "severity=warning"], "risk-team"),
+    (["alertname=FairnessThresholdBreached", "model=fraud", "severity=warning"],
+     "fraud-model"),
+    (["alertname=FairmonitorDown", "instance=monitor:9464"], "monitoring-oncall"),
+    (["alertname=FairnessMetricUndefined", "model=credit"], "fairness-default"),
+])
+def test_alertmanager_routes_by_team_and_model(labels, receiver):
+    amtool = shutil.which("amtool")
+    result = run_promtool(amtool, "config", "routes", "test",
+                          "--config.file", str(ALERTMANAGER), *labels)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.strip() == receiver
+
+
+def test_critical_inhibits_the_warning_of_the_same_series():
+    rules = read_yaml(ALERTMANAGER)["inhibit_rules"]
+    assert rules[0] == {
+        "source_matchers": ['alertname="FairnessThresholdBreached"', 'severity="critical"'],
+        "target_matchers": ['alertname="FairnessThresholdBreached"', 'severity="warning"'],
+        "equal": ["model", "metric", "sensitive_attribute"]}
+    receivers = {r["name"] for r in read_yaml(ALERTMANAGER)["receivers"]}
+    for r in read_yaml(ALERTMANAGER)["receivers"]:
+        (hook,) = r["webhook_configs"]
+        assert hook["url"] == f"http://alert-log:9095/{r['name']}"
+    assert len(receivers) == 5
+
+
+def test_alert_log_prints_each_notification(capfd):
+    """docker/alert_log.py: a real POST of an Alertmanager payload, one JSON line per alert."""
+    import importlib.util
+    import json
+    import threading
+    import urllib.request
+    from http.server import ThreadingHTTPServer
+
+    spec = importlib.util.spec_from_file_location("alert_log", DOCKER / "alert_log.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), module._Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        payload = {"alerts": [{"status": "firing", "labels": {
+            "alertname": "FairnessThresholdBreached", "model": "credit"},
+            "annotations": {"summary": "abcc above"}}]}
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{server.server_address[1]}/risk-team",
+            data=json.dumps(payload).encode(), headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=10) as response:
+            assert response.status == 200
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)
+    (line,) = capfd.readouterr().out.splitlines()
+    assert json.loads(line) == {"receiver": "risk-team", "status": "firing",
+                                "alertname": "FairnessThresholdBreached",
+                                "labels": {"alertname": "FairnessThresholdBreached",
+                                           "model": "credit"},
+                                "summary": "abcc above"}
 
 
 def test_prometheus_loads_the_generated_rules(services):
@@ -119,7 +251,7 @@ def test_promtool_check_config(promtool, tmp_path):
     shutil.copy(DASHBOARDS / "alerts" / "fairmonitor.rules.yml", tmp_path / "rules")
     result = run_promtool(promtool, "check", "config", str(tmp_path / "prometheus.yml"))
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "SUCCESS: 10 rules found" in result.stdout
+    assert "SUCCESS: 20 rules found" in result.stdout
 
 
 def test_grafana_is_provisioned_and_private(services):
@@ -146,8 +278,7 @@ def test_provisioning_files_are_up_to_date(tmp_path):
         datasource_provisioning())
     assert read_yaml(PROVISIONING / "dashboards" / "fairmonitor.yaml") == (
         dashboard_provisioning())
-    assert sorted(p.name for p in PROVISIONING.iterdir()) == [
-        "alerting", "dashboards", "datasources"]
+    assert sorted(p.name for p in PROVISIONING.iterdir()) == ["dashboards", "datasources"]
 
 
 def test_datasource_points_at_the_prometheus_service(services):
@@ -165,10 +296,11 @@ def test_dashboard_provider_reads_the_mounted_dashboard():
 def test_dockerfile():
     text = DOCKERFILE.read_text()
     instructions = [line for line in text.splitlines() if line and not line.startswith("#")]
-    assert instructions[0] == "FROM python:3.11-slim"
+    assert instructions[0] == "FROM python:3.11.16-slim-bookworm"
     (user,) = re.findall(r"^USER (\S+)$", text, re.M)
     assert user not in ("root", "0")
-    assert re.search(r"^RUN pip install /src", text, re.M)
+    assert re.search(r"^RUN pip install --constraint /src/docker/constraints.txt /src", text,
+                     re.M)
     assert re.search(r"^EXPOSE 9464$", text, re.M)
     healthcheck = re.search(r"^HEALTHCHECK .*\n.*$", text, re.M).group(0)
     assert "urllib.request.urlopen('http://127.0.0.1:9464/metrics'" in healthcheck
@@ -184,8 +316,18 @@ def test_dockerfile_copies_what_pip_install_needs():
             assert (REPO / part).exists(), part
     ignore = (DOCKER / "Dockerfile.dockerignore").read_text().splitlines()
     assert "*" in ignore
-    for needed in ("pyproject.toml", "README.md", "fairmonitor/", "plugins/"):
+    for needed in ("pyproject.toml", "README.md", "fairmonitor/", "plugins/",
+                   "docker/constraints.txt"):
         assert f"!{needed}" in ignore
+
+
+def test_constraints_pin_every_dependency_exactly():
+    lines = [line for line in (DOCKER / "constraints.txt").read_text().splitlines()
+             if line and not line.startswith("#")]
+    assert all(re.fullmatch(r"[A-Za-z0-9_.\-]+==[\w.!+]+", line) for line in lines), lines
+    pinned = {line.split("==")[0].lower().replace("_", "-") for line in lines}
+    assert {"mlflow", "numpy", "scipy", "pandas", "scikit-learn", "apscheduler",
+            "prometheus-client", "pyyaml", "matplotlib", "numba"} <= pinned
 
 
 def test_demo_writes_what_the_example_config_reads(example_config, tmp_path):

@@ -7,6 +7,7 @@ import re
 from fairmonitor.alerting._common import DATASOURCE_UID
 from fairmonitor.alerting.grafana_alerts import (
     ALERT_STATE_PANEL_ID,
+    CONTACT_POINT,
     grafana_alert_rules,
     render_grafana_alert_rules,
 )
@@ -14,7 +15,8 @@ from fairmonitor.alerting.rules import AlertOptions
 
 from .conftest import DASHBOARDS, EXAMPLE_CONFIG, check_promql, read_yaml
 
-ALERTING = DASHBOARDS / "provisioning" / "alerting" / "fairmonitor.yaml"
+ALERTING = DASHBOARDS / "grafana-alerting" / "fairmonitor.yaml"
+OPTIONS = AlertOptions(grafana_url="http://localhost:3000")
 
 
 def _rules(doc):
@@ -31,10 +33,11 @@ def _attribute(expr: str) -> str | None:
 
 
 def test_committed_alert_provisioning_is_up_to_date(example_config):
-    expected = render_grafana_alert_rules(example_config, source=EXAMPLE_CONFIG.name)
+    expected = render_grafana_alert_rules(example_config, OPTIONS, source=EXAMPLE_CONFIG.name)
     assert ALERTING.read_text(encoding="utf-8") == expected, (
-        "dashboards/provisioning/alerting/fairmonitor.yaml is stale: run "
-        "`fairmonitor rules --config docker/monitor.example.yaml --out dashboards`")
+        "dashboards/grafana-alerting/fairmonitor.yaml is stale: run `fairmonitor rules "
+        "--config docker/monitor.example.yaml --out dashboards --grafana-url "
+        "http://localhost:3000`")
 
 
 def test_file_provisioning_shape():
@@ -91,10 +94,43 @@ def test_general_rule_leaves_overridden_attributes_to_the_override():
              for r in _threshold_rules(read_yaml(ALERTING))}
     general = exprs[("credit", "equalized_odds_difference", "warning", False)]
     override = exprs[("credit", "equalized_odds_difference", "warning", True)]
-    assert general == ('fairmonitor_equalized_odds_difference{model="credit", '
-                       'sensitive_attribute!="sex"}')
-    assert override == ('fairmonitor_equalized_odds_difference{model="credit", '
-                        'sensitive_attribute="sex"}')
+    assert general == ('max by (model, sensitive_attribute) (fairmonitor_equalized_odds_'
+                       'difference{model="credit", sensitive_attribute!="sex"})')
+    assert override == ('max by (model, sensitive_attribute) (fairmonitor_equalized_odds_'
+                        'difference{model="credit", sensitive_attribute="sex"})')
+
+
+def test_lower_bounds_take_the_worst_value_too():
+    (rule,) = [r for r in _threshold_rules(read_yaml(ALERTING))
+               if (r["labels"]["model"], r["labels"]["metric"], r["labels"]["severity"])
+               == ("credit", "demographic_parity_ratio", "critical")]
+    assert rule["data"][0]["model"]["expr"] == (
+        'min by (model, sensitive_attribute) (fairmonitor_demographic_parity_ratio'
+        '{model="credit"})')
+
+
+def test_persistence_is_counted_in_windows(example_config):
+    rules = _threshold_rules(grafana_alert_rules(example_config, OPTIONS))
+    fors = {(r["labels"]["model"], r["labels"]["severity"]): r["for"] for r in rules}
+    # credit: a window every 5m; fraud: hourly. warning 3 windows, critical 2
+    assert fors == {("credit", "warning"): "10m", ("credit", "critical"): "5m",
+                    ("fraud", "warning"): "2h", ("fraud", "critical"): "1h"}
+    for rule in rules:
+        assert "version" not in rule["annotations"]["description"]
+        assert rule["annotations"]["runbook_url"] == (
+            "docs/runbook.md#fairnessthresholdbreached")
+
+
+def test_contact_point_and_policy_are_provisioned():
+    doc = read_yaml(ALERTING)
+    (contact,) = doc["contactPoints"]
+    assert contact["name"] == CONTACT_POINT
+    (receiver,) = contact["receivers"]
+    assert (receiver["type"], receiver["settings"]["url"]) == (
+        "webhook", "$FAIRMONITOR_WEBHOOK_URL")
+    (policy,) = doc["policies"]
+    assert policy["receiver"] == CONTACT_POINT
+    assert policy["group_by"] == ["alertname", "model", "metric", "sensitive_attribute"]
 
 
 def test_threshold_rules_link_the_alert_state_panel():
@@ -102,16 +138,23 @@ def test_threshold_rules_link_the_alert_state_panel():
         assert (rule["dashboardUid"], rule["panelId"]) == ("fairmonitor", ALERT_STATE_PANEL_ID)
 
 
-def test_health_rules_match_the_prometheus_ones(example_config):
-    doc = grafana_alert_rules(example_config, AlertOptions(stale_after=4))
+def test_health_rules_read_the_exported_cadence(example_config):
+    doc = grafana_alert_rules(example_config, AlertOptions(grafana_url="http://g",
+                                                           stale_after=4))
     by_title = {r["title"]: r for r in _rules(doc)}
-    stale = by_title["credit: fairness window stale"]
+    stale = by_title["fairness window stale"]
     assert stale["data"][2]["model"]["conditions"][0]["evaluator"] == {
-        "type": "gt", "params": [4 * 300.0]}
-    never = by_title["fraud: no window evaluated yet"]
-    assert never["for"] == "4h"
+        "type": "gt", "params": [4.0]}
+    assert "fairmonitor_window_cadence_seconds" in stale["data"][0]["model"]["expr"]
+    assert stale["for"] == "5m"
     assert by_title["fairmonitor absent"]["data"][0]["model"]["expr"] == (
         "absent(fairmonitor_build_info)")
+    assert by_title["fairmonitor down"]["data"][0]["model"]["expr"] == 'up{job=~"fairmonitor"}'
+    health = [g for g in doc["groups"] if g["name"] == "fairmonitor-health"]
+    assert [r["title"] for r in health[0]["rules"]] == [
+        "fairness metric undefined", "fairness windows without traffic",
+        "fairness window stale", "fairmonitor errors", "fairmonitor down",
+        "fairmonitor absent"]
 
 
 def test_every_query_is_valid_promql(promtool, tmp_path):

@@ -8,21 +8,26 @@ from datetime import timedelta
 
 import pytest
 
+from fairmonitor.alerting import rules as rules_module
 from fairmonitor.alerting.rules import (
+    ALERTS,
+    BREACH,
     CADENCE,
     METRIC_VALUE,
+    ROUTING,
     AlertOptions,
     breach_expr,
     prometheus_rules,
     render_prometheus_rules,
 )
 from fairmonitor.exceptions import ConfigError
-from fairmonitor.monitor.config import load_config
 
-from .conftest import DASHBOARDS, EXAMPLE_CONFIG, check_promql, read_yaml, run_promtool
+from .conftest import DASHBOARDS, EXAMPLE_CONFIG, REPO, check_promql, read_yaml, run_promtool
 
 RULES = DASHBOARDS / "alerts" / "fairmonitor.rules.yml"
 RULE_TESTS = DASHBOARDS / "alerts" / "fairmonitor.rules.test.yml"
+#: The options the committed rules were generated with (the compose stack's Grafana).
+COMMITTED = AlertOptions(grafana_url="http://localhost:3000")
 
 
 def _alerts(rules, name):
@@ -33,52 +38,118 @@ def _records(rules, name):
     return [r for g in rules["groups"] for r in g["rules"] if r.get("record") == name]
 
 
+def _failed(result) -> set[str]:
+    """Names of the promtool test groups that failed."""
+    return set(re.findall(r"^ +name: (.+),$", result.stdout + result.stderr, re.M))
+
+
+def _promtool_tests(promtool, tmp_path, text: str):
+    """Run the committed promtool tests against the rules ``text``."""
+    (tmp_path / "fairmonitor.rules.yml").write_text(text)
+    shutil.copy(RULE_TESTS, tmp_path / RULE_TESTS.name)
+    return run_promtool(promtool, "test", "rules", RULE_TESTS.name, cwd=tmp_path)
+
+
 def test_committed_rules_are_up_to_date(example_config):
-    expected = render_prometheus_rules(example_config, source=EXAMPLE_CONFIG.name)
+    expected = render_prometheus_rules(example_config, COMMITTED, source=EXAMPLE_CONFIG.name)
     assert RULES.read_text(encoding="utf-8") == expected, (
-        "dashboards/alerts/fairmonitor.rules.yml is stale: run "
-        "`fairmonitor rules --config docker/monitor.example.yaml --out dashboards`")
+        "dashboards/alerts/fairmonitor.rules.yml is stale: run `fairmonitor rules --config "
+        "docker/monitor.example.yaml --out dashboards --grafana-url http://localhost:3000`")
 
 
 def test_promtool_check_rules_accepts_the_committed_file(promtool):
     result = run_promtool(promtool, "check", "rules", str(RULES))
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "SUCCESS: 10 rules found" in result.stdout
+    assert "SUCCESS: 20 rules found" in result.stdout
 
 
 def test_promtool_unit_tests_pass(promtool):
-    # firing, not firing, recovery, lower bound, per-attribute override, staleness,
-    # never-evaluated, errors and absence (see the test file's comments)
+    # N-th window, escalation, recovery, undefined/missing hold, duplicated thresholds,
+    # rollout, monitor gone, model removed, lower bound, override, hourly windows, too few
+    # groups, no traffic, staleness, never evaluated, labels overdue, errors, down, absent,
+    # rule failures, recording rules (see the test file's comments)
     result = run_promtool(promtool, "test", "rules", RULE_TESTS.name, cwd=RULE_TESTS.parent)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "SUCCESS" in result.stdout
 
 
+def test_the_rules_before_issue_14_fail_the_unit_tests(promtool, tmp_path):
+    """The old rules: many-to-many on duplicated thresholds, version in the identity, ..."""
+    old = (REPO / "tests" / "alerting" / "data" / "rules_before_issue14.yml").read_text()
+    result = _promtool_tests(promtool, tmp_path, old)
+    assert result.returncode == 1
+    assert "many-to-many matching not allowed" in result.stdout + result.stderr
+    assert {"undefined or missing values keep the alert state",
+            "a new model version does not restart the alert",
+            "too few groups alerts, labels pending does not",
+            "no traffic is its own signal",
+            "never evaluated, per instance",
+            "a monitor down is reported per instance"} <= _failed(result)
+
+
 @pytest.mark.parametrize("change", [
-    {"for_warning": timedelta(0)},          # fires at 20m, the test says still pending
-    {"for_critical": timedelta(minutes=15)},  # critical not yet firing at 50m
-    {"stale_after": 5},                     # 20m old is no longer stale at a 25m limit
-    {"error_window": timedelta(minutes=1)},  # the 10m error is forgotten by 12m
+    {"windows_warning": 2},                # fires at 15m, the test says not before 20m
+    {"windows_critical": 1},               # critical already at 40m
+    {"windows_undefined": 3},              # too few groups not yet at 15m
+    {"stale_after": 5},                    # 10m old is no longer stale at a 5-cadence limit
+    {"for_health": timedelta(0)},          # staleness fires at 17m
+    {"error_window": timedelta(minutes=1)},  # the 10m error is forgotten by 16m
+    {"keep_firing_for": timedelta(minutes=5)},  # the recovery at 70m still fires
+    {"scrape_job": "monitor"},             # the down replica is not seen
 ])
-def test_unit_tests_catch_a_changed_rule(promtool, example_config, tmp_path, change):
+def test_unit_tests_catch_a_changed_option(promtool, example_config, tmp_path, change):
     """The promtool tests are sensitive: each behaviour change makes them fail."""
-    (tmp_path / "fairmonitor.rules.yml").write_text(
-        render_prometheus_rules(example_config, AlertOptions(**change)))
-    shutil.copy(RULE_TESTS, tmp_path / RULE_TESTS.name)
-    result = run_promtool(promtool, "test", "rules", RULE_TESTS.name, cwd=tmp_path)
+    options = AlertOptions(grafana_url="http://localhost:3000", **change)
+    result = _promtool_tests(promtool, tmp_path, render_prometheus_rules(example_config, options))
     assert result.returncode == 1, result.stdout + result.stderr
 
 
-def test_one_generic_threshold_alert_per_severity(example_config):
-    rules = prometheus_rules(example_config)
+def test_unit_tests_catch_a_breach_that_is_not_held(promtool, example_config, tmp_path,
+                                                    monkeypatch):
+    """Without the hold, an undefined window resolves the alert (the bug of issue 14)."""
+    monkeypatch.setattr(rules_module, "_breach_hold",
+                        lambda severity: 'vector(1) < 0')  # always empty
+    result = _promtool_tests(promtool, tmp_path,
+                             render_prometheus_rules(example_config, COMMITTED))
+    assert result.returncode == 1
+    assert _failed(result) == {"undefined or missing values keep the alert state",
+                      "a breach holds while no monitor is scraped"}
+
+
+def test_unit_tests_catch_unaggregated_thresholds(promtool, example_config, tmp_path):
+    text = render_prometheus_rules(example_config, COMMITTED)
+    mutated = re.sub(r"(min|max) by \(model, metric, bound\) \(", "(", text)
+    assert mutated != text
+    result = _promtool_tests(promtool, tmp_path, mutated)
+    assert result.returncode == 1
+    assert "many-to-many matching not allowed" in result.stdout + result.stderr
+
+
+def test_unit_tests_catch_version_in_the_identity(promtool, example_config, tmp_path,
+                                                  monkeypatch):
+    monkeypatch.setattr(rules_module, "_SERIES", "model, version, metric, sensitive_attribute")
+    result = _promtool_tests(promtool, tmp_path,
+                             render_prometheus_rules(example_config, COMMITTED))
+    assert result.returncode == 1
+    assert "a new model version does not restart the alert" in _failed(result)
+
+
+def test_threshold_alerts_count_windows(example_config):
+    rules = prometheus_rules(example_config, COMMITTED)
     alerts = _alerts(rules, "FairnessThresholdBreached")
-    assert [(a["labels"]["severity"], a["for"]) for a in alerts] == [
-        ("warning", "15m"), ("critical", "5m")]
+    assert [a["labels"]["severity"] for a in alerts] == ["warning", "critical"]
+    assert ["for" in a for a in alerts] == [False, False]
+    assert "2 * fairmonitor:window_cadence_seconds" in alerts[0]["expr"]
+    assert "1 * fairmonitor:window_cadence_seconds" in alerts[1]["expr"]
+    assert ["keep_firing_for" in a for a in alerts] == [False, False]
+    options = AlertOptions(grafana_url="http://g", keep_firing_for=timedelta(minutes=10))
+    kept = _alerts(prometheus_rules(example_config, options), "FairnessThresholdBreached")
+    assert [a["keep_firing_for"] for a in kept] == ["10m", "10m"]
 
 
 @pytest.mark.parametrize("level", ["0.05", "0.1", "0.2", "0.8", "0.7", "0.15", "0.3"])
 def test_thresholds_are_read_from_series_not_copied(example_config, level):
-    text = render_prometheus_rules(example_config)
+    text = render_prometheus_rules(example_config, COMMITTED)
     assert re.search(rf"(?<![\d.]){re.escape(level)}(?![\d])", text) is None
 
 
@@ -88,54 +159,66 @@ def test_every_configured_level_is_in_the_parametrization(example_config):
     assert levels == {"0.05", "0.1", "0.2", "0.8", "0.7", "0.15", "0.3"}
 
 
+def test_no_model_is_named_in_the_rules(example_config):
+    """Every per-model fact comes from exported series: a new model needs no regeneration."""
+    text = render_prometheus_rules(example_config, COMMITTED, source="x")
+    for name in example_config.models:
+        assert name not in text
+
+
 def test_breach_expression_covers_both_bounds_and_overrides():
     expr = breach_expr("warning")
     assert expr.count(f"{METRIC_VALUE}") == 4
-    assert 'fairmonitor_threshold{severity="warning", bound="upper"}' in expr
-    assert 'fairmonitor_threshold{severity="warning", bound="lower"}' in expr
+    assert 'min by (model, metric, bound) (\n    fairmonitor_threshold{severity="warning", ' \
+           'bound="upper"}' in expr
+    assert 'max by (model, metric, bound) (\n    fairmonitor_threshold{severity="warning", ' \
+           'bound="lower"}' in expr
     assert 'fairmonitor_threshold_by_attribute{severity="warning", bound="lower"}' in expr
     assert expr.count("unless on(model, metric, sensitive_attribute)") == 2
+    assert "version" not in expr
 
 
 def test_metric_value_record_folds_every_registry_gauge(example_config):
     import fairmonitor
 
-    (record,) = _records(prometheus_rules(example_config), METRIC_VALUE)
+    (record,) = _records(prometheus_rules(example_config, COMMITTED), METRIC_VALUE)
     names = re.search(r'__name__=~"fairmonitor_\((.*?)\)"', record["expr"]).group(1)
     assert names.split("|") == list(fairmonitor.METRICS)
 
 
-def test_cadence_is_the_slower_of_every_and_tick(tmp_path):
-    config = load_config(EXAMPLE_CONFIG.read_text().replace("catch_up: 24", "tick: 30m"),
-                         base_dir=tmp_path)
-    rules = prometheus_rules(config)
-    cadences = {r["labels"]["model"]: r["expr"] for r in _records(rules, CADENCE)}
-    assert cadences == {"credit": "vector(1800)", "fraud": "vector(3600)"}
-    never = {a["labels"]["model"]: a["for"] for a in _alerts(rules, "FairmonitorNeverEvaluated")}
-    assert never == {"credit": "90m", "fraud": "3h"}
+def test_records_come_before_the_alerts_that_read_them(example_config):
+    (group,) = prometheus_rules(example_config, COMMITTED)["groups"]
+    order = [r.get("record") or r["alert"] for r in group["rules"]]
+    first_alert = order.index("FairnessThresholdBreached")
+    for record in (METRIC_VALUE, CADENCE, ROUTING, BREACH):
+        assert order.index(record) < first_alert
 
 
-def test_options_change_durations_and_link(example_config):
-    options = AlertOptions(grafana_url="https://grafana.example.org/", stale_after=2,
-                           for_warning=timedelta(hours=1), error_window=timedelta(minutes=30))
+def test_every_alert_links_its_runbook_section(example_config):
+    options = AlertOptions(grafana_url="https://grafana.example.org",
+                           runbook_url="https://git.example.org/fm/docs/runbook.md")
     rules = prometheus_rules(example_config, options)
-    (stale,) = _alerts(rules, "FairmonitorWindowStale")
-    assert "2 * fairmonitor:window_cadence_seconds" in stale["expr"]
-    assert stale["annotations"]["dashboard"].startswith(
-        "https://grafana.example.org/d/fairmonitor/fairmonitor?var-model=")
-    (errors,) = _alerts(rules, "FairmonitorErrors")
-    assert errors["expr"] == "increase(fairmonitor_errors_total[30m]) > 0"
-    assert _alerts(rules, "FairnessThresholdBreached")[0]["for"] == "1h"
+    names = []
+    for rule in rules["groups"][0]["rules"]:
+        if "alert" in rule:
+            names.append(rule["alert"])
+            assert rule["annotations"]["runbook_url"] == (
+                f"https://git.example.org/fm/docs/runbook.md#{rule['alert'].lower()}")
+            assert rule["annotations"]["dashboard"].startswith(
+                "https://grafana.example.org/d/fairmonitor/fairmonitor")
+    assert tuple(dict.fromkeys(names)) == ALERTS
+    runbook = (REPO / "docs" / "runbook.md").read_text(encoding="utf-8")
+    headings = re.findall(r"^## (\w+)$", runbook, re.M)
+    assert headings == list(ALERTS)
 
 
-def test_odd_model_names_give_valid_promql(promtool, tmp_path):
-    text = EXAMPLE_CONFIG.read_text().replace("  fraud:", '  "risk \\"v2\\"":')
-    config = load_config(text, base_dir=tmp_path)
+def test_odd_names_give_valid_promql(promtool, tmp_path, example_config):
+    options = AlertOptions(grafana_url="http://g", scrape_job='fair"monitor|fm-.*')
     path = tmp_path / "rules.yml"
-    path.write_text(render_prometheus_rules(config))
+    path.write_text(render_prometheus_rules(example_config, options))
     result = run_promtool(promtool, "check", "rules", str(path))
     assert result.returncode == 0, result.stdout + result.stderr
-    assert 'model="risk \\"v2\\""' in path.read_text()
+    assert 'up{job=~"fair\\"monitor|fm-.*"} == 0' in path.read_text()
 
 
 def test_check_promql_rejects_a_bad_expression(promtool, tmp_path):
@@ -145,16 +228,25 @@ def test_check_promql_rejects_a_bad_expression(promtool, tmp_path):
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
+    ({"grafana_url": "localhost:3000"}, "grafana_url: must be an http(s) URL"),
+    ({"runbook_url": ""}, "runbook_url: must not be empty"),
     ({"stale_after": 0}, "stale_after: must be an integer >= 1"),
-    ({"stale_after": 2.5}, "stale_after: must be an integer >= 1"),
-    ({"for_warning": timedelta(minutes=-1)}, "for_warning: must not be negative"),
+    ({"windows_critical": 2.5}, "windows_critical: must be an integer >= 1"),
+    ({"windows_warning": True}, "windows_warning: must be an integer >= 1"),
+    ({"for_health": timedelta(minutes=-1)}, "for_health: must not be negative"),
     ({"error_window": timedelta(0)}, "error_window: must be at least 1s"),
+    ({"scrape_job": ""}, "scrape_job: must not be empty"),
 ])
 def test_invalid_options_are_rejected(kwargs, message):
     with pytest.raises(ConfigError, match=re.escape(message)):
-        AlertOptions(**kwargs)
+        AlertOptions(**{"grafana_url": "http://localhost:3000", **kwargs})
+
+
+def test_grafana_url_has_no_default():
+    with pytest.raises(TypeError, match="grafana_url"):
+        AlertOptions()  # type: ignore[call-arg]
 
 
 def test_committed_rules_parse_as_yaml():
     rules = read_yaml(RULES)
-    assert [g["name"] for g in rules["groups"]] == ["fairmonitor.records", "fairmonitor.alerts"]
+    assert [g["name"] for g in rules["groups"]] == ["fairmonitor.rules"]
