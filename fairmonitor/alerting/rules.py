@@ -20,9 +20,10 @@ Choices:
 - The alert identity is ``(model, metric, sensitive_attribute, bound, severity)`` plus the
   routing labels: ``version``, ``instance`` and ``job`` are aggregated away, so a rollout or a
   replica change does not resolve and re-fire an alert.
-- The most specific threshold wins, as in :func:`fairmonitor.report.thresholds.evaluate_thresholds`:
-  values of a (model, metric, attribute) that has an override are compared with the override
-  only (``unless on(model, metric, sensitive_attribute) fairmonitor_threshold_by_attribute``).
+- The most specific threshold wins, as in
+  :func:`fairmonitor.report.thresholds.evaluate_thresholds`: values of a (model, metric,
+  attribute) that has an override are compared with the override only
+  (``unless on(model, metric, sensitive_attribute) fairmonitor_threshold_by_attribute``).
 - Persistence is counted in windows, not minutes: ``fairmonitor:breach_start_timestamp_seconds``
   remembers when a breach began (a self-referencing recording rule), and the alert fires once
   the breach has lasted ``N - 1`` cadences, i.e. on the N-th breaching window, whatever the
