@@ -12,9 +12,11 @@ metrics (phase ``predictions``), and ``labels_after`` later on the label-needing
 the rows whose label has arrived (phase ``labels``). Each metric of each window is computed once.
 
 Faults never propagate: a source that is down leaves the window (and those after it) for the
-next tick; an empty window and a failing metric complete the window with the error recorded in
+next tick; unreadable data and a failing metric complete the window with the error recorded in
 ``WindowResult.errors`` under the stage ``source``, ``data`` or ``metric``; a hook that raises
-is logged and recorded under its stage (``export``, ``mlflow``).
+is logged and recorded under its stage (``export``, ``mlflow``). An empty window is not a
+fault: it completes with ``n_rows == 0``, no report and no error ("no traffic", exported as its
+own signal).
 """
 
 from __future__ import annotations
@@ -66,7 +68,8 @@ Hook = Callable[["WindowResult"], object]
 class WindowResult:
     """The outcome of evaluating one window of one model. Immutable.
 
-    ``report`` is None when the source failed or the window had no rows; ``errors`` maps a stage
+    ``report`` is None when the source failed, the data could not be read or the window had no
+    rows (then ``n_rows == 0`` and ``errors`` is empty: no traffic); ``errors`` maps a stage
     (:data:`STAGES`) to the reason.
     """
 
@@ -216,10 +219,9 @@ def evaluate_model_window(
     version = max(versions, key=versions.__getitem__) if versions else fallback_version
     if phase == "labels" and model_cfg.label in frame.columns:
         frame = frame[frame[model_cfg.label].notna()]
-    if len(frame) == 0:
-        what = "labelled rows" if phase == "labels" else "rows"
+    if len(frame) == 0:  # no traffic: a signal of its own, not a fault
         return done(version=version, versions=versions, labels_included=phase == "labels",
-                    n_rows=0, report=None, errors={"data": f"no {what} in the window"})
+                    n_rows=0, report=None)
     if rng is None:
         rng = np.random.default_rng([model_cfg.seed, max(index, 0)])
     try:
@@ -241,7 +243,7 @@ def describe(result: WindowResult) -> str:
             f"[{result.start:%Y-%m-%d %H:%M}, {result.end:%Y-%m-%d %H:%M}) {result.phase}: "
             f"{result.n_rows} rows")
     if result.report is None:
-        why = "; ".join(f"{k}: {v}" for k, v in result.errors.items())
+        why = "; ".join(f"{k}: {v}" for k, v in result.errors.items()) or "no traffic"
         return f"{head}, not evaluated ({why})"
     breaches = [f"{m}/{a}={result.report.values[(m, a)]:.4g} {s}"
                 for (m, a), s in result.report.statuses.items() if s in ("warning", "critical")]

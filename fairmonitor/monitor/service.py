@@ -97,7 +97,7 @@ class _WindowLog:
         window = f"[{r.start:%Y-%m-%d %H:%M}, {r.end:%H:%M})"
         head = f"{r.model} v{r.version or '?'} {window} {r.phase}"
         if r.report is None:
-            why = "; ".join(f"{k}: {v}" for k, v in r.errors.items()) or "no report"
+            why = "; ".join(f"{k}: {v}" for k, v in r.errors.items()) or "no traffic"
             log.info("%s rows=%d verdict=none (%s)", head, r.n_rows, why)
             return
         cfg = self._models.get(r.model)

@@ -39,6 +39,10 @@ class Threshold:
         ``"lower"``: below breaches it (ratios).
     attribute : str or None
         Restrict to one sensitive attribute; None applies to all.
+    against_direction : bool
+        Allow a bound on the fair side of a registry metric (``upper`` on a ratio where higher
+        is fairer, ``lower`` on a difference), which alerts when the model is *fair*. Without
+        it such a bound is rejected: it is almost always a typo.
 
     Examples
     --------
@@ -54,11 +58,13 @@ class Threshold:
     critical: float | None = None
     bound: Bound = "upper"
     attribute: str | None = None
+    against_direction: bool = False
 
     def __post_init__(self) -> None:
         where = f"thresholds.{self.metric}"
         if self.bound not in ("upper", "lower"):
             raise ConfigError(f"{where}.bound: must be 'upper' or 'lower'; got {self.bound!r}.")
+        self._check_direction(where)
         if self.warning is None and self.critical is None:
             raise ConfigError(f"{where}: give at least one of 'warning' or 'critical'.")
         for key in ("warning", "critical"):
@@ -75,6 +81,18 @@ class Threshold:
                     f"{where}: with bound '{self.bound}' warning must be {rel} critical; "
                     f"got warning={self.warning}, critical={self.critical}."
                 )
+
+    def _check_direction(self, where: str) -> None:
+        from .registry import METRICS  # lazy: the registry imports every metric family
+
+        spec = METRICS.get(self.metric)
+        if spec is None or self.against_direction or self.bound == spec.default_bound:
+            return
+        fairer = "higher" if spec.direction == "higher_is_fairer" else "lower"
+        raise ConfigError(
+            f"{where}.bound: {self.bound!r} on {self.metric}, where {fairer} is fairer, "
+            f"alerts exactly when the model is fair; use bound {spec.default_bound!r} (the "
+            "default), or set against_direction: true if that is really meant.")
 
     def breaches(self, value: float, level: float | None) -> bool:
         """True if ``value`` is strictly beyond ``level`` on the bad side."""

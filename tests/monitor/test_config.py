@@ -196,7 +196,8 @@ models:
         "demographic_parity_difference, demographic_parity_ratio, equalized_odds_difference, "
         "equal_opportunity_difference" + _more_metrics(),
         "models.credit.thresholds.equalized_odds_difference.warnin: unknown key 'warnin'; "
-        "allowed keys: warning, critical, bound, attribute",
+        "allowed keys: warning, critical, bound, attribute, "
+        "against_direction",
         "models.credit.thresholds.equalized_odds_difference: give at least one of 'warning' or "
         "'critical'",
         "models.credit.min_group_size: must be a positive integer; got -3",

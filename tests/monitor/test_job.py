@@ -125,13 +125,15 @@ def test_source_down_retries_the_same_window_next_tick(make_predictions, caplog)
     assert [r.end for r in recovered] == [T0 + H, T0 + 2 * H, T0 + 3 * H]
 
 
-def test_empty_window_completes_with_a_data_error(make_predictions):
+def test_empty_window_completes_as_no_traffic_not_as_an_error(make_predictions):
     source = MemorySource(make_predictions(n_hours=2))
     store = MemoryCheckpoint()
     results = run_once(_config(), {"credit": source}, store, now=T0 + 3 * H)
     assert [r.n_rows for r in results] == [200, 200, 0]
-    assert results[2].errors == {"data": "no rows in the window"}
+    assert results[2].errors == {}
     assert results[2].report is None
+    assert results[2].status == "undefined"
+    assert describe(results[2]).endswith("0 rows, not evaluated (no traffic)")
     assert store.load("credit").predictions_end == T0 + 3 * H
 
 
@@ -276,8 +278,8 @@ def test_only_faults_are_logged_above_debug(make_predictions, caplog):
     with caplog.at_level(logging.DEBUG, logger="fairmonitor.monitor.job"):
         run_once(_config(), {"credit": source}, MemoryCheckpoint(), now=T0 + 3 * H)
     levels = [r.levelname for r in caplog.records]
-    assert levels == ["DEBUG", "DEBUG", "WARNING"]  # ok, critical, empty window
-    assert "no rows in the window" in caplog.records[2].getMessage()
+    assert levels == ["DEBUG", "DEBUG", "DEBUG"]  # ok, critical, empty window (no traffic)
+    assert "not evaluated (no traffic)" in caplog.records[2].getMessage()
 
 
 def test_run_once_needs_aware_now_and_a_source_per_model():

@@ -26,8 +26,11 @@ The schema, with defaults (``load_config`` of this text works as is)::
         window: 1h
         every: 5m                         # omitted: tumbling windows
         labels_after: 24h                 # label metrics wait this long after the window end
+        team: risk                        # routing labels of every alert of the model
+        owner: alice                      #   (optional; exported as fairmonitor_model_info)
         metrics: [demographic_parity_difference]
-        thresholds:
+        thresholds:                       # bound defaults to the metric's direction; the
+                                          #   other side needs against_direction: true
           demographic_parity_difference: {warning: 0.1, critical: 0.2}
 
 Relative file paths resolve against the config file's directory; URLs are left as written.

@@ -88,6 +88,9 @@ class ModelConfig:
     seed: int = 0
     thresholds: tuple[Threshold, ...] = ()
     reference: ReferenceConfig | None = None
+    #: Routing labels copied onto every alert of the model (``fairmonitor_model_info``).
+    team: str | None = None
+    owner: str | None = None
 
     @property
     def model_uri(self) -> str | None:

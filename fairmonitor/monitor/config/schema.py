@@ -41,11 +41,11 @@ _MODEL_KEYS = (
     "model", "tracking_uri", "experiment", "source", "sensitive_features", "label", "score",
     "prediction", "features", "decision_threshold", "window", "every", "mode", "labels_after",
     "start", "metrics", "options", "min_group_size", "intersection", "seed", "thresholds",
-    "reference",
+    "reference", "team", "owner",
 )
 _SOURCE_KEYS = ("kind", "url", "table", "path", "pattern", "timestamp_column", "model_column",
                 "version_column", "features_column")
-_THRESHOLD_KEYS = ("warning", "critical", "bound", "attribute")
+_THRESHOLD_KEYS = ("warning", "critical", "bound", "attribute", "against_direction")
 _REFERENCE_KEYS = ("path", "metrics", "label", "score", "prediction", "features")
 
 
@@ -176,6 +176,8 @@ def _model(r: Reader, at: str, name: str, raw: Any, base: Path) -> ModelConfig |
         min_group_size=r.positive_int(raw, "min_group_size", 1, path=at),
         intersection=r.get(raw, "intersection", bool, True, path=at),
         seed=r.get(raw, "seed", int, 0, path=at), thresholds=thresholds, reference=reference,
+        team=r.get(raw, "team", str, None, path=at),
+        owner=r.get(raw, "owner", str, None, path=at),
     )
 
 
@@ -311,10 +313,13 @@ def _threshold(r: Reader, at: str, metric: str, raw: Any,
     if None in levels.values() and all(k in raw for k in ("warning", "critical")):
         return None  # a bad number, already reported
     try:
-        return Threshold(metric, levels["warning"], levels["critical"], bound, attribute)
+        against = r.get(raw, "against_direction", bool, False, path=at)
+        return Threshold(metric, levels["warning"], levels["critical"], bound, attribute,
+                         against_direction=against)
     except ConfigError as exc:
-        # the ordering rule lives in Threshold; re-anchor its message at this key path
-        r.error(at, str(exc).split(": ", 1)[1].rstrip("."))
+        # the ordering and direction rules live in Threshold; re-anchor at this key path
+        head, _, text = str(exc).partition(": ")
+        r.error(at + head.removeprefix(f"thresholds.{metric}"), text.rstrip("."))
         return None
 
 

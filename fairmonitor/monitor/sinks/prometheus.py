@@ -42,13 +42,19 @@ from ...metrics._groups import INTERSECTION_SEPARATOR
 from ...report.registry import METRICS
 from ...report.thresholds import Threshold, severity_code
 
-__all__ = ["ERROR_STAGES", "NAMESPACE", "REASONS", "FairnessCollector", "reason_code"]
+__all__ = ["ERROR_STAGES", "MAX_GROUPS", "NAMESPACE", "OTHER_GROUPS", "REASONS",
+           "FairnessCollector", "reason_code"]
 
 NAMESPACE = "fairmonitor"
 #: ``stage`` label values of ``fairmonitor_errors_total`` (pre-initialised for every model).
 ERROR_STAGES = ("source", "data", "metric", "mlflow", "export", "scheduler")
 #: ``reason`` label values of ``fairmonitor_metric_undefined``.
-REASONS = ("labels_pending", "too_few_groups", "error", "undefined")
+REASONS = ("labels_pending", "too_few_groups", "no_traffic", "error", "undefined")
+#: ``fairmonitor_group_samples`` keeps the largest groups of each attribute; the rest are
+#: summed under :data:`OTHER_GROUPS`, so the label cannot grow with the data (intersections of
+#: three attributes gave 116 series for one model).
+MAX_GROUPS = 10
+OTHER_GROUPS = "_other"
 #: Stages the job records itself; hook stages (export, mlflow) are counted by the caller.
 _EVALUATION_STAGES = ("source", "data", "metric")
 _TOO_FEW_GROUPS = re.compile(r"fewer than (two|2) groups|single group|no groups?\b")
@@ -110,6 +116,9 @@ class _ModelSetup:
     metrics: frozenset[str] = frozenset()
     label_metrics: tuple[str, ...] = ()
     attributes: tuple[str, ...] = ()
+    cadence: float = 0.0  # seconds between two windows (``every``)
+    labels_after: float = 0.0
+    routing: tuple[tuple[str, str], ...] = ()  # (team, owner) labels set in the config
 
 
 def _setup_from_config(cfg: Any) -> _ModelSetup:
@@ -117,7 +126,26 @@ def _setup_from_config(cfg: Any) -> _ModelSetup:
     if getattr(cfg, "intersection", False) and len(attrs) > 1:
         attrs += (INTERSECTION_SEPARATOR.join(attrs),)
     label_metrics = tuple(m for m in cfg.metrics if METRICS[m].needs_labels)
-    return _ModelSetup(tuple(cfg.thresholds), frozenset(cfg.metrics), label_metrics, attrs)
+    routing = tuple((k, str(getattr(cfg, k))) for k in ("team", "owner")
+                    if getattr(cfg, k, None))
+    return _ModelSetup(tuple(cfg.thresholds), frozenset(cfg.metrics), label_metrics, attrs,
+                       cfg.every.total_seconds(), cfg.labels_after.total_seconds(), routing)
+
+
+def _capped(counts: Mapping[str, int]) -> dict[str, int]:
+    """The :data:`MAX_GROUPS` largest groups, the others summed under :data:`OTHER_GROUPS`.
+
+    >>> _capped({f"g{i}": i for i in range(1, 13)})[OTHER_GROUPS]
+    3
+    >>> len(_capped({f"g{i}": i for i in range(1, 13)}))
+    11
+    """
+    if len(counts) <= MAX_GROUPS:
+        return dict(counts)
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0])))
+    kept = dict(ranked[:MAX_GROUPS])
+    kept[OTHER_GROUPS] = sum(n for _, n in ranked[MAX_GROUPS:])
+    return kept
 
 
 def _level(level: Any) -> str:
@@ -188,6 +216,12 @@ class FairnessCollector:
         fairmonitor_alert_state{metric="demographic_parity_difference",model="credit",sensitive_attribute="sex",version="3"} 2.0
         # TYPE fairmonitor_window_last_success_timestamp_seconds gauge
         fairmonitor_window_last_success_timestamp_seconds{model="credit"} 1.7637696e+09
+        # TYPE fairmonitor_window_cadence_seconds gauge
+        fairmonitor_window_cadence_seconds{model="credit"} 300.0
+        # TYPE fairmonitor_labels_after_seconds gauge
+        fairmonitor_labels_after_seconds{model="credit"} 86400.0
+        # TYPE fairmonitor_model_info gauge
+        fairmonitor_model_info{model="credit",owner="alice",team="risk"} 1.0
         # TYPE fairmonitor_window_end_timestamp_seconds gauge
         fairmonitor_window_end_timestamp_seconds{model="credit"} 1.7637696e+09
         # TYPE fairmonitor_window_evaluation_duration_seconds gauge
@@ -209,8 +243,13 @@ class FairnessCollector:
     overrides go to ``fairmonitor_threshold_by_attribute`` (and into ``fairmonitor_alert_state``,
     which always reflects the most specific threshold). Undefined ``reason`` codes:
     ``labels_pending`` (the window's labels have not arrived, or a label metric was never
-    computed yet), ``too_few_groups``, ``error`` (the metric raised), ``undefined`` (anything
-    else, including an empty window).
+    computed yet), ``too_few_groups``, ``no_traffic`` (the window held no rows: a signal of its
+    own, not an error), ``error`` (the metric raised), ``undefined`` (anything else). The
+    liveness gauges (last success, cadence, labels_after) are what the generated alert rules
+    read, so a model added to the config is covered without regenerating them;
+    ``window_last_success_timestamp_seconds`` is wall-clock time even when the job runs on a
+    simulated clock. ``group_samples`` keeps the :data:`MAX_GROUPS` largest groups per
+    attribute and sums the rest under ``group="_other"``.
 
     Examples
     --------
@@ -261,9 +300,10 @@ class FairnessCollector:
         if report is not None:
             values.update(_values(report, r.version))
         else:  # empty window: what this phase computes is now undefined, not stale
+            why = "no_traffic" if r.n_rows == 0 and not r.errors else "undefined"
             for metric, attr in list(values):
                 if metric in r.metrics:
-                    values[(metric, attr)] = _Value(r.version, math.nan, "undefined", None)
+                    values[(metric, attr)] = _Value(r.version, math.nan, why, None)
         main_phase = r.phase != "labels"
         robustness = dict(m.robustness)
         if report is not None:
@@ -271,12 +311,14 @@ class FairnessCollector:
         return replace(
             m, version=r.version or m.version, values=values, errors=errors,
             robustness=robustness, evaluated=m.evaluated + 1,
-            last_success=(r.evaluated_at.timestamp() if r.evaluated_at is not None
-                          else time.time()),
+            # wall clock, not the window's (possibly simulated) evaluation time: liveness
+            # alerts compare it with Prometheus' time()
+            last_success=time.time(),
             duration=float(r.duration_seconds),
             window_end=r.end.timestamp() if main_phase else m.window_end,
             samples=int(r.n_rows) if main_phase else m.samples,
-            groups=(dict(report.group_counts) if report is not None else {}) if main_phase
+            groups=({a: _capped(c) for a, c in report.group_counts.items()}
+                    if report is not None else {}) if main_phase
             else m.groups,
             groups_version=r.version if main_phase else m.groups_version,
         )
@@ -392,6 +434,23 @@ class FairnessCollector:
         yield per_model("window_end_timestamp_seconds",
                         "End of the latest evaluated window (0: none yet).",
                         lambda m: m.window_end)
+        setups = self._setup
+        cadence = _gauge("window_cadence_seconds", "Seconds between two windows of the model "
+                         "(its 'every'); the alert rules count persistence and staleness in "
+                         "these.", "model")
+        delay = _gauge("labels_after_seconds", "How long label metrics wait for ground truth "
+                       "after a window closes (labels_after).", "model")
+        for model, setup in setups.items():
+            cadence.add_metric([model], setup.cadence)
+            delay.add_metric([model], setup.labels_after)
+        yield cadence
+        yield delay
+        info = _gauge("model_info", "Routing labels of a model's alerts (team, owner from the "
+                      "config; always 1).", "model", "team", "owner")
+        for model, setup in setups.items():
+            routing = dict(setup.routing)
+            info.add_metric([model, routing.get("team", ""), routing.get("owner", "")], 1.0)
+        yield info
         yield per_model("window_evaluation_duration_seconds",
                         "Time to fetch and evaluate the latest window.", lambda m: m.duration)
         yield per_model("window_samples", "Rows in the latest evaluated window.",

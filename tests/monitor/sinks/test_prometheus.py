@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import shutil
 import subprocess
+import time
 import urllib.request
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -198,9 +199,13 @@ def test_build_info(registry, collector):
 
 
 def test_success_updates_health(registry, collector, config):
+    # the window's evaluation time (END + 1 min, possibly simulated) is not liveness: the
+    # wall clock is, since the staleness alerts compare it with Prometheus' time()
+    before = time.time()
     collector.observe(result(window([1, 1, 1, 0, 1, 0, 0, 0]), config=config))
-    assert value(registry, "fairmonitor_window_last_success_timestamp_seconds",
-                 model="credit") == (END + timedelta(minutes=1)).timestamp()
+    last = value(registry, "fairmonitor_window_last_success_timestamp_seconds", model="credit")
+    assert before <= last <= time.time()
+    assert last != (END + timedelta(minutes=1)).timestamp()
     assert value(registry, "fairmonitor_window_evaluation_duration_seconds",
                  model="credit") == 0.25
     assert value(registry, "fairmonitor_windows_evaluated_total", model="credit") == 1.0
@@ -208,23 +213,73 @@ def test_success_updates_health(registry, collector, config):
 
 def test_source_error_counts_and_keeps_the_last_values(registry, collector, config):
     collector.observe(result(window([1, 1, 1, 0, 1, 0, 0, 0]), config=config))
+    last = value(registry, "fairmonitor_window_last_success_timestamp_seconds", model="credit")
     collector.observe(result(None, config=config, end=END + timedelta(hours=1),
                              errors={"source": "WindowUnavailableError: down"}))
     assert value(registry, "fairmonitor_errors_total", model="credit", stage="source") == 1.0
     assert value(registry, f"fairmonitor_{DP}", **labels("sex")) == 0.5
     assert value(registry, "fairmonitor_window_last_success_timestamp_seconds",
-                 model="credit") == (END + timedelta(minutes=1)).timestamp()
+                 model="credit") == last
 
 
-def test_empty_window_makes_values_undefined_not_zero(registry, collector, config):
+def test_empty_window_is_no_traffic_not_zero_and_not_an_error(registry, collector, config):
     collector.observe(result(window([1, 1, 1, 0, 1, 0, 0, 0]), config=config))
-    collector.observe(result(None, config=config, end=END + timedelta(hours=1),
-                             errors={"data": "no rows in the window"}))
+    collector.observe(result(None, config=config, end=END + timedelta(hours=1)))
     assert value(registry, f"fairmonitor_{DP}", **labels("sex")) is None
-    assert value(registry, "fairmonitor_metric_undefined", metric=DP, reason="undefined",
+    assert value(registry, "fairmonitor_metric_undefined", metric=DP, reason="no_traffic",
                  **labels("sex")) == 1.0
     assert value(registry, "fairmonitor_window_samples", model="credit") == 0.0
+    assert value(registry, "fairmonitor_errors_total", model="credit", stage="data") == 0.0
+
+
+def test_unreadable_window_is_an_undefined_data_error(registry, collector, config):
+    collector.observe(result(window([1, 1, 1, 0, 1, 0, 0, 0]), config=config))
+    collector.observe(result(None, config=config, end=END + timedelta(hours=1), n_rows=8,
+                             errors={"data": "KeyError: 'sex'"}))
+    assert value(registry, "fairmonitor_metric_undefined", metric=DP, reason="undefined",
+                 **labels("sex")) == 1.0
     assert value(registry, "fairmonitor_errors_total", model="credit", stage="data") == 1.0
+
+
+def test_what_the_alert_rules_read_is_exported_per_model(tmp_path):
+    """Cadence, label delay and routing labels: the rules name no model, they read these."""
+    config = load_config(CONFIG.replace("    window: 1h\n", "    window: 1h\n    every: 5m\n"
+                                        "    mode: sliding\n    team: risk\n")
+                         + "  fraud:\n    source: {kind: sql, url: \"sqlite:///u.db\"}\n"
+                           "    sensitive_features: [region]\n    prediction: p\n"
+                           "    window: 1d\n    metrics: [demographic_parity_difference]\n"
+                           "    owner: bob\n", base_dir=tmp_path)
+    registry = CollectorRegistry()
+    FairnessCollector(registry, models=config.models)
+    assert value(registry, "fairmonitor_window_cadence_seconds", model="credit") == 300.0
+    assert value(registry, "fairmonitor_window_cadence_seconds", model="fraud") == 86400.0
+    assert value(registry, "fairmonitor_labels_after_seconds", model="credit") == 86400.0
+    assert value(registry, "fairmonitor_labels_after_seconds", model="fraud") == 0.0
+    assert value(registry, "fairmonitor_model_info", model="credit", team="risk",
+                 owner="") == 1.0
+    assert value(registry, "fairmonitor_model_info", model="fraud", team="",
+                 owner="bob") == 1.0
+
+
+def test_group_label_is_capped_with_an_aggregate(registry, collector, config):
+    """Top MAX_GROUPS groups by rows, the rest summed under group="_other"."""
+    from fairmonitor.monitor.sinks.prometheus import MAX_GROUPS, OTHER_GROUPS
+
+    races = [f"r{i:02d}" for i in range(MAX_GROUPS + 5) for _ in range(i + 1)]
+    n = len(races)
+    pred = [i % 2 for i in range(n)]
+    collector.observe(result(window(pred, sex="FM" * (n // 2) + "F" * (n % 2), race=races),
+                             config=config))
+    family = next(f for f in registry.collect() if f.name == "fairmonitor_group_samples")
+    race = {s.labels["group"]: s.value for s in family.samples
+            if s.labels["sensitive_attribute"] == "race"}
+    assert len(race) == MAX_GROUPS + 1
+    assert race[OTHER_GROUPS] == sum(range(1, 6))  # the five smallest groups: 1+2+3+4+5 rows
+    assert race["r14"] == 15.0
+    assert sum(race.values()) == n
+    sex = {s.labels["group"]: s.value for s in family.samples
+           if s.labels["sensitive_attribute"] == "sex"}
+    assert set(sex) == {"F", "M"}
 
 
 def test_hook_stage_errors_are_recorded_explicitly(registry, collector):
