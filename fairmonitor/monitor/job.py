@@ -45,7 +45,7 @@ from .versions import (
     evaluate_new_versions,
     evaluate_version,
 )
-from .windows import due_windows, initial_watermark, labels_pending, window_index
+from .windows import due_windows, initial_watermark, labels_pending, next_due, window_index
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -53,7 +53,7 @@ if TYPE_CHECKING:
 __all__ = [
     "STAGES", "NewVersion", "VersionResult", "WindowResult", "describe", "detect_new_versions",
     "evaluate_model_window", "evaluate_new_versions", "evaluate_version", "labels_pending_count",
-    "run_once",
+    "next_run", "run_once",
 ]
 
 log = logging.getLogger(__name__)
@@ -341,6 +341,21 @@ def run_once(
                 if source_down:
                     break  # later windows wait for this one: the watermark never jumps a gap
     return results
+
+
+def next_run(config: MonitorConfig, now: datetime) -> datetime | None:
+    """When :func:`run_once` next has a window to evaluate: the earliest window end (or, for
+    the labelled phase, window end + ``labels_after``) of any model, strictly after ``now``.
+
+    None without models. Windows already due (a source that was down) are retried by the
+    service's fallback interval, not here.
+    """
+    times = []
+    for cfg in config.models.values():
+        for phase, _ in _phases(cfg):
+            delay = cfg.labels_after if phase == "labels" else type(cfg.labels_after)(0)
+            times.append(next_due(cfg.every, now, delay))
+    return min(times, default=None)
 
 
 def labels_pending_count(config: MonitorConfig, checkpoint: Checkpoint, *,

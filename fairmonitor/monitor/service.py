@@ -10,7 +10,14 @@ This is the only module that imports APScheduler. Each tick:
 
 A ``BackgroundScheduler`` runs the ticks (``coalesce=True, max_instances=1``: a slow tick is
 never run twice at once, and missed ticks collapse into one), while the calling thread waits for
-SIGTERM/SIGINT, :meth:`MonitorService.stop`, ``max_ticks`` or ``run_for``. Prometheus is served
+SIGTERM/SIGINT, :meth:`MonitorService.stop`, ``max_ticks`` or ``run_for``.
+
+When ticks happen: on the wall clock, the next tick runs when the next window of any model
+closes (``job.next_run``: the window end, or end + ``labels_after`` for the labelled phase)
+plus ``settle_seconds``, so a window is evaluated as soon as it closes: an hourly window is not
+left waiting for a tick counted from start-up. ``config.tick`` is only the retry interval (a
+source that was down is retried at the next tick, whichever comes first). With an injected
+``clock`` or an explicit ``tick_seconds`` (replays, tests) ticks run at that fixed interval. Prometheus is served
 by prometheus-client's own HTTP server thread on the configured address (default
 ``127.0.0.1:9464``), from a registry owned by the service.
 
@@ -150,13 +157,17 @@ class MonitorService:
         free port (see :attr:`address`).
     on_tick : callable, optional
         ``on_tick(tick_number, results)`` after each tick, in the scheduler thread.
+    settle_seconds : float
+        Wait after a window end before evaluating it, for rows logged just before the end
+        and written just after (window-end scheduling only).
     """
 
     def __init__(self, config: Any, *, registry: CollectorRegistry | None = None,
                  sources: Mapping[str, Any] | None = None, checkpoint: Any = None,
                  sink: MlflowSink | None = None, clock: Callable[[], datetime] | None = None,
                  tick_seconds: float | None = None, listen_address: str | None = None,
-                 on_tick: Callable[[int, Sequence[Any]], None] | None = None):
+                 on_tick: Callable[[int, Sequence[Any]], None] | None = None,
+                 settle_seconds: float = 1.0):
         from . import job
         from .checkpoint import open_checkpoint
         from .sources import build_sources
@@ -179,6 +190,9 @@ class MonitorService:
             checkpoint = open_checkpoint(config.checkpoint)
             self._owned.append(checkpoint)
         self.sources, self.checkpoint = sources, checkpoint
+        # window-end scheduling needs the wall clock; a replay ticks at a fixed interval
+        self._at_window_ends = clock is None and tick_seconds is None
+        self._settle = timedelta(seconds=settle_seconds)
         self._clock = clock or (lambda: datetime.now(UTC))
         self._interval = float(tick_seconds or config.tick.total_seconds())
         self._listen = parse_listen_address(listen_address or config.listen_address)
@@ -273,11 +287,43 @@ class MonitorService:
         host, port = self._listen
         self._server, _ = start_http_server(port, addr=host, registry=self.registry)
         log.info("serving Prometheus metrics on http://%s:%d/metrics", *self.address)
+        if self._at_window_ends:
+            self._scheduler.start()
+            self._schedule(datetime.now(UTC))  # the first tick catches up at once
+            log.info("monitoring %d model(s): %s; each window evaluated when it closes "
+                     "(retry every %s)", len(self.config.models), ", ".join(self.config.models),
+                     timedelta(seconds=self._interval))
+            return
         self._scheduler.add_job(self.tick, "interval", seconds=self._interval, id="tick",
                                 name="fairmonitor tick", next_run_time=datetime.now(UTC))
         self._scheduler.start()
         log.info("monitoring %d model(s): %s; tick every %s", len(self.config.models),
                  ", ".join(self.config.models), timedelta(seconds=self._interval))
+
+    def next_tick(self, now: datetime) -> datetime:
+        """When the tick after one ending at ``now`` runs (window-end scheduling).
+
+        The next window end of any model plus ``settle_seconds``, or the retry interval
+        (``config.tick``) if that comes first.
+        """
+        retry = now + timedelta(seconds=self._interval)
+        due = self._job.next_run(self.config, now)
+        return retry if due is None else min(due + self._settle, retry)
+
+    def _schedule(self, run_at: datetime) -> None:
+        if self._stop.is_set() or not self._scheduler.running:
+            return
+        # a date job runs however late it is (misfire_grace_time None): skipping it would
+        # stop the chain of ticks for good
+        self._scheduler.add_job(self._tick_and_reschedule, "date", run_date=run_at, id="tick",
+                                name="fairmonitor tick", replace_existing=True,
+                                misfire_grace_time=None)
+
+    def _tick_and_reschedule(self) -> None:
+        try:
+            self.tick()
+        finally:
+            self._schedule(self.next_tick(datetime.now(UTC)))
 
     def stop(self) -> None:
         """Ask :meth:`run` to return (thread- and signal-safe)."""

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 __all__ = ["EPOCH", "WindowSpan", "due_windows", "initial_watermark", "labels_pending",
-           "labels_ready", "span", "window_index"]
+           "labels_ready", "next_due", "span", "window_index"]
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -93,6 +93,25 @@ def due_windows(
         return [], 0
     skipped = max(0, n - cap)
     return [span(window, every, k) for k in range(lo + skipped, hi + 1)], skipped
+
+
+def next_due(every: timedelta, now: datetime, delay: timedelta = timedelta(0)) -> datetime:
+    """When the next window becomes due after ``now``: its end (plus ``delay``, the label delay
+    of the labelled phase), strictly after ``now``.
+
+    The service schedules the job at this time, so a window is evaluated as soon as it closes
+    instead of up to one tick later.
+
+    >>> h = timedelta(hours=1)
+    >>> next_due(h, datetime(2026, 11, 22, 5, 10, tzinfo=UTC)).hour
+    6
+    >>> next_due(h, datetime(2026, 11, 22, 5, 0, tzinfo=UTC)).hour  # 05:00 is already due
+    6
+    >>> next_due(h, datetime(2026, 11, 22, 5, 10, tzinfo=UTC), delay=timedelta(minutes=30))
+    datetime.datetime(2026, 11, 22, 5, 30, tzinfo=datetime.timezone.utc)
+    """
+    _check_aware(now, "now")
+    return EPOCH + (window_index(every, now - delay) + 1) * every + delay
 
 
 def initial_watermark(window: timedelta, every: timedelta, *, now: datetime,

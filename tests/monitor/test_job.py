@@ -12,6 +12,7 @@ from fairmonitor.monitor.job import (
     describe,
     evaluate_model_window,
     labels_pending_count,
+    next_run,
     run_once,
 )
 from fairmonitor.monitor.sources import MemorySource
@@ -349,3 +350,48 @@ models:
         for s in {id(s): s for s in sources.values()}.values():
             s.close()
         store.close()
+
+
+def test_next_run_is_the_next_window_end_of_any_model():
+    # credit: hourly windows; a 10-minute sliding model joins; labels 90m after the end
+    cfg = _config(model=f"""  fast:
+    source: {{kind: sql, url: "sqlite://"}}
+    sensitive_features: [sex]
+    prediction: prediction
+    label: label
+    window: 1h
+    every: 10m
+    labels_after: 90m
+    metrics: [{DPD}, {EOD}]
+""")
+    now = T0 + 5 * H + timedelta(minutes=3)
+    assert next_run(cfg, now) == T0 + 5 * H + timedelta(minutes=10)
+    # exactly at an end, that window is due now: the next one is one cadence later
+    assert next_run(cfg, T0 + 5 * H + timedelta(minutes=10)) == T0 + 5 * H + timedelta(minutes=20)
+    hourly = _config()
+    assert next_run(hourly, now) == T0 + 6 * H
+    # the labelled phase of `fast` (end 04:00 + 90m = 05:30) comes before credit's 06:00
+    only_labels = _config(model=f"""  fast:
+    source: {{kind: sql, url: "sqlite://"}}
+    sensitive_features: [sex]
+    prediction: prediction
+    label: label
+    window: 1h
+    labels_after: 90m
+    metrics: [{EOD}]
+""")
+    assert next_run(only_labels, T0 + 5 * H + timedelta(minutes=3)) == (
+        T0 + 5 * H + timedelta(minutes=30))
+
+
+def test_a_window_is_due_at_the_run_next_run_names(make_predictions):
+    """Scheduling at next_run evaluates the window that just closed, with no tick's delay."""
+    source = MemorySource(make_predictions(n_hours=6))
+    store = MemoryCheckpoint()
+    cfg = _config()
+    run_once(cfg, {"credit": source}, store, now=T0 + 2 * H + timedelta(minutes=7))
+    at = next_run(cfg, T0 + 2 * H + timedelta(minutes=7))
+    assert at == T0 + 3 * H
+    (result,) = run_once(cfg, {"credit": source}, store, now=at)
+    assert (result.start, result.end) == (T0 + 2 * H, T0 + 3 * H)
+    assert run_once(cfg, {"credit": source}, store, now=at + timedelta(minutes=59)) == []

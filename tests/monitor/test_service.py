@@ -278,3 +278,42 @@ def test_signal_shuts_down_cleanly_and_restores_handlers(config, frame, signum):
     assert svc.run() == 0
     timer.join()
     assert (time.monotonic() - started < 10, signal.getsignal(signum)) == (True, before)
+
+
+def test_next_tick_is_the_next_window_end_plus_settle(config, frame):
+    svc = MonitorService(config, registry=CollectorRegistry(), sources={"credit":
+                         MemorySource(frame)}, checkpoint=MemoryCheckpoint(), sink=FakeSink(),
+                         listen_address="127.0.0.1:0", settle_seconds=2)
+    now = T0 + 5 * HOUR + timedelta(minutes=20)
+    # hourly windows and the default tick (the smallest `every`, 1h): the window end wins
+    assert svc.next_tick(now) == T0 + 6 * HOUR + timedelta(seconds=2)
+    fast = load_config(config_text(extra="tick: 10m\n"), base_dir=config.checkpoint.path.parent)
+    svc = MonitorService(fast, registry=CollectorRegistry(), sources={"credit":
+                         MemorySource(frame)}, checkpoint=MemoryCheckpoint(), sink=FakeSink(),
+                         listen_address="127.0.0.1:0")
+    # a retry interval shorter than the time to the next end (a source may be down)
+    assert svc.next_tick(now) == now + timedelta(minutes=10)
+
+
+def test_ticks_follow_window_ends_on_the_wall_clock(tmp_path, make_predictions):
+    """Default scheduling, 1-second windows: each tick runs just after a window closed."""
+    text = config_text().replace("    window: 1h\n", "    window: 1s\n").replace(
+        f'    start: "{T0.isoformat()}"\n', "")
+    cfg = load_config(text, base_dir=tmp_path)
+    ticks: list[tuple[datetime, list]] = []
+    svc = MonitorService(cfg, registry=CollectorRegistry(),
+                         sources={"credit": MemorySource(make_predictions(n_hours=1))},
+                         checkpoint=MemoryCheckpoint(), sink=FakeSink(),
+                         listen_address="127.0.0.1:0", settle_seconds=0.1,
+                         on_tick=lambda n, results: ticks.append((datetime.now(UTC), results)))
+    thread = threading.Thread(target=svc.run, kwargs={"max_ticks": 4}, daemon=True)
+    thread.start()
+    thread.join(20)
+    assert not thread.is_alive()
+    assert len(ticks) == 4
+    for at, results in ticks[1:]:  # the first tick runs at start-up
+        # the window that just closed (a slow tick on a loaded machine may catch up one more)
+        lag = (at - results[-1].end).total_seconds()
+        assert 0.1 <= lag < 1.0, lag  # settle 0.1 s, plus scheduling and evaluation time
+    ends = [r.end for _, results in ticks for r in results]
+    assert [(b - a).total_seconds() for a, b in zip(ends, ends[1:])] == [1.0] * (len(ends) - 1)
