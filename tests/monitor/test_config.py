@@ -324,3 +324,32 @@ def test_parse_duration(text, delta):
 def test_parse_duration_rejects(bad):
     with pytest.raises(ValueError, match="must be a duration like '30s', '5m', '1h' or '1d'"):
         parse_duration(bad)
+
+
+def test_routing_labels_team_and_owner():
+    m = load_config(MINIMAL + "    team: risk\n    owner: alice@example.org\n").models["credit"]
+    assert (m.team, m.owner) == ("risk", "alice@example.org")
+    plain = load_config(MINIMAL).models["credit"]
+    assert (plain.team, plain.owner) == (None, None)
+    assert _errors(MINIMAL + "    team: [risk]\n") == (
+        "models.credit.team: must be a string; got ['risk']",)
+
+
+@pytest.mark.parametrize(("metric", "bound", "fairer", "default"), [
+    ("demographic_parity_ratio", "upper", "higher", "lower"),
+    ("demographic_parity_difference", "lower", "lower", "upper"),
+])
+def test_a_bound_on_the_fair_side_is_rejected(metric, bound, fairer, default):
+    levels = "{warning: 0.7, critical: 0.6" if bound == "lower" else "{warning: 0.6, critical: 0.7"
+    errors = _errors(MINIMAL + f"""    thresholds:
+      {metric}: {levels}, bound: {bound}}}
+""")
+    assert errors == (
+        f"models.credit.thresholds.{metric}.bound: {bound!r} on {metric}, where {fairer} is "
+        f"fairer, alerts exactly when the model is fair; use bound {default!r} (the default), "
+        "or set against_direction: true if that is really meant",)
+    ok = load_config(MINIMAL + f"""    thresholds:
+      {metric}: {levels}, bound: {bound}, against_direction: true}}
+""").models["credit"].thresholds
+    warning, critical = (0.7, 0.6) if bound == "lower" else (0.6, 0.7)
+    assert ok == (Threshold(metric, warning, critical, bound=bound, against_direction=True),)

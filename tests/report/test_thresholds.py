@@ -57,3 +57,14 @@ def test_worst_and_codes():
     assert worst([]) == "ok"
     assert worst(["undefined", "warning"]) == "warning"
     assert [severity_code(s) for s in ("ok", "warning", "critical", "undefined")] == [0, 1, 2, None]
+
+
+def test_a_bound_against_the_metric_direction_needs_the_override():
+    with pytest.raises(ConfigError, match=r"thresholds\.demographic_parity_ratio\.bound: 'upper' "
+                                          r"on demographic_parity_ratio, where higher is fairer"):
+        Threshold("demographic_parity_ratio", warning=0.8, critical=0.9, bound="upper")
+    t = Threshold("demographic_parity_ratio", warning=0.8, critical=0.9, bound="upper",
+                  against_direction=True)
+    assert t.severity(0.85) == "warning"
+    # metrics unknown to the registry (custom names) are not checked
+    assert Threshold("m", warning=0.7, critical=0.6, bound="lower").severity(0.5) == "critical"
