@@ -128,7 +128,8 @@ class AlertOptions:
         Extra ``keep_firing_for`` of the threshold alerts (0: none). Undefined windows already
         keep the state; this rides out missed scrapes, at the price of resolving that much later.
     scrape_job : str
-        Regex of the Prometheus ``job`` label of the monitor's scrape targets (``FairmonitorDown``).
+        Regex of the Prometheus ``job`` label of the monitor's scrape targets
+        (``FairmonitorDown``).
     """
 
     grafana_url: str

@@ -344,11 +344,11 @@ def run_once(
 
 
 def next_run(config: MonitorConfig, now: datetime) -> datetime | None:
-    """When :func:`run_once` next has a window to evaluate: the earliest window end (or, for
-    the labelled phase, window end + ``labels_after``) of any model, strictly after ``now``.
+    """When :func:`run_once` next has a window to evaluate.
 
-    None without models. Windows already due (a source that was down) are retried by the
-    service's fallback interval, not here.
+    The earliest window end (or, for the labelled phase, window end + ``labels_after``) of any
+    model, strictly after ``now``; None without models. Windows already due (a source that
+    was down) are retried by the service's fallback interval, not here.
     """
     times = []
     for cfg in config.models.values():

@@ -96,11 +96,11 @@ def due_windows(
 
 
 def next_due(every: timedelta, now: datetime, delay: timedelta = timedelta(0)) -> datetime:
-    """When the next window becomes due after ``now``: its end (plus ``delay``, the label delay
-    of the labelled phase), strictly after ``now``.
+    """When the next window becomes due, strictly after ``now``.
 
-    The service schedules the job at this time, so a window is evaluated as soon as it closes
-    instead of up to one tick later.
+    That is its end, plus ``delay`` (the label delay) for the labelled phase. The service
+    schedules the job at this time, so a window is evaluated as soon as it closes instead of
+    up to one tick later.
 
     >>> h = timedelta(hours=1)
     >>> next_due(h, datetime(2026, 11, 22, 5, 10, tzinfo=UTC)).hour
