@@ -129,6 +129,7 @@ class MonitorConfig:
     listen_address: str = DEFAULT_LISTEN_ADDRESS
     catch_up: int = 100
     timezone: str = "UTC"
+    #: Retry interval (default: the smallest ``every``); windows are evaluated when they close.
     tick: timedelta = timedelta(minutes=1)
 
     @property
