@@ -353,3 +353,14 @@ def test_a_bound_on_the_fair_side_is_rejected(metric, bound, fairer, default):
 """).models["credit"].thresholds
     warning, critical = (0.7, 0.6) if bound == "lower" else (0.6, 0.7)
     assert ok == (Threshold(metric, warning, critical, bound=bound, against_direction=True),)
+
+
+def test_the_documented_schema_example_loads_as_written():
+    # the module docstring promises "load_config of this text works as is"
+    import fairmonitor.monitor.config as config_module
+
+    doc = config_module.__doc__
+    block = doc[doc.index("::\n") + 3: doc.index("Relative file paths")]
+    cfg = load_config("\n".join(line[4:] for line in block.splitlines()))
+    model = cfg.models["credit"]
+    assert (model.label, model.labels_after.total_seconds(), cfg.port) == ("label", 86400.0, 9464)

@@ -22,7 +22,8 @@ The schema, with defaults (``load_config`` of this text works as is)::
         tracking_uri: sqlite:///mlflow.db
         source: {kind: sql, url: "sqlite:///predictions.db", table: predictions}
         sensitive_features: [sex]
-        prediction: prediction            # and/or score: score; label: label
+        prediction: prediction            # and/or score: score
+        label: label                      # ground truth, when it arrives
         window: 1h
         every: 5m                         # omitted: tumbling windows
         labels_after: 24h                 # label metrics wait this long after the window end
