@@ -49,7 +49,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
-    "STAGES", "NewVersion", "VersionResult", "WindowResult", "describe", "detect_new_versions",
+    "DURABLE_STAGES", "STAGES", "NewVersion", "VersionResult", "WindowResult", "describe",
+    "detect_new_versions",
     "evaluate_model_window", "evaluate_new_versions", "evaluate_version", "labels_pending_count",
     "run_once",
 ]
@@ -58,7 +59,9 @@ log = logging.getLogger(__name__)
 
 Phase = Literal["full", "predictions", "labels"]
 #: Where a window's evaluation can fail; the exporter pre-initialises one error series per stage.
-STAGES = ("source", "data", "metric", "export", "mlflow")
+STAGES = ("source", "data", "metric", "checkpoint", "export", "mlflow")
+#: Hook stages whose values must be durable before the checkpoint moves (see :func:`run_once`).
+DURABLE_STAGES = ("mlflow",)
 Hook = Callable[["WindowResult"], object]
 
 
@@ -292,10 +295,12 @@ def run_once(
 
     A model without a checkpoint starts at its ``start`` (or with its latest closed window).
     Missed windows are caught up oldest first, at most ``config.catch_up`` per model and phase;
-    older ones are skipped with a warning. The checkpoint is saved after every window, so a
-    restart neither skips nor repeats windows. Hooks (``on_result``: callables, or a mapping
-    of stage name to callable) receive every result, including failed ones (``report`` None);
-    the returned results carry the hooks' errors too.
+    older ones are skipped with a warning. The checkpoint is saved after every window, once the
+    ``mlflow`` hooks (:data:`DURABLE_STAGES`) have made its values durable, so a restart or a
+    crash at any point neither skips nor doubles a window; a checkpoint that cannot be saved
+    is recorded under the stage ``checkpoint`` and stops the model for this tick. Hooks
+    (``on_result``: callables, or a mapping of stage name to callable) receive every result,
+    including failed ones (``report`` None); the returned results carry the hooks' errors too.
     """
     if now.tzinfo is None:
         raise ValueError(f"now must be timezone-aware (UTC); got naive {now.isoformat()}")
@@ -303,6 +308,9 @@ def run_once(
     if missing:
         raise ValueError(f"no source given for model(s) {missing}; sources has {list(sources)}")
     hooks = _hooks(on_result)
+    # values must be durable (spooled or written) before the checkpoint moves past their window
+    durable = [(s, h) for s, h in hooks if s in DURABLE_STAGES]
+    others = [(s, h) for s, h in hooks if s not in DURABLE_STAGES]
     results: list[WindowResult] = []
     for name, cfg in config.models.items():
         try:
@@ -313,6 +321,14 @@ def run_once(
                 checkpoint.save(name, state)
         except Exception as exc:  # without progress records, evaluating would repeat windows
             log.error("%s: checkpoint unavailable, model skipped this tick: %s", name, exc)
+            # a result without a window, so the exporter counts the fault (stage checkpoint)
+            failed = WindowResult(
+                model=name, version=cfg.model_version or cfg.model_alias or "",
+                index=window_index(cfg.every, now), start=now, end=now, phase="full",
+                labels_included=False, n_rows=0, report=None, evaluated_at=now,
+                errors=MappingProxyType({"checkpoint": f"unavailable: {type(exc).__name__}: "
+                                                       f"{exc}"}))
+            results.append(_deliver(failed, others))
             continue
         for phase, attr in _phases(cfg):
             after = getattr(state, attr) or state.predictions_end
@@ -325,20 +341,51 @@ def run_once(
             for span in spans:
                 result = evaluate_model_window(cfg, sources[name], span.start, span.end,
                                                now=now, phase=phase, index=span.index)
-                source_down = "source" in result.errors
-                if not source_down:
-                    state = dataclasses.replace(state, **{attr: span.end})
-                    try:
-                        checkpoint.save(name, state)
-                    except Exception as exc:
-                        log.error("%s: cannot save checkpoint: %s", name, exc)
-                        source_down = True  # stop here; the window is redone next tick
-                result = _deliver(result, hooks)
+                result, state, stop = _complete(name, result, state, attr, span.end,
+                                                checkpoint, durable, others)
                 _log(result)
                 results.append(result)
-                if source_down:
+                if stop:
                     break  # later windows wait for this one: the watermark never jumps a gap
     return results
+
+
+def _complete(name: str, result: WindowResult, state: ModelState, attr: str, end: datetime,
+              checkpoint: Checkpoint, durable: list[tuple[str, Hook]],
+              others: list[tuple[str, Hook]]) -> tuple[WindowResult, ModelState, bool]:
+    """Deliver one result and move the checkpoint, in the crash-safe order.
+
+    1. durable hooks (the MLflow sink, whose spool is on disk when ``submit`` returns);
+    2. the checkpoint, only if they all succeeded: a crash before this step redoes the window
+       (the sink replaces the re-submitted values, MLflow ignores identical ones), a crash after
+       it finds the values in the spool, so no window is lost and none is doubled;
+    3. the other hooks (the Prometheus collector), which see a ``checkpoint`` error and keep
+       ``last_success`` frozen when the checkpoint could not move.
+
+    Returns the result (with the hooks' and the checkpoint's errors), the state and whether
+    the model must stop for this tick (the window is redone next tick).
+    """
+    if "source" in result.errors:  # nothing was read: nothing to keep, the window is redone
+        return _deliver(result, durable + others), state, True
+    result = _deliver(result, durable)
+    failed = [stage for stage, _ in durable if stage in result.errors]
+    problem = None
+    if failed:
+        problem = (f"not moved: the {'/'.join(failed)} values of this window are not durable "
+                   "yet; the window is evaluated again next tick")
+    else:
+        moved = dataclasses.replace(state, **{attr: end})
+        try:
+            checkpoint.save(name, moved)
+            state = moved
+        except Exception as exc:  # full disk, read-only mount, database down
+            problem = (f"cannot save: {type(exc).__name__}: {exc}; the window is evaluated "
+                       "again next tick (free space or fix permissions of the checkpoint)")
+            log.error("%s: checkpoint %s", name, problem)
+    if problem is not None:
+        result = dataclasses.replace(
+            result, errors=MappingProxyType({**result.errors, "checkpoint": problem}))
+    return _deliver(result, others), state, problem is not None
 
 
 def labels_pending_count(config: MonitorConfig, checkpoint: Checkpoint, *,

@@ -215,27 +215,66 @@ def test_full_phase_without_labels_gives_nan_with_reason(make_predictions):
 def test_hooks_get_every_result_and_their_failures_are_recorded(make_predictions, caplog):
     seen = []
 
-    def mlflow_sink(result):
-        raise ConnectionError("mlflow unreachable")
+    def exporter(result):
+        seen.append(result)
+        raise ConnectionError("pushgateway unreachable")
 
     source = MemorySource(make_predictions(n_hours=2))
+    store = MemoryCheckpoint()
     with caplog.at_level(logging.WARNING):
-        results = run_once(_config(), {"credit": source}, MemoryCheckpoint(), now=T0 + 2 * H,
-                           on_result={"export": seen.append, "mlflow": mlflow_sink})
+        results = run_once(_config(), {"credit": source}, store, now=T0 + 2 * H,
+                           on_result={"export": exporter})
     assert [r.end for r in seen] == [T0 + H, T0 + 2 * H]
-    assert seen[0].errors == {}  # the exporter saw the result before the sink failed
-    assert [r.errors for r in results] == [{"mlflow": "ConnectionError: mlflow unreachable"}] * 2
-    assert "mlflow hook" in caplog.text
+    assert seen[0].errors == {}  # the hook saw the result before it failed
+    assert [r.errors for r in results] == [{"export": "ConnectionError: pushgateway "
+                                                      "unreachable"}] * 2
+    # an exporter holds no values the checkpoint must wait for
+    assert store.load("credit").predictions_end == T0 + 2 * H
+    assert "export hook" in caplog.text
 
 
-def test_hook_stage_attribute_in_a_list(make_predictions):
+def test_failing_mlflow_hook_holds_the_checkpoint_before_its_window(make_predictions):
+    """The MLflow sink's values must be durable before the checkpoint moves past them: if it
+    raises, the window is redone next tick and the exporter sees a checkpoint error."""
+    seen = []
+
     def sink(result):
         raise RuntimeError("boom")
 
     sink.stage = "mlflow"
-    results = run_once(_config(), {"credit": MemorySource(make_predictions(n_hours=1))},
-                       MemoryCheckpoint(), now=T0 + H, on_result=[sink])
-    assert results[0].errors == {"mlflow": "RuntimeError: boom"}
+    store = MemoryCheckpoint()
+    source = MemorySource(make_predictions(n_hours=2))
+    results = run_once(_config(), {"credit": source}, store, now=T0 + 2 * H,
+                       on_result=[sink, seen.append])
+    assert len(results) == 1  # the second window waits for the first
+    assert results[0].errors["mlflow"] == "RuntimeError: boom"
+    assert results[0].errors["checkpoint"].startswith("not moved: the mlflow values")
+    assert seen[0].errors == results[0].errors  # the exporter ran after the checkpoint
+    assert store.load("credit").predictions_end == T0
+    again = run_once(_config(), {"credit": source}, store, now=T0 + 2 * H,
+                     on_result={"export": seen.append})
+    assert [r.end for r in again] == [T0 + H, T0 + 2 * H]
+    assert store.load("credit").predictions_end == T0 + 2 * H
+
+
+def test_failed_checkpoint_write_is_an_error_and_stops_the_model(make_predictions, caplog):
+    """Issue 15 item 1: a full checkpoint disk was only logged; the window counted as a
+    success, was redone every tick and nothing could alert."""
+    class FullDisk(MemoryCheckpoint):
+        def save(self, model, state):
+            if state.predictions_end is not None and state.predictions_end > T0:
+                raise OSError(28, "No space left on device")
+            super().save(model, state)
+
+    seen = []
+    source = MemorySource(make_predictions(n_hours=3))
+    with caplog.at_level(logging.ERROR):
+        results = run_once(_config(), {"credit": source}, FullDisk(), now=T0 + 3 * H,
+                           on_result={"export": seen.append})
+    assert len(results) == 1 and not results[0].ok
+    assert "No space left on device" in results[0].errors["checkpoint"]
+    assert seen[0].errors["checkpoint"] == results[0].errors["checkpoint"]
+    assert "cannot save" in caplog.text
 
 
 def test_version_is_the_most_frequent_in_the_window(make_predictions):
@@ -292,10 +331,14 @@ def test_checkpoint_failure_skips_the_model_without_raising(make_predictions, ca
         def load(self, model):
             raise OSError("checkpoint store down")
 
+    seen = []
     with caplog.at_level(logging.ERROR):
         results = run_once(_config(), {"credit": MemorySource(make_predictions(n_hours=1))},
-                           Broken(), now=T0 + H)
-    assert results == []
+                           Broken(), now=T0 + H, on_result={"export": seen.append})
+    # one result without a report, so the exporter can count the fault
+    assert [(r.report, dict(r.errors)) for r in results] == [
+        (None, {"checkpoint": "unavailable: OSError: checkpoint store down"})]
+    assert seen == results
     assert "checkpoint unavailable" in caplog.text
 
 

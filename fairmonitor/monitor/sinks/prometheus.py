@@ -46,11 +46,12 @@ __all__ = ["ERROR_STAGES", "NAMESPACE", "REASONS", "FairnessCollector", "reason_
 
 NAMESPACE = "fairmonitor"
 #: ``stage`` label values of ``fairmonitor_errors_total`` (pre-initialised for every model).
-ERROR_STAGES = ("source", "data", "metric", "mlflow", "export", "scheduler")
+ERROR_STAGES = ("source", "data", "metric", "checkpoint", "spool", "mlflow", "export",
+                "scheduler")
 #: ``reason`` label values of ``fairmonitor_metric_undefined``.
 REASONS = ("labels_pending", "too_few_groups", "error", "undefined")
 #: Stages the job records itself; hook stages (export, mlflow) are counted by the caller.
-_EVALUATION_STAGES = ("source", "data", "metric")
+_EVALUATION_STAGES = ("source", "data", "metric", "checkpoint")
 _TOO_FEW_GROUPS = re.compile(r"fewer than (two|2) groups|single group|no groups?\b")
 
 
@@ -198,7 +199,7 @@ class FairnessCollector:
         fairmonitor_windows_evaluated_total{model="credit"} 12.0
         # TYPE fairmonitor_errors_total counter
         fairmonitor_errors_total{model="credit",stage="source"} 0.0
-        (one line per stage: source, data, metric, mlflow, export, scheduler)
+        (one line per stage: source, data, metric, checkpoint, spool, mlflow, export, scheduler)
         # TYPE fairmonitor_labels_pending_windows gauge
         fairmonitor_labels_pending_windows{model="credit"} 24.0
         # TYPE fairmonitor_build_info gauge
@@ -254,7 +255,8 @@ class FairnessCollector:
         for stage in r.errors:
             if stage in _EVALUATION_STAGES:
                 errors[stage] = errors.get(stage, 0) + 1
-        if "source" in r.errors:  # nothing new is known about the model: keep its values
+        if "source" in r.errors or (r.report is None and "checkpoint" in r.errors):
+            # nothing new is known about the model: keep its values
             return replace(m, errors=errors)
         values = dict(m.values)
         report = r.report
@@ -271,8 +273,9 @@ class FairnessCollector:
         return replace(
             m, version=r.version or m.version, values=values, errors=errors,
             robustness=robustness, evaluated=m.evaluated + 1,
-            last_success=(r.evaluated_at.timestamp() if r.evaluated_at is not None
-                          else time.time()),
+            # a window whose checkpoint did not move is redone: not a success (staleness fires)
+            last_success=m.last_success if "checkpoint" in r.errors else (
+                r.evaluated_at.timestamp() if r.evaluated_at is not None else time.time()),
             duration=float(r.duration_seconds),
             window_end=r.end.timestamp() if main_phase else m.window_end,
             samples=int(r.n_rows) if main_phase else m.samples,
