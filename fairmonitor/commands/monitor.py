@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 from typing import Any
 
@@ -53,10 +52,7 @@ def run(args: Any) -> int:
         except ValueError as err:
             print(f"--web.listen-address: {err}", file=sys.stderr)
             return 2
-    # The sink retries failed MLflow writes on every tick, so one tick must not block for
-    # minutes in MLflow's own HTTP retries (default: 7 retries, 120 s timeout).
-    os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "1")
-    os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "15")
+    # MLflow's HTTP timeout and retries come from the config's mlflow_timeout (the service)
     if logging.getLogger().getEffectiveLevel() > logging.DEBUG:
         # APScheduler logs two INFO lines per tick ("Running job", "executed successfully")
         logging.getLogger("apscheduler.executors.default").setLevel(logging.WARNING)

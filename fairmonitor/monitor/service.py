@@ -81,6 +81,20 @@ def parse_listen_address(text: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
+def _bound_mlflow_requests(timeout: timedelta | None) -> None:
+    """Each MLflow HTTP request at most ``timeout``, without retries: a hung tracking server
+    costs one timeout per tick (the sink keeps the values and the next tick retries), instead
+    of MLflow's default 120 s times 7 retries. MLflow reads these variables on every request.
+    """
+    if timeout is None:
+        return
+    import math
+    import os
+
+    os.environ["MLFLOW_HTTP_REQUEST_TIMEOUT"] = str(max(1, math.ceil(timeout.total_seconds())))
+    os.environ["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] = "0"
+
+
 def _threshold_for(cfg: Any, metric: str, attribute: str) -> Any:
     matching = [t for t in getattr(cfg, "thresholds", ()) if t.applies_to(metric, attribute)]
     return max(matching, key=lambda t: t.attribute is not None) if matching else None
@@ -163,6 +177,7 @@ class MonitorService:
 
         self._job = job
         self.config = config
+        _bound_mlflow_requests(getattr(config, "mlflow_timeout", None))
         if registry is None:
             registry = CollectorRegistry()
             ProcessCollector(registry=registry)  # RSS and CPU of the monitor itself

@@ -168,7 +168,7 @@ models:
 """
     assert _errors(text) == (
         "polling: unknown key 'polling'; allowed keys: listen_address, checkpoint, mlflow_spool, "
-        "catch_up, timezone, tick, models",
+        "catch_up, timezone, tick, mlflow_timeout, models",
         "listen_address: must be 'host:port' with a port in 0..65535; got 'localhost'",
         "timezone: must be one of ['UTC']; got 'Europe/Paris'",
         "catch_up: must be a positive integer; got 0",
@@ -264,7 +264,7 @@ def test_missing_file_and_bad_yaml():
         load_config("models: [a\n b: c")
     assert _errors("- a\n- b") == (
         "the top level must be a mapping with keys listen_address, checkpoint, mlflow_spool, "
-        "catch_up, timezone, tick, models; got ['a', 'b']",)
+        "catch_up, timezone, tick, mlflow_timeout, models; got ['a', 'b']",)
     assert _errors("") == ("models: required; give a mapping of model name to its settings, "
                            "e.g. models: {credit: {...}}",)
 

@@ -35,6 +35,8 @@ class SourceConfig:
     model_column: str | None = "model"
     version_column: str | None = "version"
     features_column: str | None = "features"
+    #: most time one window's fetch may take before it counts as a source error
+    timeout: timedelta = timedelta(minutes=5)
 
 
 @dataclass(frozen=True)
@@ -127,6 +129,8 @@ class MonitorConfig:
     catch_up: int = 100
     timezone: str = "UTC"
     tick: timedelta = timedelta(minutes=1)
+    #: most time one MLflow request may take (no retries within a tick: the next tick retries)
+    mlflow_timeout: timedelta = timedelta(seconds=10)
 
     @property
     def host(self) -> str:

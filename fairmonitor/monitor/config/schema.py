@@ -36,7 +36,7 @@ __all__ = ["read_monitor"]
 
 _MODEL_URI = re.compile(r"^models:/(?P<name>[^/@]+)(?:@(?P<alias>[^/@]+)|/(?P<version>\d+))?$")
 _TOP_KEYS = ("listen_address", "checkpoint", "mlflow_spool", "catch_up", "timezone", "tick",
-             "models")
+             "mlflow_timeout", "models")
 _MODEL_KEYS = (
     "model", "tracking_uri", "experiment", "source", "sensitive_features", "label", "score",
     "prediction", "features", "decision_threshold", "window", "every", "mode", "labels_after",
@@ -44,7 +44,7 @@ _MODEL_KEYS = (
     "reference",
 )
 _SOURCE_KEYS = ("kind", "url", "table", "path", "pattern", "timestamp_column", "model_column",
-                "version_column", "features_column")
+                "version_column", "features_column", "timeout")
 _THRESHOLD_KEYS = ("warning", "critical", "bound", "attribute")
 _REFERENCE_KEYS = ("path", "metrics", "label", "score", "prediction", "features")
 
@@ -79,9 +79,10 @@ def read_monitor(r: Reader, data: Any, base: Path) -> MonitorConfig | None:
     tick = r.duration(data, "tick", None)
     if tick is None:
         tick = min((m.every for m in models.values()), default=timedelta(minutes=1))
+    mlflow_timeout = r.duration(data, "mlflow_timeout", timedelta(seconds=10))
     return MonitorConfig(models=MappingProxyType(models), checkpoint=checkpoint,
                          mlflow_spool=spool, listen_address=address, catch_up=catch_up,
-                         timezone=timezone, tick=tick)
+                         timezone=timezone, tick=tick, mlflow_timeout=mlflow_timeout)
 
 
 def _mlflow_spool(r: Reader, data: Mapping[str, Any], checkpoint: CheckpointConfig,
@@ -230,7 +231,7 @@ def _source(r: Reader, at: str, raw: Any, base: Path) -> SourceConfig:
     opt = {k: r.get(raw, k, str, None, path=at, nullable=True) for k in
            ("model_column", "version_column", "features_column") if k in raw}
     common = dict(timestamp_column=r.get(raw, "timestamp_column", str, "timestamp", path=at),
-                  **opt)
+                  timeout=r.duration(raw, "timeout", timedelta(minutes=5), path=at), **opt)
     if kind == "files":
         path = r.get(raw, "path", str, None, path=at, required=True) or "."
         pattern = r.get(raw, "pattern", str, "**/*.parquet", path=at)
