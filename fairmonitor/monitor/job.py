@@ -35,6 +35,7 @@ from ..report.thresholds import Severity
 from .checkpoint import Checkpoint, ModelState
 from .config import ModelConfig, MonitorConfig
 from .merge import merge_reports
+from .snapshot import fold
 from .sources import WindowSource
 from .versions import (
     NewVersion,
@@ -374,7 +375,8 @@ def _complete(name: str, result: WindowResult, state: ModelState, attr: str, end
         problem = (f"not moved: the {'/'.join(failed)} values of this window are not durable "
                    "yet; the window is evaluated again next tick")
     else:
-        moved = dataclasses.replace(state, **{attr: end})
+        # the watermark and what was reported move together, in one checkpoint write
+        moved = dataclasses.replace(state, **{attr: end, "last": fold(state.last, result)})
         try:
             checkpoint.save(name, moved)
             state = moved

@@ -129,6 +129,13 @@ class _WindowLog:
         log.info("%s rows=%d verdict=%s%s%s in %.2fs", head, r.n_rows, r.status, detail, errors,
                  r.duration_seconds)
 
+    def restore(self, model: str, snapshot: Any) -> None:
+        """Threshold states as last reported: a restart logs no crossing that is not one."""
+        for metric, attrs in (snapshot.get("values") or {}).items():
+            for attr, v in attrs.items():
+                if v.get("status") in ("ok", "warning", "critical"):
+                    self._last[(model, metric, attr)] = v["status"]
+
     def _crossing(self, r: Any, metric: str, attr: str, severity: str, value: float) -> None:
         key = (r.model, metric, attr)
         before = self._last.get(key, "ok")
@@ -199,6 +206,7 @@ class MonitorService:
         self._listen = parse_listen_address(listen_address or config.listen_address)
         self._on_tick = on_tick
         self._window_log = _WindowLog(config.models)
+        self._restore()
         self._stop = threading.Event()
         self._ticks = 0
         self._max_ticks: int | None = None
@@ -209,6 +217,20 @@ class MonitorService:
             "coalesce": True, "max_instances": 1,
             "misfire_grace_time": max(1, int(self._interval)),
         })
+
+    def _restore(self) -> None:
+        """Export again what the previous process last reported (the checkpoint's snapshot)."""
+        for name in self.config.models:
+            try:
+                last = self.checkpoint.load(name).last
+            except Exception as exc:  # the job reports the store at its first tick too
+                log.error("%s: cannot restore the last reported values from the checkpoint "
+                          "(%s); they come back with the next window", name, exc)
+                self.collector.record_error(name, "checkpoint")
+                continue
+            if last:
+                self.collector.restore(name, last)
+                self._window_log.restore(name, last)
 
     @property
     def address(self) -> tuple[str, int]:

@@ -82,6 +82,7 @@ class _Value:
     value: float
     reason: str  # a REASONS code; only read when value is NaN
     severity: int | None  # 0/1/2, None when no threshold governs the value or it is NaN
+    window_end: float = 0.0  # end of the window the value was computed on (0: reference data)
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +141,8 @@ def _robustness(report: Any, version: str) -> dict[str, tuple[tuple[str, str, st
             for attr, vals in out.items()}
 
 
-def _values(report: Any, version: str, keep: Any = None) -> dict[tuple[str, str], _Value]:
+def _values(report: Any, version: str, keep: Any = None, *,
+            window_end: float = 0.0) -> dict[tuple[str, str], _Value]:
     out = {}
     for key, value in report.values.items():
         if keep is not None and not keep(key[0]):
@@ -148,7 +150,8 @@ def _values(report: Any, version: str, keep: Any = None) -> dict[tuple[str, str]
         value = float(value)
         status = report.statuses.get(key)
         code = severity_code(status) if status is not None else None
-        out[key] = _Value(version, value, reason_code(report.reasons.get(key)), code)
+        out[key] = _Value(version, value, reason_code(report.reasons.get(key)), code,
+                          window_end)
     return out
 
 
@@ -261,11 +264,12 @@ class FairnessCollector:
         values = dict(m.values)
         report = r.report
         if report is not None:
-            values.update(_values(report, r.version))
+            values.update(_values(report, r.version, window_end=r.end.timestamp()))
         else:  # empty window: what this phase computes is now undefined, not stale
             for metric, attr in list(values):
                 if metric in r.metrics:
-                    values[(metric, attr)] = _Value(r.version, math.nan, "undefined", None)
+                    values[(metric, attr)] = _Value(r.version, math.nan, "undefined", None,
+                                                    r.end.timestamp())
         main_phase = r.phase != "labels"
         robustness = dict(m.robustness)
         if report is not None:
@@ -299,6 +303,38 @@ class FairnessCollector:
 
         self._update(model, change)
 
+    def restore(self, model: str, snapshot: Mapping[str, Any]) -> None:
+        """Show again what was last reported before a restart (a checkpoint's ``last``).
+
+        Values, versions, threshold states, the latest window and its group sizes come back
+        as they were, so fairness series and alerts continue across a deploy; counters start
+        at 0 (Prometheus handles counter resets).
+        """
+        def ts(text: Any) -> float:
+            from datetime import datetime
+
+            return datetime.fromisoformat(text).timestamp() if text else 0.0
+
+        values = {}
+        for metric, attrs in (snapshot.get("values") or {}).items():
+            for attr, v in attrs.items():
+                value = math.nan if v.get("value") is None else float(v["value"])
+                status = v.get("status") if not math.isnan(value) else None
+                values[(metric, attr)] = _Value(
+                    str(v.get("version", "")), value, reason_code(v.get("reason")),
+                    severity_code(status) if status else None, ts(v.get("window_end")))
+        version = str(snapshot.get("version", ""))
+
+        def change(m: _Model) -> _Model:
+            return replace(m, version=version, values={**values, **m.values},
+                           last_success=m.last_success or ts(snapshot.get("evaluated_at")),
+                           window_end=m.window_end or ts(snapshot.get("window_end")),
+                           samples=m.samples or int(snapshot.get("samples", 0)),
+                           groups=m.groups or dict(snapshot.get("groups") or {}),
+                           groups_version=m.groups_version or version)
+
+        self._update(model, change)
+
     def record_error(self, model: str, stage: str) -> None:
         """Count one error of ``stage`` (e.g. ``"mlflow"``) for ``model``."""
         self._update(model, lambda m: replace(
@@ -326,10 +362,17 @@ class FairnessCollector:
         robustness = _gauge("robustness_ratio_by_level", "Fairness gap under input noise over "
                             "the clean gap, per noise level.",
                             "model", "version", "sensitive_attribute", "metric", "level")
+        # gauges of one model can come from different windows (label metrics wait for their
+        # labels): this says which window each value belongs to
+        value_window = _gauge("value_window_end_timestamp_seconds", "End of the window each "
+                              "metric value (or undefined marker) was computed on.",
+                              "model", "metric", "sensitive_attribute")
         groups = _gauge("group_samples", "Rows per group of each sensitive attribute in the "
                         "latest window.", "model", "version", "sensitive_attribute", "group")
         for model, m in models.items():
             for (metric, attr), v in m.values.items():
+                if v.window_end:
+                    value_window.add_metric([model, metric, attr], v.window_end)
                 if math.isnan(v.value):
                     undefined.add_metric([model, v.version, metric, attr, v.reason], 1.0)
                     continue
@@ -350,7 +393,7 @@ class FairnessCollector:
                 for group, n in counts.items():
                     groups.add_metric([model, m.groups_version, attr, group], float(n))
         yield from per_metric.values()
-        yield from (undefined, robustness, groups, alert)
+        yield from (undefined, robustness, groups, alert, value_window)
 
     def _never_labelled(self, model: str, m: _Model) -> Iterator[tuple[str, str]]:
         """Configured label metrics with no value yet (their first labels have not arrived)."""
