@@ -265,12 +265,18 @@ class MonitorService:
         self._evaluate_versions()
         self._refresh_labels_pending(now)
         self.sink.flush()
+        self._report_mlflow_queue()
         self._ticks += 1
         if self._max_ticks is not None and self._ticks >= self._max_ticks:
             self._stop.set()  # run() still waits for this tick (and on_tick) to finish
         if self._on_tick is not None:
             self._on_tick(self._ticks, results)
         return results
+
+    def _report_mlflow_queue(self) -> None:
+        self.collector.set_mlflow_queue(spool_bytes=getattr(self.sink, "spool_bytes", 0),
+                                        pending=getattr(self.sink, "pending", 0),
+                                        dropped=getattr(self.sink, "dropped", 0))
 
     def _evaluate_versions(self) -> None:
         with_reference = [m for m, cfg in self.config.models.items() if cfg.reference is not None]

@@ -87,9 +87,11 @@ def _scrape(svc):
 
 
 def _sample(text, name, **labels):
-    want = ",".join(f'{k}="{v}"' for k, v in sorted({"model": "credit", **labels}.items()))
+    labels = {"model": "credit", **labels} if labels.pop("model", True) else labels
+    want = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+    series = f"{name}{{{want}}}" if want else name
     for line in text.splitlines():
-        if line.startswith(f"{name}{{{want}}} "):
+        if line.startswith(f"{series} "):
             return float(line.rsplit(" ", 1)[1])
     raise AssertionError(f"{name}{{{want}}} not in the scrape")
 
@@ -153,6 +155,10 @@ def test_full_spool_disk_with_mlflow_down_holds_the_checkpoint(tmp_path, disk,
         assert [r.ok for r in results] == [True, True, True]
         assert store.load("credit").predictions_end == T0 + 3 * H
         assert svc.sink.pending == 3 and (disk.root / "spool.jsonl").exists()
+        text = _scrape(svc)
+        assert _sample(text, "fairmonitor_mlflow_pending_values", model=None) == 3.0
+        assert _sample(text, "fairmonitor_mlflow_spool_bytes", model=None) == (
+            disk.root / "spool.jsonl").stat().st_size
     finally:
         svc.shutdown()
     print(f"\nfull spool disk + MLflow down (tmpfs={disk.mounted}): visible in /metrics after "

@@ -235,6 +235,7 @@ class FairnessCollector:
         self._lock = threading.Lock()  # serialises writers; readers take the reference as is
         self._models: Mapping[str, _Model] = MappingProxyType(
             {name: _Model() for name in self._setup})
+        self._spool = (0.0, 0.0, 0.0)  # bytes on disk, values pending, values dropped
         if registry is not None:
             registry.register(self)
 
@@ -335,6 +336,10 @@ class FairnessCollector:
 
         self._update(model, change)
 
+    def set_mlflow_queue(self, *, spool_bytes: int, pending: int, dropped: int) -> None:
+        """The MLflow sink's backlog: spool size on disk, values not yet written, dropped."""
+        self._spool = (float(spool_bytes), float(pending), float(dropped))
+
     def record_error(self, model: str, stage: str) -> None:
         """Count one error of ``stage`` (e.g. ``"mlflow"``) for ``model``."""
         self._update(model, lambda m: replace(
@@ -351,6 +356,19 @@ class FairnessCollector:
         yield from self._fairness_families(models)
         yield from self._threshold_families()
         yield from self._health_families(models)
+        yield from self._queue_families()
+
+    def _queue_families(self) -> Iterator[Metric]:
+        size, pending, dropped = self._spool
+        yield GaugeMetricFamily(f"{NAMESPACE}_mlflow_spool_bytes", "Size of the MLflow spool "
+                                "file (values kept for MLflow across restarts; 0: none "
+                                "pending).", value=size)
+        yield GaugeMetricFamily(f"{NAMESPACE}_mlflow_pending_values", "Values not yet written "
+                                "to MLflow (server down or slow).", value=pending)
+        lost = CounterMetricFamily(f"{NAMESPACE}_mlflow_dropped_values", "Values dropped "
+                                   "because the MLflow queue overflowed (max_pending).")
+        lost.add_metric([], dropped)
+        yield lost
 
     def _fairness_families(self, models: Mapping[str, _Model]) -> Iterator[Metric]:
         per_metric: dict[str, GaugeMetricFamily] = {}
