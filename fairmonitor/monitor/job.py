@@ -30,11 +30,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from ..exceptions import InvalidInputError
 from ..report.evaluate import Window, WindowReport, evaluate_window
 from ..report.thresholds import Severity
 from .checkpoint import Checkpoint, ModelState
 from .config import ModelConfig, MonitorConfig
 from .merge import merge_reports
+from .rows import prepare as prepare_rows
 from .snapshot import fold
 from .sources import WindowSource
 from .versions import (
@@ -88,6 +90,10 @@ class WindowResult:
     duration_seconds: float = 0.0
     versions: Mapping[str, int] = field(default_factory=dict)
     metrics: tuple[str, ...] = ()
+    #: rows dropped before any metric, per reason (:mod:`.rows`: invalid_score, ...)
+    rejected: Mapping[str, int] = field(default_factory=dict)
+    #: rows that exactly duplicate another row of the window (counted, kept)
+    duplicates: int = 0
 
     @property
     def ok(self) -> bool:
@@ -218,6 +224,14 @@ def evaluate_model_window(
         counts = frame[vcol].dropna().astype(str).value_counts()
         versions = {str(k): int(v) for k, v in counts.items()}
     version = max(versions, key=versions.__getitem__) if versions else fallback_version
+    try:  # real column types in, invalid model outputs out: one rule for every metric
+        frame, rejected, duplicates = prepare_rows(
+            frame, score=model_cfg.score, prediction=model_cfg.prediction,
+            label=model_cfg.label)
+    except InvalidInputError as exc:
+        return done(version=version, versions=versions, labels_included=False,
+                    n_rows=len(frame), report=None, errors={"data": str(exc)})
+    base.update(rejected=MappingProxyType(rejected), duplicates=duplicates)
     if phase == "labels" and model_cfg.label in frame.columns:
         frame = frame[frame[model_cfg.label].notna()]
     if len(frame) == 0:

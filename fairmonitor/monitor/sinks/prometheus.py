@@ -102,6 +102,12 @@ class _Model:
     evaluated: int = 0
     errors: Mapping[str, int] = field(default_factory=lambda: dict.fromkeys(ERROR_STAGES, 0))
     labels_pending: int = 0
+    rejected: Mapping[str, int] = field(default_factory=dict)
+    duplicates: int = 0
+
+
+#: ``reason`` label values of ``fairmonitor_window_rejected_rows`` (see ``monitor/rows.py``).
+REJECT_REASONS = ("invalid_score", "invalid_prediction")
 
 
 @dataclass(frozen=True, slots=True)
@@ -287,6 +293,8 @@ class FairnessCollector:
             groups=(dict(report.group_counts) if report is not None else {}) if main_phase
             else m.groups,
             groups_version=r.version if main_phase else m.groups_version,
+            rejected=dict(getattr(r, "rejected", {})) if main_phase else m.rejected,
+            duplicates=int(getattr(r, "duplicates", 0)) if main_phase else m.duplicates,
         )
 
     def observe_reference(self, model: str, version: str, report: Any) -> None:
@@ -357,6 +365,20 @@ class FairnessCollector:
         yield from self._threshold_families()
         yield from self._health_families(models)
         yield from self._queue_families()
+        yield from self._row_families(models)
+
+    def _row_families(self, models: Mapping[str, _Model]) -> Iterator[Metric]:
+        rejected = _gauge("window_rejected_rows", "Rows of the latest window dropped before "
+                          "any metric (invalid score or prediction), by reason.",
+                          "model", "reason")
+        duplicates = _gauge("window_duplicate_rows", "Rows of the latest window that exactly "
+                            "duplicate another row (counted, not dropped).", "model")
+        for model, m in models.items():
+            for reason in (*REJECT_REASONS, *(r for r in m.rejected if r not in REJECT_REASONS)):
+                rejected.add_metric([model, reason], float(m.rejected.get(reason, 0)))
+            duplicates.add_metric([model], float(m.duplicates))
+        yield rejected
+        yield duplicates
 
     def _queue_families(self) -> Iterator[Metric]:
         size, pending, dropped = self._spool
