@@ -46,7 +46,8 @@ def test_minimal_config_defaults():
     assert m.mode == "tumbling"
     assert m.every == timedelta(hours=1)
     assert m.labels_after == timedelta(0)
-    assert m.tracking_uri == "sqlite:///mlflow.db"
+    # relative SQLite URLs resolve like every other path: against the config's directory
+    assert m.tracking_uri == f"sqlite:///{Path.cwd() / 'mlflow.db'}"
     assert m.experiment == "fairmonitor-credit"
     assert m.model_uri is None
     assert m.min_group_size == 1
@@ -100,7 +101,7 @@ models:
     credit, fraud = cfg.models["credit"], cfg.models["fraud"]
     assert cfg.tick == timedelta(seconds=30)
     assert cfg.port == 0
-    assert cfg.checkpoint.url == "sqlite:///state.db"
+    assert cfg.checkpoint.url == f"sqlite:///{tmp_path / 'state.db'}"
     assert credit.model_uri == "models:/credit@champion"
     assert (credit.registered_model, credit.model_alias) == ("credit", "champion")
     assert credit.mode == "sliding"
@@ -300,13 +301,17 @@ def test_check_config_summary(tmp_path):
     path = tmp_path / "m.yaml"
     path.write_text(MINIMAL.replace("    window: 1h", "    window: 1h\n    every: 15m\n"
                                     "    labels_after: 1d\n    model: models:/credit@prod"))
+    with pytest.raises(ConfigError, match="SQLite file not found"):
+        check_config(path)  # --check reports what is missing, and creates nothing
+    assert not (tmp_path / "predictions.db").exists()
+    (tmp_path / "predictions.db").write_bytes(b"")
     lines = check_config(path)
     assert lines[0] == (f"config OK: 1 model(s); metrics on http://127.0.0.1:9464/metrics; "
                         f"checkpoint {tmp_path / 'fairmonitor-checkpoint.json'}; MLflow spool "
                         f"{tmp_path / 'fairmonitor-mlflow-pending.jsonl'}")
     assert lines[1] == ("credit: sliding 1h windows every 15m, labels after 1d, 3 metric(s), "
-                        "0 threshold(s), sql source sqlite:///predictions.db, model "
-                        "models:/credit@prod")
+                        f"0 threshold(s), sql source sqlite:///{tmp_path / 'predictions.db'}, "
+                        f"model models:/credit@prod, MLflow sqlite:///{tmp_path / 'mlflow.db'}")
 
 
 @pytest.mark.parametrize(("text", "delta"), [("30s", timedelta(seconds=30)),

@@ -85,6 +85,25 @@ def read_monitor(r: Reader, data: Any, base: Path) -> MonitorConfig | None:
                          timezone=timezone, tick=tick, mlflow_timeout=mlflow_timeout)
 
 
+def sqlite_beside(url: str, base: Path) -> str:
+    """A relative SQLite URL made absolute against ``base`` (the config file's directory).
+
+    One rule for every relative path in the config (files, checkpoint, spool, SQLite URLs of
+    sources, checkpoints and MLflow): it resolves against the config file's directory, never
+    the working directory.
+
+    >>> sqlite_beside("sqlite:///predictions.db", Path("/etc/fairmonitor"))
+    'sqlite:////etc/fairmonitor/predictions.db'
+    >>> sqlite_beside("sqlite:////var/lib/p.db", Path("/etc")), sqlite_beside("sqlite://", Path("/"))
+    ('sqlite:////var/lib/p.db', 'sqlite://')
+    """
+    head, sep, rest = url.partition(":///")
+    if not sep or not head.startswith("sqlite") or not rest or rest.startswith(("/", ":memory:",
+                                                                                  "file:")):
+        return url
+    return f"{head}:///{base / rest}"
+
+
 def _mlflow_spool(r: Reader, data: Mapping[str, Any], checkpoint: CheckpointConfig,
                   base: Path) -> Path | None:
     """The spool file: as given, else beside a checkpoint file; None keeps it in memory."""
@@ -105,10 +124,13 @@ def _checkpoint(r: Reader, raw: Any, base: Path) -> CheckpointConfig:
     r.keys("checkpoint", raw, ("kind", "path", "url", "table"))
     kind = r.choice(raw, "kind", ("file", "sql"), "file", path="checkpoint")
     if kind == "sql":
-        return CheckpointConfig("sql", url=r.url(raw, "url", "checkpoint"),
+        return CheckpointConfig("sql", url=sqlite_beside(r.url(raw, "url", "checkpoint"), base),
                                 table=r.get(raw, "table", str, "fairmonitor_checkpoint",
                                             path="checkpoint"))
     path = r.get(raw, "path", str, DEFAULT_CHECKPOINT, path="checkpoint")
+    if (base / path).is_dir():
+        r.error("checkpoint.path", f"is a directory: {str(base / path)!r}; give a file path "
+                                   f"such as {str(base / path / DEFAULT_CHECKPOINT)!r}")
     return CheckpointConfig("file", path=base / path)
 
 
@@ -167,8 +189,8 @@ def _model(r: Reader, at: str, name: str, raw: Any, base: Path) -> ModelConfig |
     return ModelConfig(
         name=name, source=source, sensitive_features=sensitive, window=window, every=every,
         mode=mode, metrics=metrics, registered_model=reg, model_version=version,
-        model_alias=alias, tracking_uri=r.get(raw, "tracking_uri", str, DEFAULT_TRACKING_URI,
-                                              path=at),
+        model_alias=alias, tracking_uri=sqlite_beside(
+            r.get(raw, "tracking_uri", str, DEFAULT_TRACKING_URI, path=at), base),
         experiment=r.get(raw, "experiment", str, f"fairmonitor-{name}", path=at),
         label=label, score=score, prediction=prediction,
         features=r.names(raw, "features", at) or None, decision_threshold=float(threshold),
@@ -238,7 +260,7 @@ def _source(r: Reader, at: str, raw: Any, base: Path) -> SourceConfig:
         if not pattern.endswith((".parquet", ".csv", ".csv.gz")):
             r.error(f"{at}.pattern", f"must match .parquet or .csv files; got {pattern!r}")
         return SourceConfig("files", path=base / path, pattern=pattern, **common)
-    return SourceConfig("sql", url=r.url(raw, "url", at),
+    return SourceConfig("sql", url=sqlite_beside(r.url(raw, "url", at), base),
                         table=r.get(raw, "table", str, "predictions", path=at), **common)
 
 
@@ -332,4 +354,8 @@ def _start(r: Reader, at: str, raw: Any) -> datetime | None:
         except ValueError:
             r.error(at, f"must be an ISO 8601 time like 2026-11-22T00:00:00Z; got {raw!r}")
             return None
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    value = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    if value.year >= 9000:  # window arithmetic near datetime.max overflows
+        r.error(at, f"must be before 9000-01-01; got {raw!r}")
+        return None
+    return value

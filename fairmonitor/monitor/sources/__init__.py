@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .base import MemorySource, WindowSource, expand_json_column, to_utc
-from .deadline import DeadlineSource, engine_options
+from .deadline import DeadlineSource, engine_options, existing_sqlite
 from .files import FileSource
 from .sql import SQLSource
 
@@ -55,7 +55,8 @@ def build_source(model_cfg: ModelConfig) -> WindowSource:
     import sqlalchemy as sa
 
     # the driver's own timeouts end a blocked call; DeadlineSource bounds the tick regardless
-    engine = sa.create_engine(src.url, **engine_options(src.url, timeout))
+    engine = sa.create_engine(src.url, **engine_options(src.url, timeout),
+                              **existing_sqlite(src.url))
     return DeadlineSource(SQLSource(src.url, src.table, columns=needed_columns(model_cfg),
                                     engine=engine, **common),  # type: ignore[arg-type]
                           timeout)

@@ -38,7 +38,7 @@ from ...exceptions import WindowUnavailableError
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["DeadlineSource", "engine_options"]
+__all__ = ["DeadlineSource", "engine_options", "existing_sqlite"]
 
 
 def engine_options(url: str, timeout: float) -> dict[str, Any]:
@@ -61,6 +61,31 @@ def engine_options(url: str, timeout: float) -> dict[str, Any]:
     elif dialect == "sqlite":
         args = {"timeout": seconds}  # how long to wait on a locked database
     return {"pool_pre_ping": True, "connect_args": args} if args else {"pool_pre_ping": True}
+
+
+def existing_sqlite(url: str) -> dict[str, Any]:
+    """``create_engine`` arguments that open a SQLite file only if it exists.
+
+    SQLite creates a missing file on connect; a monitor pointed at a wrong path would then
+    read an empty database and report "no such table" forever. Opened read-write without
+    create (``mode=rw``), a missing file is a clear source error instead.
+    """
+    from ..config.load import sqlite_file
+
+    path = sqlite_file(url)
+    if path is None:
+        return {}
+    import sqlite3
+
+    def connect() -> Any:
+        if not path.is_file():
+            raise sqlite3.OperationalError(
+                f"SQLite file not found: {path} (the monitor never creates it; relative "
+                "paths resolve against the config file's directory)")
+        return sqlite3.connect(f"{path.resolve().as_uri()}?mode=rw", uri=True,
+                               check_same_thread=False)
+
+    return {"creator": connect}
 
 
 class DeadlineSource:
