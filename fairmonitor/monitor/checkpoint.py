@@ -41,6 +41,8 @@ class ModelState:
     labels_end: datetime | None = None
     versions: frozenset[str] = field(default_factory=frozenset)
     last: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    #: windows whose labels were incomplete when evaluated: index -> labelled rows seen
+    relabel: Mapping[str, int] = field(default_factory=dict, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-serialisable dict (ISO 8601 times, sorted versions)."""
@@ -51,6 +53,8 @@ class ModelState:
         }
         if self.last:
             out["last"] = dict(self.last)
+        if self.relabel:
+            out["relabel"] = dict(self.relabel)
         return out
 
     @classmethod
@@ -61,6 +65,7 @@ class ModelState:
             labels_end=_parse(data.get("labels_end")),
             versions=frozenset(str(v) for v in data.get("versions") or ()),
             last=dict(data.get("last") or {}),
+            relabel={str(k): int(v) for k, v in (data.get("relabel") or {}).items()},
         )
 
 

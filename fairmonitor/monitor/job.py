@@ -47,6 +47,7 @@ from .versions import (
     evaluate_version,
 )
 from .windows import due_windows, initial_watermark, labels_pending, window_index
+from .windows import span as window_span
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -94,6 +95,9 @@ class WindowResult:
     rejected: Mapping[str, int] = field(default_factory=dict)
     #: rows that exactly duplicate another row of the window (counted, kept)
     duplicates: int = 0
+    #: rows with a label / rows in the window, when labels were read (None otherwise)
+    labelled_rows: int = 0
+    label_coverage: float | None = None
 
     @property
     def ok(self) -> bool:
@@ -232,6 +236,9 @@ def evaluate_model_window(
         return done(version=version, versions=versions, labels_included=False,
                     n_rows=len(frame), report=None, errors={"data": str(exc)})
     base.update(rejected=MappingProxyType(rejected), duplicates=duplicates)
+    if phase != "predictions" and model_cfg.label in frame.columns and len(frame):
+        labelled = int(frame[model_cfg.label].notna().sum())
+        base.update(labelled_rows=labelled, label_coverage=labelled / len(frame))
     if phase == "labels" and model_cfg.label in frame.columns:
         frame = frame[frame[model_cfg.label].notna()]
     if len(frame) == 0:
@@ -357,17 +364,89 @@ def run_once(
                 result = evaluate_model_window(cfg, sources[name], span.start, span.end,
                                                now=now, phase=phase, index=span.index)
                 result, state, stop = _complete(name, result, state, attr, span.end,
-                                                checkpoint, durable, others)
+                                                checkpoint, durable, others,
+                                                relabel=_relabel_rule(cfg, now))
                 _log(result)
                 results.append(result)
                 if stop:
                     break  # later windows wait for this one: the watermark never jumps a gap
+            else:
+                continue
+            break  # a phase stopped: the model waits for the next tick
+        else:
+            results += _late_labels(name, cfg, sources[name], state, checkpoint, now,
+                                    durable, others)
     return results
+
+
+def _relabel_rule(cfg: ModelConfig, now: datetime) -> Callable[[Mapping[str, int], WindowResult],
+                                                                  dict[str, int]]:
+    """How a completed window updates the set of windows waiting for late labels."""
+    def update(pending: Mapping[str, int], result: WindowResult) -> dict[str, int]:
+        out = _watched(cfg, pending, now)
+        if result.phase == "predictions" or result.label_coverage is None:
+            return out
+        key = str(result.index)
+        if result.label_coverage < 1 and cfg.relabel_within and \
+                result.end + cfg.labels_after + cfg.relabel_within > now:
+            out[key] = result.labelled_rows
+        else:
+            out.pop(key, None)
+        return out
+    return update
+
+
+def _watched(cfg: ModelConfig, pending: Mapping[str, int], now: datetime) -> dict[str, int]:
+    """The windows still within ``relabel_within`` of their labelled evaluation."""
+    return {k: v for k, v in pending.items()
+            if window_span(cfg.window, cfg.every, int(k)).end + cfg.labels_after
+            + cfg.relabel_within > now}
+
+
+def _late_labels(name: str, cfg: ModelConfig, source: WindowSource, state: ModelState,
+                 checkpoint: Checkpoint, now: datetime, durable: list[tuple[str, Hook]],
+                 others: list[tuple[str, Hook]]) -> list[WindowResult]:
+    """Evaluate the label metrics of watched windows again where more labels have arrived.
+
+    A window evaluated with some labels missing is watched for ``relabel_within`` after its
+    labelled evaluation; each tick its rows are fetched again, and when more of them carry a
+    label its label metrics are recomputed and delivered (same MLflow step: the newer value
+    follows the older one in the metric's history; the gauges show the newer one).
+    """
+    out: list[WindowResult] = []
+    if not state.relabel or not cfg.label_metrics:
+        return out
+    rule = _relabel_rule(cfg, now)
+    watched = _watched(cfg, state.relabel, now)
+    if watched != dict(state.relabel):  # some windows are past the bound: stop watching them
+        try:
+            checkpoint.save(name, dataclasses.replace(state, relabel=watched))
+            state = dataclasses.replace(state, relabel=watched)
+        except Exception as exc:  # harmless: they are pruned with the next successful save
+            log.warning("%s: cannot save checkpoint: %s", name, exc)
+    for key in sorted(watched, key=int):
+        sp = window_span(cfg.window, cfg.every, int(key))
+        phase: Phase = "labels" if ("labels", "labels_end") in _phases(cfg) else "full"
+        result = evaluate_model_window(cfg, source, sp.start, sp.end, now=now, phase=phase,
+                                       index=sp.index)
+        if result.errors or result.labelled_rows <= state.relabel[key]:
+            continue  # no new labels (or the source is down): look again next tick
+        result = dataclasses.replace(result, phase="labels")  # only label metrics changed
+        attr = "labels_end" if phase == "labels" else "predictions_end"
+        result, state, stop = _complete(name, result, state, attr,
+                                        getattr(state, attr) or sp.end,  # never moves back
+                                        checkpoint, durable, others, relabel=rule)
+        _log(result)
+        out.append(result)
+        if stop:
+            break
+    return out
 
 
 def _complete(name: str, result: WindowResult, state: ModelState, attr: str, end: datetime,
               checkpoint: Checkpoint, durable: list[tuple[str, Hook]],
-              others: list[tuple[str, Hook]]) -> tuple[WindowResult, ModelState, bool]:
+              others: list[tuple[str, Hook]], *,
+              relabel: Any = None) -> tuple[WindowResult, ModelState, bool]:
     """Deliver one result and move the checkpoint, in the crash-safe order.
 
     1. durable hooks (the MLflow sink, whose spool is on disk when ``submit`` returns);
@@ -391,6 +470,8 @@ def _complete(name: str, result: WindowResult, state: ModelState, attr: str, end
     else:
         # the watermark and what was reported move together, in one checkpoint write
         moved = dataclasses.replace(state, **{attr: end, "last": fold(state.last, result)})
+        if relabel is not None:
+            moved = dataclasses.replace(moved, relabel=relabel(state.relabel, result))
         try:
             checkpoint.save(name, moved)
             state = moved

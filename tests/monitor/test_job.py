@@ -390,3 +390,47 @@ models:
         for s in {id(s): s for s in sources.values()}.values():
             s.close()
         store.close()
+
+
+def test_late_labels_are_used_and_label_coverage_is_reported(make_predictions):
+    """Issue 15 item 5: labels arriving after labels_after were never used, and EO computed on
+    30% of the labels without saying so."""
+    cfg = _config("    labels_after: 1h\n")
+    full = make_predictions(n_hours=1)
+    rng = np.random.default_rng(3)
+    full["label"] = np.where(rng.uniform(size=len(full)) < 0.3, 1 - full["prediction"],
+                             full["prediction"])  # a model with errors: EO gaps are not 0
+    early = full.copy()
+    early.loc[early.index[60:], "label"] = np.nan  # 30% labelled when the window is due
+    source = MemorySource(early)
+    store = MemoryCheckpoint()
+    first = run_once(cfg, {"credit": source}, store, now=T0 + 2 * H)
+    labelled = [r for r in first if r.phase == "labels"]
+    assert [r.label_coverage for r in labelled] == [pytest.approx(0.3)]
+    assert labelled[0].labelled_rows == 60
+    assert store.load("credit").relabel == {str(labelled[0].index): 60}
+    # nothing new: nothing evaluated again
+    assert run_once(cfg, {"credit": source}, store, now=T0 + 2 * H + timedelta(minutes=5)) == []
+    source.frames = full  # the late labels arrive
+    late = run_once(cfg, {"credit": source}, store, now=T0 + 2 * H + timedelta(minutes=10))
+    assert [(r.index, r.phase, r.label_coverage) for r in late] == [
+        (labelled[0].index, "labels", 1.0)]
+    oracle = evaluate_model_window(cfg.models["credit"], MemorySource(full), T0, T0 + H,
+                                   now=T0 + 2 * H, phase="labels")
+    assert late[0].report.values[(EOD, "sex")] == oracle.report.values[(EOD, "sex")]
+    assert late[0].report.values[(EOD, "sex")] != labelled[0].report.values[(EOD, "sex")]
+    assert store.load("credit").relabel == {}  # complete: no longer watched
+    assert store.load("credit").labels_end == T0 + H  # the watermark did not move back
+
+
+def test_late_labels_are_watched_only_within_relabel_within(make_predictions):
+    cfg = _config("    labels_after: 1h\n    relabel_within: 30m\n")
+    early = make_predictions(n_hours=1)
+    early.loc[early.index[60:], "label"] = np.nan
+    store = MemoryCheckpoint()
+    run_once(cfg, {"credit": MemorySource(early)}, store, now=T0 + 2 * H)
+    assert store.load("credit").relabel != {}
+    late = run_once(cfg, {"credit": MemorySource(make_predictions(n_hours=1))}, store,
+                    now=T0 + 2 * H + timedelta(minutes=31))
+    assert [r for r in late if r.phase == "labels"] == []  # past the bound: not watched
+    assert store.load("credit").relabel == {}

@@ -83,6 +83,9 @@ class ModelConfig:
     features: tuple[str, ...] | None = None
     decision_threshold: float = 0.5
     labels_after: timedelta = timedelta(0)
+    #: how long after its labelled evaluation a window with missing labels is evaluated again
+    #: when more labels arrive (default: labels_after; 0s: never)
+    relabel_within: timedelta = timedelta(0)
     start: datetime | None = None
     options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     min_group_size: int = 1

@@ -40,6 +40,7 @@ _TOP_KEYS = ("listen_address", "checkpoint", "mlflow_spool", "catch_up", "timezo
 _MODEL_KEYS = (
     "model", "tracking_uri", "experiment", "source", "sensitive_features", "label", "score",
     "prediction", "features", "decision_threshold", "window", "every", "mode", "labels_after",
+    "relabel_within",
     "start", "metrics", "options", "min_group_size", "intersection", "seed", "thresholds",
     "reference",
 )
@@ -195,6 +196,8 @@ def _model(r: Reader, at: str, name: str, raw: Any, base: Path) -> ModelConfig |
         label=label, score=score, prediction=prediction,
         features=r.names(raw, "features", at) or None, decision_threshold=float(threshold),
         labels_after=labels_after, start=_start(r, f"{at}.start", raw.get("start")),
+        relabel_within=(r.duration(raw, "relabel_within", labels_after, path=at, allow_zero=True)
+                        if label is not None else timedelta(0)),
         options=MappingProxyType({k: MappingProxyType(dict(v)) for k, v in options.items()}),
         min_group_size=r.positive_int(raw, "min_group_size", 1, path=at),
         intersection=r.get(raw, "intersection", bool, True, path=at),

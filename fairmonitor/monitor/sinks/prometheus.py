@@ -104,6 +104,8 @@ class _Model:
     labels_pending: int = 0
     rejected: Mapping[str, int] = field(default_factory=dict)
     duplicates: int = 0
+    label_coverage: float = -1.0  # -1: no labelled evaluation yet
+    label_window_end: float = 0.0
 
 
 #: ``reason`` label values of ``fairmonitor_window_rejected_rows`` (see ``monitor/rows.py``).
@@ -295,6 +297,8 @@ class FairnessCollector:
             groups_version=r.version if main_phase else m.groups_version,
             rejected=dict(getattr(r, "rejected", {})) if main_phase else m.rejected,
             duplicates=int(getattr(r, "duplicates", 0)) if main_phase else m.duplicates,
+            **({"label_coverage": float(r.label_coverage), "label_window_end": r.end.timestamp()}
+               if getattr(r, "label_coverage", None) is not None else {}),
         )
 
     def observe_reference(self, model: str, version: str, report: Any) -> None:
@@ -379,6 +383,17 @@ class FairnessCollector:
             duplicates.add_metric([model], float(m.duplicates))
         yield rejected
         yield duplicates
+        coverage = _gauge("window_label_coverage", "Fraction of rows with a label in the latest "
+                          "window whose label metrics were computed (their window end is "
+                          "fairmonitor_label_window_end_timestamp_seconds).", "model")
+        label_end = _gauge("label_window_end_timestamp_seconds", "End of the latest window "
+                           "whose label metrics were computed (0: none yet).", "model")
+        for model, m in models.items():
+            if m.label_coverage >= 0:
+                coverage.add_metric([model], m.label_coverage)
+            label_end.add_metric([model], m.label_window_end)
+        yield coverage
+        yield label_end
 
     def _queue_families(self) -> Iterator[Metric]:
         size, pending, dropped = self._spool
