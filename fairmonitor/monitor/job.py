@@ -98,6 +98,9 @@ class WindowResult:
     #: rows with a label / rows in the window, when labels were read (None otherwise)
     labelled_rows: int = 0
     label_coverage: float | None = None
+    #: older due windows skipped by the catch-up cap just before this one (their rows are
+    #: never evaluated; exported as fairmonitor_windows_skipped_total)
+    skipped_before: int = 0
 
     @property
     def ok(self) -> bool:
@@ -363,6 +366,9 @@ def run_once(
             for span in spans:
                 result = evaluate_model_window(cfg, sources[name], span.start, span.end,
                                                now=now, phase=phase, index=span.index)
+                if skipped:
+                    result = dataclasses.replace(result, skipped_before=skipped)
+                    skipped = 0
                 result, state, stop = _complete(name, result, state, attr, span.end,
                                                 checkpoint, durable, others,
                                                 relabel=_relabel_rule(cfg, now))

@@ -123,3 +123,13 @@ def test_backfill_rewinds_the_checkpoint(tmp_path, capsys):
     # rewound to just before the first window starting at 05:00, then caught up to now
     state = FileCheckpoint(tmp_path / "checkpoint.json").load("credit")
     assert state.predictions_end > later
+
+
+def test_check_reports_a_checkpoint_location_that_cannot_be_created(tmp_path, capsys):
+    logged(tmp_path / "predictions.db")
+    (tmp_path / "state").write_text("a file where the checkpoint directory should be")
+    assert main(["monitor", "--config", str(write(tmp_path, checkpoint="state/cp.json")),
+                 "--check"]) == 2
+    err = capsys.readouterr().err
+    assert f"checkpoint.path: {tmp_path / 'state'} is a file, not a directory" in err
+    assert f"mlflow_spool: {tmp_path / 'state'} is a file, not a directory" in err

@@ -104,6 +104,18 @@ def test_catch_up_cap_skips_the_oldest_with_a_warning(make_predictions, caplog):
     assert [r.end for r in results] == [T0 + 5 * H, T0 + 6 * H]
     assert ("credit: 4 missed full window(s) beyond the catch-up cap (2) were skipped"
             in caplog.text)
+    # issue 15 item 11: the rows of skipped windows are in no value: counted, not only logged
+    assert [r.skipped_before for r in results] == [4, 0]
+    from prometheus_client import CollectorRegistry
+
+    from fairmonitor.monitor.sinks.prometheus import FairnessCollector
+
+    registry = CollectorRegistry()
+    collector = FairnessCollector(registry, models=_config().models)
+    for r in results:
+        collector.observe(r)
+    assert registry.get_sample_value("fairmonitor_windows_skipped_total",
+                                     {"model": "credit"}) == 4.0
 
 
 def test_source_down_retries_the_same_window_next_tick(make_predictions, caplog):

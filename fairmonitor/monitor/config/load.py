@@ -139,4 +139,16 @@ def preflight(cfg: MonitorConfig) -> list[str]:
                             "it)")
         if m.source.kind == "files" and m.source.path is not None and not m.source.path.is_dir():
             problems.append(f"{at}.path: directory not found: {m.source.path}")
+    files = [("checkpoint.path", cfg.checkpoint.path), ("mlflow_spool", cfg.mlflow_spool)]
+    for key, path in files:
+        if path is None:
+            continue
+        # the nearest existing ancestor must be a writable directory
+        parent = path.parent
+        while not parent.exists() and parent != parent.parent:
+            parent = parent.parent
+        if not parent.is_dir():
+            problems.append(f"{key}: {parent} is a file, not a directory: cannot create {path}")
+        elif not os.access(parent, os.W_OK):
+            problems.append(f"{key}: directory {parent} is not writable: cannot create {path}")
     return problems

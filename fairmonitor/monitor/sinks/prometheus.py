@@ -105,6 +105,7 @@ class _Model:
     rejected: Mapping[str, int] = field(default_factory=dict)
     duplicates: int = 0
     label_coverage: float = -1.0  # -1: no labelled evaluation yet
+    skipped: int = 0
     label_window_end: float = 0.0
 
 
@@ -297,6 +298,7 @@ class FairnessCollector:
             groups_version=r.version if main_phase else m.groups_version,
             rejected=dict(getattr(r, "rejected", {})) if main_phase else m.rejected,
             duplicates=int(getattr(r, "duplicates", 0)) if main_phase else m.duplicates,
+            skipped=m.skipped + int(getattr(r, "skipped_before", 0)),
             **({"label_coverage": float(r.label_coverage), "label_window_end": r.end.timestamp()}
                if getattr(r, "label_coverage", None) is not None else {}),
         )
@@ -394,6 +396,12 @@ class FairnessCollector:
             label_end.add_metric([model], m.label_window_end)
         yield coverage
         yield label_end
+        skipped = CounterMetricFamily(f"{NAMESPACE}_windows_skipped", "Due windows never "
+                                      "evaluated because they were beyond the catch-up cap "
+                                      "(their rows are in no exported value).", labels=["model"])
+        for model, m in models.items():
+            skipped.add_metric([model], float(m.skipped))
+        yield skipped
 
     def _queue_families(self) -> Iterator[Metric]:
         size, pending, dropped = self._spool
