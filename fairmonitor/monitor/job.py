@@ -355,6 +355,7 @@ def run_once(
                                                        f"{exc}"}))
             results.append(_deliver(failed, others))
             continue
+        stopped = False
         for phase, attr in _phases(cfg):
             after = getattr(state, attr) or state.predictions_end
             delay = cfg.labels_after if phase == "labels" else type(cfg.labels_after)(0)
@@ -375,11 +376,9 @@ def run_once(
                 _log(result)
                 results.append(result)
                 if stop:
+                    stopped = True
                     break  # later windows wait for this one: the watermark never jumps a gap
-            else:
-                continue
-            break  # a phase stopped: the model waits for the next tick
-        else:
+        if not stopped:  # source and checkpoint work: look for late labels
             results += _late_labels(name, cfg, sources[name], state, checkpoint, now,
                                     durable, others)
     return results
