@@ -1,5 +1,4 @@
-"""Backfill: evaluate past windows again, from a given time (``fairmonitor monitor
---backfill-from``).
+"""Backfill: evaluate past windows again, from a given time (``--backfill-from``).
 
 The checkpoint says where each model is; a backfill moves both watermarks back to just before
 the first window starting at or after ``start`` (never forward), and the ordinary catch-up does

@@ -12,8 +12,9 @@ outside [0, 1], or whose prediction is missing or not 0/1, is **dropped and coun
 (reasons ``invalid_score``, ``invalid_prediction``; exported as
 ``fairmonitor_window_rejected_rows``). A missing label is not invalid: it means the label has
 not arrived yet (see ``labels_after``). Exact duplicate rows are counted (exported as
-``fairmonitor_window_duplicate_rows``) but kept, since a source cannot tell a double-logged prediction
-from two equal ones; count them, and deduplicate at the source if they are double logging.
+``fairmonitor_window_duplicate_rows``) but kept, since a source cannot tell a double-logged
+prediction from two equal ones; count them, and deduplicate at the source if they are double
+logging.
 
 >>> import pandas as pd
 >>> from decimal import Decimal
@@ -50,8 +51,9 @@ def _is_missing(v: Any) -> bool:
 
 
 def to_score(values: pd.Series) -> pd.Series:
-    """Scores as float64: ``Decimal``, numeric strings and nullable numbers converted, anything
-    that is not a number becomes NaN (and is then rejected as an invalid score).
+    """Scores as float64; what is not a number becomes NaN (then rejected as invalid).
+
+    ``Decimal``, numeric strings and nullable numbers are converted.
 
     >>> import pandas as pd
     >>> to_score(pd.Series(["0.25", None, "x"], dtype=object)).tolist()

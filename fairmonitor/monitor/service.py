@@ -82,9 +82,11 @@ def parse_listen_address(text: str) -> tuple[str, int]:
 
 
 def _bound_mlflow_requests(timeout: timedelta | None) -> None:
-    """Each MLflow HTTP request at most ``timeout``, without retries: a hung tracking server
-    costs one timeout per tick (the sink keeps the values and the next tick retries), instead
-    of MLflow's default 120 s times 7 retries. MLflow reads these variables on every request.
+    """Bound each MLflow HTTP request to ``timeout``, without retries.
+
+    A hung tracking server then costs one timeout per tick (the sink keeps the values and the
+    next tick retries) instead of MLflow's default 120 s times 7 retries. MLflow reads these
+    variables on every request.
     """
     if timeout is None:
         return

@@ -32,7 +32,8 @@ models:
 
 
 def write(tmp_path, *, url="sqlite:///predictions.db", checkpoint="checkpoint.json",
-          mlflow="sqlite:///mlflow.db", window="1h", start=T0.isoformat()):
+          mlflow="sqlite:///mlflow.db", window="1h", start=None):
+    start = T0.isoformat() if start is None else start
     path = tmp_path / "monitor.yaml"
     path.write_text(CONFIG.format(url=url, checkpoint=checkpoint, mlflow=mlflow, window=window,
                                   start=start))

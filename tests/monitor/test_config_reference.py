@@ -1,12 +1,13 @@
-"""The config reference (README) lists every key the schema reads, with the real defaults
-(issue 15 item 18: timestamp_column, start, tick, mode, intersection, options were undocumented)."""
+"""The config reference (README) lists every key the schema reads, with the real defaults.
+
+Issue 15 item 18: timestamp_column, start, tick, mode, intersection, options were undocumented.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from fairmonitor.monitor.config import format_duration, load_config
-from fairmonitor.monitor.config import schema
+from fairmonitor.monitor.config import format_duration, load_config, schema
 from fairmonitor.monitor.config.reference import ENTRIES, markdown
 
 README = Path(__file__).resolve().parents[2] / "README.md"

@@ -95,8 +95,10 @@ def sqlite_beside(url: str, base: Path) -> str:
 
     >>> sqlite_beside("sqlite:///predictions.db", Path("/etc/fairmonitor"))
     'sqlite:////etc/fairmonitor/predictions.db'
-    >>> sqlite_beside("sqlite:////var/lib/p.db", Path("/etc")), sqlite_beside("sqlite://", Path("/"))
-    ('sqlite:////var/lib/p.db', 'sqlite://')
+    >>> sqlite_beside("sqlite:////var/lib/p.db", Path("/etc"))
+    'sqlite:////var/lib/p.db'
+    >>> sqlite_beside("sqlite://", Path("/etc"))  # in memory
+    'sqlite://'
     """
     head, sep, rest = url.partition(":///")
     if not sep or not head.startswith("sqlite") or not rest or rest.startswith(("/", ":memory:",
