@@ -77,13 +77,19 @@ def _bounded(fn, limit):
 
 
 def test_hung_database_is_a_bounded_source_error(silent_server, tmp_path):
+    from fairmonitor.monitor.sinks.prometheus import FairnessCollector
+
     cfg = _config(silent_server, tmp_path)
     sources = build_sources(cfg)
+    registry = CollectorRegistry()
+    collector = FairnessCollector(registry, models=cfg.models)
     results, took = _bounded(lambda: run_once(cfg, sources, MemoryCheckpoint(),
-                                              now=T0 + 2 * H), 20)
+                                              now=T0 + 2 * H, on_result=collector.observe), 20)
     assert took < 5
     assert len(results) == 1  # the window waits for the database, the next one behind it
     assert "source" in results[0].errors
+    assert registry.get_sample_value("fairmonitor_errors_total",
+                                     {"model": "credit", "stage": "source"}) == 1.0
     # the second tick does not pile up another blocked thread: it fails at once too
     again, took = _bounded(lambda: run_once(cfg, sources, MemoryCheckpoint(),
                                             now=T0 + 2 * H), 20)
