@@ -39,6 +39,7 @@ from .merge import merge_reports
 from .rows import prepare as prepare_rows
 from .snapshot import fold
 from .sources import WindowSource
+from .sources.base import NO_TIMESTAMP
 from .versions import (
     NewVersion,
     VersionResult,
@@ -231,10 +232,13 @@ def evaluate_model_window(
         counts = frame[vcol].dropna().astype(str).value_counts()
         versions = {str(k): int(v) for k, v in counts.items()}
     version = max(versions, key=versions.__getitem__) if versions else fallback_version
+    undated = int(frame.attrs.get(NO_TIMESTAMP, 0))
     try:  # real column types in, invalid model outputs out: one rule for every metric
         frame, rejected, duplicates = prepare_rows(
             frame, score=model_cfg.score, prediction=model_cfg.prediction,
             label=model_cfg.label)
+        if undated:
+            rejected["no_timestamp"] = undated
     except InvalidInputError as exc:
         return done(version=version, versions=versions, labels_included=False,
                     n_rows=len(frame), report=None, errors={"data": str(exc)})

@@ -9,7 +9,8 @@ converts what is unambiguous and refuses the rest with a message that says how t
 One rule for invalid model outputs, applied before any metric sees the window, so every
 metric computes on the same rows: a row whose score is missing, not a number, infinite or
 outside [0, 1], or whose prediction is missing or not 0/1, is **dropped and counted**
-(reasons ``invalid_score``, ``invalid_prediction``; exported as
+(reasons ``invalid_score``, ``invalid_prediction``; the job adds ``no_timestamp`` for rows of
+a file source whose timestamp is empty or unparseable; exported as
 ``fairmonitor_window_rejected_rows``). A missing label is not invalid: it means the label has
 not arrived yet (see ``labels_after``). Exact duplicate rows are counted (exported as
 ``fairmonitor_window_duplicate_rows``) but kept, since a source cannot tell a double-logged

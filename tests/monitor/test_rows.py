@@ -139,3 +139,18 @@ def test_csv_string_labels_accepted_and_ambiguous_ones_refused(tmp_path):
     assert bad.errors["data"] == (
         "column 'prediction' must hold 0/1 or true/false; found ['maybe']. Map its values to "
         "0/1 in the source (e.g. a SQL CASE or a view).")
+
+
+def test_rows_without_a_usable_timestamp_are_counted_not_a_stuck_window(tmp_path):
+    """Issue 15 item 11: rows in no window were dropped silently; an unparseable timestamp
+    made the whole file unreadable, so the window was retried forever."""
+    csv = tmp_path / "preds-2026-11-22.csv"
+    stamps = [(T0 + timedelta(minutes=i)).isoformat() for i in range(4)] + ["", "yesterday"]
+    pd.DataFrame({"timestamp": stamps, "model": "credit", "sex": list("FMFMFM"),
+                  "prediction": [1, 0, 1, 0, 1, 1]}).to_csv(csv, index=False)
+    result = evaluate_model_window(_model(prediction="prediction"), FileSource(tmp_path, "*.csv"),
+                                   T0, T0 + H, now=T0 + H)
+    assert result.ok, result.errors
+    assert result.n_rows == 4
+    assert dict(result.rejected) == {"no_timestamp": 2}
+    assert result.report.values[(DPD, "sex")] == 1.0  # F 2/2, M 0/2

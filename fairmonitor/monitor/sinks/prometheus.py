@@ -110,7 +110,7 @@ class _Model:
 
 
 #: ``reason`` label values of ``fairmonitor_window_rejected_rows`` (see ``monitor/rows.py``).
-REJECT_REASONS = ("invalid_score", "invalid_prediction")
+REJECT_REASONS = ("invalid_score", "invalid_prediction", "no_timestamp")
 
 
 @dataclass(frozen=True, slots=True)
