@@ -1,8 +1,14 @@
 """``fairmonitor monitor``: run the scheduled fairness monitor from a YAML config.
 
 ``--check`` validates the config and prints what would be monitored (exit 0), or every error
-with its dotted key path (exit 2), without starting anything. ``--once`` runs a single tick
-(due windows, MLflow writes) and exits, for cron-style use and debugging. Otherwise the service
+with its dotted key path (exit 2), without starting anything; it also reports files that are
+not there (a missing SQLite source file). ``--once`` runs a single tick (due windows, MLflow
+writes) and exits, for cron-style use and debugging: exit 0 when every window was evaluated and
+saved and every MLflow value written, 1 when something failed (a source down, a checkpoint
+that cannot be saved, MLflow values still pending; the failures are on stderr), 2 for a bad
+config. ``--backfill-from TIME`` first rewinds every model's checkpoint to the windows starting
+at ``TIME``, so they are evaluated again (at most ``catch_up`` per run: repeat ``--once`` until
+it reports no window). Otherwise the service
 runs until SIGTERM/SIGINT, serving Prometheus metrics on ``--web.listen-address`` (default: the
 config's ``listen_address``, itself ``127.0.0.1:9464`` by default).
 """
@@ -11,11 +17,25 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 from typing import Any
 
-__all__ = ["add_arguments", "run"]
+__all__ = ["add_arguments", "once_failures", "run"]
+
+#: stages whose failure makes ``--once`` exit 1 (an empty window or an undefined metric is a
+#: result, not a failure)
+FAILING_STAGES = ("source", "checkpoint", "mlflow", "export", "scheduler")
+
+
+def once_failures(results: Any, sink: Any) -> list[str]:
+    """What went wrong in a ``--once`` run, one line each (empty: exit 0)."""
+    lines = [f"{r.model} window ending {r.end.isoformat()}: {stage}: {why}"
+             for r in results for stage, why in r.errors.items() if stage in FAILING_STAGES]
+    pending = getattr(sink, "pending", 0)
+    if pending:
+        lines.append(f"{pending} MLflow values could not be written (kept in the spool for "
+                     "the next run)")
+    return lines
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -26,6 +46,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="validate the configuration and exit (0 valid, 2 invalid)")
     parser.add_argument("--once", action="store_true",
                         help="evaluate the due windows once, write MLflow, and exit")
+    parser.add_argument("--backfill-from", dest="backfill_from", metavar="TIME",
+                        help="re-evaluate the windows from TIME (ISO 8601, UTC), e.g. "
+                             "2026-11-01T00:00:00Z: rewinds the checkpoint first")
     parser.add_argument("--web.listen-address", dest="listen_address", metavar="HOST:PORT",
                         help="address of the /metrics endpoint (default: the config's "
                              "listen_address, 127.0.0.1:9464)")
@@ -53,20 +76,42 @@ def run(args: Any) -> int:
         except ValueError as err:
             print(f"--web.listen-address: {err}", file=sys.stderr)
             return 2
-    # The sink retries failed MLflow writes on every tick, so one tick must not block for
-    # minutes in MLflow's own HTTP retries (default: 7 retries, 120 s timeout).
-    os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "1")
-    os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "15")
+    # MLflow's HTTP timeout and retries come from the config's mlflow_timeout (the service)
     if logging.getLogger().getEffectiveLevel() > logging.DEBUG:
         # APScheduler logs two INFO lines per tick ("Running job", "executed successfully")
         logging.getLogger("apscheduler.executors.default").setLevel(logging.WARNING)
 
+    from ..monitor.redact import mask_urls_in
     from ..monitor.service import MonitorService
 
-    service = MonitorService(config, listen_address=args.listen_address)
+    backfill = None
+    if getattr(args, "backfill_from", None):
+        from datetime import UTC, datetime
+
+        try:
+            backfill = datetime.fromisoformat(args.backfill_from)
+        except ValueError:
+            print(f"--backfill-from: must be an ISO 8601 time like 2026-11-01T00:00:00Z; got "
+                  f"{args.backfill_from!r}", file=sys.stderr)
+            return 2
+        backfill = backfill.replace(tzinfo=UTC) if backfill.tzinfo is None else backfill
+    try:
+        service = MonitorService(config, listen_address=args.listen_address)
+        if backfill is not None:
+            from ..monitor.backfill import rewind
+
+            for line in rewind(config, service.checkpoint, backfill):
+                print(line, file=sys.stderr)
+    except Exception as err:  # a checkpoint store that is down, a directory not ours
+        print(f"cannot start the monitor: {mask_urls_in(f'{type(err).__name__}: {err}')}"
+              .splitlines()[0], file=sys.stderr)
+        return 1
     if args.once:
-        service.run_once()
-        return 0
+        results = service.run_once()
+        failures = once_failures(results, service.sink)
+        for line in failures:
+            print(mask_urls_in(line), file=sys.stderr)
+        return 1 if failures else 0
     try:
         return service.run()
     except OSError as err:  # the address is taken or not ours to bind

@@ -133,6 +133,12 @@ def _check_no_missing(col: NDArray[Any], name: str) -> None:
         )
 
 
+def _mixed_key(v: Any) -> tuple[str, str, Any]:
+    # numbers before text ("float" < "int" < "str" by name); within a type the natural order
+    number = isinstance(v, int | float | np.integer | np.floating) and not isinstance(v, bool)
+    return ("0" if number else "1" + type(v).__name__, "", float(v) if number else str(v))
+
+
 def factorize(col: NDArray[Any]) -> tuple[NDArray[Any], NDArray[np.intp]]:
     """Sorted unique values and each row's index into them.
 
@@ -145,6 +151,12 @@ def factorize(col: NDArray[Any]) -> tuple[NDArray[Any], NDArray[np.intp]]:
     >>> uniques, codes = factorize(np.array(["b", "a", "b"], dtype=object))
     >>> uniques.tolist(), codes.tolist()
     (['a', 'b'], [1, 0, 1])
+
+    Values that do not compare with each other (``1`` and ``"a"``) are ordered by type name,
+    then value:
+
+    >>> factorize(np.array([1, "a", 2, "a"], dtype=object))[0].tolist()
+    [1, 2, 'a']
     """
     if col.dtype.kind in "iub" and col.size:
         lo, hi = int(col.min()), int(col.max())
@@ -158,7 +170,13 @@ def factorize(col: NDArray[Any]) -> tuple[NDArray[Any], NDArray[np.intp]]:
             return present.astype(col.dtype), remap[index]
     if col.dtype.kind == "O":
         values = col.tolist()
-        distinct = sorted(dict.fromkeys(values))  # TypeError on unorderable mixes, as np.unique
+        distinct = list(dict.fromkeys(values))
+        try:
+            distinct.sort()
+        except TypeError:
+            # a mixed column (ints and strings, as databases and CSV readers produce): a
+            # deterministic order by type, then value; 1 and "1" stay two distinct groups
+            distinct.sort(key=_mixed_key)
         uniques = np.empty(len(distinct), dtype=object)
         uniques[:] = distinct  # element by element: tuples stay objects
         index = {v: i for i, v in enumerate(distinct)}

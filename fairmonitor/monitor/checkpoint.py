@@ -5,7 +5,8 @@ A :class:`ModelState` holds two watermarks and a set:
 - ``predictions_end``: end of the last window evaluated at close (phase ``predictions`` or
   ``full``);
 - ``labels_end``: end of the last window whose labelled evaluation is done;
-- ``versions``: model versions already evaluated on reference data.
+- ``versions``: model versions already evaluated on reference data;
+- ``last``: what was last reported (:mod:`.snapshot`), so a restart exports it again at once.
 
 :func:`~fairmonitor.monitor.job.run_once` saves the state after every completed window, so a
 monitor killed at any point resumes at the first window not yet done: nothing is skipped, and at
@@ -39,14 +40,22 @@ class ModelState:
     predictions_end: datetime | None = None
     labels_end: datetime | None = None
     versions: frozenset[str] = field(default_factory=frozenset)
+    last: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    #: windows whose labels were incomplete when evaluated: index -> labelled rows seen
+    relabel: Mapping[str, int] = field(default_factory=dict, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-serialisable dict (ISO 8601 times, sorted versions)."""
-        return {
+        out: dict[str, Any] = {
             "predictions_end": _iso(self.predictions_end),
             "labels_end": _iso(self.labels_end),
             "versions": sorted(self.versions, key=_version_key),
         }
+        if self.last:
+            out["last"] = dict(self.last)
+        if self.relabel:
+            out["relabel"] = dict(self.relabel)
+        return out
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ModelState:
@@ -55,6 +64,8 @@ class ModelState:
             predictions_end=_parse(data.get("predictions_end")),
             labels_end=_parse(data.get("labels_end")),
             versions=frozenset(str(v) for v in data.get("versions") or ()),
+            last=dict(data.get("last") or {}),
+            relabel={str(k): int(v) for k, v in (data.get("relabel") or {}).items()},
         )
 
 

@@ -32,12 +32,16 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from ..exceptions import InvalidInputError
 from ..report.evaluate import Window, WindowReport, evaluate_window
 from ..report.thresholds import Severity
 from .checkpoint import Checkpoint, ModelState
 from .config import ModelConfig, MonitorConfig
 from .merge import merge_reports
+from .rows import prepare as prepare_rows
+from .snapshot import fold
 from .sources import WindowSource
+from .sources.base import NO_TIMESTAMP
 from .versions import (
     NewVersion,
     VersionResult,
@@ -46,12 +50,14 @@ from .versions import (
     evaluate_version,
 )
 from .windows import due_windows, initial_watermark, labels_pending, next_due, window_index
+from .windows import span as window_span
 
 if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
-    "STAGES", "NewVersion", "VersionResult", "WindowResult", "describe", "detect_new_versions",
+    "DURABLE_STAGES", "STAGES", "NewVersion", "VersionResult", "WindowResult", "describe",
+    "detect_new_versions",
     "evaluate_model_window", "evaluate_new_versions", "evaluate_version", "labels_pending_count",
     "next_run", "run_once",
 ]
@@ -60,7 +66,9 @@ log = logging.getLogger(__name__)
 
 Phase = Literal["full", "predictions", "labels"]
 #: Where a window's evaluation can fail; the exporter pre-initialises one error series per stage.
-STAGES = ("source", "data", "metric", "export", "mlflow")
+STAGES = ("source", "data", "metric", "checkpoint", "export", "mlflow")
+#: Hook stages whose values must be durable before the checkpoint moves (see :func:`run_once`).
+DURABLE_STAGES = ("mlflow",)
 Hook = Callable[["WindowResult"], object]
 
 
@@ -87,6 +95,19 @@ class WindowResult:
     duration_seconds: float = 0.0
     versions: Mapping[str, int] = field(default_factory=dict)
     metrics: tuple[str, ...] = ()
+    #: rows dropped before any metric, per reason (:mod:`.rows`: invalid_score, ...)
+    rejected: Mapping[str, int] = field(default_factory=dict)
+    #: rows that exactly duplicate another row of the window (counted, kept)
+    duplicates: int = 0
+    #: rows with a label / rows in the window, when labels were read (None otherwise)
+    labelled_rows: int = 0
+    label_coverage: float | None = None
+    #: older due windows skipped by the catch-up cap just before this one (their rows are
+    #: never evaluated; exported as fairmonitor_windows_skipped_total)
+    skipped_before: int = 0
+    #: wall-clock time (Unix seconds) the evaluation finished: liveness gauges and the restored
+    #: ``last_success`` read it, never ``evaluated_at``, which a replay or a test may simulate
+    finished_at: float = field(default_factory=time.time)
 
     @property
     def ok(self) -> bool:
@@ -217,6 +238,20 @@ def evaluate_model_window(
         counts = frame[vcol].dropna().astype(str).value_counts()
         versions = {str(k): int(v) for k, v in counts.items()}
     version = max(versions, key=versions.__getitem__) if versions else fallback_version
+    undated = int(frame.attrs.get(NO_TIMESTAMP, 0))
+    try:  # real column types in, invalid model outputs out: one rule for every metric
+        frame, rejected, duplicates = prepare_rows(
+            frame, score=model_cfg.score, prediction=model_cfg.prediction,
+            label=model_cfg.label)
+        if undated:
+            rejected["no_timestamp"] = undated
+    except InvalidInputError as exc:
+        return done(version=version, versions=versions, labels_included=False,
+                    n_rows=len(frame), report=None, errors={"data": str(exc)})
+    base.update(rejected=MappingProxyType(rejected), duplicates=duplicates)
+    if phase != "predictions" and model_cfg.label in frame.columns and len(frame):
+        labelled = int(frame[model_cfg.label].notna().sum())
+        base.update(labelled_rows=labelled, label_coverage=labelled / len(frame))
     if phase == "labels" and model_cfg.label in frame.columns:
         frame = frame[frame[model_cfg.label].notna()]
     if len(frame) == 0:  # no traffic: a signal of its own, not a fault
@@ -294,10 +329,12 @@ def run_once(
 
     A model without a checkpoint starts at its ``start`` (or with its latest closed window).
     Missed windows are caught up oldest first, at most ``config.catch_up`` per model and phase;
-    older ones are skipped with a warning. The checkpoint is saved after every window, so a
-    restart neither skips nor repeats windows. Hooks (``on_result``: callables, or a mapping
-    of stage name to callable) receive every result, including failed ones (``report`` None);
-    the returned results carry the hooks' errors too.
+    older ones are skipped with a warning. The checkpoint is saved after every window, once the
+    ``mlflow`` hooks (:data:`DURABLE_STAGES`) have made its values durable, so a restart or a
+    crash at any point neither skips nor doubles a window; a checkpoint that cannot be saved
+    is recorded under the stage ``checkpoint`` and stops the model for this tick. Hooks
+    (``on_result``: callables, or a mapping of stage name to callable) receive every result,
+    including failed ones (``report`` None); the returned results carry the hooks' errors too.
     """
     if now.tzinfo is None:
         raise ValueError(f"now must be timezone-aware (UTC); got naive {now.isoformat()}")
@@ -305,6 +342,9 @@ def run_once(
     if missing:
         raise ValueError(f"no source given for model(s) {missing}; sources has {list(sources)}")
     hooks = _hooks(on_result)
+    # values must be durable (spooled or written) before the checkpoint moves past their window
+    durable = [(s, h) for s, h in hooks if s in DURABLE_STAGES]
+    others = [(s, h) for s, h in hooks if s not in DURABLE_STAGES]
     results: list[WindowResult] = []
     for name, cfg in config.models.items():
         try:
@@ -315,7 +355,16 @@ def run_once(
                 checkpoint.save(name, state)
         except Exception as exc:  # without progress records, evaluating would repeat windows
             log.error("%s: checkpoint unavailable, model skipped this tick: %s", name, exc)
+            # a result without a window, so the exporter counts the fault (stage checkpoint)
+            failed = WindowResult(
+                model=name, version=cfg.model_version or cfg.model_alias or "",
+                index=window_index(cfg.every, now), start=now, end=now, phase="full",
+                labels_included=False, n_rows=0, report=None, evaluated_at=now,
+                errors=MappingProxyType({"checkpoint": f"unavailable: {type(exc).__name__}: "
+                                                       f"{exc}"}))
+            results.append(_deliver(failed, others))
             continue
+        stopped = False
         for phase, attr in _phases(cfg):
             after = getattr(state, attr) or state.predictions_end
             delay = cfg.labels_after if phase == "labels" else type(cfg.labels_after)(0)
@@ -327,19 +376,20 @@ def run_once(
             for span in spans:
                 result = evaluate_model_window(cfg, sources[name], span.start, span.end,
                                                now=now, phase=phase, index=span.index)
-                source_down = "source" in result.errors
-                if not source_down:
-                    state = dataclasses.replace(state, **{attr: span.end})
-                    try:
-                        checkpoint.save(name, state)
-                    except Exception as exc:
-                        log.error("%s: cannot save checkpoint: %s", name, exc)
-                        source_down = True  # stop here; the window is redone next tick
-                result = _deliver(result, hooks)
+                if skipped:
+                    result = dataclasses.replace(result, skipped_before=skipped)
+                    skipped = 0
+                result, state, stop = _complete(name, result, state, attr, span.end,
+                                                checkpoint, durable, others,
+                                                relabel=_relabel_rule(cfg, now))
                 _log(result)
                 results.append(result)
-                if source_down:
+                if stop:
+                    stopped = True
                     break  # later windows wait for this one: the watermark never jumps a gap
+        if not stopped:  # source and checkpoint work: look for late labels
+            results += _late_labels(name, cfg, sources[name], state, checkpoint, now,
+                                    durable, others)
     return results
 
 
@@ -356,6 +406,112 @@ def next_run(config: MonitorConfig, now: datetime) -> datetime | None:
             delay = cfg.labels_after if phase == "labels" else type(cfg.labels_after)(0)
             times.append(next_due(cfg.every, now, delay))
     return min(times, default=None)
+
+
+def _relabel_rule(cfg: ModelConfig, now: datetime) -> Callable[[Mapping[str, int], WindowResult],
+                                                                  dict[str, int]]:
+    """How a completed window updates the set of windows waiting for late labels."""
+    def update(pending: Mapping[str, int], result: WindowResult) -> dict[str, int]:
+        out = _watched(cfg, pending, now)
+        if result.phase == "predictions" or result.label_coverage is None:
+            return out
+        key = str(result.index)
+        if result.label_coverage < 1 and cfg.relabel_within and \
+                result.end + cfg.labels_after + cfg.relabel_within > now:
+            out[key] = result.labelled_rows
+        else:
+            out.pop(key, None)
+        return out
+    return update
+
+
+def _watched(cfg: ModelConfig, pending: Mapping[str, int], now: datetime) -> dict[str, int]:
+    """The windows still within ``relabel_within`` of their labelled evaluation."""
+    return {k: v for k, v in pending.items()
+            if window_span(cfg.window, cfg.every, int(k)).end + cfg.labels_after
+            + cfg.relabel_within > now}
+
+
+def _late_labels(name: str, cfg: ModelConfig, source: WindowSource, state: ModelState,
+                 checkpoint: Checkpoint, now: datetime, durable: list[tuple[str, Hook]],
+                 others: list[tuple[str, Hook]]) -> list[WindowResult]:
+    """Evaluate the label metrics of watched windows again where more labels have arrived.
+
+    A window evaluated with some labels missing is watched for ``relabel_within`` after its
+    labelled evaluation; each tick its rows are fetched again, and when more of them carry a
+    label its label metrics are recomputed and delivered (same MLflow step: the newer value
+    follows the older one in the metric's history; the gauges show the newer one).
+    """
+    out: list[WindowResult] = []
+    if not state.relabel or not cfg.label_metrics:
+        return out
+    rule = _relabel_rule(cfg, now)
+    watched = _watched(cfg, state.relabel, now)
+    if watched != dict(state.relabel):  # some windows are past the bound: stop watching them
+        try:
+            checkpoint.save(name, dataclasses.replace(state, relabel=watched))
+            state = dataclasses.replace(state, relabel=watched)
+        except Exception as exc:  # harmless: they are pruned with the next successful save
+            log.warning("%s: cannot save checkpoint: %s", name, exc)
+    for key in sorted(watched, key=int):
+        sp = window_span(cfg.window, cfg.every, int(key))
+        phase: Phase = "labels" if ("labels", "labels_end") in _phases(cfg) else "full"
+        result = evaluate_model_window(cfg, source, sp.start, sp.end, now=now, phase=phase,
+                                       index=sp.index)
+        if result.errors or result.labelled_rows <= state.relabel[key]:
+            continue  # no new labels (or the source is down): look again next tick
+        result = dataclasses.replace(result, phase="labels")  # only label metrics changed
+        attr = "labels_end" if phase == "labels" else "predictions_end"
+        result, state, stop = _complete(name, result, state, attr,
+                                        getattr(state, attr) or sp.end,  # never moves back
+                                        checkpoint, durable, others, relabel=rule)
+        _log(result)
+        out.append(result)
+        if stop:
+            break
+    return out
+
+
+def _complete(name: str, result: WindowResult, state: ModelState, attr: str, end: datetime,
+              checkpoint: Checkpoint, durable: list[tuple[str, Hook]],
+              others: list[tuple[str, Hook]], *,
+              relabel: Any = None) -> tuple[WindowResult, ModelState, bool]:
+    """Deliver one result and move the checkpoint, in the crash-safe order.
+
+    1. durable hooks (the MLflow sink, whose spool is on disk when ``submit`` returns);
+    2. the checkpoint, only if they all succeeded: a crash before this step redoes the window
+       (the sink replaces the re-submitted values, MLflow ignores identical ones), a crash after
+       it finds the values in the spool, so no window is lost and none is doubled;
+    3. the other hooks (the Prometheus collector), which see a ``checkpoint`` error and keep
+       ``last_success`` frozen when the checkpoint could not move.
+
+    Returns the result (with the hooks' and the checkpoint's errors), the state and whether
+    the model must stop for this tick (the window is redone next tick).
+    """
+    if "source" in result.errors:  # nothing was read: nothing to keep, the window is redone
+        return _deliver(result, durable + others), state, True
+    result = _deliver(result, durable)
+    failed = [stage for stage, _ in durable if stage in result.errors]
+    problem = None
+    if failed:
+        problem = (f"not moved: the {'/'.join(failed)} values of this window are not durable "
+                   "yet; the window is evaluated again next tick")
+    else:
+        # the watermark and what was reported move together, in one checkpoint write
+        moved = dataclasses.replace(state, **{attr: end, "last": fold(state.last, result)})
+        if relabel is not None:
+            moved = dataclasses.replace(moved, relabel=relabel(state.relabel, result))
+        try:
+            checkpoint.save(name, moved)
+            state = moved
+        except Exception as exc:  # full disk, read-only mount, database down
+            problem = (f"cannot save: {type(exc).__name__}: {exc}; the window is evaluated "
+                       "again next tick (free space or fix permissions of the checkpoint)")
+            log.error("%s: checkpoint %s", name, problem)
+    if problem is not None:
+        result = dataclasses.replace(
+            result, errors=MappingProxyType({**result.errors, "checkpoint": problem}))
+    return _deliver(result, others), state, problem is not None
 
 
 def labels_pending_count(config: MonitorConfig, checkpoint: Checkpoint, *,

@@ -88,6 +88,22 @@ def parse_listen_address(text: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
+def _bound_mlflow_requests(timeout: timedelta | None) -> None:
+    """Bound each MLflow HTTP request to ``timeout``, without retries.
+
+    A hung tracking server then costs one timeout per tick (the sink keeps the values and the
+    next tick retries) instead of MLflow's default 120 s times 7 retries. MLflow reads these
+    variables on every request.
+    """
+    if timeout is None:
+        return
+    import math
+    import os
+
+    os.environ["MLFLOW_HTTP_REQUEST_TIMEOUT"] = str(max(1, math.ceil(timeout.total_seconds())))
+    os.environ["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] = "0"
+
+
 def _threshold_for(cfg: Any, metric: str, attribute: str) -> Any:
     matching = [t for t in getattr(cfg, "thresholds", ()) if t.applies_to(metric, attribute)]
     return max(matching, key=lambda t: t.attribute is not None) if matching else None
@@ -121,6 +137,13 @@ class _WindowLog:
         detail = f" ({'; '.join(breaches)})" if breaches else ""
         log.info("%s rows=%d verdict=%s%s%s in %.2fs", head, r.n_rows, r.status, detail, errors,
                  r.duration_seconds)
+
+    def restore(self, model: str, snapshot: Any) -> None:
+        """Threshold states as last reported: a restart logs no crossing that is not one."""
+        for metric, attrs in (snapshot.get("values") or {}).items():
+            for attr, v in attrs.items():
+                if v.get("status") in ("ok", "warning", "critical"):
+                    self._last[(model, metric, attr)] = v["status"]
 
     def _crossing(self, r: Any, metric: str, attr: str, severity: str, value: float) -> None:
         key = (r.model, metric, attr)
@@ -174,6 +197,7 @@ class MonitorService:
 
         self._job = job
         self.config = config
+        _bound_mlflow_requests(getattr(config, "mlflow_timeout", None))
         if registry is None:
             registry = CollectorRegistry()
             ProcessCollector(registry=registry)  # RSS and CPU of the monitor itself
@@ -198,6 +222,7 @@ class MonitorService:
         self._listen = parse_listen_address(listen_address or config.listen_address)
         self._on_tick = on_tick
         self._window_log = _WindowLog(config.models)
+        self._restore()
         self._stop = threading.Event()
         self._ticks = 0
         self._max_ticks: int | None = None
@@ -208,6 +233,20 @@ class MonitorService:
             "coalesce": True, "max_instances": 1,
             "misfire_grace_time": max(1, int(self._interval)),
         })
+
+    def _restore(self) -> None:
+        """Export again what the previous process last reported (the checkpoint's snapshot)."""
+        for name in self.config.models:
+            try:
+                last = self.checkpoint.load(name).last
+            except Exception as exc:  # the job reports the store at its first tick too
+                log.error("%s: cannot restore the last reported values from the checkpoint "
+                          "(%s); they come back with the next window", name, exc)
+                self.collector.record_error(name, "checkpoint")
+                continue
+            if last:
+                self.collector.restore(name, last)
+                self._window_log.restore(name, last)
 
     @property
     def address(self) -> tuple[str, int]:
@@ -242,12 +281,18 @@ class MonitorService:
         self._evaluate_versions()
         self._refresh_labels_pending(now)
         self.sink.flush()
+        self._report_mlflow_queue()
         self._ticks += 1
         if self._max_ticks is not None and self._ticks >= self._max_ticks:
             self._stop.set()  # run() still waits for this tick (and on_tick) to finish
         if self._on_tick is not None:
             self._on_tick(self._ticks, results)
         return results
+
+    def _report_mlflow_queue(self) -> None:
+        self.collector.set_mlflow_queue(spool_bytes=getattr(self.sink, "spool_bytes", 0),
+                                        pending=getattr(self.sink, "pending", 0),
+                                        dropped=getattr(self.sink, "dropped", 0))
 
     def _evaluate_versions(self) -> None:
         with_reference = [m for m, cfg in self.config.models.items() if cfg.reference is not None]

@@ -76,3 +76,20 @@ def test_boolean_and_integer_columns_take_the_counting_path():
     g = encode_groups(np.array([7, 3, 7, 9]))
     assert g.labels == (3, 7, 9)
     assert g.codes.tolist() == [1, 0, 1, 2]
+
+
+def test_mixed_type_group_labels_are_groups_not_a_crash():
+    """Issue 15 item 10: ints and strings in one sensitive column raised
+    ``'<' not supported between 'str' and 'int'`` in every metric and in evaluate_window."""
+    from fairmonitor.metrics import demographic_parity_difference
+    from fairmonitor.report import Window, evaluate_window
+
+    sex = np.array([1, "a", 1, "a", 2, "a"], dtype=object)
+    y_pred = [1, 0, 1, 0, 0, 0]
+    # selection rates: group 1 -> 1.0, group 2 -> 0.0, group "a" -> 0.0
+    assert demographic_parity_difference(y_pred, sensitive_features=sex) == 1.0
+    for errors in ("raise", "coerce"):
+        report = evaluate_window(Window({"sex": sex}, y_pred=y_pred),
+                                 metrics=["demographic_parity_difference"], errors=errors)
+        assert report.values[("demographic_parity_difference", "sex")] == 1.0
+        assert report.group_counts["sex"] == {"1": 2, "2": 1, "a": 3}

@@ -46,7 +46,8 @@ def test_minimal_config_defaults():
     assert m.mode == "tumbling"
     assert m.every == timedelta(hours=1)
     assert m.labels_after == timedelta(0)
-    assert m.tracking_uri == "sqlite:///mlflow.db"
+    # relative SQLite URLs resolve like every other path: against the config's directory
+    assert m.tracking_uri == f"sqlite:///{Path.cwd() / 'mlflow.db'}"
     assert m.experiment == "fairmonitor-credit"
     assert m.model_uri is None
     assert m.min_group_size == 1
@@ -100,7 +101,7 @@ models:
     credit, fraud = cfg.models["credit"], cfg.models["fraud"]
     assert cfg.tick == timedelta(seconds=30)
     assert cfg.port == 0
-    assert cfg.checkpoint.url == "sqlite:///state.db"
+    assert cfg.checkpoint.url == f"sqlite:///{tmp_path / 'state.db'}"
     assert credit.model_uri == "models:/credit@champion"
     assert (credit.registered_model, credit.model_alias) == ("credit", "champion")
     assert credit.mode == "sliding"
@@ -168,7 +169,7 @@ models:
 """
     assert _errors(text) == (
         "polling: unknown key 'polling'; allowed keys: listen_address, checkpoint, mlflow_spool, "
-        "catch_up, timezone, tick, models",
+        "catch_up, timezone, tick, mlflow_timeout, models",
         "listen_address: must be 'host:port' with a port in 0..65535; got 'localhost'",
         "timezone: must be one of ['UTC']; got 'Europe/Paris'",
         "catch_up: must be a positive integer; got 0",
@@ -265,7 +266,7 @@ def test_missing_file_and_bad_yaml():
         load_config("models: [a\n b: c")
     assert _errors("- a\n- b") == (
         "the top level must be a mapping with keys listen_address, checkpoint, mlflow_spool, "
-        "catch_up, timezone, tick, models; got ['a', 'b']",)
+        "catch_up, timezone, tick, mlflow_timeout, models; got ['a', 'b']",)
     assert _errors("") == ("models: required; give a mapping of model name to its settings, "
                            "e.g. models: {credit: {...}}",)
 
@@ -301,13 +302,17 @@ def test_check_config_summary(tmp_path):
     path = tmp_path / "m.yaml"
     path.write_text(MINIMAL.replace("    window: 1h", "    window: 1h\n    every: 15m\n"
                                     "    labels_after: 1d\n    model: models:/credit@prod"))
+    with pytest.raises(ConfigError, match="SQLite file not found"):
+        check_config(path)  # --check reports what is missing, and creates nothing
+    assert not (tmp_path / "predictions.db").exists()
+    (tmp_path / "predictions.db").write_bytes(b"")
     lines = check_config(path)
     assert lines[0] == (f"config OK: 1 model(s); metrics on http://127.0.0.1:9464/metrics; "
                         f"checkpoint {tmp_path / 'fairmonitor-checkpoint.json'}; MLflow spool "
                         f"{tmp_path / 'fairmonitor-mlflow-pending.jsonl'}")
     assert lines[1] == ("credit: sliding 1h windows every 15m, labels after 1d, 3 metric(s), "
-                        "0 threshold(s), sql source sqlite:///predictions.db, model "
-                        "models:/credit@prod")
+                        f"0 threshold(s), sql source sqlite:///{tmp_path / 'predictions.db'}, "
+                        f"model models:/credit@prod, MLflow sqlite:///{tmp_path / 'mlflow.db'}")
 
 
 @pytest.mark.parametrize(("text", "delta"), [("30s", timedelta(seconds=30)),
@@ -360,7 +365,7 @@ def test_the_documented_schema_example_loads_as_written():
     import fairmonitor.monitor.config as config_module
 
     doc = config_module.__doc__
-    block = doc[doc.index("::\n") + 3: doc.index("Relative file paths")]
+    block = doc[doc.index("::\n") + 3: doc.index("Every relative path")]
     cfg = load_config("\n".join(line[4:] for line in block.splitlines()))
     model = cfg.models["credit"]
     assert (model.label, model.labels_after.total_seconds(), cfg.port) == ("label", 86400.0, 9464)

@@ -105,6 +105,18 @@ def test_catch_up_cap_skips_the_oldest_with_a_warning(make_predictions, caplog):
     assert [r.end for r in results] == [T0 + 5 * H, T0 + 6 * H]
     assert ("credit: 4 missed full window(s) beyond the catch-up cap (2) were skipped"
             in caplog.text)
+    # issue 15 item 11: the rows of skipped windows are in no value: counted, not only logged
+    assert [r.skipped_before for r in results] == [4, 0]
+    from prometheus_client import CollectorRegistry
+
+    from fairmonitor.monitor.sinks.prometheus import FairnessCollector
+
+    registry = CollectorRegistry()
+    collector = FairnessCollector(registry, models=_config().models)
+    for r in results:
+        collector.observe(r)
+    assert registry.get_sample_value("fairmonitor_windows_skipped_total",
+                                     {"model": "credit"}) == 4.0
 
 
 def test_source_down_retries_the_same_window_next_tick(make_predictions, caplog):
@@ -218,27 +230,66 @@ def test_full_phase_without_labels_gives_nan_with_reason(make_predictions):
 def test_hooks_get_every_result_and_their_failures_are_recorded(make_predictions, caplog):
     seen = []
 
-    def mlflow_sink(result):
-        raise ConnectionError("mlflow unreachable")
+    def exporter(result):
+        seen.append(result)
+        raise ConnectionError("pushgateway unreachable")
 
     source = MemorySource(make_predictions(n_hours=2))
+    store = MemoryCheckpoint()
     with caplog.at_level(logging.WARNING):
-        results = run_once(_config(), {"credit": source}, MemoryCheckpoint(), now=T0 + 2 * H,
-                           on_result={"export": seen.append, "mlflow": mlflow_sink})
+        results = run_once(_config(), {"credit": source}, store, now=T0 + 2 * H,
+                           on_result={"export": exporter})
     assert [r.end for r in seen] == [T0 + H, T0 + 2 * H]
-    assert seen[0].errors == {}  # the exporter saw the result before the sink failed
-    assert [r.errors for r in results] == [{"mlflow": "ConnectionError: mlflow unreachable"}] * 2
-    assert "mlflow hook" in caplog.text
+    assert seen[0].errors == {}  # the hook saw the result before it failed
+    assert [r.errors for r in results] == [{"export": "ConnectionError: pushgateway "
+                                                      "unreachable"}] * 2
+    # an exporter holds no values the checkpoint must wait for
+    assert store.load("credit").predictions_end == T0 + 2 * H
+    assert "export hook" in caplog.text
 
 
-def test_hook_stage_attribute_in_a_list(make_predictions):
+def test_failing_mlflow_hook_holds_the_checkpoint_before_its_window(make_predictions):
+    """The MLflow sink's values must be durable before the checkpoint moves past them: if it
+    raises, the window is redone next tick and the exporter sees a checkpoint error."""
+    seen = []
+
     def sink(result):
         raise RuntimeError("boom")
 
     sink.stage = "mlflow"
-    results = run_once(_config(), {"credit": MemorySource(make_predictions(n_hours=1))},
-                       MemoryCheckpoint(), now=T0 + H, on_result=[sink])
-    assert results[0].errors == {"mlflow": "RuntimeError: boom"}
+    store = MemoryCheckpoint()
+    source = MemorySource(make_predictions(n_hours=2))
+    results = run_once(_config(), {"credit": source}, store, now=T0 + 2 * H,
+                       on_result=[sink, seen.append])
+    assert len(results) == 1  # the second window waits for the first
+    assert results[0].errors["mlflow"] == "RuntimeError: boom"
+    assert results[0].errors["checkpoint"].startswith("not moved: the mlflow values")
+    assert seen[0].errors == results[0].errors  # the exporter ran after the checkpoint
+    assert store.load("credit").predictions_end == T0
+    again = run_once(_config(), {"credit": source}, store, now=T0 + 2 * H,
+                     on_result={"export": seen.append})
+    assert [r.end for r in again] == [T0 + H, T0 + 2 * H]
+    assert store.load("credit").predictions_end == T0 + 2 * H
+
+
+def test_failed_checkpoint_write_is_an_error_and_stops_the_model(make_predictions, caplog):
+    """Issue 15 item 1: a full checkpoint disk was only logged; the window counted as a
+    success, was redone every tick and nothing could alert."""
+    class FullDisk(MemoryCheckpoint):
+        def save(self, model, state):
+            if state.predictions_end is not None and state.predictions_end > T0:
+                raise OSError(28, "No space left on device")
+            super().save(model, state)
+
+    seen = []
+    source = MemorySource(make_predictions(n_hours=3))
+    with caplog.at_level(logging.ERROR):
+        results = run_once(_config(), {"credit": source}, FullDisk(), now=T0 + 3 * H,
+                           on_result={"export": seen.append})
+    assert len(results) == 1 and not results[0].ok
+    assert "No space left on device" in results[0].errors["checkpoint"]
+    assert seen[0].errors["checkpoint"] == results[0].errors["checkpoint"]
+    assert "cannot save" in caplog.text
 
 
 def test_version_is_the_most_frequent_in_the_window(make_predictions):
@@ -295,10 +346,14 @@ def test_checkpoint_failure_skips_the_model_without_raising(make_predictions, ca
         def load(self, model):
             raise OSError("checkpoint store down")
 
+    seen = []
     with caplog.at_level(logging.ERROR):
         results = run_once(_config(), {"credit": MemorySource(make_predictions(n_hours=1))},
-                           Broken(), now=T0 + H)
-    assert results == []
+                           Broken(), now=T0 + H, on_result={"export": seen.append})
+    # one result without a report, so the exporter can count the fault
+    assert [(r.report, dict(r.errors)) for r in results] == [
+        (None, {"checkpoint": "unavailable: OSError: checkpoint store down"})]
+    assert seen == results
     assert "checkpoint unavailable" in caplog.text
 
 
@@ -395,3 +450,47 @@ def test_a_window_is_due_at_the_run_next_run_names(make_predictions):
     (result,) = run_once(cfg, {"credit": source}, store, now=at)
     assert (result.start, result.end) == (T0 + 2 * H, T0 + 3 * H)
     assert run_once(cfg, {"credit": source}, store, now=at + timedelta(minutes=59)) == []
+
+
+def test_late_labels_are_used_and_label_coverage_is_reported(make_predictions):
+    """Issue 15 item 5: labels arriving after labels_after were never used, and EO computed on
+    30% of the labels without saying so."""
+    cfg = _config("    labels_after: 1h\n")
+    full = make_predictions(n_hours=1)
+    rng = np.random.default_rng(3)
+    full["label"] = np.where(rng.uniform(size=len(full)) < 0.3, 1 - full["prediction"],
+                             full["prediction"])  # a model with errors: EO gaps are not 0
+    early = full.copy()
+    early.loc[early.index[60:], "label"] = np.nan  # 30% labelled when the window is due
+    source = MemorySource(early)
+    store = MemoryCheckpoint()
+    first = run_once(cfg, {"credit": source}, store, now=T0 + 2 * H)
+    labelled = [r for r in first if r.phase == "labels"]
+    assert [r.label_coverage for r in labelled] == [pytest.approx(0.3)]
+    assert labelled[0].labelled_rows == 60
+    assert store.load("credit").relabel == {str(labelled[0].index): 60}
+    # nothing new: nothing evaluated again
+    assert run_once(cfg, {"credit": source}, store, now=T0 + 2 * H + timedelta(minutes=5)) == []
+    source.frames = full  # the late labels arrive
+    late = run_once(cfg, {"credit": source}, store, now=T0 + 2 * H + timedelta(minutes=10))
+    assert [(r.index, r.phase, r.label_coverage) for r in late] == [
+        (labelled[0].index, "labels", 1.0)]
+    oracle = evaluate_model_window(cfg.models["credit"], MemorySource(full), T0, T0 + H,
+                                   now=T0 + 2 * H, phase="labels")
+    assert late[0].report.values[(EOD, "sex")] == oracle.report.values[(EOD, "sex")]
+    assert late[0].report.values[(EOD, "sex")] != labelled[0].report.values[(EOD, "sex")]
+    assert store.load("credit").relabel == {}  # complete: no longer watched
+    assert store.load("credit").labels_end == T0 + H  # the watermark did not move back
+
+
+def test_late_labels_are_watched_only_within_relabel_within(make_predictions):
+    cfg = _config("    labels_after: 1h\n    relabel_within: 30m\n")
+    early = make_predictions(n_hours=1)
+    early.loc[early.index[60:], "label"] = np.nan
+    store = MemoryCheckpoint()
+    run_once(cfg, {"credit": MemorySource(early)}, store, now=T0 + 2 * H)
+    assert store.load("credit").relabel != {}
+    late = run_once(cfg, {"credit": MemorySource(make_predictions(n_hours=1))}, store,
+                    now=T0 + 2 * H + timedelta(minutes=31))
+    assert [r for r in late if r.phase == "labels"] == []  # past the bound: not watched
+    assert store.load("credit").relabel == {}

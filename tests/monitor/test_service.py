@@ -318,3 +318,41 @@ def test_ticks_follow_window_ends_on_the_wall_clock(tmp_path, make_predictions):
     ends = [r.end for _, results in ticks for r in results]
     steps = [(b - a).total_seconds() for a, b in zip(ends, ends[1:], strict=False)]
     assert steps == [1.0] * (len(ends) - 1)
+
+
+def test_restart_exports_the_last_reported_values_and_states_at_once(tmp_path, frame):
+    """Issue 15 item 3: a restart blanked every fairness series and alert state until the next
+    window closed, so firing alerts resolved on every deploy."""
+    from fairmonitor.monitor.checkpoint import FileCheckpoint
+
+    config = load_config(config_text(), base_dir=tmp_path)
+    first = MonitorService(config, registry=CollectorRegistry(), sources={"credit":
+                           MemorySource(frame)}, checkpoint=FileCheckpoint(tmp_path / "cp.json"),
+                           sink=FakeSink(), clock=lambda: T0 + 5 * HOUR,
+                           listen_address="127.0.0.1:0")
+    first.tick()
+    labels = {"version": "1", "metric": DP, "sensitive_attribute": "sex"}
+    before = {name: value(first, name, **lab) for name, lab in [
+        ("fairmonitor_alert_state", labels),
+        (f"fairmonitor_{DP}", {"version": "1", "sensitive_attribute": "sex"}),
+        ("fairmonitor_window_end_timestamp_seconds", {}),
+        ("fairmonitor_window_last_success_timestamp_seconds", {}),
+        ("fairmonitor_value_window_end_timestamp_seconds",
+         {"metric": DP, "sensitive_attribute": "sex"})]}
+    assert before["fairmonitor_alert_state"] == 2.0  # critical: the gap is 0.6 from hour 3
+    assert before[f"fairmonitor_{DP}"] == pytest.approx(0.6)
+    assert before["fairmonitor_value_window_end_timestamp_seconds"] == (T0 + 5 * HOUR).timestamp()
+    # the process is replaced (deploy); nothing new is due yet
+    second = MonitorService(config, registry=CollectorRegistry(), sources={"credit":
+                            MemorySource(frame)}, checkpoint=FileCheckpoint(tmp_path / "cp.json"),
+                            sink=FakeSink(), clock=lambda: T0 + 5 * HOUR,
+                            listen_address="127.0.0.1:0")
+    after = {name: value(second, name, **lab) for name, lab in [
+        ("fairmonitor_alert_state", labels),
+        (f"fairmonitor_{DP}", {"version": "1", "sensitive_attribute": "sex"}),
+        ("fairmonitor_window_end_timestamp_seconds", {}),
+        ("fairmonitor_window_last_success_timestamp_seconds", {}),
+        ("fairmonitor_value_window_end_timestamp_seconds",
+         {"metric": DP, "sensitive_attribute": "sex"})]}
+    assert after == before
+    assert second.tick() == []

@@ -15,12 +15,14 @@ The schema, with defaults (``load_config`` of this text works as is)::
                                           #   file (none with a SQL checkpoint); null: memory
     catch_up: 100                         # at most this many missed windows per model and phase
     timezone: UTC                         # windows are aligned on the Unix epoch in UTC
+    mlflow_timeout: 10s                   # per MLflow request, no retries within a tick
     models:
       credit:                             # monitor name = the `model` value in the source
         model: models:/credit@champion    # or models:/credit/3, a registered name, or
                                           #   {name: credit, version: 3} / {name:, alias:}
         tracking_uri: sqlite:///mlflow.db
-        source: {kind: sql, url: "sqlite:///predictions.db", table: predictions}
+        source: {kind: sql, url: "sqlite:///predictions.db", table: predictions,
+                 timeout: 5m}             # a fetch taking longer is a source error
         sensitive_features: [sex]
         prediction: prediction            # and/or score: score
         label: label                      # ground truth, when it arrives
@@ -29,12 +31,17 @@ The schema, with defaults (``load_config`` of this text works as is)::
         labels_after: 24h                 # label metrics wait this long after the window end
         team: risk                        # routing labels of every alert of the model
         owner: alice                      #   (optional; exported as fairmonitor_model_info)
+        relabel_within: 24h               # default labels_after: windows with missing labels
+                                          #   are evaluated again when more labels arrive
         metrics: [demographic_parity_difference]
         thresholds:                       # bound defaults to the metric's direction; the
                                           #   other side needs against_direction: true
           demographic_parity_difference: {warning: 0.1, critical: 0.2}
 
-Relative file paths resolve against the config file's directory; URLs are left as written.
+Every relative path resolves against the config file's directory, never the working directory:
+files, the checkpoint, the spool and relative SQLite URLs (``sqlite:///predictions.db`` of a
+source, a checkpoint or ``tracking_uri``). Other URLs are left as written. A missing SQLite
+source file is an error (``--check`` reports it; the monitor never creates it).
 """
 
 from .durations import DURATION_HELP, format_duration, parse_duration

@@ -8,10 +8,10 @@ from pathlib import Path
 from ...exceptions import ConfigError
 from .durations import format_duration
 from .model import MonitorConfig
-from .reader import Reader
+from .reader import Reader, fail
 from .schema import read_monitor
 
-__all__ = ["check_config", "load_config"]
+__all__ = ["check_config", "load_config", "preflight", "sqlite_file"]
 
 
 def _read_text(source: str | os.PathLike[str], base_dir: Path | None) -> tuple[str, Path]:
@@ -92,16 +92,63 @@ def check_config(source: str | os.PathLike[str]) -> list[str]:
 
     Raises :class:`ConfigError` exactly like :func:`load_config`.
     """
+    from ..redact import mask_url
+
     cfg = load_config(source)
+    problems = preflight(cfg)
+    if problems:
+        fail("monitor config", problems)
     lines = [f"config OK: {len(cfg.models)} model(s); metrics on http://{cfg.listen_address}"
-             f"/metrics; checkpoint {cfg.checkpoint.path or cfg.checkpoint.url}; MLflow spool "
-             f"{cfg.mlflow_spool or 'none (in memory)'}"]
+             f"/metrics; checkpoint {cfg.checkpoint.path or mask_url(cfg.checkpoint.url)}; "
+             f"MLflow spool {cfg.mlflow_spool or 'none (in memory)'}"]
     for m in cfg.models.values():
-        where = m.source.url if m.source.kind == "sql" else m.source.path
+        where = mask_url(m.source.url) if m.source.kind == "sql" else m.source.path
         lines.append(
             f"{m.name}: {m.mode} {format_duration(m.window)} windows every "
             f"{format_duration(m.every)}, labels after {format_duration(m.labels_after)}, "
             f"{len(m.metrics)} metric(s), {len(m.thresholds)} threshold(s), "
-            f"{m.source.kind} source {where}, model {m.model_uri or '-'}"
+            f"{m.source.kind} source {where}, model {m.model_uri or '-'}, MLflow "
+            f"{mask_url(m.tracking_uri)}"
         )
     return lines
+
+
+def sqlite_file(url: str | None) -> Path | None:
+    """The file of a SQLite URL (None for other databases and in-memory SQLite)."""
+    if not url or not url.startswith("sqlite") or ":///" not in url:
+        return None
+    rest = url.split(":///", 1)[1].split("?", 1)[0]
+    if not rest or rest.startswith((":memory:", "file:")):
+        return None
+    return Path(rest)
+
+
+def preflight(cfg: MonitorConfig) -> list[str]:
+    """What ``--check`` can find wrong without running: files that are not there.
+
+    A missing SQLite source file is an error (the monitor never creates one: an empty database
+    would only hide a wrong path), as is a missing prediction directory.
+    """
+    problems = []
+    for m in cfg.models.values():
+        at = f"models.{m.name}.source"
+        db = sqlite_file(m.source.url) if m.source.kind == "sql" else None
+        if db is not None and not db.is_file():
+            problems.append(f"{at}.url: SQLite file not found: {db} (relative paths resolve "
+                            "against the config file's directory; the monitor never creates "
+                            "it)")
+        if m.source.kind == "files" and m.source.path is not None and not m.source.path.is_dir():
+            problems.append(f"{at}.path: directory not found: {m.source.path}")
+    files = [("checkpoint.path", cfg.checkpoint.path), ("mlflow_spool", cfg.mlflow_spool)]
+    for key, path in files:
+        if path is None:
+            continue
+        # the nearest existing ancestor must be a writable directory
+        parent = path.parent
+        while not parent.exists() and parent != parent.parent:
+            parent = parent.parent
+        if not parent.is_dir():
+            problems.append(f"{key}: {parent} is a file, not a directory: cannot create {path}")
+        elif not os.access(parent, os.W_OK):
+            problems.append(f"{key}: directory {parent} is not writable: cannot create {path}")
+    return problems

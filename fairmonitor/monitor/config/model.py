@@ -35,6 +35,8 @@ class SourceConfig:
     model_column: str | None = "model"
     version_column: str | None = "version"
     features_column: str | None = "features"
+    #: most time one window's fetch may take before it counts as a source error
+    timeout: timedelta = timedelta(minutes=5)
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,9 @@ class ModelConfig:
     features: tuple[str, ...] | None = None
     decision_threshold: float = 0.5
     labels_after: timedelta = timedelta(0)
+    #: how long after its labelled evaluation a window with missing labels is evaluated again
+    #: when more labels arrive (default: labels_after; 0s: never)
+    relabel_within: timedelta = timedelta(0)
     start: datetime | None = None
     options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     min_group_size: int = 1
@@ -131,6 +136,8 @@ class MonitorConfig:
     timezone: str = "UTC"
     #: Retry interval (default: the smallest ``every``); windows are evaluated when they close.
     tick: timedelta = timedelta(minutes=1)
+    #: most time one MLflow request may take (no retries within a tick: the next tick retries)
+    mlflow_timeout: timedelta = timedelta(seconds=10)
 
     @property
     def host(self) -> str:

@@ -36,15 +36,16 @@ __all__ = ["read_monitor"]
 
 _MODEL_URI = re.compile(r"^models:/(?P<name>[^/@]+)(?:@(?P<alias>[^/@]+)|/(?P<version>\d+))?$")
 _TOP_KEYS = ("listen_address", "checkpoint", "mlflow_spool", "catch_up", "timezone", "tick",
-             "models")
+             "mlflow_timeout", "models")
 _MODEL_KEYS = (
     "model", "tracking_uri", "experiment", "source", "sensitive_features", "label", "score",
     "prediction", "features", "decision_threshold", "window", "every", "mode", "labels_after",
+    "relabel_within",
     "start", "metrics", "options", "min_group_size", "intersection", "seed", "thresholds",
     "reference", "team", "owner",
 )
 _SOURCE_KEYS = ("kind", "url", "table", "path", "pattern", "timestamp_column", "model_column",
-                "version_column", "features_column")
+                "version_column", "features_column", "timeout")
 _THRESHOLD_KEYS = ("warning", "critical", "bound", "attribute", "against_direction")
 _REFERENCE_KEYS = ("path", "metrics", "label", "score", "prediction", "features")
 
@@ -79,9 +80,31 @@ def read_monitor(r: Reader, data: Any, base: Path) -> MonitorConfig | None:
     tick = r.duration(data, "tick", None)
     if tick is None:
         tick = min((m.every for m in models.values()), default=timedelta(minutes=1))
+    mlflow_timeout = r.duration(data, "mlflow_timeout", timedelta(seconds=10))
     return MonitorConfig(models=MappingProxyType(models), checkpoint=checkpoint,
                          mlflow_spool=spool, listen_address=address, catch_up=catch_up,
-                         timezone=timezone, tick=tick)
+                         timezone=timezone, tick=tick, mlflow_timeout=mlflow_timeout)
+
+
+def sqlite_beside(url: str, base: Path) -> str:
+    """A relative SQLite URL made absolute against ``base`` (the config file's directory).
+
+    One rule for every relative path in the config (files, checkpoint, spool, SQLite URLs of
+    sources, checkpoints and MLflow): it resolves against the config file's directory, never
+    the working directory.
+
+    >>> sqlite_beside("sqlite:///predictions.db", Path("/etc/fairmonitor"))
+    'sqlite:////etc/fairmonitor/predictions.db'
+    >>> sqlite_beside("sqlite:////var/lib/p.db", Path("/etc"))
+    'sqlite:////var/lib/p.db'
+    >>> sqlite_beside("sqlite://", Path("/etc"))  # in memory
+    'sqlite://'
+    """
+    head, sep, rest = url.partition(":///")
+    if not sep or not head.startswith("sqlite") or not rest or rest.startswith(("/", ":memory:",
+                                                                                  "file:")):
+        return url
+    return f"{head}:///{base / rest}"
 
 
 def _mlflow_spool(r: Reader, data: Mapping[str, Any], checkpoint: CheckpointConfig,
@@ -104,10 +127,13 @@ def _checkpoint(r: Reader, raw: Any, base: Path) -> CheckpointConfig:
     r.keys("checkpoint", raw, ("kind", "path", "url", "table"))
     kind = r.choice(raw, "kind", ("file", "sql"), "file", path="checkpoint")
     if kind == "sql":
-        return CheckpointConfig("sql", url=r.url(raw, "url", "checkpoint"),
+        return CheckpointConfig("sql", url=sqlite_beside(r.url(raw, "url", "checkpoint"), base),
                                 table=r.get(raw, "table", str, "fairmonitor_checkpoint",
                                             path="checkpoint"))
     path = r.get(raw, "path", str, DEFAULT_CHECKPOINT, path="checkpoint")
+    if (base / path).is_dir():
+        r.error("checkpoint.path", f"is a directory: {str(base / path)!r}; give a file path "
+                                   f"such as {str(base / path / DEFAULT_CHECKPOINT)!r}")
     return CheckpointConfig("file", path=base / path)
 
 
@@ -166,12 +192,14 @@ def _model(r: Reader, at: str, name: str, raw: Any, base: Path) -> ModelConfig |
     return ModelConfig(
         name=name, source=source, sensitive_features=sensitive, window=window, every=every,
         mode=mode, metrics=metrics, registered_model=reg, model_version=version,
-        model_alias=alias, tracking_uri=r.get(raw, "tracking_uri", str, DEFAULT_TRACKING_URI,
-                                              path=at),
+        model_alias=alias, tracking_uri=sqlite_beside(
+            r.get(raw, "tracking_uri", str, DEFAULT_TRACKING_URI, path=at), base),
         experiment=r.get(raw, "experiment", str, f"fairmonitor-{name}", path=at),
         label=label, score=score, prediction=prediction,
         features=r.names(raw, "features", at) or None, decision_threshold=float(threshold),
         labels_after=labels_after, start=_start(r, f"{at}.start", raw.get("start")),
+        relabel_within=(r.duration(raw, "relabel_within", labels_after, path=at, allow_zero=True)
+                        if label is not None else timedelta(0)),
         options=MappingProxyType({k: MappingProxyType(dict(v)) for k, v in options.items()}),
         min_group_size=r.positive_int(raw, "min_group_size", 1, path=at),
         intersection=r.get(raw, "intersection", bool, True, path=at),
@@ -232,14 +260,14 @@ def _source(r: Reader, at: str, raw: Any, base: Path) -> SourceConfig:
     opt = {k: r.get(raw, k, str, None, path=at, nullable=True) for k in
            ("model_column", "version_column", "features_column") if k in raw}
     common = dict(timestamp_column=r.get(raw, "timestamp_column", str, "timestamp", path=at),
-                  **opt)
+                  timeout=r.duration(raw, "timeout", timedelta(minutes=5), path=at), **opt)
     if kind == "files":
         path = r.get(raw, "path", str, None, path=at, required=True) or "."
         pattern = r.get(raw, "pattern", str, "**/*.parquet", path=at)
         if not pattern.endswith((".parquet", ".csv", ".csv.gz")):
             r.error(f"{at}.pattern", f"must match .parquet or .csv files; got {pattern!r}")
         return SourceConfig("files", path=base / path, pattern=pattern, **common)
-    return SourceConfig("sql", url=r.url(raw, "url", at),
+    return SourceConfig("sql", url=sqlite_beside(r.url(raw, "url", at), base),
                         table=r.get(raw, "table", str, "predictions", path=at), **common)
 
 
@@ -336,4 +364,8 @@ def _start(r: Reader, at: str, raw: Any) -> datetime | None:
         except ValueError:
             r.error(at, f"must be an ISO 8601 time like 2026-11-22T00:00:00Z; got {raw!r}")
             return None
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    value = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    if value.year >= 9000:  # window arithmetic near datetime.max overflows
+        r.error(at, f"must be before 9000-01-01; got {raw!r}")
+        return None
+    return value

@@ -16,12 +16,17 @@ Choices:
   database locked) stays queued, in order, and is retried at the next flush; values already
   written are not sent twice. The queue is bounded (``max_pending`` values); when it overflows
   the oldest windows are dropped and counted (:attr:`MlflowSink.dropped`), with a warning.
-- With a ``spool`` file the queue also survives a restart or a crash: the file is rewritten
-  (atomically: a temporary file, then a rename) whenever the queue changes, read back when the
-  sink starts and removed once everything is written. A crash between a write and the rewrite
-  sends those values again; MLflow's stores ignore a metric identical to one already logged
-  (same key, value, step and timestamp), so nothing is doubled. An unreadable spool is moved
-  aside (``<name>.corrupt``) with an error, never silently emptied.
+- With a ``spool`` file the queue also survives a restart or a crash: an append-only journal
+  (:mod:`.spool`; one fsynced line per window, compacted when mostly written, private to the
+  user, tracking URIs masked) read back when the sink starts and removed once everything is
+  written. :meth:`MlflowSink.submit` returns only once the values are durable (in the spool,
+  or written to MLflow when the spool cannot be written), else it raises
+  :class:`SpoolWriteError`, and the job then keeps its checkpoint before that window. A window
+  submitted again (a crash between ``submit`` and the checkpoint) replaces its queued values;
+  a crash between a write and its journal line sends those values again, and MLflow's stores
+  ignore a metric identical to one already logged (same key, value, step and timestamp), so
+  nothing is doubled. An unreadable spool is moved aside (``<name>.corrupt``) with an error,
+  never silently emptied. Spool write failures are counted (``on_error(model, "spool")``).
 - NaN values are not logged (MLflow would store them, but a chart point of NaN says nothing the
   missing point does not); the report's reasons go to logs and Prometheus.
 - ``mlflow`` is imported on first write (2-5 s), never at import time.
@@ -30,19 +35,20 @@ Choices:
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import math
 import os
 import threading
 from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
-__all__ = ["MONITORING_TAG", "MlflowSink"]
+from ..redact import mask_url, mask_urls_in
+from .spool import Spool, SpoolCorruptError
+
+__all__ = ["MONITORING_TAG", "MlflowSink", "SpoolWriteError"]
 
 log = logging.getLogger(__name__)
 
@@ -63,14 +69,30 @@ class _Pending:
     version: str
     kind: str  # "window" | "reference"
     points: list[tuple[str, float, int, int]]  # key, value, timestamp (ms), step
+    sid: int = -1  # id of its spool record
+
+    @property
+    def key(self) -> tuple[Any, ...]:
+        """What a re-evaluation of the same window shares with it."""
+        step = self.points[0][3] if self.points else None
+        return (self.tracking_uri, self.experiment, self.model, self.version, self.kind, step)
+
+    def record(self) -> dict[str, Any]:
+        """The spool record (credentials masked)."""
+        return {"id": self.sid, "tracking_uri": mask_url(self.tracking_uri),
+                "experiment": self.experiment, "model": self.model, "version": self.version,
+                "kind": self.kind, "points": [list(p) for p in self.points]}
 
 
-def _from_json(line: str) -> _Pending:
-    """A spool line back into a queue item; ValueError/KeyError/TypeError if it is not one."""
-    d = json.loads(line)
+class SpoolWriteError(OSError):
+    """Values could be neither spooled nor written: they are not durable."""
+
+
+def _from_record(d: Mapping[str, Any], uri: str | None) -> _Pending:
+    """A spool record back into a queue item; ValueError/KeyError/TypeError if it is not one."""
     points = [(str(k), float(v), int(ts), int(step)) for k, v, ts, step in d["points"]]
-    return _Pending(d["tracking_uri"], str(d["experiment"]), str(d["model"]), str(d["version"]),
-                    str(d["kind"]), points)
+    return _Pending(uri, str(d["experiment"]), str(d["model"]), str(d["version"]),
+                    str(d["kind"]), points, int(d["id"]))
 
 
 def _points(values: Mapping[str, float], timestamp_ms: int,
@@ -118,7 +140,9 @@ class MlflowSink:
         self._lock = threading.Lock()
         self._clients: dict[str | None, Any] = {}
         self._runs: dict[tuple[str | None, str, str, str, str], str] = {}
-        self._spool = Path(spool) if spool is not None else None
+        self._spool = Spool(spool) if spool is not None else None
+        self._next_id = 0
+        self._spool_failures = 0
         if self._spool is not None:
             self._restore()
 
@@ -126,6 +150,16 @@ class MlflowSink:
     def pending(self) -> int:
         """Values queued and not yet written."""
         return self._size
+
+    @property
+    def spool_bytes(self) -> int:
+        """Size of the spool file (0 without a spool or when nothing is pending)."""
+        return 0 if self._spool is None else self._spool.size_bytes
+
+    @property
+    def spool_failures(self) -> int:
+        """Spool writes that failed (full disk, unwritable directory) since the start."""
+        return self._spool_failures
 
     @property
     def dropped(self) -> int:
@@ -142,66 +176,108 @@ class MlflowSink:
     def _restore(self) -> None:
         """Queue the values a previous process left in the spool."""
         assert self._spool is not None
+        path = self._spool.path
         try:
-            text = self._spool.read_text(encoding="utf-8")
+            records = self._spool.load()
+            items = [_from_record(r, self._unmask(r.get("tracking_uri"), str(r["model"])))
+                     for r in records]
         except FileNotFoundError:
+            return
+        except (SpoolCorruptError, ValueError, KeyError, TypeError) as exc:
+            aside = path.with_name(path.name + ".corrupt")
+            os.replace(path, aside)
+            log.error("MLflow spool %s is unreadable (%s); moved to %s, starting with an "
+                      "empty queue", path, _short(exc), aside)
             return
         except OSError as exc:  # e.g. a file where its directory should be: say so, go on
             log.error("cannot read the MLflow spool %s (%s); starting with an empty queue",
-                      self._spool, _short(exc))
-            return
-        try:
-            items = [_from_json(line) for line in text.splitlines() if line.strip()]
-        except (ValueError, KeyError, TypeError) as exc:
-            aside = self._spool.with_name(self._spool.name + ".corrupt")
-            os.replace(self._spool, aside)
-            log.error("MLflow spool %s is unreadable (%s); moved to %s, starting with an "
-                      "empty queue", self._spool, _short(exc), aside)
+                      path, _short(exc))
             return
         for item in items:
-            self._enqueue(item, save=False)
-        log.info("MLflow spool %s: %d values from a previous run queued", self._spool,
-                 self._size)
+            self._next_id = max(self._next_id, item.sid + 1)
+            self._enqueue(item)
+        log.info("MLflow spool %s: %d values from a previous run queued", path, self._size)
 
-    def _save(self) -> None:
-        """Rewrite the spool from the queue (remove it when the queue is empty)."""
+    def _unmask(self, stored: str | None, model: str) -> str | None:
+        """The real tracking URI behind a masked one: the configured URI it masks."""
+        for uri in (self._target(model)[0], self._default[0]):
+            if mask_url(uri) == stored:
+                return uri
+        return stored
+
+    def _journal(self, model: str, write: Callable[[Spool], None]) -> bool:
+        """Append to the spool; on failure count it, log it and return False."""
+        if self._spool is None:
+            return True
+        try:
+            write(self._spool)
+            return True
+        except OSError as exc:
+            self._spool_failures += 1
+            log.warning("cannot write the MLflow spool %s (%s): free space or fix its "
+                        "permissions (%d spool failures so far)", self._spool.path,
+                        _short(exc), self._spool_failures)
+            if self._on_error is not None:
+                self._on_error(model, "spool")
+            return False
+
+    def _compact(self) -> None:
         if self._spool is None:
             return
         with self._lock:
-            lines = [json.dumps(asdict(item)) + "\n" for item in self._queue if item.points]
+            live = [item.record() for item in self._queue if item.points]
+        if live and not self._spool.needs_compaction(self._size):
+            return
         try:
-            if not lines:
-                self._spool.unlink(missing_ok=True)
-                return
-            tmp = self._spool.with_name(self._spool.name + ".tmp")
-            with open(tmp, "w", encoding="utf-8") as f:
-                f.writelines(lines)
-                f.flush()
-                os.fsync(f.fileno())  # on disk before the rename makes it the spool
-            os.replace(tmp, self._spool)
-        except OSError as exc:
-            log.warning("cannot write the MLflow spool %s (%s): the %d pending values are "
-                        "kept in memory only", self._spool, _short(exc), self._size)
+            self._spool.rewrite(live)
+        except OSError as exc:  # the journal stays valid: only its size is not reduced
+            log.warning("cannot compact the MLflow spool %s (%s)", self._spool.path,
+                        _short(exc))
 
     # ------------------------------------------------------------------ queueing
-    def _enqueue(self, item: _Pending, *, save: bool = True) -> None:
+    def _enqueue(self, item: _Pending) -> tuple[_Pending | None, list[_Pending]]:
+        """Queue ``item``; return the item it replaced (same window) and those dropped."""
         if not item.points:
-            return
+            return None, []
         with self._lock:
+            replaced = next((q for q in self._queue if q.kind == "window" and q.points
+                             and q.key == item.key), None)
+            if replaced is not None:
+                self._queue.remove(replaced)
+                self._size -= len(replaced.points)
             self._queue.append(item)
             self._size += len(item.points)
-            lost = 0
+            lost: list[_Pending] = []
             while self._size > self._max_pending and len(self._queue) > 1:
                 old = self._queue.popleft()
                 self._size -= len(old.points)
-                lost += len(old.points)
-            self._dropped += lost
+                lost.append(old)
+            self._dropped += sum(len(o.points) for o in lost)
         if lost:
             log.warning("MLflow queue full (max_pending=%d): dropped the %d oldest values "
                         "(%d dropped in all); is the tracking server reachable?",
-                        self._max_pending, lost, self._dropped)
-        if save:
-            self._save()
+                        self._max_pending, sum(len(o.points) for o in lost), self._dropped)
+        return replaced, lost
+
+    def _submit(self, item: _Pending) -> None:
+        """Queue ``item`` and make it durable (module docstring); SpoolWriteError if not."""
+        if not item.points:
+            return
+        item.sid, self._next_id = self._next_id, self._next_id + 1
+        replaced, lost = self._enqueue(item)
+        gone = [g for g in (replaced, *lost) if g is not None]
+        if self._journal(item.model, lambda sp: (sp.add(item.record()),
+                                                 *(sp.done(g.sid) for g in gone))):
+            return
+        try:  # the spool cannot keep them: only MLflow itself can
+            self._write(item)
+        except Exception as exc:
+            raise SpoolWriteError(
+                f"the values of {item.model} step {item.key[-1]} could be neither spooled "
+                f"({self._spool.path if self._spool else '-'}) nor written to MLflow "
+                f"({_short(exc)})") from None
+        with self._lock, contextlib.suppress(ValueError):
+            self._queue.remove(item)
 
     def submit(self, result: Any) -> None:
         """Queue one ``WindowResult``'s values (use as the job's ``on_result`` hook)."""
@@ -209,16 +285,16 @@ class MlflowSink:
             return
         uri, experiment = self._target(result.model)
         ms = int(result.end.timestamp() * 1000)
-        self._enqueue(_Pending(uri, experiment, result.model, result.version, "window",
-                               _points(result.report.flat(), ms, int(result.index))))
+        self._submit(_Pending(uri, experiment, result.model, result.version, "window",
+                              _points(result.report.flat(), ms, int(result.index))))
 
     def submit_reference(self, model: str, version: str, report: Any, *,
                          when: datetime | None = None) -> None:
         """Queue the evaluation of ``model`` at ``version`` on its reference data (step 0)."""
         uri, experiment = self._target(model)
         ms = int((when or datetime.now().astimezone()).timestamp() * 1000)
-        self._enqueue(_Pending(uri, experiment, model, str(version), "reference",
-                               _points(report.flat(), ms, 0)))
+        self._submit(_Pending(uri, experiment, model, str(version), "reference",
+                              _points(report.flat(), ms, 0)))
 
     # ------------------------------------------------------------------ writing
     def _client(self, uri: str | None) -> Any:
@@ -280,14 +356,17 @@ class MlflowSink:
         with self._lock:
             items = list(self._queue)
         failed: set[str | None] = set()
-        before = self._size
         for item in items:
             if item.tracking_uri in failed:
                 continue
+            before = len(item.points)
             try:
                 self._write(item)
             except Exception as exc:  # any failure: keep it queued, the next tick retries
                 failed.add(item.tracking_uri)
+                if len(item.points) < before:  # part of the window was written
+                    self._journal(item.model, lambda sp, i=item: sp.done(i.sid,
+                                                                         left=len(i.points)))
                 # rebuild client and run lookup next time (the run may have been deleted)
                 self._clients.pop(item.tracking_uri, None)
                 self._runs = {k: v for k, v in self._runs.items() if k[0] != item.tracking_uri}
@@ -299,11 +378,11 @@ class MlflowSink:
                 continue
             with self._lock, contextlib.suppress(ValueError):  # ValueError: dropped meanwhile
                 self._queue.remove(item)
-        if self._size != before:  # some values were written (even part of a window)
-            self._save()
+            self._journal(item.model, lambda sp, i=item: sp.done(i.sid))
+        self._compact()
         return not self._queue
 
 
 def _short(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
+    return mask_urls_in(f"{type(exc).__name__}: {text[0] if text else ''}"[:300])

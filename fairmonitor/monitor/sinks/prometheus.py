@@ -47,7 +47,8 @@ __all__ = ["ERROR_STAGES", "MAX_GROUPS", "NAMESPACE", "OTHER_GROUPS", "REASONS",
 
 NAMESPACE = "fairmonitor"
 #: ``stage`` label values of ``fairmonitor_errors_total`` (pre-initialised for every model).
-ERROR_STAGES = ("source", "data", "metric", "mlflow", "export", "scheduler")
+ERROR_STAGES = ("source", "data", "metric", "checkpoint", "spool", "mlflow", "export",
+                "scheduler")
 #: ``reason`` label values of ``fairmonitor_metric_undefined``.
 REASONS = ("labels_pending", "too_few_groups", "no_traffic", "error", "undefined")
 #: ``fairmonitor_group_samples`` keeps the largest groups of each attribute; the rest are
@@ -56,7 +57,7 @@ REASONS = ("labels_pending", "too_few_groups", "no_traffic", "error", "undefined
 MAX_GROUPS = 10
 OTHER_GROUPS = "_other"
 #: Stages the job records itself; hook stages (export, mlflow) are counted by the caller.
-_EVALUATION_STAGES = ("source", "data", "metric")
+_EVALUATION_STAGES = ("source", "data", "metric", "checkpoint")
 _TOO_FEW_GROUPS = re.compile(r"fewer than (two|2) groups|single group|no groups?\b")
 
 
@@ -87,6 +88,7 @@ class _Value:
     value: float
     reason: str  # a REASONS code; only read when value is NaN
     severity: int | None  # 0/1/2, None when no threshold governs the value or it is NaN
+    window_end: float = 0.0  # end of the window the value was computed on (0: reference data)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +108,15 @@ class _Model:
     evaluated: int = 0
     errors: Mapping[str, int] = field(default_factory=lambda: dict.fromkeys(ERROR_STAGES, 0))
     labels_pending: int = 0
+    rejected: Mapping[str, int] = field(default_factory=dict)
+    duplicates: int = 0
+    label_coverage: float = -1.0  # -1: no labelled evaluation yet
+    skipped: int = 0
+    label_window_end: float = 0.0
+
+
+#: ``reason`` label values of ``fairmonitor_window_rejected_rows`` (see ``monitor/rows.py``).
+REJECT_REASONS = ("invalid_score", "invalid_prediction", "no_timestamp")
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,7 +178,8 @@ def _robustness(report: Any, version: str) -> dict[str, tuple[tuple[str, str, st
             for attr, vals in out.items()}
 
 
-def _values(report: Any, version: str, keep: Any = None) -> dict[tuple[str, str], _Value]:
+def _values(report: Any, version: str, keep: Any = None, *,
+            window_end: float = 0.0) -> dict[tuple[str, str], _Value]:
     out = {}
     for key, value in report.values.items():
         if keep is not None and not keep(key[0]):
@@ -175,7 +187,8 @@ def _values(report: Any, version: str, keep: Any = None) -> dict[tuple[str, str]
         value = float(value)
         status = report.statuses.get(key)
         code = severity_code(status) if status is not None else None
-        out[key] = _Value(version, value, reason_code(report.reasons.get(key)), code)
+        out[key] = _Value(version, value, reason_code(report.reasons.get(key)), code,
+                          window_end)
     return out
 
 
@@ -232,7 +245,7 @@ class FairnessCollector:
         fairmonitor_windows_evaluated_total{model="credit"} 12.0
         # TYPE fairmonitor_errors_total counter
         fairmonitor_errors_total{model="credit",stage="source"} 0.0
-        (one line per stage: source, data, metric, mlflow, export, scheduler)
+        (one line per stage: source, data, metric, checkpoint, spool, mlflow, export, scheduler)
         # TYPE fairmonitor_labels_pending_windows gauge
         fairmonitor_labels_pending_windows{model="credit"} 24.0
         # TYPE fairmonitor_build_info gauge
@@ -270,6 +283,7 @@ class FairnessCollector:
         self._lock = threading.Lock()  # serialises writers; readers take the reference as is
         self._models: Mapping[str, _Model] = MappingProxyType(
             {name: _Model() for name in self._setup})
+        self._spool = (0.0, 0.0, 0.0)  # bytes on disk, values pending, values dropped
         if registry is not None:
             registry.register(self)
 
@@ -293,17 +307,19 @@ class FairnessCollector:
         for stage in r.errors:
             if stage in _EVALUATION_STAGES:
                 errors[stage] = errors.get(stage, 0) + 1
-        if "source" in r.errors:  # nothing new is known about the model: keep its values
+        if "source" in r.errors or (r.report is None and "checkpoint" in r.errors):
+            # nothing new is known about the model: keep its values
             return replace(m, errors=errors)
         values = dict(m.values)
         report = r.report
         if report is not None:
-            values.update(_values(report, r.version))
+            values.update(_values(report, r.version, window_end=r.end.timestamp()))
         else:  # empty window: what this phase computes is now undefined, not stale
             why = "no_traffic" if r.n_rows == 0 and not r.errors else "undefined"
             for metric, attr in list(values):
                 if metric in r.metrics:
-                    values[(metric, attr)] = _Value(r.version, math.nan, why, None)
+                    values[(metric, attr)] = _Value(r.version, math.nan, why, None,
+                                                    r.end.timestamp())
         main_phase = r.phase != "labels"
         robustness = dict(m.robustness)
         if report is not None:
@@ -312,8 +328,9 @@ class FairnessCollector:
             m, version=r.version or m.version, values=values, errors=errors,
             robustness=robustness, evaluated=m.evaluated + 1,
             # wall clock, not the window's (possibly simulated) evaluation time: liveness
-            # alerts compare it with Prometheus' time()
-            last_success=time.time(),
+            # alerts compare it with Prometheus' time(); a window whose checkpoint did not move
+            # is redone: not a success (staleness fires)
+            last_success=m.last_success if "checkpoint" in r.errors else r.finished_at,
             duration=float(r.duration_seconds),
             window_end=r.end.timestamp() if main_phase else m.window_end,
             samples=int(r.n_rows) if main_phase else m.samples,
@@ -321,6 +338,11 @@ class FairnessCollector:
                     if report is not None else {}) if main_phase
             else m.groups,
             groups_version=r.version if main_phase else m.groups_version,
+            rejected=dict(getattr(r, "rejected", {})) if main_phase else m.rejected,
+            duplicates=int(getattr(r, "duplicates", 0)) if main_phase else m.duplicates,
+            skipped=m.skipped + int(getattr(r, "skipped_before", 0)),
+            **({"label_coverage": float(r.label_coverage), "label_window_end": r.end.timestamp()}
+               if getattr(r, "label_coverage", None) is not None else {}),
         )
 
     def observe_reference(self, model: str, version: str, report: Any) -> None:
@@ -338,6 +360,42 @@ class FairnessCollector:
 
         self._update(model, change)
 
+    def restore(self, model: str, snapshot: Mapping[str, Any]) -> None:
+        """Show again what was last reported before a restart (a checkpoint's ``last``).
+
+        Values, versions, threshold states, the latest window and its group sizes come back
+        as they were, so fairness series and alerts continue across a deploy; counters start
+        at 0 (Prometheus handles counter resets).
+        """
+        def ts(text: Any) -> float:
+            from datetime import datetime
+
+            return datetime.fromisoformat(text).timestamp() if text else 0.0
+
+        values = {}
+        for metric, attrs in (snapshot.get("values") or {}).items():
+            for attr, v in attrs.items():
+                value = math.nan if v.get("value") is None else float(v["value"])
+                status = v.get("status") if not math.isnan(value) else None
+                values[(metric, attr)] = _Value(
+                    str(v.get("version", "")), value, reason_code(v.get("reason")),
+                    severity_code(status) if status else None, ts(v.get("window_end")))
+        version = str(snapshot.get("version", ""))
+
+        def change(m: _Model) -> _Model:
+            return replace(m, version=version, values={**values, **m.values},
+                           last_success=m.last_success or float(snapshot.get("finished_at", 0.0)),
+                           window_end=m.window_end or ts(snapshot.get("window_end")),
+                           samples=m.samples or int(snapshot.get("samples", 0)),
+                           groups=m.groups or dict(snapshot.get("groups") or {}),
+                           groups_version=m.groups_version or version)
+
+        self._update(model, change)
+
+    def set_mlflow_queue(self, *, spool_bytes: int, pending: int, dropped: int) -> None:
+        """The MLflow sink's backlog: spool size on disk, values not yet written, dropped."""
+        self._spool = (float(spool_bytes), float(pending), float(dropped))
+
     def record_error(self, model: str, stage: str) -> None:
         """Count one error of ``stage`` (e.g. ``"mlflow"``) for ``model``."""
         self._update(model, lambda m: replace(
@@ -354,6 +412,50 @@ class FairnessCollector:
         yield from self._fairness_families(models)
         yield from self._threshold_families()
         yield from self._health_families(models)
+        yield from self._queue_families()
+        yield from self._row_families(models)
+
+    def _row_families(self, models: Mapping[str, _Model]) -> Iterator[Metric]:
+        rejected = _gauge("window_rejected_rows", "Rows of the latest window dropped before "
+                          "any metric (invalid score or prediction), by reason.",
+                          "model", "reason")
+        duplicates = _gauge("window_duplicate_rows", "Rows of the latest window that exactly "
+                            "duplicate another row (counted, not dropped).", "model")
+        for model, m in models.items():
+            for reason in (*REJECT_REASONS, *(r for r in m.rejected if r not in REJECT_REASONS)):
+                rejected.add_metric([model, reason], float(m.rejected.get(reason, 0)))
+            duplicates.add_metric([model], float(m.duplicates))
+        yield rejected
+        yield duplicates
+        coverage = _gauge("window_label_coverage", "Fraction of rows with a label in the latest "
+                          "window whose label metrics were computed (their window end is "
+                          "fairmonitor_label_window_end_timestamp_seconds).", "model")
+        label_end = _gauge("label_window_end_timestamp_seconds", "End of the latest window "
+                           "whose label metrics were computed (0: none yet).", "model")
+        for model, m in models.items():
+            if m.label_coverage >= 0:
+                coverage.add_metric([model], m.label_coverage)
+            label_end.add_metric([model], m.label_window_end)
+        yield coverage
+        yield label_end
+        skipped = CounterMetricFamily(f"{NAMESPACE}_windows_skipped", "Due windows never "
+                                      "evaluated because they were beyond the catch-up cap "
+                                      "(their rows are in no exported value).", labels=["model"])
+        for model, m in models.items():
+            skipped.add_metric([model], float(m.skipped))
+        yield skipped
+
+    def _queue_families(self) -> Iterator[Metric]:
+        size, pending, dropped = self._spool
+        yield GaugeMetricFamily(f"{NAMESPACE}_mlflow_spool_bytes", "Size of the MLflow spool "
+                                "file (values kept for MLflow across restarts; 0: none "
+                                "pending).", value=size)
+        yield GaugeMetricFamily(f"{NAMESPACE}_mlflow_pending_values", "Values not yet written "
+                                "to MLflow (server down or slow).", value=pending)
+        lost = CounterMetricFamily(f"{NAMESPACE}_mlflow_dropped_values", "Values dropped "
+                                   "because the MLflow queue overflowed (max_pending).")
+        lost.add_metric([], dropped)
+        yield lost
 
     def _fairness_families(self, models: Mapping[str, _Model]) -> Iterator[Metric]:
         per_metric: dict[str, GaugeMetricFamily] = {}
@@ -365,10 +467,17 @@ class FairnessCollector:
         robustness = _gauge("robustness_ratio_by_level", "Fairness gap under input noise over "
                             "the clean gap, per noise level.",
                             "model", "version", "sensitive_attribute", "metric", "level")
+        # gauges of one model can come from different windows (label metrics wait for their
+        # labels): this says which window each value belongs to
+        value_window = _gauge("value_window_end_timestamp_seconds", "End of the window each "
+                              "metric value (or undefined marker) was computed on.",
+                              "model", "metric", "sensitive_attribute")
         groups = _gauge("group_samples", "Rows per group of each sensitive attribute in the "
                         "latest window.", "model", "version", "sensitive_attribute", "group")
         for model, m in models.items():
             for (metric, attr), v in m.values.items():
+                if v.window_end:
+                    value_window.add_metric([model, metric, attr], v.window_end)
                 if math.isnan(v.value):
                     undefined.add_metric([model, v.version, metric, attr, v.reason], 1.0)
                     continue
@@ -389,7 +498,7 @@ class FairnessCollector:
                 for group, n in counts.items():
                     groups.add_metric([model, m.groups_version, attr, group], float(n))
         yield from per_metric.values()
-        yield from (undefined, robustness, groups, alert)
+        yield from (undefined, robustness, groups, alert, value_window)
 
     def _never_labelled(self, model: str, m: _Model) -> Iterator[tuple[str, str]]:
         """Configured label metrics with no value yet (their first labels have not arrived)."""

@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .base import MemorySource, WindowSource, expand_json_column, to_utc
+from .deadline import DeadlineSource, engine_options, existing_sqlite
 from .files import FileSource
 from .sql import SQLSource
 
@@ -34,8 +35,8 @@ if TYPE_CHECKING:
     from ..config import ModelConfig, MonitorConfig
 
 __all__ = [
-    "FileSource", "MemorySource", "SQLSource", "WindowSource", "build_source", "build_sources",
-    "expand_json_column", "needed_columns", "to_utc",
+    "DeadlineSource", "FileSource", "MemorySource", "SQLSource", "WindowSource", "build_source",
+    "build_sources", "engine_options", "expand_json_column", "needed_columns", "to_utc",
 ]
 
 
@@ -45,12 +46,20 @@ def build_source(model_cfg: ModelConfig) -> WindowSource:
     common = dict(timestamp_column=src.timestamp_column, model_column=src.model_column,
                   features_column=src.features_column,
                   expand_features=model_cfg.needs_features and src.features_column is not None)
+    timeout = src.timeout.total_seconds()
     if src.kind == "files":
         assert src.path is not None
-        return FileSource(src.path, src.pattern, **common)  # type: ignore[arg-type]
+        return DeadlineSource(FileSource(src.path, src.pattern, **common),  # type: ignore[arg-type]
+                              timeout)
     assert src.url is not None
-    return SQLSource(src.url, src.table, columns=needed_columns(model_cfg),
-                     **common)  # type: ignore[arg-type]
+    import sqlalchemy as sa
+
+    # the driver's own timeouts end a blocked call; DeadlineSource bounds the tick regardless
+    engine = sa.create_engine(src.url, **engine_options(src.url, timeout),
+                              **existing_sqlite(src.url))
+    return DeadlineSource(SQLSource(src.url, src.table, columns=needed_columns(model_cfg),
+                                    engine=engine, **common),  # type: ignore[arg-type]
+                          timeout)
 
 
 def needed_columns(model_cfg: ModelConfig) -> tuple[str, ...] | None:

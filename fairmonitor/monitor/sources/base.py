@@ -14,7 +14,11 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
-__all__ = ["MemorySource", "WindowSource", "expand_json_column", "to_utc"]
+#: ``DataFrame.attrs`` key: rows read for a window whose timestamp is empty or unparseable
+#: (they belong to no window; the job counts them as rejected rows)
+NO_TIMESTAMP = "rows_without_timestamp"
+
+__all__ = ["NO_TIMESTAMP", "MemorySource", "WindowSource", "expand_json_column", "to_utc"]
 
 log = logging.getLogger(__name__)
 
@@ -55,12 +59,24 @@ def _in_window(frame: pd.DataFrame, column: str, start: datetime, end: datetime,
     if column not in frame.columns:
         raise WindowUnavailableError(
             f"timestamp column {column!r} not in the source; columns: {list(frame.columns)}")
-    frame = frame.assign(**{column: to_utc(frame[column])})
-    ts = frame[column]
+    values = frame[column]
+    if values.dtype.kind in "OU" or isinstance(values.dtype, pd.StringDtype):
+        # empty or unparseable timestamps belong to no window: counted (NO_TIMESTAMP), not a
+        # whole file refused forever
+        ts = pd.to_datetime(values, utc=True, format="ISO8601", errors="coerce")
+    else:
+        ts = to_utc(values)
+    frame = frame.assign(**{column: ts})
     mask = (ts >= pd.Timestamp(start)) & (ts < pd.Timestamp(end))
     if model is not None and model_column and model_column in frame.columns:
-        mask &= frame[model_column].astype(str) == model
-    return frame.loc[mask].reset_index(drop=True)
+        of_model = frame[model_column].astype(str) == model
+        mask &= of_model
+        undated = int((ts.isna() & of_model).sum())
+    else:
+        undated = int(ts.isna().sum())
+    out = frame.loc[mask].reset_index(drop=True)
+    out.attrs[NO_TIMESTAMP] = undated
+    return out
 
 
 def expand_json_column(frame: pd.DataFrame, column: str) -> pd.DataFrame:

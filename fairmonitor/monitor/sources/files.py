@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
-from .base import _in_window, _utc, expand_json_column
+from .base import NO_TIMESTAMP, _in_window, _utc, expand_json_column
 
 __all__ = ["FileSource"]
 
@@ -123,7 +123,9 @@ class FileSource:
         if not frames:
             empty = pd.Series([], dtype="datetime64[ns, UTC]")
             return pd.DataFrame({self.timestamp_column: empty})
+        undated = sum(f.attrs.get(NO_TIMESTAMP, 0) for f in frames)
         frame = pd.concat(frames, ignore_index=True)
+        frame.attrs[NO_TIMESTAMP] = undated
         if self.expand_features and self.features_column:
             frame = expand_json_column(frame, self.features_column)
         return frame

@@ -10,9 +10,11 @@ from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
 from types import SimpleNamespace as NS
 
+import numpy as np
+import pytest
 from mlflow.tracking import MlflowClient
 
-from fairmonitor.monitor.sinks.mlflow import MONITORING_TAG, MlflowSink
+from fairmonitor.monitor.sinks.mlflow import MONITORING_TAG, MlflowSink, SpoolWriteError
 from fairmonitor.report import Window, evaluate_window
 
 END = datetime(2026, 11, 22, 10, tzinfo=UTC)
@@ -243,11 +245,70 @@ def test_unreadable_spool_is_moved_aside_not_emptied(tmp_path, caplog):
     assert "is unreadable" in caplog.text
 
 
-def test_spool_that_cannot_be_written_leaves_values_in_memory(tmp_path, caplog):
+def test_unwritable_spool_with_mlflow_down_refuses_the_values(tmp_path, monkeypatch, caplog):
+    """Issue 15 item 6: an unwritable spool used to keep values in memory only, so a crash lost
+    them with no self-metric. Now ``submit`` raises (the job then holds its checkpoint) and the
+    failure is counted under the stage ``spool``."""
+    monkeypatch.chdir(tmp_path)
+    blocker, uri = _failing_uri(tmp_path)
     (tmp_path / "file").write_text("not a directory")
     spool = tmp_path / "file" / "pending.jsonl"
-    with caplog.at_level(logging.WARNING, logger="fairmonitor.monitor.sinks.mlflow"):
-        sink = MlflowSink(spool=spool)
+    errors = []
+    sink = MlflowSink(models(uri, "sink-nospool", "credit"), spool=spool,
+                      on_error=lambda model, stage: errors.append((model, stage)))
+    with caplog.at_level(logging.WARNING, logger="fairmonitor.monitor.sinks.mlflow"), \
+            pytest.raises(SpoolWriteError, match="could be neither spooled"):
         sink.submit(window_result("credit", "3", 1, [1, 1, 1, 0, 1, 0, 0, 0]))
-    assert sink.pending == 3
-    assert "kept in memory only" in caplog.text
+    assert errors == [("credit", "spool")]
+    assert sink.spool_failures == 1
+    assert "cannot write the MLflow spool" in caplog.text
+
+
+def test_unwritable_spool_with_mlflow_up_writes_through(mlflow_tracking_uri, tmp_path):
+    """Without a spool, durable means written: the values go to MLflow at once."""
+    (tmp_path / "file").write_text("not a directory")
+    errors = []
+    sink = MlflowSink(models(mlflow_tracking_uri, "sink-through", "credit"),
+                      spool=tmp_path / "file" / "pending.jsonl",
+                      on_error=lambda model, stage: errors.append((model, stage)))
+    sink.submit(window_result("credit", "3", 1, [1, 1, 1, 0, 1, 0, 0, 0]))
+    assert (sink.pending, errors) == (0, [("credit", "spool")])
+    run = run_of(mlflow_tracking_uri, "sink-through", "credit", "3")
+    assert [(v, s) for v, s, _ in history(mlflow_tracking_uri, run, DP_SEX)] == [(0.5, 1)]
+
+
+def test_spool_is_append_only_private_and_masked(tmp_path):
+    """Issue 15 items 6, 12, 14: the spool was rewritten whole every window (O(n^2) bytes),
+    world-readable, with the tracking URI's password in clear."""
+    spool = tmp_path / "pending.jsonl"
+    sink = MlflowSink(models("http://monitor:s3cret@127.0.0.1:1", "e", "credit"), spool=spool)
+    sizes = []
+    for i in range(1, 41):
+        sink.submit(window_result("credit", "3", i, [1, 1, 1, 0, 1, 0, 0, 0]))
+        sizes.append(spool.stat().st_size)
+    growth = np.diff(sizes)
+    # each window appends its own line (a few bytes more as ids and steps get digits); a
+    # rewrite of the whole queue would grow by the queue's size
+    assert growth.max() - growth.min() <= 8
+    assert sizes[-1] < 40 * 400
+    assert oct(spool.stat().st_mode & 0o777) == "0o600"
+    text = spool.read_text()
+    assert "s3cret" not in text and "http://monitor:***@127.0.0.1:1" in text
+    # a restart finds the real URI again (the configured one it masks)
+    again = MlflowSink(models("http://monitor:s3cret@127.0.0.1:1", "e", "credit"), spool=spool)
+    assert again.pending == 120
+    assert {item.tracking_uri for item in again._queue} == {"http://monitor:s3cret@127.0.0.1:1"}
+    # the same window submitted again (a crash before the checkpoint) replaces its values
+    again.submit(window_result("credit", "3", 40, [1, 1, 1, 0, 1, 0, 0, 0]))
+    assert again.pending == 120
+    assert MlflowSink(models("http://monitor:s3cret@127.0.0.1:1", "e", "credit"),
+                      spool=spool).pending == 120
+
+
+def test_spool_ignores_a_last_line_cut_by_a_crash(tmp_path):
+    spool = tmp_path / "pending.jsonl"
+    sink = MlflowSink(spool=spool)
+    sink.submit(window_result("credit", "3", 1, [1, 1, 1, 0, 1, 0, 0, 0]))
+    with open(spool, "a") as f:
+        f.write('{"id": 1, "tracking_uri": null, "exp')  # the crash cut this append
+    assert MlflowSink(spool=spool).pending == 3

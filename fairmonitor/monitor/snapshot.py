@@ -1,0 +1,69 @@
+"""What was last reported per model, kept in the checkpoint so a restart can show it again.
+
+Without it a restarted monitor exported nothing until the next window closed: every fairness
+series vanished and every firing alert resolved on each deploy. The job folds each completed
+window into the model's snapshot (:func:`fold`) and saves it with the watermark in one
+checkpoint write, so the snapshot always describes exactly the windows the checkpoint says are
+done. At start the service hands it to the Prometheus collector
+(``FairnessCollector.restore``) and to the threshold-crossing log.
+
+The snapshot is plain JSON: per (metric, attribute) the value (``None`` for NaN), the version,
+the reason of an undefined value, the threshold status and the window it came from; per model
+the latest window, its rows and group sizes and when it was evaluated.
+
+>>> from types import SimpleNamespace as NS
+>>> from datetime import datetime, UTC
+>>> end = datetime(2026, 11, 22, 1, tzinfo=UTC)
+>>> report = NS(values={("dp", "sex"): 0.25}, reasons={}, statuses={("dp", "sex"): "warning"},
+...             group_counts={"sex": {"F": 10, "M": 12}})
+>>> result = NS(model="credit", version="3", start=end.replace(hour=0), end=end, phase="full",
+...             n_rows=22, report=report, metrics=("dp",), evaluated_at=end, errors={})
+>>> snap = fold({}, result)
+>>> snap["values"]["dp"]["sex"]["value"], snap["values"]["dp"]["sex"]["window_end"]
+(0.25, '2026-11-22T01:00:00+00:00')
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["fold"]
+
+
+def _number(v: Any) -> float | None:
+    v = float(v)
+    return None if math.isnan(v) else v  # JSON has no NaN
+
+
+def fold(previous: Mapping[str, Any], result: Any) -> dict[str, Any]:
+    """The snapshot after ``result`` (a ``WindowResult``) on top of ``previous``."""
+    snap = {k: v for k, v in previous.items() if k != "values"}
+    values = {m: dict(attrs) for m, attrs in (previous.get("values") or {}).items()}
+    report = result.report
+    window = {"window_start": result.start.isoformat(), "window_end": result.end.isoformat(),
+              "phase": result.phase}
+    if report is not None:
+        for (metric, attr), value in report.values.items():
+            values.setdefault(metric, {})[attr] = {
+                "value": _number(value), "version": result.version,
+                "reason": (report.reasons.get((metric, attr)) or "")[:200],
+                "status": report.statuses.get((metric, attr)), **window}
+    else:  # an empty window: what this phase computes is now undefined, not stale
+        for metric in result.metrics:
+            for attr in values.get(metric, {}):
+                values[metric][attr] = {"value": None, "version": result.version,
+                                        "reason": "no rows in the window", "status": None,
+                                        **window}
+    snap["values"] = values
+    if result.phase != "labels":  # the model-level gauges follow the latest closed window
+        snap.update(version=result.version or snap.get("version", ""),
+                    window_end=result.end.isoformat(), samples=int(result.n_rows),
+                    groups={str(a): {str(k): int(n) for k, n in g.items()}
+                            for a, g in (report.group_counts.items()
+                                         if report is not None else ())})
+    if result.evaluated_at is not None:
+        snap["evaluated_at"] = result.evaluated_at.isoformat()
+    snap["finished_at"] = float(result.finished_at)  # wall clock: what liveness is restored from
+    return snap
