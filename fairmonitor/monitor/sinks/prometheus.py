@@ -29,7 +29,6 @@ from __future__ import annotations
 import math
 import re
 import threading
-import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
