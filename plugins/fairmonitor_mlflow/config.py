@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from fairmonitor.exceptions import ConfigError, InvalidInputError
+from fairmonitor.metrics._groups import MISSING_POLICIES
 from fairmonitor.report.registry import METRICS, get_metric
 from fairmonitor.report.thresholds import Threshold
 
@@ -39,6 +40,7 @@ ALLOWED_KEYS: dict[str, Any] = {
     "model_uses_sensitive": False,
     "options": {},
     "rng": 0,
+    "missing": "group",           # missing sensitive values: group | drop | raise
 }
 
 #: The documented robustness sub-keys; keywords of the registered robustness function are
@@ -70,7 +72,8 @@ class FairnessConfig:
     intersection : bool
         With several attributes, also evaluate their intersection.
     thresholds : tuple of Threshold
-        Alert bounds; drive the run tag and the MLflow ``MetricThreshold`` mapping.
+        Alert bounds; drive the run tag and the MLflow ``MetricThreshold`` mapping. A
+        threshold without ``attribute`` governs each sensitive feature, not the intersection.
     robustness : dict or None
         None: on when a model is given, with default settings; ``{}`` or a dict of settings:
         on; False is stored as ``robustness_enabled=False``.
@@ -84,6 +87,10 @@ class FairnessConfig:
         Per-metric keyword options, ``{metric: {kw: value}}``.
     rng : int, numpy.random.Generator or None
         Seed of every randomised metric.
+    missing : str or mapping of str to str
+        Missing sensitive values: ``"group"`` (their own group ``"missing"``), ``"drop"``
+        (rows left out of every metric, counted in ``fairness/missing_count/<attribute>``) or
+        ``"raise"``; one policy, or ``{column: policy}`` (unnamed columns: ``"group"``).
     """
 
     sensitive_features: tuple[str, ...]
@@ -101,6 +108,7 @@ class FairnessConfig:
     options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     rng: Any = 0
     pos_label_given: bool = False
+    missing: Any = "group"
 
     @property
     def attributes(self) -> tuple[str, ...]:
@@ -160,23 +168,56 @@ def _bool(value: Any, key: str) -> bool:
     return value
 
 
-def _thresholds(value: Any) -> tuple[Threshold, ...]:
+_THRESHOLD_KEYS = ("warning", "critical", "bound", "attribute")
+
+
+def _thresholds(value: Any, attributes: Sequence[str]) -> tuple[Threshold, ...]:
+    """The monitor's threshold model: ``{metric: entry or [entries]}``, an entry naming
+    ``attribute`` overrides the general one for that attribute (the intersection included)."""
     if not isinstance(value, Mapping):
-        raise ConfigError("thresholds: must be a dict {metric: {warning, critical, bound}}; "
-                          f"got {value!r}.")
+        raise ConfigError("thresholds: must be a dict {metric: {warning, critical, bound, "
+                          f"attribute}} (or a list of such dicts); got {value!r}.")
     out = []
-    for metric, spec in value.items():
+    for metric, entries in value.items():
         name = _metric_name(metric, "thresholds")
-        where = f"thresholds.{name}"
-        if not isinstance(spec, Mapping):
-            raise ConfigError(f"{where}: must be a dict with keys warning, critical, bound; "
-                              f"got {spec!r}.")
-        bad = [k for k in spec if k not in ("warning", "critical", "bound")]
-        if bad:
-            raise ConfigError(_unknown(bad, ("warning", "critical", "bound"), where))
-        bound = spec.get("bound", METRICS[name].default_bound)
-        out.append(Threshold(name, spec.get("warning"), spec.get("critical"), bound))
+        items = entries if isinstance(entries, list) else [entries]
+        for i, spec in enumerate(items):
+            where = f"thresholds.{name}" + (f"[{i}]" if isinstance(entries, list) else "")
+            if not isinstance(spec, Mapping):
+                raise ConfigError(f"{where}: must be a dict with keys "
+                                  f"{', '.join(_THRESHOLD_KEYS)}; got {spec!r}.")
+            bad = [k for k in spec if k not in _THRESHOLD_KEYS]
+            if bad:
+                raise ConfigError(_unknown(bad, _THRESHOLD_KEYS, where))
+            attribute = spec.get("attribute")
+            if attribute is not None and attribute not in attributes:
+                raise ConfigError(f"{where}.attribute: {attribute!r} is not an evaluated "
+                                  f"attribute; choose one of {list(attributes)}.")
+            bound = spec.get("bound", METRICS[name].default_bound)
+            out.append(Threshold(name, spec.get("warning"), spec.get("critical"), bound,
+                                 attribute))
     return tuple(out)
+
+
+def _missing(value: Any, sensitive: Sequence[str]) -> Any:
+    allowed = ", ".join(MISSING_POLICIES)
+    if isinstance(value, str):
+        if value not in MISSING_POLICIES:
+            raise ConfigError(f"missing: must be one of {allowed} (or a dict {{column: policy}}"
+                              f"); got {value!r}.")
+        return value
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"missing: must be one of {allowed} or a dict {{column: policy}}; "
+                          f"got {value!r}.")
+    out = dict.fromkeys(sensitive, "group")
+    for column, how in value.items():
+        if column not in sensitive:
+            raise ConfigError(f"missing.{column}: not one of the sensitive_features "
+                              f"{list(sensitive)}.")
+        if how not in MISSING_POLICIES:
+            raise ConfigError(f"missing.{column}: must be one of {allowed}; got {how!r}.")
+        out[column] = how
+    return out
 
 
 def _robustness_keywords() -> set[str]:
@@ -289,6 +330,9 @@ def parse_config(evaluator_config: Mapping[str, Any] | None) -> FairnessConfig:
             or isinstance(rng, np.random.Generator)):
         raise ConfigError(f"rng: must be an integer seed, a numpy Generator or None; got {rng!r}.")
     robustness, enabled = _robustness(cfg.get("robustness"))
+    intersection = _bool(cfg.get("intersection", True), "intersection")
+    attributes = [*sensitive, *([":".join(sensitive)]  # type: ignore[arg-type]
+                                if intersection and len(sensitive) > 1 else [])]
     return FairnessConfig(
         sensitive_features=sensitive,  # type: ignore[arg-type]
         metrics=metrics,
@@ -296,8 +340,8 @@ def parse_config(evaluator_config: Mapping[str, Any] | None) -> FairnessConfig:
         pos_label=pos_label,
         threshold=_number(cfg.get("threshold", 0.5), "threshold", 0.0, 1.0),
         min_group_size=_positive_int(cfg.get("min_group_size", 1), "min_group_size"),
-        intersection=_bool(cfg.get("intersection", True), "intersection"),
-        thresholds=_thresholds(cfg.get("thresholds", {})),
+        intersection=intersection,
+        thresholds=_thresholds(cfg.get("thresholds", {}), attributes),
         robustness=robustness,
         robustness_enabled=enabled,
         features=_names(cfg.get("features"), "features", allow_none=True),
@@ -306,4 +350,5 @@ def parse_config(evaluator_config: Mapping[str, Any] | None) -> FairnessConfig:
         options=_options(cfg.get("options", {})),
         rng=rng,
         pos_label_given="pos_label" in cfg,
+        missing=_missing(cfg.get("missing", "group"), sensitive),  # type: ignore[arg-type]
     )

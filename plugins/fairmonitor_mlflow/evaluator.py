@@ -14,7 +14,9 @@ here.
 
 from __future__ import annotations
 
+import logging
 import tempfile
+import warnings
 from typing import Any
 
 from mlflow.models.evaluation import EvaluationResult, ModelEvaluator
@@ -22,10 +24,13 @@ from mlflow.models.evaluation import EvaluationResult, ModelEvaluator
 from .artifacts import log_artifacts, write_artifacts
 from .config import parse_config
 from .reporting import compute_report, robustness_status
+from .tracking import ArtifactWarning
 from .tracking import log_metrics, result_metrics, status_tags, step_metrics
 from .window import build_window
 
 __all__ = ["FairnessEvaluator"]
+
+log = logging.getLogger(__name__)
 
 
 class FairnessEvaluator(ModelEvaluator):
@@ -50,18 +55,34 @@ class FairnessEvaluator(ModelEvaluator):
     def evaluate(self, *, model_type: Any, dataset: Any, run_id: str, evaluator_config: Any,
                  model: Any = None, extra_metrics: Any = None, custom_artifacts: Any = None,
                  predictions: str | None = None, **kwargs: Any) -> EvaluationResult:
-        """Evaluate fairness on ``dataset``, log metrics, tags and artifacts to ``run_id``."""
+        """Evaluate fairness on ``dataset``, log metrics, tags and artifacts to ``run_id``.
+
+        The metrics are computed first and always returned: a failing table, plot, report or
+        artifact upload is left out, warned about once (:class:`ArtifactWarning`) and named in
+        the run tag ``fairness.failures``.
+        """
         config = parse_config(evaluator_config)
         built = build_window(dataset, model, config, predictions=predictions)
         report = compute_report(built, config)
-        scalars = result_metrics(report)
+        scalars = result_metrics(report, built.window.missing_counts)
         model_id = kwargs.get("model_id")
+        failures: list[str] = []
+        artifacts: dict[str, Any] = {}
+        with tempfile.TemporaryDirectory(prefix="fairmonitor-") as tmp:
+            written = write_artifacts(report, built, config, scalars, tmp, failures)
+            try:
+                artifacts = log_artifacts(run_id, tmp, written)
+            except Exception as exc:  # the artifact store is down: keep the metrics
+                failures.append(f"artifact upload: {type(exc).__name__}: {exc}")
+        if failures:
+            text = ("fairness artifacts left out (the metrics are complete): "
+                    + "; ".join(failures) + ". See the run tag fairness.failures; fix the "
+                    "cause (or turn the failing part off) and re-run the evaluation.")
+            log.warning(text)
+            warnings.warn(text, ArtifactWarning, stacklevel=2)
         # with a model_id, mlflow.models.evaluate logs the returned metrics itself (to the run
         # and the LoggedModel); logging them here too would duplicate every history entry
         log_metrics(run_id, {} if model_id else scalars, step_metrics(report),
-                    status_tags(report, robustness_status(report, built)),
+                    status_tags(report, robustness_status(report, built), failures),
                     model_id=model_id, dataset=dataset)
-        with tempfile.TemporaryDirectory(prefix="fairmonitor-") as tmp:
-            written = write_artifacts(report, built, config, scalars, tmp)
-            artifacts = log_artifacts(run_id, tmp, written)
         return EvaluationResult(metrics=scalars, artifacts=artifacts, run_id=run_id)

@@ -349,7 +349,7 @@ def build_window(dataset: Any, model: Any, config: FairnessConfig, *,
         sources["y_true"] = f"column {dataset.targets_name!r}"
 
     common = {"sensitive_features": sensitive, "y_pred": y_pred, "y_score": y_score,
-              "y_true": y_true, "threshold": config.threshold}
+              "y_true": y_true, "threshold": config.threshold, "missing": config.missing}
     window = Window(X=frame[features] if features else None, **common)
     reason = _robustness_reason(model, config)
     robust_window, options = None, {}

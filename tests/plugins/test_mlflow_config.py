@@ -107,15 +107,34 @@ def test_bad_values_name_the_key(key: str, value: Any, message: str) -> None:
 
 # --- validation thresholds -------------------------------------------------------------------
 
-def test_validation_thresholds_cover_every_attribute_and_the_intersection() -> None:
+def test_validation_thresholds_cover_each_attribute_and_the_intersection_only_if_named() -> None:
     cfg = {"sensitive_features": ["sex", "race"], "thresholds": {
         "demographic_parity_ratio": {"warning": 0.9, "critical": 0.8}}}
     thresholds = validation_thresholds(cfg)
     assert list(thresholds) == ["fairness/demographic_parity_ratio/sex",
-                                "fairness/demographic_parity_ratio/race",
-                                "fairness/demographic_parity_ratio/sex:race"]
+                                "fairness/demographic_parity_ratio/race"]
     assert (thresholds["fairness/demographic_parity_ratio/race"].threshold,
             thresholds["fairness/demographic_parity_ratio/race"].greater_is_better) == (0.8, True)
+    named = validation_thresholds({**cfg, "thresholds": {"demographic_parity_ratio": [
+        {"critical": 0.8}, {"critical": 0.5, "attribute": "sex:race"}]}})
+    assert {k: v.threshold for k, v in named.items()} == {
+        "fairness/demographic_parity_ratio/sex": 0.8,
+        "fairness/demographic_parity_ratio/race": 0.8,
+        "fairness/demographic_parity_ratio/sex:race": 0.5}
+
+
+def test_per_attribute_thresholds_are_accepted_as_in_the_monitor() -> None:
+    cfg = parse_config({"sensitive_features": ["sex", "race"], "thresholds": {
+        "demographic_parity_difference": [{"warning": 0.1},
+                                          {"critical": 0.3, "attribute": "race"}]}})
+    assert cfg.thresholds == (
+        Threshold("demographic_parity_difference", 0.1, None, "upper"),
+        Threshold("demographic_parity_difference", None, 0.3, "upper", "race"))
+    with pytest.raises(ConfigError, match=r"thresholds.demographic_parity_difference.attribute: "
+                                          r"'age' is not an evaluated attribute; choose one of "
+                                          r"\['sex', 'race', 'sex:race'\]"):
+        parse_config({"sensitive_features": ["sex", "race"], "thresholds": {
+            "demographic_parity_difference": {"warning": 0.1, "attribute": "age"}}})
 
 
 def test_validation_thresholds_at_warning_level_skip_thresholds_without_one() -> None:
@@ -175,7 +194,9 @@ def test_status_tags_name_the_breaching_keys() -> None:
     assert status_tags(report, "on") == {
         "fairness.status": "warning",
         "fairness.breaches": "fairness/demographic_parity_difference/g",
-        "fairness.robustness": "on"}
+        "fairness.robustness": "on", "fairness.failures": "none"}
+    assert status_tags(report, "on", ["plots/x.png: ValueError: bad"])["fairness.failures"] == (
+        "plots/x.png: ValueError: bad")
 
 
 # --- window building -------------------------------------------------------------------------

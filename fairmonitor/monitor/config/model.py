@@ -88,6 +88,9 @@ class ModelConfig:
     seed: int = 0
     thresholds: tuple[Threshold, ...] = ()
     reference: ReferenceConfig | None = None
+    #: missing sensitive values: "group" (own group "missing"), "drop" (rows left out, counted
+    #: in the report's notes) or "raise"; one policy or a mapping {attribute: policy}
+    missing: str | Mapping[str, str] = "group"
 
     @property
     def model_uri(self) -> str | None:

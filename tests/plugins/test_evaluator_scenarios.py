@@ -1,0 +1,158 @@
+"""Scenario suite of the ``fairness`` evaluator (issue 13): what a data scientist meets first.
+
+Fair and unfair models, single-valued and missing-valued attributes, URI / pyfunc / callable /
+static predictions, predict-only, regressors and multiclass. Every scenario returns its metrics
+and logs them; every failure mode has a clear message. Small synthetic data keeps it fast; the
+expected values are computed by calling the metric functions directly.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import mlflow
+import numpy as np
+import pandas as pd
+import pytest
+from fairmonitor_mlflow import ArtifactWarning
+from mlflow.tracking import MlflowClient
+
+from fairmonitor.metrics import demographic_parity_difference
+
+Store = Any
+ROBUSTNESS = {"levels": [0.1, 1.0], "n_repeats": 2}
+FAST = ["demographic_parity_difference", "equalized_odds_difference", "abcc"]
+
+
+def evaluate(model: Any, data: Any, config: dict[str, Any], *, model_type: str = "classifier",
+             **kwargs: Any) -> Any:
+    with mlflow.start_run():
+        return mlflow.models.evaluate(model, data, model_type=model_type,
+                                      evaluators=["fairness"],
+                                      evaluator_config={"fairness": config}, **kwargs)
+
+
+def tags(result: Any) -> dict[str, str]:
+    return mlflow.get_run(result.run_id).data.tags
+
+
+def synthetic(n: int = 600, seed: int = 0, biased: bool = True) -> pd.DataFrame:
+    """Two numeric inputs, a binary sensitive column that shifts x1 when ``biased``."""
+    rng = np.random.default_rng(seed)
+    group = rng.choice(["a", "b"], size=n)
+    x1 = rng.normal(size=n) + (0.8 * (group == "b") if biased else 0.0)
+    x2 = rng.normal(size=n)
+    label = (x1 + 0.5 * x2 + rng.normal(scale=0.5, size=n) > 0.3).astype(int)
+    return pd.DataFrame({"x1": x1, "x2": x2, "group": group, "label": label})
+
+
+@pytest.fixture(scope="module")
+def logreg(mlflow_store: Store) -> Any:
+    from sklearn.linear_model import LogisticRegression
+
+    data = synthetic()
+    clf = LogisticRegression().fit(data[["x1", "x2"]], data["label"])
+    with mlflow.start_run(run_name="train-synthetic"):
+        info = mlflow.sklearn.log_model(clf, name="model", pip_requirements=["scikit-learn"],
+                                        input_example=data[["x1", "x2"]].head(3))
+    return clf, data, info.model_uri
+
+
+# --- item 1: no artifact may cost the metrics -------------------------------------------------
+
+def test_robustness_plot_of_only_infinite_ratios_is_saved(tmp_path: Any) -> None:
+    # a fair model: the clean gap is below the floor, every ratio is +inf (or NaN); the log
+    # axis used to raise "Data cannot be log-scaled" while saving and fail the evaluation
+    from types import SimpleNamespace
+
+    from fairmonitor_mlflow import plots
+
+    detail = SimpleNamespace(levels=np.array([0.1, 1.0]),
+                             ratios={"demographic_parity_difference": np.array([np.inf, np.nan])},
+                             gaps={"demographic_parity_difference": np.array([0.01, 0.02])},
+                             gap_se={"demographic_parity_difference": np.array([0.01, 0.01])})
+    path = tmp_path / "r.png"
+    plots.save_png(plots.robustness_curve("sex", detail), str(path))
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_single_valued_attribute_by_uri_logs_every_metric_and_is_undefined(logreg: Any) -> None:
+    clf, data, uri = logreg
+    data = data.assign(group="a")  # one group: every between-group metric is undefined
+    result = evaluate(uri, data, {"sensitive_features": ["group"], "robustness": ROBUSTNESS,
+                                  "metrics": [*FAST, "robustness_ratio_max"]}, targets="label")
+    assert set(result.metrics) >= {f"fairness/{m}/group" for m in FAST}
+    assert all(np.isnan(result.metrics[f"fairness/{m}/group"]) for m in FAST)
+    logged = mlflow.get_run(result.run_id).data.metrics
+    assert "fairness/demographic_parity_difference/group" in logged
+    assert tags(result)["fairness.status"] == "undefined"  # never "ok" when nothing is defined
+    assert tags(result)["fairness.failures"] == "none"
+
+
+def test_a_failing_plot_costs_no_metric_and_is_named_in_a_tag(
+        logreg: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from fairmonitor_mlflow import plots
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(plots, "score_cdfs", broken)
+    clf, data, uri = logreg
+    with warnings.catch_warnings(record=True) as caught:  # mlflow's own warnings too
+        warnings.simplefilter("always")
+        result = evaluate(uri, data, {"sensitive_features": ["group"], "metrics": FAST},
+                          targets="label")
+    ours = [str(w.message) for w in caught if issubclass(w.category, ArtifactWarning)]
+    assert len(ours) == 1 and "score_cdf__group.png: RuntimeError: disk full" in ours[0]
+    expected = demographic_parity_difference(clf.predict(data[["x1", "x2"]]),
+                                             sensitive_features=data["group"])
+    assert result.metrics["fairness/demographic_parity_difference/group"] == expected
+    assert mlflow.get_run(result.run_id).data.metrics[
+        "fairness/demographic_parity_difference/group"] == expected
+    failures = tags(result)["fairness.failures"]
+    assert "plots/fairness_score_cdf__group.png: RuntimeError: disk full" in failures
+    names = {a.path for a in MlflowClient().list_artifacts(result.run_id, "fairness")}
+    assert {"fairness/fairness_report.html", "fairness/fairness_groups.csv"} <= names
+
+
+# --- item 3: missing sensitive values ---------------------------------------------------------
+
+@pytest.mark.parametrize("column", [
+    pd.Series(["a", None, "b"] * 200, dtype=object),
+    pd.Series([1.0, np.nan, 2.0] * 200),
+    pd.Series([True, pd.NA, False] * 200, dtype="boolean"),
+], ids=["object-None", "float-NaN", "boolean-NA"])
+def test_missing_sensitive_values_are_their_own_group_by_default(logreg: Any,
+                                                                 column: pd.Series) -> None:
+    clf, data, uri = logreg
+    data = data.assign(group=column.to_numpy())
+    result = evaluate(uri, data, {"sensitive_features": ["group"], "metrics": FAST},
+                      targets="label")
+    assert result.metrics["fairness/group_count/group/missing"] == 200.0
+    assert result.metrics["fairness/missing_count/group"] == 200.0
+    pred = clf.predict(data[["x1", "x2"]])
+    labels = np.where(column.isna().to_numpy(), "missing", column.astype(str).to_numpy())
+    assert result.metrics["fairness/demographic_parity_difference/group"] == pytest.approx(
+        demographic_parity_difference(pred, sensitive_features=labels))
+
+
+def test_missing_sensitive_values_can_be_dropped_and_counted(logreg: Any) -> None:
+    clf, data, uri = logreg
+    data = data.assign(group=pd.Series(["a", None, "b"] * 200, dtype=object).to_numpy())
+    result = evaluate(uri, data, {"sensitive_features": ["group"], "metrics": FAST,
+                                  "missing": "drop"}, targets="label")
+    kept = data[data["group"].notna()]
+    assert result.metrics["fairness/missing_count/group"] == 200.0
+    assert "fairness/group_count/group/missing" not in result.metrics
+    assert result.metrics["fairness/demographic_parity_difference/group"] == pytest.approx(
+        demographic_parity_difference(clf.predict(kept[["x1", "x2"]]),
+                                      sensitive_features=kept["group"]))
+
+
+def test_missing_sensitive_values_raise_when_asked(logreg: Any) -> None:
+    clf, data, uri = logreg
+    data = data.assign(group=pd.Series([True, pd.NA, False] * 200, dtype="boolean"))
+    with pytest.raises(Exception, match=r"'group' has 200 missing values.*'group' or 'drop'"):
+        evaluate(uri, data, {"sensitive_features": ["group"], "metrics": FAST,
+                             "missing": {"group": "raise"}}, targets="label")
