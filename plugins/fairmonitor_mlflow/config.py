@@ -23,16 +23,25 @@ from fairmonitor.metrics._groups import MISSING_POLICIES
 from fairmonitor.report.registry import METRICS, get_metric
 from fairmonitor.report.thresholds import Threshold
 
-__all__ = ["ALLOWED_KEYS", "ROBUSTNESS_KEYS", "FairnessConfig", "parse_config"]
+__all__ = ["ALLOWED_KEYS", "DEFAULT_METRICS", "ROBUSTNESS_KEYS", "FairnessConfig",
+           "parse_config"]
+
+#: The default metric set: seconds on 10^5 rows (benchmarks/bench_evaluator.py). The others
+#: are opt-in, by name in ``metrics`` or with ``metrics="all"``: HFM (exact is quadratic in the
+#: rows), CFair (a matching per attribute) and robustness (the model is called
+#: ``n_repeats x levels`` times; also on with ``robustness=True`` or a robustness dict).
+DEFAULT_METRICS = ("demographic_parity_difference", "demographic_parity_ratio",
+                   "equalized_odds_difference", "equal_opportunity_difference",
+                   "abcc", "abpc", "madd")
 
 #: Every key the evaluator accepts, with its default (documented in the README table).
 ALLOWED_KEYS: dict[str, Any] = {
     "sensitive_features": None,   # required
-    "metrics": None,              # default: every registered metric the inputs allow
+    "metrics": None,              # default: DEFAULT_METRICS; "all": every registered one
     "score_column": None,
     "pos_label": 1,
     "threshold": 0.5,
-    "min_group_size": 1,
+    "min_group_size": 30,         # the usual n >= 30 for a rate's normal approximation
     "intersection": True,
     "thresholds": {},
     "robustness": None,           # default: on when a model is given
@@ -60,7 +69,11 @@ class FairnessConfig:
     sensitive_features : tuple of str
         Column names of the sensitive attributes.
     metrics : tuple of str or None
-        Requested registry names; None means every metric the inputs allow.
+        Requested registry names; None means the default set (:data:`DEFAULT_METRICS`, plus
+        robustness when it is configured), or every metric the inputs allow with
+        ``all_metrics``.
+    all_metrics : bool
+        ``metrics="all"``: every registered metric the inputs allow.
     score_column : str or None
         Column holding positive-class scores; None means ``predict_proba`` when available.
     pos_label : object
@@ -68,7 +81,8 @@ class FairnessConfig:
     threshold : float
         Decision threshold turning scores into 0/1 predictions where only scores exist.
     min_group_size : int
-        Smaller groups are left out of every metric.
+        Smaller groups are left out of every metric (default 30: a selection rate of fewer
+        rows has a standard error above 0.09, so a gap between such groups is mostly noise).
     intersection : bool
         With several attributes, also evaluate their intersection.
     thresholds : tuple of Threshold
@@ -95,10 +109,11 @@ class FairnessConfig:
 
     sensitive_features: tuple[str, ...]
     metrics: tuple[str, ...] | None = None
+    all_metrics: bool = False
     score_column: str | None = None
     pos_label: Any = 1
     threshold: float = 0.5
-    min_group_size: int = 1
+    min_group_size: int = 30
     intersection: bool = True
     thresholds: tuple[Threshold, ...] = ()
     robustness: Mapping[str, Any] = field(default_factory=dict)
@@ -316,7 +331,8 @@ def parse_config(evaluator_config: Mapping[str, Any] | None) -> FairnessConfig:
         raise ConfigError("evaluator_config: 'sensitive_features' is required: the list of "
                           "columns holding the sensitive attributes, e.g. ['sex', 'age_group'].")
     sensitive = _names(cfg["sensitive_features"], "sensitive_features", allow_none=False)
-    metrics = _names(cfg.get("metrics"), "metrics", allow_none=True)
+    all_metrics = cfg.get("metrics") == "all"
+    metrics = None if all_metrics else _names(cfg.get("metrics"), "metrics", allow_none=True)
     if metrics is not None:
         metrics = tuple(_metric_name(m, "metrics") for m in metrics)
     score_column = cfg.get("score_column")
@@ -336,10 +352,11 @@ def parse_config(evaluator_config: Mapping[str, Any] | None) -> FairnessConfig:
     return FairnessConfig(
         sensitive_features=sensitive,  # type: ignore[arg-type]
         metrics=metrics,
+        all_metrics=all_metrics,
         score_column=score_column,
         pos_label=pos_label,
         threshold=_number(cfg.get("threshold", 0.5), "threshold", 0.0, 1.0),
-        min_group_size=_positive_int(cfg.get("min_group_size", 1), "min_group_size"),
+        min_group_size=_positive_int(cfg.get("min_group_size", 30), "min_group_size"),
         intersection=intersection,
         thresholds=_thresholds(cfg.get("thresholds", {}), attributes),
         robustness=robustness,

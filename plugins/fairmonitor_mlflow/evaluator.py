@@ -32,6 +32,9 @@ __all__ = ["FairnessEvaluator"]
 
 log = logging.getLogger(__name__)
 
+#: ``model_type`` values the evaluator accepts (None: static predictions without a type).
+SUPPORTED_MODEL_TYPES = ("classifier", None)
+
 
 class FairnessEvaluator(ModelEvaluator):
     """Fairness metrics of a classifier per sensitive attribute, as an MLflow evaluator.
@@ -44,13 +47,25 @@ class FairnessEvaluator(ModelEvaluator):
 
     @classmethod
     def can_evaluate(cls, *, model_type: Any, evaluator_config: Any, **kwargs: Any) -> bool:
-        """Accept the call only when ``sensitive_features`` is configured.
+        """Accept the call only for a classifier and when ``sensitive_features`` is configured.
 
         So the evaluator never runs uninvited inside an ``evaluate`` call that selects every
-        registered evaluator (``evaluators=None``).
+        registered evaluator (``evaluators=None``), and a regressor is declined with a logged
+        reason instead of a misleading ``pos_label`` error.
         """
-        return bool(isinstance(evaluator_config, dict)
-                    and evaluator_config.get("sensitive_features"))
+        if not (isinstance(evaluator_config, dict)
+                and evaluator_config.get("sensitive_features")):
+            return False
+        if model_type not in SUPPORTED_MODEL_TYPES:
+            # MLflow then says only that no evaluator could run: say why, once, with the fix
+            log.warning(
+                "the fairness evaluator declines model_type=%r: its metrics compare a positive "
+                "class (selection rates, TPR/FPR) and scores in [0, 1]. For a regressor or a "
+                "ranker, evaluate a classifier view: threshold the output into a 0/1 "
+                "`predictions` column (and give scores in [0, 1] as `score_column`) with "
+                "model_type='classifier'.", model_type)
+            return False
+        return True
 
     def evaluate(self, *, model_type: Any, dataset: Any, run_id: str, evaluator_config: Any,
                  model: Any = None, extra_metrics: Any = None, custom_artifacts: Any = None,

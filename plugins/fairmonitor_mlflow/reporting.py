@@ -12,11 +12,13 @@ from typing import Any
 
 from fairmonitor import METRICS, WindowReport, evaluate_window
 
-from .config import FairnessConfig
+from .config import DEFAULT_METRICS, FairnessConfig
 from .window import BuiltWindow, model_metrics
 
 __all__ = ["compute_report", "robustness_status"]
 
+_OPT_IN = ("opt-in, not in the default set: name it in `metrics` (or metrics='all'; "
+           "robustness also with robustness=True)")
 _MISSING = {"y_true": "labels not available", "y_score": "no scores", "X": "no feature columns",
             "y_pred": "no predictions", "predict": "no model to call"}
 
@@ -44,22 +46,42 @@ def compute_report(built: BuiltWindow, config: FairnessConfig) -> WindowReport:
     robust_window = built.robust_window
     skipped: dict[str, str] = {}
     if config.metrics is None:
-        main = None
         robust = []
+        with_robustness = config.all_metrics or config.robustness_enabled
         for name in calls_model:
             missing = [i for i in METRICS[name].inputs
                        if robust_window is None or robust_window.get(i) is None]
-            if not missing:
-                robust.append(name)
-            else:  # the real reason, instead of the main window's "no model to call"
+            if missing:  # the real reason, instead of the main window's "no model to call"
                 skipped[name] = built.skipped.get(name) or _MISSING[missing[0]]
+            elif with_robustness:
+                robust.append(name)
+            else:
+                skipped[name] = _OPT_IN
+        main = None
+        if not config.all_metrics:
+            main = []
+            for name in METRICS:
+                missing = [i for i in METRICS[name].inputs if built.window.get(i) is None]
+                if name in calls_model:
+                    continue
+                if missing:
+                    skipped[name] = _MISSING[missing[0]]
+                elif name in DEFAULT_METRICS:
+                    main.append(name)
+                else:
+                    skipped[name] = _OPT_IN
     else:
         main = [m for m in config.metrics if m not in calls_model]
         robust = [m for m in config.metrics if m in calls_model]
     common = {"min_group_size": config.min_group_size, "intersection": config.intersection,
               "thresholds": config.thresholds, "rng": config.rng}
     report = evaluate_window(built.window, metrics=main, options=config.options, **common)
-    report = dataclasses.replace(report, skipped=MappingProxyType({**report.skipped, **skipped}))
+    # say which small-group rule shaped every value (issue 13 item 4)
+    rule = (f"min_group_size={config.min_group_size}"
+            + (" (the default)" if config.min_group_size == 30 else "")
+            + ": groups with fewer rows are left out of every metric")
+    report = dataclasses.replace(report, skipped=MappingProxyType({**report.skipped, **skipped}),
+                                 notes=(rule, *report.notes))
     if robust_window is not None and robust:
         options = {name: _robust_options(name, built, config) for name in robust}
         report = _merge(report, evaluate_window(robust_window, metrics=robust, options=options,
@@ -81,4 +103,5 @@ def robustness_status(report: WindowReport, built: BuiltWindow) -> str:
     calls_model = set(model_metrics())
     if any(metric in calls_model for metric, _ in report.values):
         return "on"
-    return "skipped: no robustness metric requested (`metrics`)"
+    return ("off: opt-in (robustness=True, a robustness dict, or a robustness_* metric in "
+            "`metrics`)")

@@ -156,3 +156,60 @@ def test_missing_sensitive_values_raise_when_asked(logreg: Any) -> None:
     with pytest.raises(Exception, match=r"'group' has 200 missing values.*'group' or 'drop'"):
         evaluate(uri, data, {"sensitive_features": ["group"], "metrics": FAST,
                              "missing": {"group": "raise"}}, targets="label")
+
+
+# --- items 2 and 4: the default metric set, small groups ---------------------------------------
+
+def test_default_set_is_the_fast_metrics_and_the_rest_is_opt_in(logreg: Any,
+                                                                tmp_path: Any) -> None:
+    from fairmonitor_mlflow.config import DEFAULT_METRICS
+
+    clf, data, uri = logreg
+    result = evaluate(uri, data, {"sensitive_features": ["group"]}, targets="label")
+    computed = {k.split("/")[1] for k in result.metrics if k.startswith("fairness/")} - {
+        "group_count"}
+    assert computed == set(DEFAULT_METRICS)
+    assert tags(result)["fairness.robustness"].startswith("off: opt-in")
+    report = mlflow.artifacts.load_dict(
+        f"runs:/{result.run_id}/fairness/fairness_report.json")
+    assert report["skipped"]["hfm"].startswith("opt-in, not in the default set")
+    assert report["notes"][0] == ("min_group_size=30 (the default): groups with fewer rows are "
+                                  "left out of every metric")
+    everything = evaluate(uri, data, {"sensitive_features": ["group"], "metrics": "all",
+                                      "robustness": ROBUSTNESS}, targets="label")
+    assert {"fairness/hfm/group", "fairness/cfair/group",
+            "fairness/robustness_ratio_max/group"} <= set(everything.metrics)
+
+
+def test_tiny_groups_are_left_out_by_default_instead_of_driving_the_gap(logreg: Any) -> None:
+    # 40 groups of 1-3 rows plus nothing else: with min_group_size=1 this read DP 0.67 and
+    # status ok; by default every group is too small and nothing is called fair
+    clf, data, uri = logreg
+    rng = np.random.default_rng(1)
+    small = data.head(80).assign(group=[f"g{i}" for i in rng.integers(0, 40, size=80)])
+    result = evaluate(uri, small, {"sensitive_features": ["group"],
+                                   "metrics": ["demographic_parity_difference"]},
+                      targets="label")
+    assert np.isnan(result.metrics["fairness/demographic_parity_difference/group"])
+    assert tags(result)["fairness.status"] == "undefined"
+    loose = evaluate(uri, small, {"sensitive_features": ["group"], "min_group_size": 1,
+                                  "metrics": ["demographic_parity_difference"]},
+                     targets="label")
+    assert loose.metrics["fairness/demographic_parity_difference/group"] == pytest.approx(
+        demographic_parity_difference(clf.predict(small[["x1", "x2"]]),
+                                      sensitive_features=small["group"]))
+
+
+# --- item 6: model types -----------------------------------------------------------------------
+
+def test_a_regressor_is_declined_with_the_reason(logreg: Any,
+                                                 caplog: pytest.LogCaptureFixture) -> None:
+    from mlflow.exceptions import MlflowException
+
+    clf, data, uri = logreg
+    with caplog.at_level("WARNING", logger="fairmonitor_mlflow"), \
+            pytest.raises(MlflowException, match="could not be evaluated"):
+        evaluate(uri, data, {"sensitive_features": ["group"]}, model_type="regressor",
+                 targets="label")
+    assert "declines model_type='regressor'" in caplog.text
+    assert "model_type='classifier'" in caplog.text

@@ -36,7 +36,9 @@ FRAME = pd.DataFrame({"x": [0.1, 0.4, 0.6, 0.9, 0.2, 0.8], "sex": list("ffmmfm")
 def test_defaults() -> None:
     cfg = parse_config({"sensitive_features": ["sex"]})
     assert (cfg.metrics, cfg.pos_label, cfg.threshold, cfg.min_group_size, cfg.rng) == (
-        None, 1, 0.5, 1, 0)
+        None, 1, 0.5, 30, 0)
+    assert (cfg.all_metrics, cfg.missing) == (False, "group")
+    assert parse_config({"sensitive_features": ["sex"], "metrics": "all"}).all_metrics
     assert cfg.robustness_enabled is None
 
 

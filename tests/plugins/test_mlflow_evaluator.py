@@ -38,7 +38,8 @@ LABEL = "good_credit"
 ROBUSTNESS = {"levels": [0.1, 1.0], "n_repeats": 3}  # small: about a second per evaluation
 ATTRS = ["sex", "age_group", "sex:age_group"]
 THRESHOLDS = {"demographic_parity_difference": {"warning": 0.05, "critical": 0.15}}
-CONFIG = {"sensitive_features": SENSITIVE, "robustness": ROBUSTNESS, "thresholds": THRESHOLDS}
+CONFIG = {"sensitive_features": SENSITIVE, "robustness": ROBUSTNESS, "thresholds": THRESHOLDS,
+          "metrics": "all"}  # every metric, so each is checked against its function
 GROUP_COUNT_KEYS = {
     "fairness/group_count/sex/female": 310.0,
     "fairness/group_count/sex/male": 690.0,
@@ -309,7 +310,7 @@ def test_static_predictions_skip_robustness_with_a_reason(
     # age_group is not sensitive here: leave it out so the features equal the URI run's
     data = german_model.data.drop(columns="age_group").assign(pred=model_inputs["y_pred"],
                                                               score=model_inputs["y_score"])
-    config = {"sensitive_features": ["sex"], "score_column": "score",
+    config = {"sensitive_features": ["sex"], "score_column": "score", "metrics": "all",
               "robustness": ROBUSTNESS, "thresholds": {
                   "demographic_parity_difference": {"warning": 0.05, "critical": 0.5}}}
     with caplog.at_level("WARNING", logger="fairmonitor_mlflow"):
