@@ -91,8 +91,33 @@ def _group_means(groups: Any, values: Any) -> list[Any]:
     return (sums / np.maximum(groups.counts, 1)).tolist()
 
 
+def _ratio(num: Any, den: Any) -> list[float | None]:
+    """``num / den`` per group; None (NaN in the CSV) where the denominator is 0: undefined."""
+    return [float(n) / float(d) if d else None for n, d in zip(num, den, strict=True)]
+
+
+def _group_auc(groups: Any, y_true: Any, y_score: Any) -> list[float | None]:
+    """ROC AUC per group, None where a group lacks a class (AUC is undefined there)."""
+    from sklearn.metrics import roc_auc_score
+
+    if y_true is None or y_score is None:
+        return [None] * groups.n_groups
+    out: list[float | None] = []
+    for k in range(groups.n_groups):
+        rows = groups.codes == k
+        t = np.asarray(y_true)[rows]
+        out.append(float(roc_auc_score(t, np.asarray(y_score, dtype=float)[rows]))
+                   if 0 < t.sum() < t.size else None)
+    return out
+
+
 def group_table(report: WindowReport, window: Any, config: FairnessConfig) -> Any:
-    """One row per (attribute, group): count, inclusion, selection/TPR/FPR, base rate, score."""
+    """One row per (attribute, group), like fairlearn's ``MetricFrame.by_group``.
+
+    Columns: count, inclusion (``min_group_size``), selection rate, TPR, FPR, FNR, precision,
+    accuracy, base rate (``positive_label_rate``), mean score and ROC AUC; a rate whose
+    denominator is 0 in a group (e.g. TPR without positives) is left empty, never 0.
+    """
     import pandas as pd
 
     rows = []
@@ -102,6 +127,22 @@ def group_table(report: WindowReport, window: Any, config: FairnessConfig) -> An
             rates = group_rates(window.y_true, window.y_pred, sensitive_features=cols)
             groups = encode_groups(cols, n_samples=window.n_rows)
         base, score = _group_means(groups, window.y_true), _group_means(groups, window.y_score)
+        extra: dict[str, list[Any]] = {k: [None] * groups.n_groups
+                                       for k in ("false_negative_rate", "precision", "accuracy")}
+        if window.y_true is not None and window.y_pred is not None:
+            t = np.asarray(window.y_true).astype(bool)
+            p = np.asarray(window.y_pred).astype(bool)
+
+            def count(mask: Any) -> Any:
+                return np.bincount(groups.codes[groups.codes >= 0],
+                                   weights=mask[groups.codes >= 0].astype(float),
+                                   minlength=groups.n_groups)
+
+            tp, fp, fn, tn = count(t & p), count(~t & p), count(t & ~p), count(~t & ~p)
+            extra = {"false_negative_rate": _ratio(fn, tp + fn),
+                     "precision": _ratio(tp, tp + fp),
+                     "accuracy": _ratio(tp + tn, tp + fp + fn + tn)}
+        auc = _group_auc(groups, window.y_true, window.y_score)
         for k, label in enumerate(rates.labels):
             rows.append({
                 "attribute": attr, "group": _label(label), "count": int(rates.counts[k]),
@@ -111,7 +152,9 @@ def group_table(report: WindowReport, window: Any, config: FairnessConfig) -> An
                                        else float(rates.true_positive_rate[k])),
                 "false_positive_rate": (None if rates.false_positive_rate is None
                                         else float(rates.false_positive_rate[k])),
-                "positive_label_rate": base[k], "mean_score": score[k],
+                "false_negative_rate": extra["false_negative_rate"][k],
+                "precision": extra["precision"][k], "accuracy": extra["accuracy"][k],
+                "positive_label_rate": base[k], "mean_score": score[k], "roc_auc": auc[k],
             })
     return pd.DataFrame(rows)
 

@@ -213,3 +213,77 @@ def test_a_regressor_is_declined_with_the_reason(logreg: Any,
                  targets="label")
     assert "declines model_type='regressor'" in caplog.text
     assert "model_type='classifier'" in caplog.text
+
+
+# --- item 5: model inputs ----------------------------------------------------------------------
+
+def test_extra_columns_are_not_given_to_the_model(logreg: Any) -> None:
+    # the model's signature names x1, x2: an extra column used to reach the unwrapped sklearn
+    # estimator ("feature names unseen at fit time")
+    clf, data, uri = logreg
+    extra = data.assign(note=np.arange(len(data)), region="north")
+    result = evaluate(uri, extra, {"sensitive_features": ["group"], "metrics": FAST},
+                      targets="label")
+    assert result.metrics["fairness/demographic_parity_difference/group"] == pytest.approx(
+        demographic_parity_difference(clf.predict(data[["x1", "x2"]]),
+                                      sensitive_features=data["group"]))
+
+
+def test_a_model_using_the_sensitive_column_is_pointed_to_model_uses_sensitive(
+        mlflow_store: Store) -> None:
+    from fairmonitor.exceptions import ConfigError
+    from sklearn.compose import make_column_transformer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    data = synthetic()
+    clf = make_pipeline(make_column_transformer((OneHotEncoder(), ["group"]),
+                                                remainder="passthrough"),
+                        LogisticRegression()).fit(data[["x1", "x2", "group"]], data["label"])
+    with mlflow.start_run():
+        uri = mlflow.sklearn.log_model(clf, name="m", pip_requirements=["scikit-learn"],
+                                       input_example=data[["x1", "x2", "group"]].head(3)
+                                       ).model_uri
+    with pytest.raises(ConfigError, match=r"takes the sensitive column\(s\) \['group'\] as "
+                                          r"input: set `model_uses_sensitive=True`"):
+        evaluate(uri, data, {"sensitive_features": ["group"], "metrics": FAST},
+                 targets="label")
+    result = evaluate(uri, data, {"sensitive_features": ["group"], "metrics": FAST,
+                                  "model_uses_sensitive": True}, targets="label")
+    assert result.metrics["fairness/demographic_parity_difference/group"] == pytest.approx(
+        demographic_parity_difference(clf.predict(data[["x1", "x2", "group"]]),
+                                      sensitive_features=data["group"]))
+
+
+# --- item 8: the per-group table, as fairlearn's MetricFrame.by_group --------------------------
+
+def test_group_table_equals_fairlearn_metricframe_by_group(logreg: Any) -> None:
+    from fairlearn.metrics import (
+        MetricFrame,
+        false_negative_rate,
+        false_positive_rate,
+        selection_rate,
+        true_positive_rate,
+    )
+    from sklearn.metrics import accuracy_score, precision_score, roc_auc_score
+
+    clf, data, uri = logreg
+    result = evaluate(uri, data, {"sensitive_features": ["group"], "metrics": FAST},
+                      targets="label")
+    table = pd.read_csv(mlflow.artifacts.download_artifacts(
+        f"runs:/{result.run_id}/fairness/fairness_groups.csv")).set_index("group")
+    X, y = data[["x1", "x2"]], data["label"]
+    pred, score = clf.predict(X), clf.predict_proba(X)[:, 1]
+    frame = MetricFrame(metrics={
+        "selection_rate": selection_rate, "true_positive_rate": true_positive_rate,
+        "false_positive_rate": false_positive_rate, "false_negative_rate": false_negative_rate,
+        "precision": precision_score, "accuracy": accuracy_score},
+        y_true=y, y_pred=pred, sensitive_features=data["group"]).by_group
+    for column in frame.columns:
+        np.testing.assert_allclose(table.loc[["a", "b"], column], frame[column], rtol=1e-12,
+                                   err_msg=column)
+    for g in ("a", "b"):
+        rows = (data["group"] == g).to_numpy()
+        assert table.loc[g, "roc_auc"] == pytest.approx(roc_auc_score(y[rows], score[rows]))
+        assert table.loc[g, "positive_label_rate"] == pytest.approx(y[rows].mean())
