@@ -50,6 +50,7 @@ ALLOWED_KEYS: dict[str, Any] = {
     "options": {},
     "rng": 0,
     "missing": "group",           # missing sensitive values: group | drop | raise
+    "decision_function": False,   # scores of a predict-only classifier (LinearSVC): opt-in
 }
 
 #: The documented robustness sub-keys; keywords of the registered robustness function are
@@ -105,6 +106,10 @@ class FairnessConfig:
         Missing sensitive values: ``"group"`` (their own group ``"missing"``), ``"drop"``
         (rows left out of every metric, counted in ``fairness/missing_count/<attribute>``) or
         ``"raise"``; one policy, or ``{column: policy}`` (unnamed columns: ``"group"``).
+    decision_function : bool
+        Without ``predict_proba``, take scores as the logistic sigmoid of the estimator's
+        ``decision_function`` (a monotone map of the margin into (0, 1), not a probability:
+        compare such score metrics only with each other).
     """
 
     sensitive_features: tuple[str, ...]
@@ -124,6 +129,7 @@ class FairnessConfig:
     rng: Any = 0
     pos_label_given: bool = False
     missing: Any = "group"
+    decision_function: bool = False
 
     @property
     def attributes(self) -> tuple[str, ...]:
@@ -368,4 +374,5 @@ def parse_config(evaluator_config: Mapping[str, Any] | None) -> FairnessConfig:
         rng=rng,
         pos_label_given="pos_label" in cfg,
         missing=_missing(cfg.get("missing", "group"), sensitive),  # type: ignore[arg-type]
+        decision_function=_bool(cfg.get("decision_function", False), "decision_function"),
     )

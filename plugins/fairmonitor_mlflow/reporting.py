@@ -7,6 +7,7 @@ on the main window (the features); the two reports are merged into one.
 from __future__ import annotations
 
 import dataclasses
+import logging
 from types import MappingProxyType
 from typing import Any
 
@@ -16,6 +17,8 @@ from .config import DEFAULT_METRICS, FairnessConfig
 from .window import BuiltWindow, model_metrics
 
 __all__ = ["compute_report", "robustness_status"]
+
+log = logging.getLogger(__name__)
 
 _OPT_IN = ("opt-in, not in the default set: name it in `metrics` (or metrics='all'; "
            "robustness also with robustness=True)")
@@ -75,7 +78,10 @@ def compute_report(built: BuiltWindow, config: FairnessConfig) -> WindowReport:
         robust = [m for m in config.metrics if m in calls_model]
     common = {"min_group_size": config.min_group_size, "intersection": config.intersection,
               "thresholds": config.thresholds, "rng": config.rng}
+    _announce(built, config, main, robust)
     report = evaluate_window(built.window, metrics=main, options=config.options, **common)
+    log.info("fairness: %d metric values in %.1f s", len(report.values),
+             report.duration_seconds)
     # say which small-group rule shaped every value (issue 13 item 4)
     rule = (f"min_group_size={config.min_group_size}"
             + (" (the default)" if config.min_group_size == 30 else "")
@@ -87,6 +93,28 @@ def compute_report(built: BuiltWindow, config: FairnessConfig) -> WindowReport:
         report = _merge(report, evaluate_window(robust_window, metrics=robust, options=options,
                                                 **common))
     return report
+
+
+#: above this many rows exact HFM (quadratic in the rows) takes minutes: say so before it runs
+_HFM_EXACT_ROWS = 20_000
+
+
+def _announce(built: BuiltWindow, config: FairnessConfig, main: list[str] | None,
+              robust: list[str]) -> None:
+    """Progress: what is about to run, and a warning before work that takes minutes."""
+    n = built.window.n_rows
+    names = list(main) if main is not None else [
+        m for m in METRICS if m not in model_metrics()]
+    log.info("fairness: computing %d metric(s)%s on %d rows, %d attribute(s)", len(names),
+             f" + robustness ({len(robust)} summaries)" if robust else "", n,
+             len(config.attributes))
+    hfm = [m for m in names if m.startswith("hfm")]
+    method = config.options.get("hfm", {}).get("method", "exact")
+    if hfm and method == "exact" and n > _HFM_EXACT_ROWS:
+        log.warning("fairness: exact HFM on %d rows compares every pair of rows (cost grows "
+                    "with the square of the rows: minutes from ~10^5 rows); for an upper bound "
+                    "in a fraction of the time set options={'hfm': {'method': 'approx'}}, or "
+                    "leave hfm out of `metrics`.", n)
 
 
 def _robust_options(name: str, built: BuiltWindow, config: FairnessConfig) -> dict[str, Any]:

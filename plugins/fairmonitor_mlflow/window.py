@@ -385,6 +385,22 @@ def build_window(dataset: Any, model: Any, config: FairnessConfig, *,
                 _scores_from_proba(proba_fn(frame[model_columns]), classes, config),
                 "predict_proba output")
             sources["y_score"] = "model.predict_proba"
+        decision = getattr(raw, "decision_function", None)
+        if y_score is None and decision is not None:
+            if config.decision_function:
+                margin = np.asarray(decision(frame[model_columns]), dtype=float)
+                if margin.ndim != 1:
+                    raise ConfigError(
+                        f"decision_function: the model returns {margin.shape[1]} columns "
+                        "(multiclass); give positive-class scores with `score_column`.")
+                # the logistic map keeps the order of the margins; it does not calibrate them
+                from scipy.special import expit  # 1 / (1 + exp(-x)) without overflow
+
+                y_score = check_scores(expit(margin), "decision_function")
+                sources["y_score"] = "sigmoid(model.decision_function)"
+            else:
+                sources["y_score"] = ("none: the model has decision_function but no "
+                                      "predict_proba; set decision_function=True to use it")
     elif dataset.predictions_data is not None:
         output = _one_column(dataset.predictions_data, None, "predictions")
         sources["y_pred"] = f"column {dataset.predictions_name!r}"

@@ -287,3 +287,51 @@ def test_group_table_equals_fairlearn_metricframe_by_group(logreg: Any) -> None:
         rows = (data["group"] == g).to_numpy()
         assert table.loc[g, "roc_auc"] == pytest.approx(roc_auc_score(y[rows], score[rows]))
         assert table.loc[g, "positive_label_rate"] == pytest.approx(y[rows].mean())
+
+
+def test_a_predict_only_classifier_gives_scores_through_decision_function_when_allowed(
+        mlflow_store: Store) -> None:
+    from sklearn.svm import LinearSVC
+
+    from fairmonitor.metrics import abcc
+
+    data = synthetic()
+    svc = LinearSVC().fit(data[["x1", "x2"]], data["label"])
+    with mlflow.start_run():
+        uri = mlflow.sklearn.log_model(svc, name="m", pip_requirements=["scikit-learn"],
+                                       input_example=data[["x1", "x2"]].head(3)).model_uri
+    plain = evaluate(uri, data, {"sensitive_features": ["group"]}, targets="label")
+    assert "fairness/abcc/group" not in plain.metrics  # no scores unless the user allows it
+    assert "fairness/demographic_parity_difference/group" in plain.metrics
+    scored = evaluate(uri, data, {"sensitive_features": ["group"], "decision_function": True},
+                      targets="label")
+    margin = svc.decision_function(data[["x1", "x2"]])
+    assert scored.metrics["fairness/abcc/group"] == pytest.approx(
+        abcc(1 / (1 + np.exp(-margin)), sensitive_features=data["group"]))
+
+
+def test_a_multiclass_model_needs_pos_label_and_then_compares_that_class(
+        mlflow_store: Store) -> None:
+    from sklearn.linear_model import LogisticRegression
+
+    from fairmonitor.exceptions import ConfigError
+
+    data = synthetic()
+    data["tier"] = np.digitize(data["x1"] + data["x2"], [-0.5, 0.5])  # classes 0, 1, 2
+    clf = LogisticRegression().fit(data[["x1", "x2"]], data["tier"])
+    with mlflow.start_run():
+        uri = mlflow.sklearn.log_model(clf, name="m", pip_requirements=["scikit-learn"],
+                                       input_example=data[["x1", "x2"]].head(3)).model_uri
+    frame = data.drop(columns="label")
+    with pytest.raises(ConfigError, match=r"pos_label: found 3 classes .* set pos_label to the "
+                                          r"class of interest"):
+        evaluate(uri, frame, {"sensitive_features": ["group"]}, targets="tier")
+    result = evaluate(uri, frame, {"sensitive_features": ["group"], "pos_label": 2},
+                      targets="tier")
+    pred = clf.predict(data[["x1", "x2"]]) == 2
+    assert result.metrics["fairness/demographic_parity_difference/group"] == pytest.approx(
+        demographic_parity_difference(pred, sensitive_features=data["group"]))
+    from fairmonitor.metrics import abcc
+
+    assert result.metrics["fairness/abcc/group"] == pytest.approx(
+        abcc(clf.predict_proba(data[["x1", "x2"]])[:, 2], sensitive_features=data["group"]))

@@ -302,3 +302,21 @@ def test_a_model_using_sensitive_columns_gets_them_frozen_under_noise() -> None:
     assert list(built.window.X.columns) == ["x"]  # feature-space metrics never see sex
     assert list(built.robust_window.X.columns) == ["x", "sex"]
     assert built.robust_options == {"column_kinds": {"sex": "frozen"}}
+
+
+def test_exact_hfm_on_a_large_window_is_announced_with_the_fix(
+        caplog: pytest.LogCaptureFixture) -> None:
+    from fairmonitor_mlflow.reporting import _announce
+
+    n = 20_001
+    frame = pd.DataFrame({"x": np.arange(n, dtype=float), "sex": np.resize(["f", "m"], n),
+                          "y": np.resize([0, 1, 1], n), "pred": np.resize([1, 0], n)})
+    for config, warned in ((["hfm"], True), (["demographic_parity_difference"], False)):
+        cfg = parse_config({"sensitive_features": ["sex"], "metrics": config})
+        built = build_window(dataset(frame, predictions="pred"), None, cfg)
+        caplog.clear()
+        with caplog.at_level("INFO", logger="fairmonitor_mlflow"):
+            _announce(built, cfg, list(config), [])
+        assert "computing 1 metric(s) on 20001 rows, 1 attribute(s)" in caplog.text
+        assert ("exact HFM on 20001 rows" in caplog.text) is warned
+        assert ("{'hfm': {'method': 'approx'}}" in caplog.text) is warned
