@@ -109,12 +109,14 @@ def _announce(built: BuiltWindow, config: FairnessConfig, main: list[str] | None
              f" + robustness ({len(robust)} summaries)" if robust else "", n,
              len(config.attributes))
     hfm = [m for m in names if m.startswith("hfm")]
-    method = config.options.get("hfm", {}).get("method", "exact")
+    method = {**config.options.get("hfm", {}), **config.options.get("hfm_average", {})}.get(
+        "method", "exact")
     if hfm and method == "exact" and n > _HFM_EXACT_ROWS:
         log.warning("fairness: exact HFM on %d rows compares every pair of rows (cost grows "
-                    "with the square of the rows: minutes from ~10^5 rows); for an upper bound "
-                    "in a fraction of the time set options={'hfm': {'method': 'approx'}}, or "
-                    "leave hfm out of `metrics`.", n)
+                    "with the square of the rows: minutes from ~10^5 rows); for the average "
+                    "version with a 95%% interval in a fraction of the time set "
+                    "options={'hfm': {'method': 'sampled'}} (or 'approx' for upper bounds), "
+                    "or leave hfm out of `metrics`.", n)
 
 
 def _robust_options(name: str, built: BuiltWindow, config: FairnessConfig) -> dict[str, Any]:

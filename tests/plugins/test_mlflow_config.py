@@ -319,4 +319,4 @@ def test_exact_hfm_on_a_large_window_is_announced_with_the_fix(
             _announce(built, cfg, list(config), [])
         assert "computing 1 metric(s) on 20001 rows, 1 attribute(s)" in caplog.text
         assert ("exact HFM on 20001 rows" in caplog.text) is warned
-        assert ("{'hfm': {'method': 'approx'}}" in caplog.text) is warned
+        assert ("{'hfm': {'method': 'sampled'}}" in caplog.text) is warned
