@@ -115,7 +115,8 @@ def group_table(report: WindowReport, window: Any, config: FairnessConfig) -> An
     """One row per (attribute, group), like fairlearn's ``MetricFrame.by_group``.
 
     Columns: count, inclusion (``min_group_size``), selection rate, TPR, FPR, FNR, precision,
-    accuracy, base rate (``positive_label_rate``), mean score and ROC AUC; a rate whose
+    accuracy, base rate (``positive_label_rate``), mean score, ROC AUC and the calibration gap
+    (mean score minus base rate; precision gaps are predictive parity); a rate whose
     denominator is 0 in a group (e.g. TPR without positives) is left empty, never 0.
     """
     import pandas as pd
@@ -155,6 +156,9 @@ def group_table(report: WindowReport, window: Any, config: FairnessConfig) -> An
                 "false_negative_rate": extra["false_negative_rate"][k],
                 "precision": extra["precision"][k], "accuracy": extra["accuracy"][k],
                 "positive_label_rate": base[k], "mean_score": score[k], "roc_auc": auc[k],
+                # calibration in the large: a calibrated model's mean score is its base rate
+                "calibration_gap": (None if base[k] is None or score[k] is None
+                                    else score[k] - base[k]),
             })
     return pd.DataFrame(rows)
 

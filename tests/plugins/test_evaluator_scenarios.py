@@ -287,6 +287,8 @@ def test_group_table_equals_fairlearn_metricframe_by_group(logreg: Any) -> None:
         rows = (data["group"] == g).to_numpy()
         assert table.loc[g, "roc_auc"] == pytest.approx(roc_auc_score(y[rows], score[rows]))
         assert table.loc[g, "positive_label_rate"] == pytest.approx(y[rows].mean())
+        assert table.loc[g, "calibration_gap"] == pytest.approx(score[rows].mean()
+                                                                - y[rows].mean())
 
 
 def test_a_predict_only_classifier_gives_scores_through_decision_function_when_allowed(
