@@ -20,7 +20,8 @@ from numpy.typing import NDArray
 from .._validation import _first_rows, check_positive_int, format_labels
 from ..exceptions import GroupExclusionWarning, InvalidInputError
 
-__all__ = ["Groups", "encode_groups", "sensitive_columns"]
+__all__ = ["MISSING_LABEL", "MISSING_POLICIES", "Groups", "apply_missing_policy", "encode_groups",
+           "missing_mask", "sensitive_columns"]
 
 #: Separator between attribute names of an intersection, e.g. ``"sex:race"``. A colon is
 #: allowed in MLflow metric keys and Prometheus label values, and rarely in column names.
@@ -76,8 +77,12 @@ class Groups:
         return np.split(values[kept], np.cumsum(self.counts)[:-1])
 
 
-def sensitive_columns(sensitive_features: Any) -> dict[str, NDArray[Any]]:
+def sensitive_columns(sensitive_features: Any, *,
+                      check_missing: bool = True) -> dict[str, NDArray[Any]]:
     """Normalise ``sensitive_features`` into an ordered ``{name: 1-D array}`` mapping.
+
+    Missing values raise unless ``check_missing=False`` (then
+    :func:`apply_missing_policy` decides).
 
     >>> sensitive_columns(["a", "b"])
     {'sensitive_feature_0': array(['a', 'b'], dtype='<U1')}
@@ -109,7 +114,8 @@ def sensitive_columns(sensitive_features: Any) -> dict[str, NDArray[Any]]:
             raise InvalidInputError(
                 f"sensitive feature '{name}' must be 1-D; got shape {col.shape}."
             )
-        _check_no_missing(col, name)
+        if check_missing:
+            _check_no_missing(col, name)
     lengths = {len(c) for c in columns.values()}
     if len(lengths) > 1:
         sizes = ", ".join(f"'{k}': {len(v)}" for k, v in columns.items())
@@ -117,19 +123,38 @@ def sensitive_columns(sensitive_features: Any) -> dict[str, NDArray[Any]]:
     return columns
 
 
+def _is_missing(value: Any) -> bool:
+    if value is None:
+        return True
+    try:
+        return bool(value != value)  # NaN and NaT are the values unequal to themselves
+    except TypeError:  # pandas.NA: its comparisons return NA, whose truth value raises
+        return True
+
+
+def missing_mask(col: NDArray[Any]) -> NDArray[np.bool_]:
+    """True where ``col`` holds a missing value: NaN, None, NaT or ``pandas.NA``.
+
+    >>> missing_mask(np.array(["a", None, float("nan")], dtype=object)).tolist()
+    [False, True, True]
+    """
+    if col.dtype.kind in "fc":
+        return np.isnan(col)
+    if col.dtype.kind in "mM":
+        return np.isnat(col)
+    if col.dtype.kind == "O":
+        return np.fromiter(map(_is_missing, col.tolist()), dtype=bool, count=len(col))
+    return np.zeros(len(col), dtype=bool)
+
+
 def _check_no_missing(col: NDArray[Any], name: str) -> None:
-    if col.dtype.kind == "f":
-        missing = np.isnan(col)
-    elif col.dtype.kind == "O":
-        # elementwise in C: None compares equal to None, NaN is the only value != itself
-        missing = np.equal(col, None) | np.not_equal(col, col)
-    else:
-        return
+    missing = missing_mask(col)
     if missing.any():
         raise InvalidInputError(
             f"sensitive feature '{name}' has {int(missing.sum())} missing values (NaN/None) at "
             f"rows {_first_rows(missing)}; fill them with an explicit category such as "
-            "'unknown', or drop those rows."
+            "'unknown', or drop those rows (the MLflow evaluator and the monitor do either with "
+            "their `missing` option: 'group' or 'drop')."
         )
 
 
@@ -137,6 +162,75 @@ def _mixed_key(v: Any) -> tuple[str, str, Any]:
     # numbers before text ("float" < "int" < "str" by name); within a type the natural order
     number = isinstance(v, int | float | np.integer | np.floating) and not isinstance(v, bool)
     return ("0" if number else "1" + type(v).__name__, "", float(v) if number else str(v))
+
+
+#: What to do with missing sensitive values (the evaluator's and the monitor's ``missing``).
+MISSING_POLICIES = ("group", "drop", "raise")
+#: The group label of missing values under the ``"group"`` policy.
+MISSING_LABEL = "missing"
+
+
+def apply_missing_policy(
+    columns: Mapping[str, NDArray[Any]], policy: str | Mapping[str, str] = "raise"
+) -> tuple[dict[str, NDArray[Any]], NDArray[np.bool_] | None, dict[str, tuple[str, int]]]:
+    """Apply a missing-value policy to each sensitive column.
+
+    Parameters
+    ----------
+    columns : mapping of str to 1-D array
+        The sensitive columns (as from :func:`sensitive_columns` with ``check_missing=False``).
+    policy : {'group', 'drop', 'raise'} or mapping of column name to one of them
+        ``"group"``: missing values become their own group, labelled ``"missing"`` (the
+        column's other values become strings, so they sort with that label); ``"drop"``: rows
+        with a missing value are left out (``keep`` is False there); ``"raise"``: an error
+        naming the column, the count and the first rows. A mapping sets the policy per
+        column; columns it does not name use ``"raise"``.
+
+    Returns
+    -------
+    columns : dict of str to ndarray
+        The columns after ``"group"`` (dropped rows are still present; subset with ``keep``).
+    keep : ndarray of bool or None
+        Rows to keep, or None when nothing is dropped.
+    missing : dict of str to (policy, count)
+        The columns that had missing values, with the policy applied and how many.
+
+    Examples
+    --------
+    >>> cols, keep, missing = apply_missing_policy(
+    ...     {"sex": np.array(["F", None, "M"], dtype=object),
+    ...      "age": np.array([30.0, 41.0, np.nan])}, {"sex": "group", "age": "drop"})
+    >>> cols["sex"].tolist(), keep.tolist(), missing
+    (['F', 'missing', 'M'], [True, True, False], {'sex': ('group', 1), 'age': ('drop', 1)})
+    """
+    out: dict[str, NDArray[Any]] = {}
+    keep: NDArray[np.bool_] | None = None
+    missing: dict[str, tuple[str, int]] = {}
+    for name, col in columns.items():
+        how = policy.get(name, "raise") if isinstance(policy, Mapping) else policy
+        if how not in MISSING_POLICIES:
+            raise InvalidInputError(
+                f"missing: the policy for '{name}' must be one of {', '.join(MISSING_POLICIES)}"
+                f"; got {how!r}.")
+        mask = missing_mask(col)
+        n = int(mask.sum())
+        if not n:
+            out[name] = col
+            continue
+        if how == "raise":
+            _check_no_missing(col, name)
+        missing[name] = (how, n)
+        if how == "group":
+            # strings throughout: a "missing" label cannot be sorted among numbers or booleans
+            text = col.astype(str) if col.dtype.kind != "O" else np.array(
+                [str(v) for v in col.tolist()], dtype=object)
+            text = text.astype(object)
+            text[mask] = MISSING_LABEL
+            out[name] = text
+        else:
+            out[name] = col
+            keep = ~mask if keep is None else keep & ~mask
+    return out, keep, missing
 
 
 def factorize(col: NDArray[Any]) -> tuple[NDArray[Any], NDArray[np.intp]]:

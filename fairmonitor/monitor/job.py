@@ -155,7 +155,7 @@ def _report(cfg: ModelConfig, frame: pd.DataFrame, metrics: Sequence[str], *, la
         frame, sensitive_features=list(cfg.sensitive_features),
         label=cfg.label if labels else None, score=cfg.score, prediction=cfg.prediction,
         features=features, threshold=cfg.decision_threshold, model=cfg.name, version=version,
-        start=start, end=end)
+        start=start, end=end, missing=cfg.missing)
     return evaluate_window(window, metrics=metrics, min_group_size=cfg.min_group_size,
                            intersection=cfg.intersection, thresholds=cfg.thresholds,
                            options=cfg.options, rng=rng)

@@ -105,7 +105,9 @@ def _bound_mlflow_requests(timeout: timedelta | None) -> None:
 
 
 def _threshold_for(cfg: Any, metric: str, attribute: str) -> Any:
-    matching = [t for t in getattr(cfg, "thresholds", ()) if t.applies_to(metric, attribute)]
+    single = attribute in getattr(cfg, "sensitive_features", (attribute,))
+    matching = [t for t in getattr(cfg, "thresholds", ())
+                if t.applies_to(metric, attribute, intersection=not single)]
     return max(matching, key=lambda t: t.attribute is not None) if matching else None
 
 

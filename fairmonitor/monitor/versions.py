@@ -177,7 +177,8 @@ def evaluate_version(
         sensitive_features={c: reference_frame[c].to_numpy() for c in sensitive},
         y_pred=predict(model_input), y_score=y_score,
         y_true=reference_frame[label].to_numpy() if label in reference_frame.columns else None,
-        threshold=model_cfg.decision_threshold, model=model_cfg.name, version=version)
+        threshold=model_cfg.decision_threshold, model=model_cfg.name, version=version,
+        missing=getattr(model_cfg, "missing", "group"))
     window = Window(**common, X=reference_frame[features] if features else None,
                     predict=predict)
     metrics = list(ref.metrics) if ref and ref.metrics is not None else _available(window)

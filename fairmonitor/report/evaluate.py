@@ -27,7 +27,12 @@ from numpy.typing import NDArray
 
 from .._validation import check_option
 from ..exceptions import GroupExclusionWarning, InvalidInputError, UndefinedMetricWarning
-from ..metrics._groups import INTERSECTION_SEPARATOR, encode_groups, sensitive_columns
+from ..metrics._groups import (
+    INTERSECTION_SEPARATOR,
+    apply_missing_policy,
+    encode_groups,
+    sensitive_columns,
+)
 from .registry import METRICS, MetricSpec, get_metric
 from .thresholds import Severity, Threshold, evaluate_thresholds, worst
 
@@ -79,6 +84,16 @@ class Window:
         Identity of the model, carried into the report.
     start, end : datetime, optional
         The window's time span.
+    missing : {'raise', 'group', 'drop'} or mapping of attribute to one of them
+        What to do with missing (NaN/None/NA) sensitive values, per attribute: raise an error,
+        make them a group ``"missing"``, or drop those rows from every input (counted in
+        :attr:`missing_counts`). See :func:`fairmonitor.metrics.apply_missing_policy`.
+
+    Examples
+    --------
+    >>> w = Window({"sex": ["F", None, "M", "M"]}, y_pred=[1, 0, 1, 0], missing="drop")
+    >>> w.n_rows, w.y_pred.tolist(), dict(w.missing_counts)
+    (3, [1, 1, 0], {'sex': ('drop', 1)})
     """
 
     sensitive_features: Mapping[str, NDArray[Any]]
@@ -92,9 +107,24 @@ class Window:
     version: str = ""
     start: datetime | None = None
     end: datetime | None = None
+    missing: str | Mapping[str, str] = "raise"
+    #: attribute -> (policy, rows with a missing value); set from ``missing``
+    missing_counts: Mapping[str, tuple[str, int]] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
-        columns = sensitive_columns(self.sensitive_features)
+        columns, keep, counts = apply_missing_policy(
+            sensitive_columns(self.sensitive_features, check_missing=False), self.missing)
+        object.__setattr__(self, "missing_counts", MappingProxyType(counts))
+        if keep is not None:  # the "drop" policy: the same rows leave every input
+            columns = {k: v[keep] for k, v in columns.items()}
+            for name in ("y_pred", "y_score", "y_true"):
+                value = getattr(self, name)
+                if value is not None:
+                    object.__setattr__(self, name, np.asarray(value)[keep])
+            if self.X is not None:
+                X = self.X
+                object.__setattr__(self, "X", X.iloc[np.flatnonzero(keep)].reset_index(
+                    drop=True) if hasattr(X, "iloc") else np.asarray(X)[keep])
         object.__setattr__(self, "sensitive_features",
                            MappingProxyType({k: _compact(v) for k, v in columns.items()}))
         for name in ("y_pred", "y_score", "y_true"):
@@ -201,8 +231,17 @@ class WindowReport:
 
     @property
     def status(self) -> Severity:
-        """The worst threshold verdict over all values (``ok`` if none breach)."""
-        return worst(self.statuses.values())
+        """The worst threshold verdict over all values: ``ok`` if none breach.
+
+        ``undefined`` instead of ``ok`` when a governed value is NaN, when a metric failed
+        (reason ``error: ...``), or when no value at all is defined: nothing was shown fair.
+        """
+        verdict = worst(self.statuses.values())
+        if verdict == "ok" and self.values and (
+                any(r.startswith("error:") for r in self.reasons.values())
+                or all(v != v for v in self.values.values())):  # v != v: NaN
+            return "undefined"
+        return verdict
 
     def flat(self, prefix: str = "fairness") -> dict[str, float]:
         """``{"<prefix>/<metric>/<attribute>": value}``: the MLflow metric keys.
@@ -309,7 +348,8 @@ def evaluate_window(
     intersection : bool, default=True
         With several attributes, also evaluate their intersection (named ``"a:b"``).
     thresholds : iterable of Threshold
-        Alert bounds; their verdicts land in ``report.statuses``.
+        Alert bounds; their verdicts land in ``report.statuses``. The intersection is governed
+        only by thresholds that name it (``attribute="a:b"``).
     options : mapping of metric name to keyword arguments, optional
         Per-metric options, e.g. ``{"abpc": {"bandwidth": 0.05}}``.
     rng : numpy.random.Generator, int or None
@@ -345,6 +385,9 @@ def evaluate_window(
         groups = encode_groups(sf, n_samples=window.n_rows)
         group_counts[attr] = {_group_label(lab): int(c)
                               for lab, c in zip(groups.labels, groups.counts, strict=True)}
+    for attr, (how, n) in window.missing_counts.items():
+        notes.append(f"sensitive attribute '{attr}': {n} row(s) with a missing value "
+                     + ("grouped as 'missing'" if how == "group" else "dropped from the window"))
     cache: dict[tuple[int, str], tuple[Any, list[warnings.WarningMessage]]] = {}
     for spec in specs:
         missing = [i for i in spec.inputs if window.get(i) is None]
@@ -389,7 +432,8 @@ def evaluate_window(
         model=window.model, version=window.version, start=window.start, end=window.end,
         n_rows=window.n_rows, values=MappingProxyType(values), reasons=MappingProxyType(reasons),
         details=MappingProxyType(details),
-        statuses=MappingProxyType(evaluate_thresholds(values, thresholds)),
+        statuses=MappingProxyType(evaluate_thresholds(
+            values, thresholds, [a for a in attrs if a not in window.sensitive_features])),
         group_counts=MappingProxyType(group_counts), notes=tuple(notes),
         skipped=MappingProxyType(skipped), duration_seconds=time.perf_counter() - started,
     )

@@ -110,9 +110,23 @@ class Threshold:
             return "warning"
         return "ok"
 
-    def applies_to(self, metric: str, attribute: str) -> bool:
-        """True if this threshold governs ``metric`` on ``attribute``."""
-        return self.metric == metric and self.attribute in (None, attribute)
+    def applies_to(self, metric: str, attribute: str, *, intersection: bool = False) -> bool:
+        """True if this threshold governs ``metric`` on ``attribute``.
+
+        A threshold without an ``attribute`` governs every sensitive attribute but not their
+        automatic intersection (``intersection=True``): its many small cells cross any bound
+        on noise alone, so an intersection is governed only by a threshold that names it.
+
+        >>> t = Threshold("abcc", warning=0.1)
+        >>> t.applies_to("abcc", "sex"), t.applies_to("abcc", "sex:race", intersection=True)
+        (True, False)
+        >>> Threshold("abcc", warning=0.1, attribute="sex:race").applies_to(
+        ...     "abcc", "sex:race", intersection=True)
+        True
+        """
+        if self.metric != metric:
+            return False
+        return self.attribute == attribute if self.attribute is not None else not intersection
 
 
 def severity_code(severity: Severity) -> int | None:
@@ -121,29 +135,42 @@ def severity_code(severity: Severity) -> int | None:
 
 
 def worst(severities: Iterable[Severity]) -> Severity:
-    """The most alarming severity, ``ok`` for none.
+    """The most alarming severity; ``undefined`` when none breaches but one is undefined.
+
+    A breach outranks an undefined value; an undefined value outranks ``ok``, because a value
+    that could not be computed cannot be called fair (MLflow's validation fails on NaN too).
+    ``ok`` for no severities at all.
 
     >>> worst(["ok", "critical", "warning"])
     'critical'
+    >>> worst(["ok", "undefined"]), worst(["undefined", "warning"])
+    ('undefined', 'warning')
     """
     result: Severity = "ok"
+    undefined = False
     for s in severities:
-        if s != "undefined" and SEVERITIES.index(s) > SEVERITIES.index(result):
+        if s == "undefined":
+            undefined = True
+        elif SEVERITIES.index(s) > SEVERITIES.index(result):
             result = s
-    return result
+    return "undefined" if undefined and result == "ok" else result
 
 
 def evaluate_thresholds(
-    values: Mapping[tuple[str, str], float], thresholds: Iterable[Threshold]
+    values: Mapping[tuple[str, str], float], thresholds: Iterable[Threshold],
+    intersections: Iterable[str] = (),
 ) -> dict[tuple[str, str], Severity]:
     """Severity of every (metric, attribute) value that some threshold governs.
 
     The most specific threshold wins: one naming the attribute beats one for all attributes.
+    The attributes in ``intersections`` are governed only by thresholds that name them.
     """
     thresholds = list(thresholds)
+    inter = frozenset(intersections)
     out: dict[tuple[str, str], Severity] = {}
     for (metric, attribute), value in values.items():
-        matching = [t for t in thresholds if t.applies_to(metric, attribute)]
+        matching = [t for t in thresholds
+                    if t.applies_to(metric, attribute, intersection=attribute in inter)]
         if matching:
             best = max(matching, key=lambda t: t.attribute is not None)
             out[(metric, attribute)] = best.severity(value)

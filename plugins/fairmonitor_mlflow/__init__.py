@@ -6,9 +6,10 @@ configured thresholds as ``mlflow.models.MetricThreshold`` objects) and :func:`p
 """
 
 from .config import ALLOWED_KEYS, FairnessConfig, parse_config
+from .tracking import ArtifactWarning
 from .validation import validation_thresholds
 
-__all__ = ["ALLOWED_KEYS", "FairnessConfig", "FairnessEvaluator", "parse_config",
+__all__ = ["ALLOWED_KEYS", "ArtifactWarning", "FairnessConfig", "FairnessEvaluator", "parse_config",
            "validation_thresholds"]
 
 

@@ -18,7 +18,7 @@ import math
 import os
 import re
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, is_dataclass
 from typing import Any
 
@@ -91,8 +91,34 @@ def _group_means(groups: Any, values: Any) -> list[Any]:
     return (sums / np.maximum(groups.counts, 1)).tolist()
 
 
+def _ratio(num: Any, den: Any) -> list[float | None]:
+    """``num / den`` per group; None (NaN in the CSV) where the denominator is 0: undefined."""
+    return [float(n) / float(d) if d else None for n, d in zip(num, den, strict=True)]
+
+
+def _group_auc(groups: Any, y_true: Any, y_score: Any) -> list[float | None]:
+    """ROC AUC per group, None where a group lacks a class (AUC is undefined there)."""
+    from sklearn.metrics import roc_auc_score
+
+    if y_true is None or y_score is None:
+        return [None] * groups.n_groups
+    out: list[float | None] = []
+    for k in range(groups.n_groups):
+        rows = groups.codes == k
+        t = np.asarray(y_true)[rows]
+        out.append(float(roc_auc_score(t, np.asarray(y_score, dtype=float)[rows]))
+                   if 0 < t.sum() < t.size else None)
+    return out
+
+
 def group_table(report: WindowReport, window: Any, config: FairnessConfig) -> Any:
-    """One row per (attribute, group): count, inclusion, selection/TPR/FPR, base rate, score."""
+    """One row per (attribute, group), like fairlearn's ``MetricFrame.by_group``.
+
+    Columns: count, inclusion (``min_group_size``), selection rate, TPR, FPR, FNR, precision,
+    accuracy, base rate (``positive_label_rate``), mean score, ROC AUC and the calibration gap
+    (mean score minus base rate; precision gaps are predictive parity); a rate whose
+    denominator is 0 in a group (e.g. TPR without positives) is left empty, never 0.
+    """
     import pandas as pd
 
     rows = []
@@ -102,6 +128,22 @@ def group_table(report: WindowReport, window: Any, config: FairnessConfig) -> An
             rates = group_rates(window.y_true, window.y_pred, sensitive_features=cols)
             groups = encode_groups(cols, n_samples=window.n_rows)
         base, score = _group_means(groups, window.y_true), _group_means(groups, window.y_score)
+        extra: dict[str, list[Any]] = {k: [None] * groups.n_groups
+                                       for k in ("false_negative_rate", "precision", "accuracy")}
+        if window.y_true is not None and window.y_pred is not None:
+            t = np.asarray(window.y_true).astype(bool)
+            p = np.asarray(window.y_pred).astype(bool)
+
+            def count(mask: Any) -> Any:
+                return np.bincount(groups.codes[groups.codes >= 0],
+                                   weights=mask[groups.codes >= 0].astype(float),
+                                   minlength=groups.n_groups)
+
+            tp, fp, fn, tn = count(t & p), count(~t & p), count(t & ~p), count(~t & ~p)
+            extra = {"false_negative_rate": _ratio(fn, tp + fn),
+                     "precision": _ratio(tp, tp + fp),
+                     "accuracy": _ratio(tp + tn, tp + fp + fn + tn)}
+        auc = _group_auc(groups, window.y_true, window.y_score)
         for k, label in enumerate(rates.labels):
             rows.append({
                 "attribute": attr, "group": _label(label), "count": int(rates.counts[k]),
@@ -111,7 +153,12 @@ def group_table(report: WindowReport, window: Any, config: FairnessConfig) -> An
                                        else float(rates.true_positive_rate[k])),
                 "false_positive_rate": (None if rates.false_positive_rate is None
                                         else float(rates.false_positive_rate[k])),
-                "positive_label_rate": base[k], "mean_score": score[k],
+                "false_negative_rate": extra["false_negative_rate"][k],
+                "precision": extra["precision"][k], "accuracy": extra["accuracy"][k],
+                "positive_label_rate": base[k], "mean_score": score[k], "roc_auc": auc[k],
+                # calibration in the large: a calibrated model's mean score is its base rate
+                "calibration_gap": (None if base[k] is None or score[k] is None
+                                    else score[k] - base[k]),
             })
     return pd.DataFrame(rows)
 
@@ -171,32 +218,40 @@ def _metric_field(detail: Any, *names: str) -> Any:
 
 
 def _plots(report: WindowReport, built: BuiltWindow, config: FairnessConfig,
-           matrices: Mapping[tuple[str, str], Any]) -> list[tuple[str, Any, str]]:
+           matrices: Mapping[tuple[str, str], Any]) -> list[tuple[str, Callable[[], Any], str]]:
+    """``[(path, build, title)]``: each figure is built only when written, so one that fails
+    is isolated like any other artifact."""
     window = built.window
-    out = []
+    out: list[tuple[str, Callable[[], Any], str]] = []
     attrs = _attributes(report, window)
     for attr, cols in attrs.items():
         if window.y_score is None:
             break
-        abcc = report.values.get(("abcc", attr))
-        matrix = matrices.get(("abcc", attr))
-        pair = matrix.worst_pair() if hasattr(matrix, "worst_pair") else None
-        fig = plots.score_cdfs(attr, cols, window.y_score, min_group_size=config.min_group_size,
-                               value=abcc, pair=pair)
-        out.append((f"plots/fairness_score_cdf__{_file_part(attr)}.png", fig,
+
+        def cdf(attr: str = attr, cols: Any = cols) -> Any:
+            matrix = matrices.get(("abcc", attr))
+            pair = matrix.worst_pair() if hasattr(matrix, "worst_pair") else None
+            return plots.score_cdfs(attr, cols, window.y_score,
+                                    min_group_size=config.min_group_size,
+                                    value=report.values.get(("abcc", attr)), pair=pair)
+
+        out.append((f"plots/fairness_score_cdf__{_file_part(attr)}.png", cdf,
                     f"Score CDFs by {attr}"))
         if ("madd", attr) in report.values:
-            detail = report.details.get(("madd", attr))
-            n_bins = _metric_field(detail, "n_bins") if detail is not None else None
-            fig = plots.madd_histograms(attr, cols, window.y_score,
-                                        min_group_size=config.min_group_size,
-                                        n_bins=int(n_bins) if n_bins else 50,
-                                        value=report.values[("madd", attr)])
-            out.append((f"plots/fairness_madd_hist__{_file_part(attr)}.png", fig,
+            def hist(attr: str = attr, cols: Any = cols) -> Any:
+                detail = report.details.get(("madd", attr))
+                n_bins = _metric_field(detail, "n_bins") if detail is not None else None
+                return plots.madd_histograms(attr, cols, window.y_score,
+                                             min_group_size=config.min_group_size,
+                                             n_bins=int(n_bins) if n_bins else 50,
+                                             value=report.values[("madd", attr)])
+
+            out.append((f"plots/fairness_madd_hist__{_file_part(attr)}.png", hist,
                         f"MADD histograms by {attr}"))
     for attr, detail in robustness_details(report).items():
         out.append((f"plots/fairness_robustness__{_file_part(attr)}.png",
-                    plots.robustness_curve(attr, detail), f"Robustness curve by {attr}"))
+                    lambda attr=attr, detail=detail: plots.robustness_curve(attr, detail),
+                    f"Robustness curve by {attr}"))
     return out
 
 
@@ -243,18 +298,39 @@ def report_dict(report: WindowReport, built: BuiltWindow, config: FairnessConfig
                    "intersection": config.intersection, "robustness": dict(config.robustness),
                    "features": config.features, "options": config.options,
                    "model_uses_sensitive": config.model_uses_sensitive,
-                   "rng": config.rng if isinstance(config.rng, int | None) else "Generator"},
+                   "rng": config.rng if isinstance(config.rng, int | None) else "Generator",
+                   "missing": config.missing},
+        "missing_counts": {attr: {"policy": how, "rows": n}
+                           for attr, (how, n) in built.window.missing_counts.items()},
         "mlflow_metrics": scalars,
     })
 
 
+def _guard(failures: list[str], what: str, step: Callable[[], Any]) -> Any:
+    """Run one artifact step; a failure becomes a line in ``failures`` instead of an error.
+
+    An artifact is a view of the metrics; it must never cost them (issue 13 item 1).
+    """
+    try:
+        return step()
+    except Exception as exc:  # any plot/table/IO error: the metrics are already computed
+        failures.append(f"{what}: {type(exc).__name__}: {exc}")
+        return None
+
+
 def write_artifacts(report: WindowReport, built: BuiltWindow, config: FairnessConfig,
-                    scalars: Mapping[str, float], outdir: str) -> list[Written]:
-    """Write every artifact under ``outdir``; return what was written, report last."""
+                    scalars: Mapping[str, float], outdir: str,
+                    failures: list[str] | None = None) -> list[Written]:
+    """Write every artifact under ``outdir``; return what was written, report last.
+
+    Each artifact is written on its own: one that fails is left out and described in
+    ``failures`` (``"<artifact>: <error>"``), and the others are still written.
+    """
     from PIL import Image
 
     from .report_html import render_html
 
+    failures = [] if failures is None else failures
     written: list[Written] = []
 
     def put(path: str, kind: str, content: Any, title: str = "") -> None:
@@ -270,36 +346,53 @@ def write_artifacts(report: WindowReport, built: BuiltWindow, config: FairnessCo
                     fh.write(content)
         written.append(Written(path, kind, content, title))
 
-    table = group_table(report, built.window, config)
-    put("fairness_groups.csv", "csv", table, "Groups (CSV)")
-    put("fairness_groups.json", "json", _jsonable(table.to_dict(orient="records")),
-        "Groups (JSON)")
-    matrices = pairwise_matrices(report, built.window, config)
+    def groups() -> None:
+        table = group_table(report, built.window, config)
+        put("fairness_groups.csv", "csv", table, "Groups (CSV)")
+        put("fairness_groups.json", "json", _jsonable(table.to_dict(orient="records")),
+            "Groups (JSON)")
+
+    _guard(failures, "fairness_groups", groups)
+    matrices = _guard(failures, "pairwise matrices",
+                      lambda: pairwise_matrices(report, built.window, config)) or {}
     if matrices:
         import pandas as pd
 
-        put("fairness_pairwise.json", "json", _jsonable({
-            f"{metric}/{attr}": {"labels": [_label(lab) for lab in m.labels],
-                                 "counts": m.counts, "matrix": m.matrix}
-            for (metric, attr), m in matrices.items()}), "Pairwise matrices (JSON)")
+        _guard(failures, "fairness_pairwise.json", lambda: put(
+            "fairness_pairwise.json", "json", _jsonable({
+                f"{metric}/{attr}": {"labels": [_label(lab) for lab in m.labels],
+                                     "counts": m.counts, "matrix": m.matrix}
+                for (metric, attr), m in matrices.items()}), "Pairwise matrices (JSON)"))
         for (metric, attr), m in matrices.items():
-            labels = [_label(lab) for lab in m.labels]
-            frame = pd.DataFrame(np.asarray(m.matrix), columns=labels).assign(group=labels)
-            put(f"pairwise/fairness_pairwise__{metric}__{_file_part(attr)}.csv", "csv",
-                frame[["group", *labels]], f"{metric} pairwise, {attr}")
-    robustness = _robustness_json(report)
+            def matrix_csv(metric: str = metric, attr: str = attr, m: Any = m) -> None:
+                labels = [_label(lab) for lab in m.labels]
+                frame = pd.DataFrame(np.asarray(m.matrix), columns=labels).assign(group=labels)
+                put(f"pairwise/fairness_pairwise__{metric}__{_file_part(attr)}.csv", "csv",
+                    frame[["group", *labels]], f"{metric} pairwise, {attr}")
+
+            _guard(failures, f"pairwise {metric}/{attr}", matrix_csv)
+    robustness = _guard(failures, "fairness_robustness.json", lambda: _robustness_json(report))
     if robustness:
-        put("fairness_robustness.json", "json", robustness, "Robustness per level (JSON)")
-    for path, fig, title in _plots(report, built, config, matrices):
-        full = os.path.join(outdir, path)
-        os.makedirs(os.path.dirname(full), exist_ok=True)
-        plots.save_png(fig, full)
-        with Image.open(full) as img:
-            img.load()
-            written.append(Written(path, "png", img.copy(), title))
-    data = report_dict(report, built, config, scalars)
-    put("fairness_report.json", "json", data, "Report (JSON)")
-    put("fairness_report.html", "html", render_html(data, written, outdir), "Report")
+        _guard(failures, "fairness_robustness.json", lambda: put(
+            "fairness_robustness.json", "json", robustness, "Robustness per level (JSON)"))
+    for path, make, title in _plots(report, built, config, matrices):
+        def plot(path: str = path, make: Callable[[], Any] = make, title: str = title) -> None:
+            full = os.path.join(outdir, path)
+            os.makedirs(os.path.dirname(full), exist_ok=True)
+            plots.save_png(make(), full)
+            with Image.open(full) as img:
+                img.load()
+                written.append(Written(path, "png", img.copy(), title))
+
+        _guard(failures, path, plot)
+    data = _guard(failures, "fairness_report.json",
+                  lambda: report_dict(report, built, config, scalars))
+    if data is not None:
+        _guard(failures, "fairness_report.json",
+               lambda: put("fairness_report.json", "json", data, "Report (JSON)"))
+        data["artifact_failures"] = list(failures)
+        _guard(failures, "fairness_report.html", lambda: put(
+            "fairness_report.html", "html", render_html(data, written, outdir), "Report"))
     return written
 
 

@@ -19,19 +19,29 @@ from typing import Any
 import numpy as np
 
 from fairmonitor.exceptions import ConfigError, InvalidInputError
+from fairmonitor.metrics._groups import MISSING_POLICIES
 from fairmonitor.report.registry import METRICS, get_metric
 from fairmonitor.report.thresholds import Threshold
 
-__all__ = ["ALLOWED_KEYS", "ROBUSTNESS_KEYS", "FairnessConfig", "parse_config"]
+__all__ = ["ALLOWED_KEYS", "DEFAULT_METRICS", "ROBUSTNESS_KEYS", "FairnessConfig",
+           "parse_config"]
+
+#: The default metric set: seconds on 10^5 rows (benchmarks/bench_evaluator.py). The others
+#: are opt-in, by name in ``metrics`` or with ``metrics="all"``: HFM (exact is quadratic in the
+#: rows), CFair (a matching per attribute) and robustness (the model is called
+#: ``n_repeats x levels`` times; also on with ``robustness=True`` or a robustness dict).
+DEFAULT_METRICS = ("demographic_parity_difference", "demographic_parity_ratio",
+                   "equalized_odds_difference", "equal_opportunity_difference",
+                   "abcc", "abpc", "madd")
 
 #: Every key the evaluator accepts, with its default (documented in the README table).
 ALLOWED_KEYS: dict[str, Any] = {
     "sensitive_features": None,   # required
-    "metrics": None,              # default: every registered metric the inputs allow
+    "metrics": None,              # default: DEFAULT_METRICS; "all": every registered one
     "score_column": None,
     "pos_label": 1,
     "threshold": 0.5,
-    "min_group_size": 1,
+    "min_group_size": 30,         # the usual n >= 30 for a rate's normal approximation
     "intersection": True,
     "thresholds": {},
     "robustness": None,           # default: on when a model is given
@@ -39,6 +49,8 @@ ALLOWED_KEYS: dict[str, Any] = {
     "model_uses_sensitive": False,
     "options": {},
     "rng": 0,
+    "missing": "group",           # missing sensitive values: group | drop | raise
+    "decision_function": False,   # scores of a predict-only classifier (LinearSVC): opt-in
 }
 
 #: The documented robustness sub-keys; keywords of the registered robustness function are
@@ -58,7 +70,11 @@ class FairnessConfig:
     sensitive_features : tuple of str
         Column names of the sensitive attributes.
     metrics : tuple of str or None
-        Requested registry names; None means every metric the inputs allow.
+        Requested registry names; None means the default set (:data:`DEFAULT_METRICS`, plus
+        robustness when it is configured), or every metric the inputs allow with
+        ``all_metrics``.
+    all_metrics : bool
+        ``metrics="all"``: every registered metric the inputs allow.
     score_column : str or None
         Column holding positive-class scores; None means ``predict_proba`` when available.
     pos_label : object
@@ -66,11 +82,13 @@ class FairnessConfig:
     threshold : float
         Decision threshold turning scores into 0/1 predictions where only scores exist.
     min_group_size : int
-        Smaller groups are left out of every metric.
+        Smaller groups are left out of every metric (default 30: a selection rate of fewer
+        rows has a standard error above 0.09, so a gap between such groups is mostly noise).
     intersection : bool
         With several attributes, also evaluate their intersection.
     thresholds : tuple of Threshold
-        Alert bounds; drive the run tag and the MLflow ``MetricThreshold`` mapping.
+        Alert bounds; drive the run tag and the MLflow ``MetricThreshold`` mapping. A
+        threshold without ``attribute`` governs each sensitive feature, not the intersection.
     robustness : dict or None
         None: on when a model is given, with default settings; ``{}`` or a dict of settings:
         on; False is stored as ``robustness_enabled=False``.
@@ -84,14 +102,23 @@ class FairnessConfig:
         Per-metric keyword options, ``{metric: {kw: value}}``.
     rng : int, numpy.random.Generator or None
         Seed of every randomised metric.
+    missing : str or mapping of str to str
+        Missing sensitive values: ``"group"`` (their own group ``"missing"``), ``"drop"``
+        (rows left out of every metric, counted in ``fairness/missing_count/<attribute>``) or
+        ``"raise"``; one policy, or ``{column: policy}`` (unnamed columns: ``"group"``).
+    decision_function : bool
+        Without ``predict_proba``, take scores as the logistic sigmoid of the estimator's
+        ``decision_function`` (a monotone map of the margin into (0, 1), not a probability:
+        compare such score metrics only with each other).
     """
 
     sensitive_features: tuple[str, ...]
     metrics: tuple[str, ...] | None = None
+    all_metrics: bool = False
     score_column: str | None = None
     pos_label: Any = 1
     threshold: float = 0.5
-    min_group_size: int = 1
+    min_group_size: int = 30
     intersection: bool = True
     thresholds: tuple[Threshold, ...] = ()
     robustness: Mapping[str, Any] = field(default_factory=dict)
@@ -101,6 +128,8 @@ class FairnessConfig:
     options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     rng: Any = 0
     pos_label_given: bool = False
+    missing: Any = "group"
+    decision_function: bool = False
 
     @property
     def attributes(self) -> tuple[str, ...]:
@@ -160,23 +189,56 @@ def _bool(value: Any, key: str) -> bool:
     return value
 
 
-def _thresholds(value: Any) -> tuple[Threshold, ...]:
+_THRESHOLD_KEYS = ("warning", "critical", "bound", "attribute")
+
+
+def _thresholds(value: Any, attributes: Sequence[str]) -> tuple[Threshold, ...]:
+    """The monitor's threshold model: ``{metric: entry or [entries]}``, an entry naming
+    ``attribute`` overrides the general one for that attribute (the intersection included)."""
     if not isinstance(value, Mapping):
-        raise ConfigError("thresholds: must be a dict {metric: {warning, critical, bound}}; "
-                          f"got {value!r}.")
+        raise ConfigError("thresholds: must be a dict {metric: {warning, critical, bound, "
+                          f"attribute}} (or a list of such dicts); got {value!r}.")
     out = []
-    for metric, spec in value.items():
+    for metric, entries in value.items():
         name = _metric_name(metric, "thresholds")
-        where = f"thresholds.{name}"
-        if not isinstance(spec, Mapping):
-            raise ConfigError(f"{where}: must be a dict with keys warning, critical, bound; "
-                              f"got {spec!r}.")
-        bad = [k for k in spec if k not in ("warning", "critical", "bound")]
-        if bad:
-            raise ConfigError(_unknown(bad, ("warning", "critical", "bound"), where))
-        bound = spec.get("bound", METRICS[name].default_bound)
-        out.append(Threshold(name, spec.get("warning"), spec.get("critical"), bound))
+        items = entries if isinstance(entries, list) else [entries]
+        for i, spec in enumerate(items):
+            where = f"thresholds.{name}" + (f"[{i}]" if isinstance(entries, list) else "")
+            if not isinstance(spec, Mapping):
+                raise ConfigError(f"{where}: must be a dict with keys "
+                                  f"{', '.join(_THRESHOLD_KEYS)}; got {spec!r}.")
+            bad = [k for k in spec if k not in _THRESHOLD_KEYS]
+            if bad:
+                raise ConfigError(_unknown(bad, _THRESHOLD_KEYS, where))
+            attribute = spec.get("attribute")
+            if attribute is not None and attribute not in attributes:
+                raise ConfigError(f"{where}.attribute: {attribute!r} is not an evaluated "
+                                  f"attribute; choose one of {list(attributes)}.")
+            bound = spec.get("bound", METRICS[name].default_bound)
+            out.append(Threshold(name, spec.get("warning"), spec.get("critical"), bound,
+                                 attribute))
     return tuple(out)
+
+
+def _missing(value: Any, sensitive: Sequence[str]) -> Any:
+    allowed = ", ".join(MISSING_POLICIES)
+    if isinstance(value, str):
+        if value not in MISSING_POLICIES:
+            raise ConfigError(f"missing: must be one of {allowed} (or a dict {{column: policy}}"
+                              f"); got {value!r}.")
+        return value
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"missing: must be one of {allowed} or a dict {{column: policy}}; "
+                          f"got {value!r}.")
+    out = dict.fromkeys(sensitive, "group")
+    for column, how in value.items():
+        if column not in sensitive:
+            raise ConfigError(f"missing.{column}: not one of the sensitive_features "
+                              f"{list(sensitive)}.")
+        if how not in MISSING_POLICIES:
+            raise ConfigError(f"missing.{column}: must be one of {allowed}; got {how!r}.")
+        out[column] = how
+    return out
 
 
 def _robustness_keywords() -> set[str]:
@@ -275,7 +337,8 @@ def parse_config(evaluator_config: Mapping[str, Any] | None) -> FairnessConfig:
         raise ConfigError("evaluator_config: 'sensitive_features' is required: the list of "
                           "columns holding the sensitive attributes, e.g. ['sex', 'age_group'].")
     sensitive = _names(cfg["sensitive_features"], "sensitive_features", allow_none=False)
-    metrics = _names(cfg.get("metrics"), "metrics", allow_none=True)
+    all_metrics = cfg.get("metrics") == "all"
+    metrics = None if all_metrics else _names(cfg.get("metrics"), "metrics", allow_none=True)
     if metrics is not None:
         metrics = tuple(_metric_name(m, "metrics") for m in metrics)
     score_column = cfg.get("score_column")
@@ -289,15 +352,19 @@ def parse_config(evaluator_config: Mapping[str, Any] | None) -> FairnessConfig:
             or isinstance(rng, np.random.Generator)):
         raise ConfigError(f"rng: must be an integer seed, a numpy Generator or None; got {rng!r}.")
     robustness, enabled = _robustness(cfg.get("robustness"))
+    intersection = _bool(cfg.get("intersection", True), "intersection")
+    attributes = [*sensitive, *([":".join(sensitive)]  # type: ignore[arg-type]
+                                if intersection and len(sensitive) > 1 else [])]
     return FairnessConfig(
         sensitive_features=sensitive,  # type: ignore[arg-type]
         metrics=metrics,
+        all_metrics=all_metrics,
         score_column=score_column,
         pos_label=pos_label,
         threshold=_number(cfg.get("threshold", 0.5), "threshold", 0.0, 1.0),
-        min_group_size=_positive_int(cfg.get("min_group_size", 1), "min_group_size"),
-        intersection=_bool(cfg.get("intersection", True), "intersection"),
-        thresholds=_thresholds(cfg.get("thresholds", {})),
+        min_group_size=_positive_int(cfg.get("min_group_size", 30), "min_group_size"),
+        intersection=intersection,
+        thresholds=_thresholds(cfg.get("thresholds", {}), attributes),
         robustness=robustness,
         robustness_enabled=enabled,
         features=_names(cfg.get("features"), "features", allow_none=True),
@@ -306,4 +373,6 @@ def parse_config(evaluator_config: Mapping[str, Any] | None) -> FairnessConfig:
         options=_options(cfg.get("options", {})),
         rng=rng,
         pos_label_given="pos_label" in cfg,
+        missing=_missing(cfg.get("missing", "group"), sensitive),  # type: ignore[arg-type]
+        decision_function=_bool(cfg.get("decision_function", False), "decision_function"),
     )

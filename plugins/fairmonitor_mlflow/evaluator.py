@@ -14,7 +14,9 @@ here.
 
 from __future__ import annotations
 
+import logging
 import tempfile
+import warnings
 from typing import Any
 
 from mlflow.models.evaluation import EvaluationResult, ModelEvaluator
@@ -22,10 +24,15 @@ from mlflow.models.evaluation import EvaluationResult, ModelEvaluator
 from .artifacts import log_artifacts, write_artifacts
 from .config import parse_config
 from .reporting import compute_report, robustness_status
-from .tracking import log_metrics, result_metrics, status_tags, step_metrics
+from .tracking import ArtifactWarning, log_metrics, result_metrics, status_tags, step_metrics
 from .window import build_window
 
 __all__ = ["FairnessEvaluator"]
+
+log = logging.getLogger(__name__)
+
+#: ``model_type`` values the evaluator accepts (None: static predictions without a type).
+SUPPORTED_MODEL_TYPES = ("classifier", None)
 
 
 class FairnessEvaluator(ModelEvaluator):
@@ -39,29 +46,57 @@ class FairnessEvaluator(ModelEvaluator):
 
     @classmethod
     def can_evaluate(cls, *, model_type: Any, evaluator_config: Any, **kwargs: Any) -> bool:
-        """Accept the call only when ``sensitive_features`` is configured.
+        """Accept the call only for a classifier and when ``sensitive_features`` is configured.
 
         So the evaluator never runs uninvited inside an ``evaluate`` call that selects every
-        registered evaluator (``evaluators=None``).
+        registered evaluator (``evaluators=None``), and a regressor is declined with a logged
+        reason instead of a misleading ``pos_label`` error.
         """
-        return bool(isinstance(evaluator_config, dict)
-                    and evaluator_config.get("sensitive_features"))
+        if not (isinstance(evaluator_config, dict)
+                and evaluator_config.get("sensitive_features")):
+            return False
+        if model_type not in SUPPORTED_MODEL_TYPES:
+            # MLflow then says only that no evaluator could run: say why, once, with the fix
+            log.warning(
+                "the fairness evaluator declines model_type=%r: its metrics compare a positive "
+                "class (selection rates, TPR/FPR) and scores in [0, 1]. For a regressor or a "
+                "ranker, evaluate a classifier view: threshold the output into a 0/1 "
+                "`predictions` column (and give scores in [0, 1] as `score_column`) with "
+                "model_type='classifier'.", model_type)
+            return False
+        return True
 
     def evaluate(self, *, model_type: Any, dataset: Any, run_id: str, evaluator_config: Any,
                  model: Any = None, extra_metrics: Any = None, custom_artifacts: Any = None,
                  predictions: str | None = None, **kwargs: Any) -> EvaluationResult:
-        """Evaluate fairness on ``dataset``, log metrics, tags and artifacts to ``run_id``."""
+        """Evaluate fairness on ``dataset``, log metrics, tags and artifacts to ``run_id``.
+
+        The metrics are computed first and always returned: a failing table, plot, report or
+        artifact upload is left out, warned about once (:class:`ArtifactWarning`) and named in
+        the run tag ``fairness.failures``.
+        """
         config = parse_config(evaluator_config)
         built = build_window(dataset, model, config, predictions=predictions)
         report = compute_report(built, config)
-        scalars = result_metrics(report)
+        scalars = result_metrics(report, built.window.missing_counts)
         model_id = kwargs.get("model_id")
+        failures: list[str] = []
+        artifacts: dict[str, Any] = {}
+        with tempfile.TemporaryDirectory(prefix="fairmonitor-") as tmp:
+            written = write_artifacts(report, built, config, scalars, tmp, failures)
+            try:
+                artifacts = log_artifacts(run_id, tmp, written)
+            except Exception as exc:  # the artifact store is down: keep the metrics
+                failures.append(f"artifact upload: {type(exc).__name__}: {exc}")
+        if failures:
+            text = ("fairness artifacts left out (the metrics are complete): "
+                    + "; ".join(failures) + ". See the run tag fairness.failures; fix the "
+                    "cause (or turn the failing part off) and re-run the evaluation.")
+            log.warning(text)
+            warnings.warn(text, ArtifactWarning, stacklevel=2)
         # with a model_id, mlflow.models.evaluate logs the returned metrics itself (to the run
         # and the LoggedModel); logging them here too would duplicate every history entry
         log_metrics(run_id, {} if model_id else scalars, step_metrics(report),
-                    status_tags(report, robustness_status(report, built)),
+                    status_tags(report, robustness_status(report, built), failures),
                     model_id=model_id, dataset=dataset)
-        with tempfile.TemporaryDirectory(prefix="fairmonitor-") as tmp:
-            written = write_artifacts(report, built, config, scalars, tmp)
-            artifacts = log_artifacts(run_id, tmp, written)
         return EvaluationResult(metrics=scalars, artifacts=artifacts, run_id=run_id)

@@ -138,15 +138,29 @@ def robustness_curve(attribute: str, detail: Any) -> Any:
                 ax_gap.fill_between(levels, gap - 1.96 * se, gap + 1.96 * se, alpha=0.2,
                                     color=line.get_color())
                 with np.errstate(divide="ignore", invalid="ignore"):
-                    # delta method with a deterministic clean gap: SE(R) = R * SE / gap
-                    half = np.where(gap > 0, 1.96 * np.abs(ratio) * se / gap, np.nan)
-                ax_ratio.fill_between(levels, ratio - half, ratio + half, alpha=0.2,
-                                      color=line.get_color())
+                    # delta method with a deterministic clean gap: SE(R) = R * SE / gap;
+                    # an infinite ratio (clean gap ~0) has no band
+                    finite = np.isfinite(ratio) & (gap > 0)
+                    half = np.where(finite, 1.96 * np.abs(ratio) * se / gap, np.nan)
+                    lo, hi = np.where(finite, ratio - half, np.nan), np.where(
+                        finite, ratio + half, np.nan)
+                ax_ratio.fill_between(levels, lo, hi, alpha=0.2, color=line.get_color())
     ax_ratio.axhline(1.0, color="grey", lw=1, ls="--")
     for ax, ylabel in ((ax_gap, "fairness gap under noise (mean, 95% band)"),
                        (ax_ratio, "robustness ratio R (gap / clean gap)")):
-        if (levels > 0).all():
+        finite = [line for line in ax.get_lines()
+                  if np.isfinite(np.asarray(line.get_ydata(), dtype=float)).any()]
+        if not finite:
+            # every ratio +inf (clean gap below the sampling floor, a fair model) or NaN: an
+            # empty log axis cannot place ticks (matplotlib raises while saving), so say why
+            ax.text(0.5, 0.5, "no finite value:\nclean gap ~0 or undefined", ha="center",
+                    va="center", transform=ax.transAxes, color="grey")
+        if levels.size and (levels > 0).all() and np.isfinite(levels).all():
             ax.set_xscale("log")
+            # explicit limits: the data limits of an axis without finite points are (0, 1),
+            # which a log axis rejects
+            lo, hi = float(levels.min()), float(levels.max())
+            ax.set_xlim(lo / 1.5, hi * 1.5)
         ax.set(xlabel="noise level k", ylabel=ylabel)
         ax.grid(alpha=0.3)
         _legend(ax)

@@ -67,6 +67,9 @@ def render_html(data: dict[str, Any], written: Sequence[Any], outdir: str) -> st
     if data["skipped"]:
         parts.append("<h2>Not computed</h2>")
         parts.append(_table(["metric", "why"], sorted(data["skipped"].items())))
+    if data.get("artifact_failures"):
+        parts.append("<h2>Artifacts left out</h2><ul>" + "".join(
+            f"<li>{escape(f)}</li>" for f in data["artifact_failures"]) + "</ul>")
     if data["notes"]:
         parts.append("<h2>Notes</h2><ul>" + "".join(f"<li>{escape(n)}</li>"
                                                    for n in data["notes"]) + "</ul>")

@@ -7,16 +7,21 @@ on the main window (the features); the two reports are merged into one.
 from __future__ import annotations
 
 import dataclasses
+import logging
 from types import MappingProxyType
 from typing import Any
 
 from fairmonitor import METRICS, WindowReport, evaluate_window
 
-from .config import FairnessConfig
+from .config import DEFAULT_METRICS, FairnessConfig
 from .window import BuiltWindow, model_metrics
 
 __all__ = ["compute_report", "robustness_status"]
 
+log = logging.getLogger(__name__)
+
+_OPT_IN = ("opt-in, not in the default set: name it in `metrics` (or metrics='all'; "
+           "robustness also with robustness=True)")
 _MISSING = {"y_true": "labels not available", "y_score": "no scores", "X": "no feature columns",
             "y_pred": "no predictions", "predict": "no model to call"}
 
@@ -44,27 +49,74 @@ def compute_report(built: BuiltWindow, config: FairnessConfig) -> WindowReport:
     robust_window = built.robust_window
     skipped: dict[str, str] = {}
     if config.metrics is None:
-        main = None
         robust = []
+        with_robustness = config.all_metrics or config.robustness_enabled
         for name in calls_model:
             missing = [i for i in METRICS[name].inputs
                        if robust_window is None or robust_window.get(i) is None]
-            if not missing:
-                robust.append(name)
-            else:  # the real reason, instead of the main window's "no model to call"
+            if missing:  # the real reason, instead of the main window's "no model to call"
                 skipped[name] = built.skipped.get(name) or _MISSING[missing[0]]
+            elif with_robustness:
+                robust.append(name)
+            else:
+                skipped[name] = _OPT_IN
+        main = None
+        if not config.all_metrics:
+            main = []
+            for name in METRICS:
+                missing = [i for i in METRICS[name].inputs if built.window.get(i) is None]
+                if name in calls_model:
+                    continue
+                if missing:
+                    skipped[name] = _MISSING[missing[0]]
+                elif name in DEFAULT_METRICS:
+                    main.append(name)
+                else:
+                    skipped[name] = _OPT_IN
     else:
         main = [m for m in config.metrics if m not in calls_model]
         robust = [m for m in config.metrics if m in calls_model]
     common = {"min_group_size": config.min_group_size, "intersection": config.intersection,
               "thresholds": config.thresholds, "rng": config.rng}
+    _announce(built, config, main, robust)
     report = evaluate_window(built.window, metrics=main, options=config.options, **common)
-    report = dataclasses.replace(report, skipped=MappingProxyType({**report.skipped, **skipped}))
+    log.info("fairness: %d metric values in %.1f s", len(report.values),
+             report.duration_seconds)
+    # say which small-group rule shaped every value (issue 13 item 4)
+    rule = (f"min_group_size={config.min_group_size}"
+            + (" (the default)" if config.min_group_size == 30 else "")
+            + ": groups with fewer rows are left out of every metric")
+    report = dataclasses.replace(report, skipped=MappingProxyType({**report.skipped, **skipped}),
+                                 notes=(rule, *report.notes))
     if robust_window is not None and robust:
         options = {name: _robust_options(name, built, config) for name in robust}
         report = _merge(report, evaluate_window(robust_window, metrics=robust, options=options,
                                                 **common))
     return report
+
+
+#: above this many rows exact HFM (quadratic in the rows) takes minutes: say so before it runs
+_HFM_EXACT_ROWS = 20_000
+
+
+def _announce(built: BuiltWindow, config: FairnessConfig, main: list[str] | None,
+              robust: list[str]) -> None:
+    """Progress: what is about to run, and a warning before work that takes minutes."""
+    n = built.window.n_rows
+    names = list(main) if main is not None else [
+        m for m in METRICS if m not in model_metrics()]
+    log.info("fairness: computing %d metric(s)%s on %d rows, %d attribute(s)", len(names),
+             f" + robustness ({len(robust)} summaries)" if robust else "", n,
+             len(config.attributes))
+    hfm = [m for m in names if m.startswith("hfm")]
+    method = {**config.options.get("hfm", {}), **config.options.get("hfm_average", {})}.get(
+        "method", "exact")
+    if hfm and method == "exact" and n > _HFM_EXACT_ROWS:
+        log.warning("fairness: exact HFM on %d rows compares every pair of rows (cost grows "
+                    "with the square of the rows: minutes from ~10^5 rows); for the average "
+                    "version with a 95%% interval in a fraction of the time set "
+                    "options={'hfm': {'method': 'sampled'}} (or 'approx' for upper bounds), "
+                    "or leave hfm out of `metrics`.", n)
 
 
 def _robust_options(name: str, built: BuiltWindow, config: FairnessConfig) -> dict[str, Any]:
@@ -81,4 +133,5 @@ def robustness_status(report: WindowReport, built: BuiltWindow) -> str:
     calls_model = set(model_metrics())
     if any(metric in calls_model for metric, _ in report.values):
         return "on"
-    return "skipped: no robustness metric requested (`metrics`)"
+    return ("off: opt-in (robustness=True, a robustness dict, or a robustness_* metric in "
+            "`metrics`)")

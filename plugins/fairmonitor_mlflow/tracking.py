@@ -7,6 +7,7 @@ Metric keys (stable; documented in the README):
                                                                and attribute (as
                                                                :meth:`WindowReport.flat`)
 ``fairness/group_count/<attribute>/<group>``                   rows per group
+``fairness/missing_count/<attribute>``                         rows with a missing value
 ``fairness/robustness_ratio/<fairness metric>/<attribute>``    R_k at ``step`` = level index
 ``fairness/robustness_gap/<fairness metric>/<attribute>``      mean gap under noise, per step
 ``fairness/robustness_gap_se/<fairness metric>/<attribute>``   its standard error, per step
@@ -30,7 +31,7 @@ import numpy as np
 from fairmonitor import WindowReport
 from fairmonitor.report import safe_name
 
-__all__ = ["PREFIX", "log_metrics", "result_metrics", "robustness_details", "safe_name",
+__all__ = ["PREFIX", "ArtifactWarning", "log_metrics", "result_metrics", "robustness_details", "safe_name",
            "status_tags", "step_metrics"]
 
 PREFIX = "fairness"
@@ -39,12 +40,17 @@ def _key(*parts: Any) -> str:
     return "/".join([PREFIX, *(safe_name(p) for p in parts)])
 
 
-def result_metrics(report: WindowReport) -> dict[str, float]:
-    """Return the scalar metrics of the evaluation: metric values and group counts, by key.
+def result_metrics(report: WindowReport,
+                   missing: Mapping[str, tuple[str, int]] | None = None) -> dict[str, float]:
+    """Return the scalar metrics of the evaluation: values, group counts, missing counts.
 
     These go into ``EvaluationResult.metrics`` (so ``validate_evaluation_results`` sees them).
+    ``missing`` is the window's ``missing_counts``: ``fairness/missing_count/<attribute>`` is
+    the number of rows whose value was missing (grouped or dropped, as configured).
     """
     out = {_key(metric, attr): float(v) for (metric, attr), v in report.values.items()}
+    for attr, (_, n) in (missing or {}).items():
+        out[_key("missing_count", attr)] = float(n)
     for attr, counts in report.group_counts.items():
         for group, n in counts.items():
             key = base = _key("group_count", attr, group)
@@ -88,14 +94,25 @@ def step_metrics(report: WindowReport) -> list[tuple[str, float, int]]:
     return rows
 
 
-def status_tags(report: WindowReport, robustness: str) -> dict[str, str]:
-    """Run tags: ``fairness.status`` (ok|warning|critical), the breaching keys, robustness."""
+class ArtifactWarning(UserWarning):
+    """A fairness artifact (table, plot, report, upload) failed; the metrics are complete."""
+
+
+def status_tags(report: WindowReport, robustness: str,
+                failures: Iterable[str] = ()) -> dict[str, str]:
+    """Run tags: ``fairness.status``, the breaching keys, robustness, artifact failures.
+
+    ``fairness.status`` is :attr:`WindowReport.status`: ``ok``, ``warning``, ``critical``, or
+    ``undefined`` (a governed value is NaN, a metric failed, or nothing is defined).
+    """
     breaches = sorted(_key(m, a) for (m, a), s in report.statuses.items()
                       if s in ("warning", "critical"))
+    failed = list(failures)
     return {
         "fairness.status": report.status,
         "fairness.breaches": ", ".join(breaches) if breaches else "none",
         "fairness.robustness": robustness[:5000],
+        "fairness.failures": "; ".join(failed)[:5000] if failed else "none",
     }
 
 

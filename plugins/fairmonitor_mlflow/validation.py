@@ -45,8 +45,9 @@ def validation_thresholds(
     Returns
     -------
     thresholds : dict of str to mlflow.models.MetricThreshold
-        One entry per (thresholded metric, attribute), attributes as in the config: each
-        sensitive feature, then their intersection.
+        One entry per (thresholded metric, attribute): each sensitive feature, and the
+        intersection only where a threshold names it (``attribute: "a:b"``); a threshold
+        naming an attribute overrides the general one there.
 
     Examples
     --------
@@ -62,13 +63,18 @@ def validation_thresholds(
     cfg = config if isinstance(config, FairnessConfig) else parse_config(config)
     keep = None if result is None else set(result.metrics)
     out = {}
-    for t in cfg.thresholds:
-        bound = getattr(t, level)
-        if bound is None:
-            continue
+    singles = set(cfg.sensitive_features)
+    for metric in dict.fromkeys(t.metric for t in cfg.thresholds):
         for attr in cfg.attributes:
-            key = f"{PREFIX}/{t.metric}/{safe_name(attr)}"
-            if keep is None or key in keep:
+            # the most specific threshold wins, as in the report's statuses
+            matching = [t for t in cfg.thresholds
+                        if t.applies_to(metric, attr, intersection=attr not in singles)]
+            if not matching:
+                continue
+            t = max(matching, key=lambda t: t.attribute is not None)
+            bound = getattr(t, level)
+            key = f"{PREFIX}/{metric}/{safe_name(attr)}"
+            if bound is not None and (keep is None or key in keep):
                 out[key] = MetricThreshold(threshold=float(bound),
                                            greater_is_better=t.bound == "lower")
     return out

@@ -12,6 +12,10 @@ The rules, in the order they apply:
 * **Scores** come from ``score_column``, else from ``predict_proba`` (the unwrapped estimator's,
   or a ``predict_proba`` method of a custom ``PythonModel``), else from a predict output that
   already holds scores; otherwise there are none and score metrics are not offered.
+* **The model's inputs** are the columns it declares, as MLflow's pyfunc reads them (its
+  signature, else scikit-learn's ``feature_names_in_``): extra columns of the data are not
+  passed, a declared sensitive column needs ``model_uses_sensitive=True``, and an absent one is
+  an error naming it. A model that declares nothing gets every non-sensitive column.
 * **Features** (``Window.X`` of the feature-space metrics) are ``features`` or the model's
   non-sensitive input columns.
 * **The model** is given only when robustness is on, in a second window over the same rows
@@ -227,6 +231,47 @@ class _LabelModel:
         return _to_binary(out, self.config, "the model's predictions")
 
 
+def _declared_inputs(model: Any, raw: Any) -> tuple[list[str], str] | None:
+    """The input columns the model declares, like MLflow's pyfunc schema enforcement reads them:
+    its signature's column names, else the estimator's ``feature_names_in_`` (scikit-learn)."""
+    metadata = getattr(model, "metadata", None)
+    try:
+        schema = metadata.get_input_schema() if metadata is not None else None
+    except Exception:  # a flavour without a schema accessor
+        schema = None
+    if schema is not None and getattr(schema, "has_input_names", lambda: False)():
+        return [str(c) for c in schema.input_names()], "signature"
+    names = getattr(raw, "feature_names_in_", None)
+    if names is not None:
+        return [str(c) for c in names], "feature_names_in_"
+    return None
+
+
+def _select_inputs(declared: tuple[list[str], str], frame: Any,
+                   config: FairnessConfig) -> list[str]:
+    """The model's input columns out of the evaluation data, or an error saying the fix."""
+    names, where = declared
+    uses = [c for c in names if c in config.sensitive_features]
+    if uses and not config.model_uses_sensitive:
+        raise ConfigError(
+            f"the model's {where} takes the sensitive column(s) {uses} as input: set "
+            "`model_uses_sensitive=True` (they then stay in the model's input, and robustness "
+            "holds them fixed), or evaluate a model trained without them.")
+    absent = [c for c in names if c not in frame.columns]
+    if absent:
+        raise ConfigError(
+            f"the model's {where} needs column(s) {absent}, which are not in the evaluation "
+            f"data (columns: {[str(c) for c in frame.columns]}); add them to the data. "
+            "(`features` only chooses the columns of the feature-space metrics.)")
+    return names
+
+
+def _about_columns(exc: Exception) -> bool:
+    text = str(exc).lower()
+    return any(w in text for w in ("feature names", "columns are missing", "column",
+                                   "features"))
+
+
 def model_metrics() -> list[str]:
     """Registry names of the metrics that call the model (the robustness ones)."""
     return [s.name for s in METRICS.values() if "predict" in s.inputs]
@@ -312,9 +357,25 @@ def build_window(dataset: Any, model: Any, config: FairnessConfig, *,
     label_model = None
     if model is not None:
         raw, python_model = _underlying(model)
+        declared = _declared_inputs(model, raw)
+        if declared is not None:
+            model_columns = _select_inputs(declared, frame, config)
+            features = list(config.features or [c for c in model_columns if c not in sensitive])
+            sources["model inputs"] = "the model's " + declared[1]
         predict_fn = raw.predict if raw is not None and hasattr(raw, "predict") else model.predict
         label_model = _LabelModel(predict_fn, model_columns, config, predictions)
-        output = _one_column(predict_fn(frame[model_columns]), predictions, "predict")
+        try:
+            output = _one_column(predict_fn(frame[model_columns]), predictions, "predict")
+        except (KeyError, ValueError) as exc:
+            if not _about_columns(exc):
+                raise
+            raise ConfigError(
+                f"the model rejected its input columns {model_columns}: {exc}. The evaluator "
+                "gives the model every non-sensitive column of the data (the model declares "
+                "none: no signature, no feature_names_in_); drop the columns it was not trained "
+                "on from the data, set `model_uses_sensitive=True` if it takes the sensitive "
+                "columns, and use `features` to choose the feature-space metrics' columns."
+            ) from exc
         sources["y_pred"] = "model.predict"
         # MLflow's sklearn wrapper (``_model_impl``) also exposes the estimator's predict_proba
         proba_fn, classes = _proba_function(raw, python_model,
@@ -324,6 +385,22 @@ def build_window(dataset: Any, model: Any, config: FairnessConfig, *,
                 _scores_from_proba(proba_fn(frame[model_columns]), classes, config),
                 "predict_proba output")
             sources["y_score"] = "model.predict_proba"
+        decision = getattr(raw, "decision_function", None)
+        if y_score is None and decision is not None:
+            if config.decision_function:
+                margin = np.asarray(decision(frame[model_columns]), dtype=float)
+                if margin.ndim != 1:
+                    raise ConfigError(
+                        f"decision_function: the model returns {margin.shape[1]} columns "
+                        "(multiclass); give positive-class scores with `score_column`.")
+                # the logistic map keeps the order of the margins; it does not calibrate them
+                from scipy.special import expit  # 1 / (1 + exp(-x)) without overflow
+
+                y_score = check_scores(expit(margin), "decision_function")
+                sources["y_score"] = "sigmoid(model.decision_function)"
+            else:
+                sources["y_score"] = ("none: the model has decision_function but no "
+                                      "predict_proba; set decision_function=True to use it")
     elif dataset.predictions_data is not None:
         output = _one_column(dataset.predictions_data, None, "predictions")
         sources["y_pred"] = f"column {dataset.predictions_name!r}"
@@ -349,7 +426,7 @@ def build_window(dataset: Any, model: Any, config: FairnessConfig, *,
         sources["y_true"] = f"column {dataset.targets_name!r}"
 
     common = {"sensitive_features": sensitive, "y_pred": y_pred, "y_score": y_score,
-              "y_true": y_true, "threshold": config.threshold}
+              "y_true": y_true, "threshold": config.threshold, "missing": config.missing}
     window = Window(X=frame[features] if features else None, **common)
     reason = _robustness_reason(model, config)
     robust_window, options = None, {}

@@ -8,6 +8,7 @@ import pytest
 
 from fairmonitor.exceptions import GroupExclusionWarning, InvalidInputError
 from fairmonitor.metrics import encode_groups, sensitive_columns
+from fairmonitor.metrics._groups import apply_missing_policy
 
 
 def test_single_column_any_hashable_labels():
@@ -52,6 +53,31 @@ def test_missing_values_name_column_and_rows():
         sensitive_columns({"race": np.array(["a", None, "b", None], dtype=object)})
     with pytest.raises(InvalidInputError, match=r"'age' has 1 missing values"):
         sensitive_columns(pd.DataFrame({"age": [1.0, np.nan]}))
+
+
+def test_nullable_boolean_with_pd_na_is_a_clear_missing_value_error():
+    # pd.NA used to reach `NA != NA` and raise "boolean value of NA is ambiguous" (TypeError)
+    col = pd.Series([True, pd.NA, False], dtype="boolean").to_numpy()
+    with pytest.raises(InvalidInputError, match=r"'flag' has 1 missing values .* at rows 1.*"
+                                                r"'group' or 'drop'"):
+        sensitive_columns({"flag": col})
+
+
+def test_missing_policy_groups_drops_or_raises_per_column():
+    cols = {"flag": pd.Series([True, pd.NA, False, True], dtype="boolean").to_numpy(),
+            "age": np.array([30.0, 41.0, np.nan, 25.0]),
+            "sex": np.array(["F", "M", "F", "M"], dtype=object)}
+    out, keep, missing = apply_missing_policy(cols, {"flag": "group", "age": "drop"})
+    assert out["flag"].tolist() == ["True", "missing", "False", "True"]
+    assert keep.tolist() == [True, True, False, True]
+    assert missing == {"flag": ("group", 1), "age": ("drop", 1)}
+    assert out["sex"] is cols["sex"]  # untouched without missing values
+    assert encode_groups({"flag": out["flag"]}).labels == ("False", "True", "missing")
+    with pytest.raises(InvalidInputError, match="'age' has 1 missing values"):
+        apply_missing_policy(cols, {"flag": "group"})  # age: raise, the default of a mapping
+    with pytest.raises(InvalidInputError, match="missing: the policy for 'age' must be one of "
+                                                "group, drop, raise; got 'skip'"):
+        apply_missing_policy(cols, {"flag": "group", "age": "skip"})
 
 
 def test_length_mismatch_with_predictions():

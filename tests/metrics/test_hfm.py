@@ -719,3 +719,50 @@ def test_approx_compact_distances_match_the_one_hot_ones(rng, n_levels):
     z = np.column_stack([label, _dense(list(columns.values()))])
     expected = ((z[j] - z[i]) ** 2).sum(axis=1)
     assert got == pytest.approx(expected, rel=1e-12, abs=1e-14)
+
+
+# --- method="sampled": the average version from exactly scanned query rows --------------------
+
+def _sampled_case(n: int = 400, seed: int = 3):
+    gen = np.random.default_rng(seed)
+    X = pd.DataFrame({"a": gen.normal(size=n), "b": gen.uniform(size=n),
+                      "c": gen.choice(list("xyz"), size=n)})
+    sf = {"s": gen.choice(["p", "q"], size=n), "t": gen.choice(["u", "v", "w"], size=n)}
+    y = gen.integers(0, 2, size=n)
+    pred = np.where(gen.uniform(size=n) < 0.8, y, 1 - y)
+    return X, y, pred, sf
+
+
+def test_sampled_with_every_row_as_query_equals_exact():
+    X, y, pred, sf = _sampled_case()
+    exact = hfm(X, y, pred, sensitive_features=sf, version="average")
+    full = hfm(X, y, pred, sensitive_features=sf, version="average", method="sampled",
+               n_queries=10_000, rng=0)
+    assert full.n_queries == 400
+    np.testing.assert_allclose(
+        [full.value, full.distance_average, full.distance_model_average],
+        [exact.value, exact.distance_average, exact.distance_model_average], rtol=1e-12)
+    for name in sf:
+        assert full.per_attribute[name].value_average == pytest.approx(
+            exact.per_attribute[name].value_average, rel=1e-12)
+    lo, hi = full.average_ci
+    assert lo == pytest.approx(exact.value) and hi == pytest.approx(exact.value)  # no error left
+
+
+def test_sampled_average_distance_is_unbiased_and_its_interval_covers():
+    X, y, pred, sf = _sampled_case()
+    exact = hfm(X, y, pred, sensitive_features=sf, version="average")
+    runs = [hfm(X, y, pred, sensitive_features=sf, version="average", method="sampled",
+                n_queries=40, rng=seed) for seed in range(300)]
+    means = np.array([r.distance_average for r in runs])
+    # unbiased: the average of 300 estimates is within 3 standard errors of the exact mean
+    assert abs(means.mean() - exact.distance_average) < 3 * means.std(ddof=1) / np.sqrt(300)
+    covered = np.mean([r.average_ci[0] <= exact.value <= r.average_ci[1] for r in runs])
+    assert 0.88 <= covered <= 0.99  # a 95% interval, up to the delta method's approximation
+
+
+def test_sampled_maximal_version_is_undefined_with_the_reason():
+    X, y, pred, sf = _sampled_case(n=60)
+    with pytest.warns(UndefinedMetricWarning, match="estimates the average version only"):
+        r = hfm(X, y, pred, sensitive_features=sf, method="sampled", n_queries=20, rng=0)
+    assert np.isnan(r.value) and np.isnan(r.value_max) and np.isfinite(r.value_average)

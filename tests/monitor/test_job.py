@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
+from fairmonitor.metrics import demographic_parity_difference
 from fairmonitor.monitor.checkpoint import FileCheckpoint, MemoryCheckpoint, ModelState
 from fairmonitor.monitor.config import load_config
 from fairmonitor.monitor.job import (
@@ -216,6 +217,26 @@ def test_full_phase_with_partial_labels(make_predictions):
     assert result.report.n_rows == 200
     assert result.report.values[(EOD, "sex")] == pytest.approx(0.0)
     assert result.ok
+
+
+def test_missing_sensitive_values_are_grouped_by_default_or_dropped_and_counted(make_predictions):
+    frame = make_predictions(n_hours=1)
+    frame["sex"] = frame["sex"].astype(object)
+    frame.loc[frame.index[:20], "sex"] = None
+    grouped = evaluate_model_window(_config().models["credit"], MemorySource(frame), T0, T0 + H,
+                                    now=T0 + H).report
+    assert grouped.group_counts["sex"]["missing"] == 20
+    kept = frame.iloc[20:]
+    dropped = evaluate_model_window(_config("    missing: {sex: drop}\n").models["credit"],
+                                    MemorySource(frame), T0, T0 + H, now=T0 + H).report
+    assert dropped.n_rows == 180 and "missing" not in dropped.group_counts["sex"]
+    assert dropped.values[(DPD, "sex")] == pytest.approx(demographic_parity_difference(
+        kept["prediction"].to_numpy(), sensitive_features=kept["sex"].to_numpy()))
+    assert "sensitive attribute 'sex': 20 row(s) with a missing value dropped from the window" \
+        in dropped.notes
+    with pytest.raises(Exception, match=r"missing.sex: must be one of \['group', 'drop', "
+                                        r"'raise'\]; got 'skip'"):
+        _config("    missing: {sex: skip}\n")
 
 
 def test_full_phase_without_labels_gives_nan_with_reason(make_predictions):

@@ -36,7 +36,9 @@ FRAME = pd.DataFrame({"x": [0.1, 0.4, 0.6, 0.9, 0.2, 0.8], "sex": list("ffmmfm")
 def test_defaults() -> None:
     cfg = parse_config({"sensitive_features": ["sex"]})
     assert (cfg.metrics, cfg.pos_label, cfg.threshold, cfg.min_group_size, cfg.rng) == (
-        None, 1, 0.5, 1, 0)
+        None, 1, 0.5, 30, 0)
+    assert (cfg.all_metrics, cfg.missing) == (False, "group")
+    assert parse_config({"sensitive_features": ["sex"], "metrics": "all"}).all_metrics
     assert cfg.robustness_enabled is None
 
 
@@ -107,15 +109,34 @@ def test_bad_values_name_the_key(key: str, value: Any, message: str) -> None:
 
 # --- validation thresholds -------------------------------------------------------------------
 
-def test_validation_thresholds_cover_every_attribute_and_the_intersection() -> None:
+def test_validation_thresholds_cover_each_attribute_and_the_intersection_only_if_named() -> None:
     cfg = {"sensitive_features": ["sex", "race"], "thresholds": {
         "demographic_parity_ratio": {"warning": 0.9, "critical": 0.8}}}
     thresholds = validation_thresholds(cfg)
     assert list(thresholds) == ["fairness/demographic_parity_ratio/sex",
-                                "fairness/demographic_parity_ratio/race",
-                                "fairness/demographic_parity_ratio/sex:race"]
+                                "fairness/demographic_parity_ratio/race"]
     assert (thresholds["fairness/demographic_parity_ratio/race"].threshold,
             thresholds["fairness/demographic_parity_ratio/race"].greater_is_better) == (0.8, True)
+    named = validation_thresholds({**cfg, "thresholds": {"demographic_parity_ratio": [
+        {"critical": 0.8}, {"critical": 0.5, "attribute": "sex:race"}]}})
+    assert {k: v.threshold for k, v in named.items()} == {
+        "fairness/demographic_parity_ratio/sex": 0.8,
+        "fairness/demographic_parity_ratio/race": 0.8,
+        "fairness/demographic_parity_ratio/sex:race": 0.5}
+
+
+def test_per_attribute_thresholds_are_accepted_as_in_the_monitor() -> None:
+    cfg = parse_config({"sensitive_features": ["sex", "race"], "thresholds": {
+        "demographic_parity_difference": [{"warning": 0.1},
+                                          {"critical": 0.3, "attribute": "race"}]}})
+    assert cfg.thresholds == (
+        Threshold("demographic_parity_difference", 0.1, None, "upper"),
+        Threshold("demographic_parity_difference", None, 0.3, "upper", "race"))
+    with pytest.raises(ConfigError, match=r"thresholds.demographic_parity_difference.attribute: "
+                                          r"'age' is not an evaluated attribute; choose one of "
+                                          r"\['sex', 'race', 'sex:race'\]"):
+        parse_config({"sensitive_features": ["sex", "race"], "thresholds": {
+            "demographic_parity_difference": {"warning": 0.1, "attribute": "age"}}})
 
 
 def test_validation_thresholds_at_warning_level_skip_thresholds_without_one() -> None:
@@ -175,7 +196,9 @@ def test_status_tags_name_the_breaching_keys() -> None:
     assert status_tags(report, "on") == {
         "fairness.status": "warning",
         "fairness.breaches": "fairness/demographic_parity_difference/g",
-        "fairness.robustness": "on"}
+        "fairness.robustness": "on", "fairness.failures": "none"}
+    assert status_tags(report, "on", ["plots/x.png: ValueError: bad"])["fairness.failures"] == (
+        "plots/x.png: ValueError: bad")
 
 
 # --- window building -------------------------------------------------------------------------
@@ -279,3 +302,21 @@ def test_a_model_using_sensitive_columns_gets_them_frozen_under_noise() -> None:
     assert list(built.window.X.columns) == ["x"]  # feature-space metrics never see sex
     assert list(built.robust_window.X.columns) == ["x", "sex"]
     assert built.robust_options == {"column_kinds": {"sex": "frozen"}}
+
+
+def test_exact_hfm_on_a_large_window_is_announced_with_the_fix(
+        caplog: pytest.LogCaptureFixture) -> None:
+    from fairmonitor_mlflow.reporting import _announce
+
+    n = 20_001
+    frame = pd.DataFrame({"x": np.arange(n, dtype=float), "sex": np.resize(["f", "m"], n),
+                          "y": np.resize([0, 1, 1], n), "pred": np.resize([1, 0], n)})
+    for config, warned in ((["hfm"], True), (["demographic_parity_difference"], False)):
+        cfg = parse_config({"sensitive_features": ["sex"], "metrics": config})
+        built = build_window(dataset(frame, predictions="pred"), None, cfg)
+        caplog.clear()
+        with caplog.at_level("INFO", logger="fairmonitor_mlflow"):
+            _announce(built, cfg, list(config), [])
+        assert "computing 1 metric(s) on 20001 rows, 1 attribute(s)" in caplog.text
+        assert ("exact HFM on 20001 rows" in caplog.text) is warned
+        assert ("{'hfm': {'method': 'sampled'}}" in caplog.text) is warned

@@ -77,6 +77,52 @@ def test_thresholds_give_statuses_and_overall(frame):
     assert r.status == "warning"
 
 
+def test_status_is_undefined_when_no_value_is_defined_or_a_metric_failed():
+    single = evaluate_window(Window({"g": ["a", "a", "a"]}, y_pred=[1, 0, 1]),
+                             metrics=["demographic_parity_difference"])
+    assert single.status == "undefined"  # no threshold, but nothing to call ok either
+    failed = evaluate_window(Window({"g": ["a", "b", "a", "b"]}, y_pred=[0.3, 0.9, 0.1, 0.2],
+                                    y_true=[0, 1, 0, 1]),
+                             metrics=["demographic_parity_difference", "abcc"])
+    assert failed.status == "undefined"  # dp failed on score-valued predictions
+    fine = evaluate_window(Window({"g": ["a", "b", "a", "b"]}, y_pred=[0, 1, 0, 1]),
+                           metrics=["demographic_parity_difference"])
+    assert fine.status == "ok"
+
+
+def test_thresholds_govern_the_intersection_only_when_they_name_it():
+    w = Window({"a": list("xxyyxxyy"), "b": list("ppppqqqq")}, y_pred=[1, 1, 0, 0, 1, 0, 0, 0])
+    dp = "demographic_parity_difference"
+    general = evaluate_window(w, metrics=[dp], thresholds=[Threshold(dp, warning=0.1)])
+    # a: 0.75 vs 0 ; b: 0.5 vs 0.25 ; a:b cells 1, 0.5, 0, 0 -> 1.0
+    assert general.statuses == {(dp, "a"): "warning", (dp, "b"): "warning"}
+    named = evaluate_window(w, metrics=[dp], thresholds=[
+        Threshold(dp, warning=0.1), Threshold(dp, critical=0.9, attribute="a:b")])
+    assert named.statuses[(dp, "a:b")] == "critical"
+    assert named.values[(dp, "a:b")] == 1.0
+
+
+def test_missing_sensitive_values_follow_the_policy_of_each_attribute():
+    dp = "demographic_parity_difference"
+    sex = np.array(["F", None, "M", "M", "F", "M"], dtype=object)
+    age = np.array([20.0, 30.0, np.nan, 20.0, 30.0, 30.0])
+    y_pred = np.array([1, 1, 0, 1, 0, 0])
+    w = Window({"sex": sex, "age": age}, y_pred=y_pred, missing={"sex": "group", "age": "drop"})
+    assert w.n_rows == 5  # row 2 (age missing) left every input
+    r = evaluate_window(w, metrics=[dp], intersection=False)
+    assert r.group_counts["sex"] == {"F": 2, "M": 2, "missing": 1}
+    # sex on kept rows: F [1, 0] 0.5, M [1, 0] 0.5, missing [1] 1.0 -> 0.5
+    assert r.values[(dp, "sex")] == 0.5
+    # age on kept rows: 20 [1, 1] 1.0, 30 [1, 0, 0] 1/3 -> 2/3
+    assert r.values[(dp, "age")] == pytest.approx(2 / 3)
+    assert "sensitive attribute 'age': 1 row(s) with a missing value dropped from the window" \
+        in r.notes
+    assert "sensitive attribute 'sex': 1 row(s) with a missing value grouped as 'missing'" \
+        in r.notes
+    with pytest.raises(InvalidInputError, match="'sex' has 1 missing values"):
+        Window({"sex": sex}, y_pred=y_pred)  # "raise" is the Window's default
+
+
 def test_small_groups_are_noted(frame):
     df = frame.copy()
     df.loc[:2, "race"] = "rare"

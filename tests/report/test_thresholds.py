@@ -56,6 +56,9 @@ def test_attribute_specific_threshold_wins():
 def test_worst_and_codes():
     assert worst([]) == "ok"
     assert worst(["undefined", "warning"]) == "warning"
+    # a governed value that is NaN must not read "ok" (MLflow's validation fails on it too)
+    assert worst(["ok", "undefined"]) == "undefined"
+    assert worst(["undefined"]) == "undefined"
     assert [severity_code(s) for s in ("ok", "warning", "critical", "undefined")] == [0, 1, 2, None]
 
 

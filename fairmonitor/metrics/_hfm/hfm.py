@@ -17,7 +17,9 @@ Choices (spec ``hfm.md`` §9 and the errata it lists):
   unscaled, so a wrong class weighs as much as a full-range feature difference.
 * ``method="exact"`` (default) computes Eqs. 4-5 exactly with blocked GEMM
   (:mod:`.exact`); ``method="approx"`` runs the paper's ApproxDist/ExtendDist
-  (:mod:`.approx`), an upper bound of each distance.
+  (:mod:`.approx`), an upper bound of each distance; ``method="sampled"`` estimates the
+  average version from exactly scanned sample rows, unbiased for the average distances, with a
+  95% interval (:mod:`.sampled`).
 * Undefined cases are NaN plus :class:`~fairmonitor.exceptions.UndefinedMetricWarning`, never
   the reference code's 0, ±13 or 3.4e38 sentinels.
 """
@@ -45,11 +47,12 @@ from ...exceptions import InvalidInputError
 from .._groups import encode_groups, sensitive_columns
 from .approx import approx_distances, default_m2
 from .exact import exact_cross_group_distances, feature_space, missing_values
+from .sampled import log_ratio_interval, sampled_average_distances
 
 __all__ = ["HFMAttribute", "HFMResult", "hfm"]
 
 Version = Literal["max", "average"]
-Method = Literal["exact", "approx"]
+Method = Literal["exact", "approx", "sampled"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +118,10 @@ class HFMResult:
         ApproxDist's repetitions and compared neighbours per side (None when exact).
     n_samples : int
         Rows evaluated.
+    average_ci : tuple of float or None
+        ``method="sampled"``: 95% interval of ``value_average`` (delta method); else None.
+    n_queries : int or None
+        ``method="sampled"``: query rows drawn per attribute; else None.
     """
 
     value: float
@@ -130,6 +137,8 @@ class HFMResult:
     m1: int | None
     m2: int | None
     n_samples: int
+    average_ci: tuple[float, float] | None = None
+    n_queries: int | None = None
 
 
 def _label_codes(y_true: ArrayLike, y_pred: ArrayLike
@@ -187,6 +196,7 @@ def hfm(
     method: Method = "exact",
     m1: int = 25,
     m2: int | None = None,
+    n_queries: int = 2000,
     scale: bool = True,
     min_group_size: int = 1,
     rng: Any = None,
@@ -221,11 +231,18 @@ def hfm(
         ``"exact"``: Eqs. 4-5 exactly (blocked GEMM, O(n^2 d) flops, no O(n^2) memory).
         ``"approx"``: ApproxDist/ExtendDist (Algorithms 1-3), O(m1 n (log n + m2) d); every
         distance is an upper bound of the exact one.
+        ``"sampled"``: the **average** version only, from ``n_queries`` uniformly drawn rows,
+        each scanned exactly against every row, O(n_queries n d): the average distances are
+        unbiased, ``average_ci`` holds a 95% interval of ``value_average``, and the maximal
+        version is NaN (a max over every row cannot be sampled).
     m1 : int, default=25
         ApproxDist repetitions (``method="approx"`` only).
     m2 : int, optional
         ApproxDist neighbours of another group compared on each side; default
         ``ceil(2 log10 n)`` (``method="approx"`` only).
+    n_queries : int, default=2000
+        Query rows per attribute (``method="sampled"`` only); with ``n_queries >= n`` the
+        result equals the exact average.
     scale : bool, default=True
         Min-max scale every feature column to [0, 1], as the paper does. Turn off if the
         features are already on the scale you want distances in.
@@ -233,7 +250,7 @@ def hfm(
         Groups with fewer rows are left out of their attribute (neither measured nor
         compared against) with a warning.
     rng : numpy.random.Generator, int or None
-        Seed of ApproxDist's random directions.
+        Seed of ApproxDist's random directions and of the sampled query rows.
 
     Returns
     -------
@@ -294,7 +311,7 @@ def hfm(
     0.0
     """
     check_option(version, "version", ("max", "average"), func="hfm")
-    check_option(method, "method", ("exact", "approx"), func="hfm")
+    check_option(method, "method", ("exact", "approx", "sampled"), func="hfm")
     if not isinstance(scale, bool | np.bool_):
         raise InvalidInputError(f"`scale` must be True or False; got {scale!r}.")
     label_true, label_pred = _label_codes(y_true, y_pred)
@@ -314,6 +331,10 @@ def hfm(
                 kept = codes[:, s] >= 0
                 dt, dp = delta_true[s, kept], delta_pred[s, kept]
                 dists[s] = dt.max(), dp.max(), dt.mean(), dp.mean()
+        elif method == "sampled":
+            return _sampled(space, label_true, label_pred, codes, groups, defined, version,
+                            check_positive_int(n_queries, "n_queries"),
+                            np.random.default_rng(rng), n)
         else:
             used_m1 = check_positive_int(m1, "m1")
             used_m2 = default_m2(n) if m2 is None else check_positive_int(m2, "m2")
@@ -350,4 +371,63 @@ def hfm(
         distance_average=float(total[2]), distance_model_average=float(total[3]),
         per_attribute=MappingProxyType(per_attribute), version=version, method=method,
         m1=used_m1, m2=used_m2, n_samples=n,
+    )
+
+
+def _sampled(space: Any, label_true: NDArray[np.float64], label_pred: NDArray[np.float64],
+             codes: NDArray[np.intp], groups: list[Any], defined: list[Any], version: Version,
+             n_queries: int, rng: np.random.Generator, n: int) -> HFMResult:
+    """``method="sampled"``: the average version with its interval; the maximal one is NaN."""
+    averages = sampled_average_distances(space, label_true, label_pred, codes,
+                                         n_queries=n_queries, rng=rng)
+    if version == "max":
+        warn_undefined("hfm", "method='sampled' estimates the average version only (a max over "
+                              "every row cannot be sampled); use version='average', or "
+                              "method='exact' for the maximal one")
+
+    def ratio(t: float, p: float, vt: float, vp: float, c: float, where: str
+              ) -> tuple[float, tuple[float, float] | None]:
+        if t == 0 or p == 0:
+            what = "data" if t == 0 else "model"
+            warn_undefined("hfm", f"{where}: the sampled average {what} distance is 0, so the "
+                                  "log ratio is undefined")
+            return float("nan"), None
+        return float(np.log10(p / t)), log_ratio_interval(t, p, vt, vp, c)
+
+    nan = float("nan")
+    per_attribute = {}
+    row = {g.name: a for g, a in zip(defined, averages, strict=True)}
+    for g in groups:
+        if g.name in row:
+            a = row[g.name]
+            v_avg, _ = ratio(a.mean_true, a.mean_pred, a.var_true, a.var_pred, a.cov,
+                             f"attribute '{g.name}'")
+            d = (nan, nan, a.mean_true, a.mean_pred)
+        else:
+            warn_undefined("hfm", g.two_group_reason() or "")
+            v_avg, d = nan, (nan,) * 4
+        per_attribute[g.name] = HFMAttribute(
+            g.name, nan if version == "max" else v_avg, nan, v_avg, *d,
+            labels=g.labels, counts=g.counts, excluded=g.excluded)
+    ci = None
+    if averages:
+        k = len(averages)
+        # the mean over attributes of independent samples: variances add, divided by k^2
+        t = sum(a.mean_true for a in averages) / k
+        p = sum(a.mean_pred for a in averages) / k
+        vt, vp, c = (sum(getattr(a, f) for a in averages) / k**2
+                     for f in ("var_true", "var_pred", "cov"))
+        if k == 1:
+            v_avg = per_attribute[defined[0].name].value_average
+            ci = None if np.isnan(v_avg) else log_ratio_interval(t, p, vt, vp, c)
+        else:
+            v_avg, ci = ratio(t, p, vt, vp, c, "all attributes")
+    else:
+        t = p = v_avg = nan
+    return HFMResult(
+        value=nan if version == "max" else v_avg, value_max=nan, value_average=v_avg,
+        distance=nan, distance_model=nan, distance_average=float(t),
+        distance_model_average=float(p), per_attribute=MappingProxyType(per_attribute),
+        version=version, method="sampled", m1=None, m2=None, n_samples=n, average_ci=ci,
+        n_queries=min(n_queries, n),
     )

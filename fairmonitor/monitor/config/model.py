@@ -96,6 +96,9 @@ class ModelConfig:
     #: Routing labels copied onto every alert of the model (``fairmonitor_model_info``).
     team: str | None = None
     owner: str | None = None
+    #: missing sensitive values: "group" (own group "missing"), "drop" (rows left out, counted
+    #: in the report's notes) or "raise"; one policy or a mapping {attribute: policy}
+    missing: str | Mapping[str, str] = "group"
 
     @property
     def model_uri(self) -> str | None:

@@ -61,6 +61,9 @@ ENTRIES: tuple[tuple[str, str, str, str], ...] = (
      "numbers)"),
     ("models.<name>", "thresholds", "{}", "per metric: one mapping or a list (below)"),
     ("models.<name>", "reference", "-", "reference data for new model versions (below)"),
+    ("models.<name>", "missing", "group",
+     "missing sensitive values: `group` (own group \"missing\"), `drop` (counted) or `raise`; "
+     "or a mapping {attribute: policy}"),
     ("models.<name>", "team", "-", "routing label on every alert of the model"),
     ("models.<name>", "owner", "-", "routing label on every alert of the model"),
     ("models.<name>.source", "kind", "required", "`sql` or `files`"),

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 from ...exceptions import ConfigError
-from ...metrics._groups import INTERSECTION_SEPARATOR
+from ...metrics._groups import INTERSECTION_SEPARATOR, MISSING_POLICIES
 from ...report.registry import METRICS
 from ...report.thresholds import Threshold
 from .durations import format_duration
@@ -42,7 +42,7 @@ _MODEL_KEYS = (
     "prediction", "features", "decision_threshold", "window", "every", "mode", "labels_after",
     "relabel_within",
     "start", "metrics", "options", "min_group_size", "intersection", "seed", "thresholds",
-    "reference", "team", "owner",
+    "reference", "team", "owner", "missing",
 )
 _SOURCE_KEYS = ("kind", "url", "table", "path", "pattern", "timestamp_column", "model_column",
                 "version_column", "features_column", "timeout")
@@ -206,7 +206,33 @@ def _model(r: Reader, at: str, name: str, raw: Any, base: Path) -> ModelConfig |
         seed=r.get(raw, "seed", int, 0, path=at), thresholds=thresholds, reference=reference,
         team=r.get(raw, "team", str, None, path=at),
         owner=r.get(raw, "owner", str, None, path=at),
+        missing=_missing(r, f"{at}.missing", raw.get("missing"), sensitive),
     )
+
+
+def _missing(r: Reader, at: str, raw: Any, sensitive: Sequence[str]) -> Any:
+    """``missing``: one policy for every attribute, or ``{attribute: policy}`` (others: group)."""
+    if raw is None:
+        return "group"
+    if isinstance(raw, str):
+        if raw not in MISSING_POLICIES:
+            r.error(at, f"must be one of {list(MISSING_POLICIES)} or a mapping "
+                        f"{{attribute: policy}}; got {raw!r}")
+            return "group"
+        return raw
+    if not isinstance(raw, Mapping):
+        r.error(at, f"must be one of {list(MISSING_POLICIES)} or a mapping "
+                    f"{{attribute: policy}}; got {raw!r}")
+        return "group"
+    out = dict.fromkeys(sensitive, "group")
+    for attr, how in raw.items():
+        if attr not in sensitive:
+            r.error(f"{at}.{attr}", f"not a sensitive feature; allowed: {fmt_allowed(sensitive)}")
+        elif how not in MISSING_POLICIES:
+            r.error(f"{at}.{attr}", f"must be one of {list(MISSING_POLICIES)}; got {how!r}")
+        else:
+            out[attr] = how
+    return MappingProxyType(out)
 
 
 def _check_metric(r: Reader, at: str, metric: str, *, label: str | None,
