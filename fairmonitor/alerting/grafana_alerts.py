@@ -53,7 +53,7 @@ from ._common import (
     promql_string,
     runbook_link,
 )
-from .rules import ROUTING_LABELS, AlertOptions
+from .rules import _INTERSECTION, ROUTING_LABELS, AlertOptions
 
 __all__ = ["ALERT_STATE_PANEL_ID", "CONTACT_POINT", "grafana_alert_rules",
            "render_grafana_alert_rules"]
@@ -113,6 +113,8 @@ def _selector(model: str, t: Threshold, overridden: Iterable[str]) -> str:
         matchers.append(f"sensitive_attribute={promql_string(t.attribute)}")
     else:
         matchers += [f"sensitive_attribute!={promql_string(a)}" for a in sorted(overridden)]
+        # not the automatic intersection ("a:b"): only a threshold naming it governs it
+        matchers.append(f'sensitive_attribute!~"{_INTERSECTION}"')
     # the worst value over replicas and versions: one instance per (model, attribute)
     return (f"{_WORST[t.bound]} by (model, sensitive_attribute) "
             f"({NAMESPACE}_{t.metric}{{{', '.join(matchers)}}})")

@@ -53,6 +53,7 @@ from datetime import timedelta
 from typing import Any
 
 from ..exceptions import ConfigError
+from ..metrics._groups import INTERSECTION_SEPARATOR
 from ._common import (
     NAMESPACE,
     dashboard_url,
@@ -93,6 +94,8 @@ ALERTS = (
     "FairmonitorRuleEvaluationFailures",
 )
 _OPERATOR = {"upper": ">", "lower": "<"}
+#: The automatic intersection's attribute name, ``"a:b"`` (INTERSECTION_SEPARATOR), as a regex.
+_INTERSECTION = f".+{INTERSECTION_SEPARATOR}.+"
 _SERIES = "model, metric, sensitive_attribute"
 _IDENTITY = "model, metric, sensitive_attribute, bound"
 
@@ -187,7 +190,10 @@ fairmonitor_threshold_by_attribute
         fairmonitor_threshold{severity="critical", bound="upper"}
       )
     """
-    general = (f"{METRIC_VALUE} unless on({_SERIES}) {NAMESPACE}_threshold_by_attribute")
+    # a general threshold governs each attribute but not the automatic intersection ("a:b"),
+    # whose many small cells cross any bound on noise alone: as Threshold.applies_to
+    general = (f'{METRIC_VALUE}{{sensitive_attribute!~"{_INTERSECTION}"}} '
+               f"unless on({_SERIES}) {NAMESPACE}_threshold_by_attribute")
     branches = []
     for left, on, series in ((general, "model, metric", "threshold"),
                              (METRIC_VALUE, _SERIES, "threshold_by_attribute")):

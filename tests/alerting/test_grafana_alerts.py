@@ -94,8 +94,10 @@ def test_general_rule_leaves_overridden_attributes_to_the_override():
              for r in _threshold_rules(read_yaml(ALERTING))}
     general = exprs[("credit", "equalized_odds_difference", "warning", False)]
     override = exprs[("credit", "equalized_odds_difference", "warning", True)]
+    # the general rule leaves the override's attribute and the automatic intersection alone
     assert general == ('max by (model, sensitive_attribute) (fairmonitor_equalized_odds_'
-                       'difference{model="credit", sensitive_attribute!="sex"})')
+                       'difference{model="credit", sensitive_attribute!="sex", '
+                       'sensitive_attribute!~".+:.+"})')
     assert override == ('max by (model, sensitive_attribute) (fairmonitor_equalized_odds_'
                         'difference{model="credit", sensitive_attribute="sex"})')
 
@@ -106,7 +108,7 @@ def test_lower_bounds_take_the_worst_value_too():
                == ("credit", "demographic_parity_ratio", "critical")]
     assert rule["data"][0]["model"]["expr"] == (
         'min by (model, sensitive_attribute) (fairmonitor_demographic_parity_ratio'
-        '{model="credit"})')
+        '{model="credit", sensitive_attribute!~".+:.+"})')
 
 
 def test_persistence_is_counted_in_windows(example_config):
