@@ -17,10 +17,13 @@ the latest window, its rows and group sizes and when it was evaluated.
 >>> report = NS(values={("dp", "sex"): 0.25}, reasons={}, statuses={("dp", "sex"): "warning"},
 ...             group_counts={"sex": {"F": 10, "M": 12}})
 >>> result = NS(model="credit", version="3", start=end.replace(hour=0), end=end, phase="full",
-...             n_rows=22, report=report, metrics=("dp",), evaluated_at=end, errors={})
+...             n_rows=22, report=report, metrics=("dp",), evaluated_at=end, errors={},
+...             finished_at=1795309200.5)
 >>> snap = fold({}, result)
 >>> snap["values"]["dp"]["sex"]["value"], snap["values"]["dp"]["sex"]["window_end"]
 (0.25, '2026-11-22T01:00:00+00:00')
+>>> snap["finished_at"]  # wall clock of the success, for the restored liveness gauge
+1795309200.5
 """
 
 from __future__ import annotations
