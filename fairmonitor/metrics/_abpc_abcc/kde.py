@@ -145,6 +145,16 @@ def reflected_density(scores: NDArray[np.float64], h: float, cells: int) -> NDAr
     # linear binning; the half cells beyond the outer centres fold back (the reflection)
     w = np.bincount(np.clip(left_i, 0, cells - 1), weights=1.0 - frac, minlength=cells)
     w += np.bincount(np.clip(left_i + 1, 0, cells - 1), weights=frac, minlength=cells)
+    return density_from_binned(w, h, scores.size)
+
+
+def density_from_binned(w: NDArray[np.float64], h: float, n: int) -> NDArray[np.float64]:
+    """:func:`reflected_density` from its linear-binning weights ``w`` (one per cell, sum n).
+
+    Split out so that a summary, which knows each cell's weight from counts and sums of its
+    scores (:mod:`fairmonitor.summaries`), smooths exactly as the raw scores would be.
+    """
+    cells = w.size
     half_angle = np.arange(cells) * (np.pi / (2 * cells))  # k pi / (2G)
     damping = np.exp(-0.5 * (2 * cells * h * half_angle) ** 2)
     # binning smooths with a hat one cell wide: divide its cosine transform, sinc^2, back out
@@ -152,7 +162,7 @@ def reflected_density(scores: NDArray[np.float64], h: float, cells: int) -> NDAr
     sinc[1:] = np.sin(half_angle[1:]) / half_angle[1:]
     import scipy.fft  # ~0.3 s to import: only when a density is estimated, not with fairmonitor
 
-    coef = scipy.fft.dct(w, type=2) * (damping / (sinc * sinc * (2.0 * scores.size)))
+    coef = scipy.fft.dct(w, type=2) * (damping / (sinc * sinc * (2.0 * n)))
     return np.asarray(scipy.fft.dct(coef, type=3), dtype=np.float64)
 
 
