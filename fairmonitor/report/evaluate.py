@@ -478,7 +478,7 @@ def evaluate_summary(
 
     def has(name: str) -> bool:
         if name == "X":
-            return bool(summary.features) and summary.spec.sample_size > 0
+            return bool(summary.features)
         if name == "predict":
             return predict is not None
         return name in summary.inputs

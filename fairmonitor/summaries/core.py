@@ -100,15 +100,24 @@ def cell_edges(max_bins: int) -> NDArray[np.float64]:
     return edges
 
 
-def _cells_of(sorted_scores: NDArray[np.float64], edges: NDArray[np.float64]
-              ) -> tuple[NDArray[np.int32], NDArray[np.int64], NDArray[np.float64]]:
-    """Non-empty cells of sorted scores: index, count, sum (cell k = [e_k, e_k+1), last closed)."""
+def _cells_of(sorted_scores: NDArray[np.float64], edges: NDArray[np.float64]) -> Cells:
+    """Non-empty cells of sorted scores: index, count, sum, min, max (cell k = [e_k, e_k+1),
+    the last closed)."""
     cell = np.searchsorted(edges, sorted_scores, side="right") - 1
     np.minimum(cell, edges.size - 2, out=cell)  # 1.0 belongs to the last (closed) cell
     starts = np.flatnonzero(np.r_[True, cell[1:] != cell[:-1]]) if cell.size else cell[:0]
     counts = np.diff(np.r_[starts, cell.size]).astype(np.int64)
-    sums = np.add.reduceat(sorted_scores, starts) if cell.size else np.zeros(0)
-    return cell[starts].astype(np.int32), counts, sums
+    if not cell.size:
+        return cell[:0].astype(np.int32), counts, np.zeros(0), np.zeros(0), np.zeros(0)
+    sums = np.add.reduceat(sorted_scores, starts)
+    last = np.r_[starts[1:], cell.size] - 1
+    # sorted: a cell's min is its first score, its max its last
+    return cell[starts].astype(np.int32), counts, sums, sorted_scores[starts], sorted_scores[last]
+
+
+#: A group's non-empty cells: index, count, sum, min and max of the scores in each.
+Cells = tuple[NDArray[np.int32], NDArray[np.int64], NDArray[np.float64], NDArray[np.float64],
+              NDArray[np.float64]]
 
 
 @dataclass(frozen=True, eq=False)
@@ -128,7 +137,7 @@ class GroupSummary:
     scores : ndarray or None
         Raw sorted scores (raw mode).
     cells : tuple of ndarray or None
-        ``(index, count, sum)`` of the non-empty cells (cells mode).
+        ``(index, count, sum, min, max)`` of the non-empty cells (cells mode).
     sample_keys : ndarray of uint64
         Hash keys of the sampled rows, ascending.
     sample : mapping of str to ndarray
@@ -140,20 +149,23 @@ class GroupSummary:
     confusion: tuple[int, int, int, int] | None
     moments: tuple[float, float, float, float] | None
     scores: NDArray[np.float64] | None
-    cells: tuple[NDArray[np.int32], NDArray[np.int64], NDArray[np.float64]] | None
+    cells: Cells | None
     sample_keys: NDArray[np.uint64]
     sample: Mapping[str, NDArray[Any]]
 
-    def dense_cells(self, edges: NDArray[np.float64]
-                    ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
-        """Count and sum of every cell (raw scores binned on the fly)."""
-        index, count, total = self.cells if self.cells is not None else _cells_of(
+    def sparse_cells(self, edges: NDArray[np.float64]) -> Cells:
+        """The non-empty cells (raw scores binned on the fly)."""
+        return self.cells if self.cells is not None else _cells_of(
             self.scores, edges)  # type: ignore[arg-type]
-        counts = np.zeros(edges.size - 1, dtype=np.int64)
-        sums = np.zeros(edges.size - 1)
-        counts[index] = count
-        sums[index] = total
-        return counts, sums
+
+    def dense_cells(self, edges: NDArray[np.float64]) -> tuple[NDArray[Any], ...]:
+        """Count, sum, min (+inf if empty) and max (-inf) of every cell."""
+        index, count, total, low, high = self.sparse_cells(edges)
+        size = edges.size - 1
+        counts, sums = np.zeros(size, dtype=np.int64), np.zeros(size)
+        mins, maxs = np.full(size, np.inf), np.full(size, -np.inf)
+        counts[index], sums[index], mins[index], maxs[index] = count, total, low, high
+        return counts, sums, mins, maxs
 
 
 def _merge_optional(a: Any, b: Any, add: Any) -> Any:
@@ -176,12 +188,14 @@ def _merge_group(a: GroupSummary, b: GroupSummary, spec: SummarySpec) -> GroupSu
             scores = np.sort(np.concatenate([a.scores, b.scores]))  # a multiset: order-free
         else:
             edges = cell_edges(spec.max_bins)
-            ca, sa = a.dense_cells(edges)
-            cb, sb = b.dense_cells(edges)
+            ca, sa, la, ha = a.dense_cells(edges)
+            cb, sb, lb, hb = b.dense_cells(edges)
             ca += cb
             sa += sb
-            index = np.flatnonzero(ca).astype(np.int32)
-            cells = (index, ca[index], sa[index])
+            np.minimum(la, lb, out=la)
+            np.maximum(ha, hb, out=ha)
+            index = np.flatnonzero(ca)
+            cells = (index.astype(np.int32), ca[index], sa[index], la[index], ha[index])
     keys = np.concatenate([a.sample_keys, b.sample_keys])
     # equal keys mean equal sampled columns (the key hashes them), so which of two equal-key
     # rows is kept does not change the sample: merge(a, b) == merge(b, a)

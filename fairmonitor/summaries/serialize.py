@@ -66,7 +66,7 @@ def to_bytes(summary: WindowSummary) -> bytes:
             if g.scores is not None:
                 arrays[prefix + "scores"] = g.scores
             if g.cells is not None:
-                for name, arr in zip(("index", "count", "sum"), g.cells, strict=True):
+                for name, arr in zip(("index", "count", "sum", "min", "max"), g.cells, strict=True):
                     arrays[prefix + name] = arr
             arrays[prefix + "keys"] = g.sample_keys
             for c, col in g.sample.items():
@@ -123,7 +123,7 @@ def from_bytes(data: bytes) -> WindowSummary:
         for k, g in enumerate(attr["groups"]):
             prefix = f"{a}/{k}/"
             scores = archive[prefix + "scores"] if prefix + "scores" in archive else None
-            cells = (tuple(archive[prefix + n] for n in ("index", "count", "sum"))
+            cells = (tuple(archive[prefix + n] for n in ("index", "count", "sum", "min", "max"))
                      if prefix + "index" in archive else None)
             groups[_unlabel(g["label"])] = GroupSummary(
                 g["n"], g["pos"], None if g["confusion"] is None else tuple(g["confusion"]),
