@@ -252,19 +252,20 @@ def _combine(per_column: list[tuple[NDArray[Any], NDArray[np.intp]]], n: int
     return labels, codes.reshape(-1).astype(np.intp, copy=False)
 
 
-def encode_attributes(columns: Mapping[str, NDArray[Any]], *, intersection: bool = True
+def encode_attributes(columns: Any, *, intersection: bool = True, validated: bool = False
                       ) -> dict[str, Groups]:
     """Every attribute's groups and, with several, their intersection, each column factorized once.
 
     The intersection's codes are derived from the attributes' codes (mixed radix), not by
     factorizing the string columns again: one pass per column per window, shared by every
-    metric (pass a :class:`Groups` as ``sensitive_features``).
+    metric (pass a :class:`Groups` as ``sensitive_features``). ``validated`` skips the
+    missing-value check for columns that already passed :func:`sensitive_columns`.
 
     >>> g = encode_attributes({"sex": np.array(["F", "M", "F"]), "race": np.array(["a", "a", "b"])})
     >>> list(g), g["sex:race"].labels, g["sex:race"].codes.tolist()
     (['sex', 'race', 'sex:race'], (('F', 'a'), ('F', 'b'), ('M', 'a')), [0, 2, 1])
     """
-    columns = sensitive_columns(dict(columns))
+    columns = dict(columns) if validated else sensitive_columns(columns)
     n = len(next(iter(columns.values())))
     if n == 0:
         raise InvalidInputError("`sensitive_features` is empty; pass at least one row.")

@@ -402,12 +402,9 @@ def summarize(
     >>> g.n, g.confusion, g.scores.tolist()
     (2, (1, 0, 0, 1), [0.2, 0.9])
     """
-    from ..metrics._groups import sensitive_columns
-
     spec = spec or SummarySpec()
     if groups is None:
-        groups = encode_attributes(sensitive_columns(sensitive_features),
-                                   intersection=intersection)
+        groups = encode_attributes(sensitive_features, intersection=intersection)
     n = next(iter(groups.values())).codes.size
     score = None if y_score is None else check_scores(y_score, "y_score")
     if y_pred is None and score is not None:
