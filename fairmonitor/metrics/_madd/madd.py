@@ -214,6 +214,10 @@ class _Prepared(NamedTuple):
     index: int
     n: int
     counts: NDArray[np.int64]  # per-bin counts: fixed m, or every m of the grid concatenated
+    share: NDArray[np.float64] | None = None  # "auto": counts / n, once per group
+
+    def shares(self) -> NDArray[np.float64]:
+        return self.counts / self.n if self.share is None else self.share
 
 
 # ---------------------------------------------------------------------------------------------
@@ -233,7 +237,7 @@ def _auto_pair(a: _Prepared, b: _Prepared, grid: _Grid, compat: str | None) -> M
 
     # MADD at every h of the grid: numpy's pairwise np.sum per m, compiled (not a sequential
     # np.add.reduceat), so that each value is bit-identical to a fixed-bandwidth call
-    curve = madd_curve(a.counts, a.n, b.counts, b.n, grid.start, grid.start + grid.bins,
+    curve = madd_curve(a.shares(), b.shares(), grid.start, grid.start + grid.bins,
                        np.empty(a.counts.size))
     h_sup = madd_h_sup(a.n, b.n)
     if compat == "maddlib":
@@ -267,6 +271,7 @@ def _pairwise(groups: Groups, scores: NDArray[np.float64], plan: _Plan
             # a summary's groups arrive sorted: check in O(n) instead of sorting again
             ordered = part if bool(np.all(part[1:] >= part[:-1])) else np.sort(part)
             counts = _edge_counts(ordered, grid)
+            return _Prepared(next(numbering), int(part.size), counts, counts / part.size)
         return _Prepared(next(numbering), int(part.size), counts)
 
     pairs: list[MADDPair] = []
