@@ -32,7 +32,7 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ..._validation import check_option, check_positive_int, check_scores
+from ..._validation import check_option, check_positive_int, check_scores, warn_undefined
 from ...exceptions import InvalidInputError
 from .._groups import Groups, encode_groups
 from .._pairwise import AGGREGATIONS, Aggregation, PairwiseMatrix, pairwise_over_groups
@@ -257,9 +257,54 @@ def _auto_pair(a: _Prepared, b: _Prepared, grid: _Grid, compat: str | None) -> M
                     float(np.mean(nulls)))
 
 
+#: Rows binned per block by :func:`_histograms_by_group` (numpy's own histogram block size).
+_BLOCK = 65536
+
+
+def _histograms_by_group(groups: Groups, scores: NDArray[np.float64], m: int
+                         ) -> NDArray[np.int64]:
+    """``np.histogram(group's scores, bins=m, range=(0, 1))`` of every group at once.
+
+    numpy's uniform-bin index computation (scale, truncate, then correct against the exact
+    edges, so the counts are np.histogram's to the last row), then one ``bincount`` of
+    ``group * m + bin``: no argsort to split the groups, and block-sized temporaries only.
+    """
+    edges = np.linspace(0.0, 1.0, m + 1)
+    k = groups.n_groups
+    counts = np.zeros(k * m, dtype=np.int64)
+    for lo in range(0, scores.size, _BLOCK):
+        x = scores[lo:lo + _BLOCK]
+        codes = groups.codes[lo:lo + _BLOCK]
+        index = (x * m).astype(np.intp)  # (x - 0) / (1 - 0) * m, as numpy computes it
+        index[index == m] -= 1
+        index[x < edges[index]] -= 1
+        index[(x >= edges[index + 1]) & (index != m - 1)] += 1
+        index += codes * m
+        if groups.excluded:
+            index = index[codes >= 0]
+        counts += np.bincount(index, minlength=k * m)
+    return counts.reshape(k, m)
+
+
 def _pairwise(groups: Groups, scores: NDArray[np.float64], plan: _Plan
               ) -> tuple[PairwiseMatrix | None, list[MADDPair]]:
     grid = _grid(plan.n_bins, plan.compat) if plan.auto else None
+    if grid is None:
+        reason = groups.two_group_reason()
+        if reason is not None:
+            warn_undefined("madd", reason)
+            return None, []
+        hist = _histograms_by_group(groups, scores, plan.n_bins)
+        prepared = [_Prepared(k, int(n), hist[k]) for k, n in enumerate(groups.counts)]
+        size = len(prepared)
+        matrix = np.zeros((size, size))
+        fixed = []
+        for i in range(size):
+            for j in range(i + 1, size):
+                pair = _fixed_pair(prepared[i], prepared[j], plan.n_bins)
+                matrix[i, j] = matrix[j, i] = pair.value
+                fixed.append(replace(pair, groups=(groups.labels[i], groups.labels[j])))
+        return PairwiseMatrix("madd", groups.name, groups.labels, groups.counts, matrix), fixed
     # pairwise_over_groups prepares the groups in order 0..K-1; the counter numbers them so
     # that the pair details can be labelled afterwards.
     numbering = itertools.count()
