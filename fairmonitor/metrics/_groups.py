@@ -286,7 +286,9 @@ def encode_attributes(columns: Any, *, intersection: bool = True, validated: boo
 def contiguous_groups(labels: tuple[Any, ...], counts: NDArray[np.intp], name: str) -> Groups:
     """Groups of rows laid out group after group (``counts[0]`` rows of group 0, ...)."""
     counts = np.asarray(counts, dtype=np.intp)
-    codes = np.repeat(np.arange(counts.size, dtype=np.intp), counts)
+    # the narrowest integer type: these codes are rarely read (splitting is slicing)
+    dtype = np.int8 if counts.size < 2**7 else np.int16 if counts.size < 2**15 else np.intp
+    codes = np.repeat(np.arange(counts.size, dtype=dtype), counts)
     return Groups(codes, tuple(labels), counts, name, {}, contiguous=True)
 
 

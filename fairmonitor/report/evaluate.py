@@ -376,10 +376,10 @@ def evaluate_window(
     # as evaluate_summary. Raw scores are kept (the window holds them anyway), so every
     # option of every metric applies and the values are the raw rows' values.
     inputs, failed = _checked_inputs(window)
-    groups = encode_attributes(window.sensitive_features, intersection=intersection,
-                               validated=True)  # Window checked its columns
     summary = summarize(window.sensitive_features, **inputs, threshold=window.threshold,
-                        groups=groups,
+                        groups=encode_attributes(window.sensitive_features,
+                                                 intersection=intersection,
+                                                 validated=True),  # Window checked them
                         intersection=intersection, spec=_IN_PROCESS, model=window.model,
                         version=window.version, start=window.start, end=window.end)
     attrs = _attributes(window, intersection)
@@ -409,6 +409,8 @@ def _checked_inputs(window: Window) -> tuple[dict[str, Any], dict[str, Exception
             continue
         try:
             checked = check(value, name)
+            if name != "y_score":
+                checked = checked.astype(np.int8)  # 0/1: a byte a row, not a float
             if checked.size != window.n_rows:
                 raise InvalidInputError(
                     f"`sensitive_features` has {window.n_rows} rows but `{name}` has "

@@ -349,6 +349,18 @@ def _feature_columns(X: Any) -> dict[str, NDArray[Any]]:
     return {f"x:{j}": arr[:, j] for j in range(arr.shape[1])}
 
 
+def _outcome_counts(codes: NDArray[np.intp], pred: NDArray[np.int8],
+                    true: NDArray[np.int8] | None, k: int) -> NDArray[np.int64]:
+    """Rows per (group, label * 2 + prediction), in blocks: no n-long temporary."""
+    counts = np.zeros(4 * k, dtype=np.int64)
+    for lo in range(0, codes.size, 1 << 16):
+        cell = codes[lo:lo + (1 << 16)] * 4 + pred[lo:lo + (1 << 16)]
+        if true is not None:
+            cell += 2 * true[lo:lo + (1 << 16)]
+        counts += np.bincount(cell, minlength=4 * k)
+    return counts.reshape(k, 4)
+
+
 def _smallest(keys: NDArray[np.uint64], k: int) -> NDArray[np.intp]:
     """Positions of the ``k`` smallest keys, ascending (O(n): a partition, then k sorted)."""
     if k == 0:
@@ -409,8 +421,9 @@ def summarize(
     score = None if y_score is None else check_scores(y_score, "y_score")
     if y_pred is None and score is not None:
         y_pred = (score >= threshold).astype(np.int8)
-    pred = None if y_pred is None else np.asarray(y_pred).astype(np.int64)
-    true = None if y_true is None else np.asarray(y_true).astype(np.int64)
+    # 0/1 as int8: 1 byte a row, not 8 (the window may hold 10^7 rows)
+    pred = None if y_pred is None else np.asarray(y_pred).astype(np.int8)
+    true = None if y_true is None else np.asarray(y_true).astype(np.int8)
     for name, arr in (("y_pred", pred), ("y_score", score), ("y_true", true)):
         if arr is not None and arr.size != n:
             raise InvalidInputError(
@@ -427,11 +440,12 @@ def summarize(
     for name, g in groups.items():
         k = g.n_groups
         codes = g.codes
-        pos = None if pred is None else np.bincount(codes, weights=pred, minlength=k)
-        conf = None
-        if true is not None and pred is not None:
-            both = np.bincount(codes * 4 + true * 2 + pred, minlength=4 * k).reshape(k, 4)
-            conf = both[:, [3, 1, 2, 0]]  # (tp, fp, fn, tn)
+        pos = conf = None
+        if pred is not None:
+            both = _outcome_counts(codes, pred, true, k)
+            pos = both[:, 1] + both[:, 3]  # predicted 1, either label
+            if true is not None:
+                conf = both[:, [3, 1, 2, 0]]  # (tp, fp, fn, tn)
         order = np.argsort(codes.astype(np.int16) if k < 2**15 else codes, kind="stable")
         bounds = np.r_[0, np.cumsum(g.counts)]
         per_group = {}
@@ -439,7 +453,8 @@ def summarize(
             rows = order[bounds[j]:bounds[j + 1]]
             moments = scores = cells = None
             if score is not None:
-                part = np.sort(score[rows])
+                part = score[rows]  # a fresh gathered copy: sort it in place
+                part.sort()
                 # einsum, not np.dot: BLAS threads stall on a busy machine
                 moments = (float(part.sum()), float(np.einsum("i,i->", part, part)),
                            float(part[0]),

@@ -279,7 +279,7 @@ def _histograms_by_group(groups: Groups, scores: NDArray[np.float64], m: int
         index[index == m] -= 1
         index[x < edges[index]] -= 1
         index[(x >= edges[index + 1]) & (index != m - 1)] += 1
-        index += codes * m
+        index += codes.astype(np.intp) * m  # narrow codes (a summary's) would overflow
         if groups.excluded:
             index = index[codes >= 0]
         counts += np.bincount(index, minlength=k * m)
