@@ -273,14 +273,22 @@ def encode_attributes(columns: Any, *, intersection: bool = True, validated: boo
     out = {}
     for name, fact in per_column.items():
         labels, codes = _combine([fact], n)
-        out[name] = Groups(codes, tuple(labels), np.bincount(codes, minlength=len(labels)),
-                           name, {})
+        out[name] = _narrow(codes, labels, name)
     if intersection and len(columns) > 1:
         labels, codes = _combine(list(per_column.values()), n)
-        name = INTERSECTION_SEPARATOR.join(columns)
-        out[name] = Groups(codes, tuple(labels), np.bincount(codes, minlength=len(labels)),
-                           name, {})
+        out[INTERSECTION_SEPARATOR.join(columns)] = _narrow(
+            codes, labels, INTERSECTION_SEPARATOR.join(columns))
     return out
+
+
+def _narrow(codes: NDArray[np.intp], labels: list[Any], name: str) -> Groups:
+    """Groups with codes in the narrowest integer type: 1 byte a row for < 128 groups, not 8
+    (a window holds one code column per attribute and intersection)."""
+    k = len(labels)
+    dtype = np.int8 if k < 2**7 else np.int16 if k < 2**15 else np.int32 if k < 2**31 else None
+    counts = np.bincount(codes, minlength=k)
+    return Groups(codes if dtype is None else codes.astype(dtype), tuple(labels), counts, name,
+                  {})
 
 
 def contiguous_groups(labels: tuple[Any, ...], counts: NDArray[np.intp], name: str) -> Groups:

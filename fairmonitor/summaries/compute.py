@@ -261,13 +261,7 @@ def abcc_from_summary(attr: AttributeSummary, *, max_bins_cells: int, agg: str =
 
 def _binned(g: GroupSummary, edges: NDArray[np.float64], cells: int) -> NDArray[np.float64]:
     if g.scores is not None:  # raw: the raw path's binning itself
-        u = g.scores * cells - 0.5
-        left = np.floor(u)
-        frac = u - left
-        left_i = left.astype(np.intp)
-        w = np.bincount(np.clip(left_i, 0, cells - 1), weights=1.0 - frac, minlength=cells)
-        w += np.bincount(np.clip(left_i + 1, 0, cells - 1), weights=frac, minlength=cells)
-        return w
+        return _kde.linear_binning(g.scores, cells)
     index, count, total = g.cells[:3]  # type: ignore[index]
     mid = (edges[index] + edges[index + 1]) / 2
     left_i = np.floor(mid * cells - 0.5).astype(np.intp)  # one KDE cell per fine cell

@@ -354,7 +354,7 @@ def _outcome_counts(codes: NDArray[np.intp], pred: NDArray[np.int8],
     """Rows per (group, label * 2 + prediction), in blocks: no n-long temporary."""
     counts = np.zeros(4 * k, dtype=np.int64)
     for lo in range(0, codes.size, 1 << 16):
-        cell = codes[lo:lo + (1 << 16)] * 4 + pred[lo:lo + (1 << 16)]
+        cell = codes[lo:lo + (1 << 16)].astype(np.intp) * 4 + pred[lo:lo + (1 << 16)]
         if true is not None:
             cell += 2 * true[lo:lo + (1 << 16)]
         counts += np.bincount(cell, minlength=4 * k)
@@ -434,7 +434,7 @@ def summarize(
     features = _feature_columns(X)
     sampled.update(features)
     # no sample, no hashing (evaluate_window has the rows themselves)
-    keys = _row_keys(sampled, n) if spec.sample_size else np.zeros(n, dtype=np.uint64)
+    keys = _row_keys(sampled, n) if spec.sample_size else None
     edges = cell_edges(spec.max_bins) if spec.max_raw is not None else None
     attributes = {}
     for name, g in groups.items():
@@ -463,13 +463,16 @@ def summarize(
                     scores = part
                 else:
                     cells = _cells_of(part, edges)  # type: ignore[arg-type]
-            group_keys = keys[rows]
-            pick = _smallest(group_keys, spec.sample_size)
-            chosen = rows[pick]
+            if keys is None:
+                group_keys, chosen = np.zeros(0, dtype=np.uint64), rows[:0]
+            else:
+                group_keys = keys[rows]
+                pick = _smallest(group_keys, spec.sample_size)
+                group_keys, chosen = group_keys[pick], rows[pick]
             per_group[label] = GroupSummary(
                 int(g.counts[j]), None if pos is None else int(pos[j]),
                 None if conf is None else tuple(int(v) for v in conf[j]),
-                moments, scores, cells, group_keys[pick],
+                moments, scores, cells, group_keys,
                 {c: v[chosen] for c, v in sampled.items()})
         attributes[name] = AttributeSummary(name, per_group)
     inputs = tuple(k for k, v in (("y_true", true), ("y_pred", pred), ("y_score", score))

@@ -445,8 +445,9 @@ def madd(
     MADD is biased upwards on small groups (``null_expected``); compare values only at
     comparable group sizes and bandwidths, or use a permutation test.
 
-    Cost: fixed bandwidth, one ``np.histogram`` per group. ``'auto'``, one sort per group plus
-    about 5 ms per pair of groups (the 499-point curve and the interval search).
+    Cost: fixed bandwidth, one pass binning every group at once (numpy's histogram rule).
+    ``'auto'``, one sort per group plus well under 1 ms per pair of groups (the 499-point
+    curve and the interval search, compiled: 40 groups at 10^5 rows take ~0.6 s).
 
     Examples
     --------
