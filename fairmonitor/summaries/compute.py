@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from numpy.typing import NDArray
 
-from .._validation import check_option, warn_undefined
+from .._validation import check_option, check_positive_int, warn_undefined
 from ..exceptions import GroupExclusionWarning, InvalidInputError
 from ..metrics._abpc_abcc import kde as _kde
 from ..metrics._abpc_abcc.areas import _pairs, _w1_sorted
@@ -42,7 +42,7 @@ from ..metrics._madd.madd import (
 )
 from ..metrics._pairwise import AGGREGATIONS, PairwiseMatrix
 from ..metrics._parity import GroupRates, _rate
-from .core import DYADIC_BITS, AttributeSummary, GroupSummary, cell_edges
+from .core import DYADIC_BITS, AttributeSummary, GroupSummary, _union, cell_edges
 
 __all__ = ["AbccFromCells", "abcc_from_summary", "abpc_from_summary", "group_rates_from_summary",
            "madd_from_summary", "pseudo_rows"]
@@ -64,6 +64,7 @@ class AbccFromCells:
 
 def _kept(attr: AttributeSummary, min_group_size: int) -> Groups:
     """The groups left after ``min_group_size``, with the raw path's warning."""
+    min_group_size = check_positive_int(min_group_size, "min_group_size")  # as encode_groups
     counts = attr.counts
     codes = np.arange(counts.size, dtype=np.intp)  # one stand-in row per group
     return _exclude_small(codes, list(attr.labels), counts, attr.name, min_group_size)
@@ -174,10 +175,10 @@ def _abcc_cells(a: GroupSummary, b: GroupSummary, edges: NDArray[np.float64]
     """ABCC of two groups from their non-empty cells, and its certified error."""
     ia, ca, sa, la, ha = a.sparse_cells(edges)
     ib, cb, sb, lb, hb = b.sparse_cells(edges)
-    cells = np.union1d(ia, ib)  # cells where either group has scores; between them F is flat
+    # cells where either group has scores; between them both CDFs are flat
+    cells, pa, pb = _union(ia, ib, edges.size - 1)
     count_a, count_b = np.zeros(cells.size), np.zeros(cells.size)
     sum_a, sum_b = np.zeros(cells.size), np.zeros(cells.size)
-    pa, pb = np.searchsorted(cells, ia), np.searchsorted(cells, ib)
     count_a[pa], sum_a[pa] = ca, sa
     count_b[pb], sum_b[pb] = cb, sb
     left, right = edges[cells], edges[cells + 1]

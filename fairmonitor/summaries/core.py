@@ -60,16 +60,18 @@ class SummarySpec:
 
     Parameters
     ----------
-    max_raw : int or None, default=4096
-        Groups with at most this many rows keep their raw sorted scores; larger ones keep cell
-        counts and sums. None keeps raw scores always.
+    max_raw : int or None, default=65536
+        Groups with at most this many rows keep their raw sorted scores (8 bytes a score);
+        larger ones keep cells (36 bytes per non-empty cell, at most ~96k cells: cheaper than
+        raw scores from a few 10^5 rows, and their metrics cost the same whatever the rows).
+        None keeps raw scores always.
     max_bins : int, default=499
         MADD ``"auto"``'s grid (the cells reproduce every ``m <= max_bins``).
     sample_size : int, default=256
         Rows kept per group for the row metrics (HFM, CFair, robustness); 0 keeps none.
     """
 
-    max_raw: int | None = 4096
+    max_raw: int | None = 65536
     max_bins: int = 499
     sample_size: int = 256
 
@@ -168,6 +170,34 @@ class GroupSummary:
         return counts, sums, mins, maxs
 
 
+def _union(ia: NDArray[Any], ib: NDArray[Any], size: int
+           ) -> tuple[NDArray[np.intp], NDArray[np.intp], NDArray[np.intp]]:
+    """Sorted union of two sets of cell indices, and where each set's cells sit in it.
+
+    A mark per cell (O(cells), no sort of the indices): much faster than np.union1d here.
+    """
+    mark = np.zeros(size, dtype=bool)
+    mark[ia] = True
+    mark[ib] = True
+    cells = np.flatnonzero(mark)
+    position = np.cumsum(mark) - 1
+    return cells, position[ia], position[ib]
+
+
+def _merge_cells(a: Cells, b: Cells, size: int) -> Cells:
+    """The cells of the union of two groups' scores: counts and sums add, min/max combine."""
+    cells, pa, pb = _union(a[0], b[0], size)
+    count = np.zeros(cells.size, dtype=np.int64)
+    total = np.zeros(cells.size)
+    low, high = np.full(cells.size, np.inf), np.full(cells.size, -np.inf)
+    count[pa], total[pa], low[pa], high[pa] = a[1], a[2], a[3], a[4]
+    count[pb] += b[1]  # each cell once per side: plain fancy indexing adds correctly
+    total[pb] += b[2]
+    low[pb] = np.minimum(low[pb], b[3])
+    high[pb] = np.maximum(high[pb], b[4])
+    return cells.astype(np.int32), count, total, low, high
+
+
 def _merge_optional(a: Any, b: Any, add: Any) -> Any:
     if (a is None) != (b is None):
         raise InvalidInputError(
@@ -187,15 +217,9 @@ def _merge_group(a: GroupSummary, b: GroupSummary, spec: SummarySpec) -> GroupSu
                 spec.max_raw is None or n <= spec.max_raw):
             scores = np.sort(np.concatenate([a.scores, b.scores]))  # a multiset: order-free
         else:
-            edges = cell_edges(spec.max_bins)
-            ca, sa, la, ha = a.dense_cells(edges)
-            cb, sb, lb, hb = b.dense_cells(edges)
-            ca += cb
-            sa += sb
-            np.minimum(la, lb, out=la)
-            np.maximum(ha, hb, out=ha)
-            index = np.flatnonzero(ca)
-            cells = (index.astype(np.int32), ca[index], sa[index], la[index], ha[index])
+            cells = _merge_cells(a.sparse_cells(cell_edges(spec.max_bins)),
+                                 b.sparse_cells(cell_edges(spec.max_bins)),
+                                 cell_edges(spec.max_bins).size - 1)
     keys = np.concatenate([a.sample_keys, b.sample_keys])
     # equal keys mean equal sampled columns (the key hashes them), so which of two equal-key
     # rows is kept does not change the sample: merge(a, b) == merge(b, a)
