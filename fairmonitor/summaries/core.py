@@ -215,7 +215,8 @@ def _merge_group(a: GroupSummary, b: GroupSummary, spec: SummarySpec) -> GroupSu
     if a.moments is not None:
         if a.scores is not None and b.scores is not None and (
                 spec.max_raw is None or n <= spec.max_raw):
-            scores = np.sort(np.concatenate([a.scores, b.scores]))  # a multiset: order-free
+            # two sorted runs: timsort ("stable") merges them in O(n), a multiset: order-free
+            scores = np.sort(np.concatenate([a.scores, b.scores]), kind="stable")
         else:
             cells = _merge_cells(a.sparse_cells(cell_edges(spec.max_bins)),
                                  b.sparse_cells(cell_edges(spec.max_bins)),
