@@ -64,7 +64,7 @@ def main() -> None:
     bounds = np.searchsorted(hour, np.arange(25))
     t_summarize, stored = cpu(lambda: [to_bytes(summarize(
         {k: v[a:b] for k, v in sf.items()}, y_score=score[a:b], y_true=label[a:b], spec=spec))
-        for a, b in zip(bounds[:-1], bounds[1:])], 1)
+        for a, b in zip(bounds[:-1], bounds[1:], strict=True)], 1)
 
     def from_hourly():
         merged = from_bytes(stored[0])

@@ -20,7 +20,8 @@ from numpy.typing import NDArray
 from .._validation import _first_rows, check_positive_int, format_labels
 from ..exceptions import GroupExclusionWarning, InvalidInputError
 
-__all__ = ["Groups", "contiguous_groups", "encode_attributes", "encode_groups", "sensitive_columns"]
+__all__ = ["Groups", "contiguous_groups", "encode_attributes", "encode_groups",
+           "sensitive_columns"]
 
 #: Separator between attribute names of an intersection, e.g. ``"sex:race"``. A colon is
 #: allowed in MLflow metric keys and Prometheus label values, and rarely in column names.
@@ -261,7 +262,8 @@ def encode_attributes(columns: Any, *, intersection: bool = True, validated: boo
     metric (pass a :class:`Groups` as ``sensitive_features``). ``validated`` skips the
     missing-value check for columns that already passed :func:`sensitive_columns`.
 
-    >>> g = encode_attributes({"sex": np.array(["F", "M", "F"]), "race": np.array(["a", "a", "b"])})
+    >>> g = encode_attributes({"sex": np.array(["F", "M", "F"]),
+    ...                        "race": np.array(["a", "a", "b"])})
     >>> list(g), g["sex:race"].labels, g["sex:race"].codes.tolist()
     (['sex', 'race', 'sex:race'], (('F', 'a'), ('F', 'b'), ('M', 'a')), [0, 2, 1])
     """
@@ -282,8 +284,11 @@ def encode_attributes(columns: Any, *, intersection: bool = True, validated: boo
 
 
 def _narrow(codes: NDArray[np.intp], labels: list[Any], name: str) -> Groups:
-    """Groups with codes in the narrowest integer type: 1 byte a row for < 128 groups, not 8
-    (a window holds one code column per attribute and intersection)."""
+    """Build Groups with codes in the narrowest integer type.
+
+    1 byte a row for < 128 groups, not 8: a window holds one code column per attribute and
+    intersection.
+    """
     k = len(labels)
     dtype = np.int8 if k < 2**7 else np.int16 if k < 2**15 else np.int32 if k < 2**31 else None
     counts = np.bincount(codes, minlength=k)

@@ -14,7 +14,7 @@ every option. Where some group keeps cells, this module computes them from the c
 - ABPC: linear binning onto ``G`` KDE cells needs, per fine cell, the count and the sum of the
   positions within the KDE cell: both follow from count and sum when no KDE centre falls
   inside a fine cell, which the dyadic edges guarantee for ``G < 2**DYADIC_BITS``; the
-  smoothing is then the raw path's (:func:`~fairmonitor.metrics._abpc_abcc.kde.density_from_binned`).
+  smoothing is then the raw path's (``kde.density_from_binned``).
   The Scott/Silverman bandwidth comes from the moments.
 """
 
@@ -145,10 +145,7 @@ def madd_from_summary(attr: AttributeSummary, *, max_bins_cells: int, agg: str =
         counts = g.dense_cells(edges)[0]
         below = np.r_[0, np.cumsum(counts)][where]  # values < each wanted edge
         below[-1] = g.n  # the last bin is closed at 1
-        if grid is None:
-            per_bin = np.diff(below)
-        else:
-            per_bin = below[grid.hi] - below[grid.lo]
+        per_bin = np.diff(below) if grid is None else below[grid.hi] - below[grid.lo]
         prepared.append(_Prepared(k, g.n, per_bin))
     pairs = []
     size = len(prepared)
@@ -205,14 +202,14 @@ def _abcc_cells(a: GroupSummary, b: GroupSummary, edges: NDArray[np.float64]
     # the mean absolute deviation of the cell's scores / n, which is <= 2 c (mu - lo)(hi - mu)
     # / ((hi - lo) n) for scores in [lo, hi] (the group's min and max in the cell) with mean
     # mu: 0 where a group's scores in the cell are all equal (rounded scores).
-    l, r, d = left[amb], right[amb], d0[amb]
+    lo_edge, r, d = left[amb], right[amb], d0[amb]
     ja, jb = ma[amb], mb[amb]
     with np.errstate(invalid="ignore", divide="ignore"):
-        mu_a = np.clip(np.where(count_a[amb] > 0, sum_a[amb] / count_a[amb], l), l, r)
-        mu_b = np.clip(np.where(count_b[amb] > 0, sum_b[amb] / count_b[amb], l), l, r)
+        mu_a = np.clip(np.where(count_a[amb] > 0, sum_a[amb] / count_a[amb], lo_edge), lo_edge, r)
+        mu_b = np.clip(np.where(count_b[amb] > 0, sum_b[amb] / count_b[amb], lo_edge), lo_edge, r)
     first, second = np.minimum(mu_a, mu_b), np.maximum(mu_a, mu_b)
     between = np.where(mu_a <= mu_b, d + ja, d - jb)
-    step = (np.abs(d) * (first - l) + np.abs(between) * (second - first)
+    step = (np.abs(d) * (first - lo_edge) + np.abs(between) * (second - first)
             + np.abs(d + ja - jb) * (r - second))
     step_err = _spread(ja, mu_a, low_a[amb], high_a[amb]) + _spread(jb, mu_b, low_b[amb],
                                                                     high_b[amb])

@@ -103,8 +103,10 @@ def cell_edges(max_bins: int) -> NDArray[np.float64]:
 
 
 def _cells_of(sorted_scores: NDArray[np.float64], edges: NDArray[np.float64]) -> Cells:
-    """Non-empty cells of sorted scores: index, count, sum, min, max (cell k = [e_k, e_k+1),
-    the last closed)."""
+    """Non-empty cells of sorted scores: index, count, sum, min, max.
+
+    Cell k is ``[e_k, e_k+1)``, the last one closed at 1.
+    """
     cell = np.searchsorted(edges, sorted_scores, side="right") - 1
     np.minimum(cell, edges.size - 2, out=cell)  # 1.0 belongs to the last (closed) cell
     starts = np.flatnonzero(np.r_[True, cell[1:] != cell[:-1]]) if cell.size else cell[:0]

@@ -25,6 +25,8 @@ from .core import (
 
 __all__ = ["from_bytes", "to_bytes"]
 
+_CELLS = ("index", "count", "sum", "min", "max")
+
 
 def _label(value: Any) -> Any:
     if isinstance(value, tuple):
@@ -66,7 +68,7 @@ def to_bytes(summary: WindowSummary) -> bytes:
             if g.scores is not None:
                 arrays[prefix + "scores"] = g.scores
             if g.cells is not None:
-                for name, arr in zip(("index", "count", "sum", "min", "max"), g.cells, strict=True):
+                for name, arr in zip(_CELLS, g.cells, strict=True):
                     arrays[prefix + name] = arr
             arrays[prefix + "keys"] = g.sample_keys
             for c, col in g.sample.items():
@@ -122,8 +124,8 @@ def from_bytes(data: bytes) -> WindowSummary:
         groups = {}
         for k, g in enumerate(attr["groups"]):
             prefix = f"{a}/{k}/"
-            scores = archive[prefix + "scores"] if prefix + "scores" in archive else None
-            cells = (tuple(archive[prefix + n] for n in ("index", "count", "sum", "min", "max"))
+            scores = archive.get(prefix + "scores")
+            cells = (tuple(archive[prefix + n] for n in _CELLS)
                      if prefix + "index" in archive else None)
             groups[_unlabel(g["label"])] = GroupSummary(
                 g["n"], g["pos"], None if g["confusion"] is None else tuple(g["confusion"]),

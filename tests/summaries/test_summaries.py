@@ -34,7 +34,7 @@ def split_summaries(sf, score, label, cuts, spec):
     bounds = [0, *sorted(cuts), score.size]
     parts = [summarize({k: v[a:b] for k, v in sf.items()}, y_score=score[a:b],
                        y_true=label[a:b], spec=spec)
-             for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+             for a, b in zip(bounds[:-1], bounds[1:], strict=True) if b > a]
     return parts
 
 
@@ -104,7 +104,7 @@ def test_cells_reproduce_the_raw_metrics(decimals):
                for g in a.groups.values() if g.n > 100)
     report = evaluate_summary(cells)
     for attr in ("sex", "race", "sex:race"):
-        groups = sf[attr] if attr in sf else sf
+        groups = sf.get(attr, sf)
         # MADD: exact, auto and a fixed bandwidth
         assert report.values[("madd", attr)] == madd(score, sensitive_features=groups).value
         # ABCC: within the certified bound, and the bound is at most 1e-6
@@ -121,7 +121,8 @@ def test_cells_fixed_madd_is_exact_and_unresolvable_bins_refused():
     sf, score, label = rows(20_000, 3)
     s = summarize(sf, y_score=score, spec=SummarySpec(max_raw=10))
     r = evaluate_summary(s, metrics=["madd"], options={"madd": {"n_bins": 37}})
-    assert r.values[("madd", "race")] == madd(score, sensitive_features=sf["race"], n_bins=37).value
+    expected = madd(score, sensitive_features=sf["race"], n_bins=37).value
+    assert r.values[("madd", "race")] == expected
     r = evaluate_summary(s, metrics=["madd"], options={"madd": {"n_bins": 1000}})
     assert "SummarySpec(max_bins=1000)" in r.reasons[("madd", "race")]
 
