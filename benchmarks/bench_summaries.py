@@ -26,7 +26,7 @@ import time
 import numpy as np
 
 from fairmonitor.report import Window, evaluate_summary, evaluate_window
-from fairmonitor.summaries import SummarySpec, from_bytes, summarize, to_bytes
+from fairmonitor.summaries import SummarySpec, from_bytes, merge_all, summarize, to_bytes
 
 METRICS = ["demographic_parity_difference", "demographic_parity_ratio",
            "equalized_odds_difference", "equal_opportunity_difference", "abcc", "abpc", "madd"]
@@ -67,9 +67,7 @@ def main() -> None:
         for a, b in zip(bounds[:-1], bounds[1:], strict=True)], 1)
 
     def from_hourly():
-        merged = from_bytes(stored[0])
-        for blob in stored[1:]:
-            merged = merged.merge(from_bytes(blob))
+        merged = merge_all([from_bytes(blob) for blob in stored])
         return evaluate_summary(merged, metrics=METRICS)
 
     evaluate_window(Window({k: v[:2000] for k, v in sf.items()}, y_score=score[:2000]))  # warm

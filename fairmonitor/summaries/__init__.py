@@ -14,10 +14,11 @@ from .core import (
     SummarySpec,
     WindowSummary,
     cell_edges,
+    merge_all,
     summarize,
 )
 from .serialize import from_bytes, to_bytes
 
 __all__ = ["DYADIC_BITS", "SUMMARY_VERSION", "AbccFromCells", "AttributeSummary",
            "GroupSummary", "SummarySpec", "WindowSummary", "cell_edges", "from_bytes",
-           "summarize", "to_bytes"]
+           "merge_all", "summarize", "to_bytes"]

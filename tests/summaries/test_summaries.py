@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from fairmonitor import InvalidInputError
 from fairmonitor.metrics import abcc, abpc, madd
 from fairmonitor.report import Window, evaluate_summary, evaluate_window
-from fairmonitor.summaries import SummarySpec, from_bytes, summarize, to_bytes
+from fairmonitor.summaries import SummarySpec, from_bytes, merge_all, summarize, to_bytes
 
 COUNT_METRICS = ["demographic_parity_difference", "demographic_parity_ratio",
                  "equalized_odds_difference", "equal_opportunity_difference"]
@@ -82,6 +82,7 @@ def test_merge_of_any_split_is_the_summary_of_the_whole(seed, n, cuts, max_raw, 
         right = p.merge(right)
     assert_same(left, whole, exact_sums=len(parts) == 1)
     assert_same(right, whole, exact_sums=len(parts) == 1)
+    assert_same(merge_all(parts), whole, exact_sums=len(parts) == 1)  # all at once
     # and the report of the merge is the report of the rows
     merged, direct = evaluate_summary(left), evaluate_window(
         Window(sf, y_score=score, y_true=label))
