@@ -69,6 +69,8 @@ def to_bytes(summary: WindowSummary) -> bytes:
                 arrays[prefix + "scores"] = g.scores
             if g.cells is not None:
                 for name, arr in zip(_CELLS, g.cells, strict=True):
+                    if name == "count" and arr.size and arr.max() < 2**32:
+                        arr = arr.astype(np.uint32)  # 4 bytes a cell; read back as int64
                     arrays[prefix + name] = arr
             arrays[prefix + "keys"] = g.sample_keys
             for c, col in g.sample.items():
@@ -89,7 +91,9 @@ def to_bytes(summary: WindowSummary) -> bytes:
     }
     arrays["header"] = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
     buffer = io.BytesIO()
-    np.savez_compressed(buffer, allow_pickle=False, **arrays)
+    # not compressed: scores and sums barely compress, and inflating 24 hourly archives cost
+    # more than the day's merge itself
+    np.savez(buffer, allow_pickle=False, **arrays)
     return buffer.getvalue()
 
 
@@ -125,7 +129,8 @@ def from_bytes(data: bytes) -> WindowSummary:
         for k, g in enumerate(attr["groups"]):
             prefix = f"{a}/{k}/"
             scores = archive.get(prefix + "scores")
-            cells = (tuple(archive[prefix + n] for n in _CELLS)
+            cells = (tuple(archive[prefix + n].astype(np.int64) if n == "count"
+                           else archive[prefix + n] for n in _CELLS)
                      if prefix + "index" in archive else None)
             groups[_unlabel(g["label"])] = GroupSummary(
                 g["n"], g["pos"], None if g["confusion"] is None else tuple(g["confusion"]),
