@@ -15,7 +15,7 @@ from .exceptions import (
     UndefinedMetricWarning,
     WindowUnavailableError,
 )
-from .report.evaluate import Window, WindowReport, evaluate_window
+from .report.evaluate import Window, WindowReport, evaluate_summary, evaluate_window
 from .report.registry import METRICS, MetricSpec, get_metric
 from .report.thresholds import Threshold
 
@@ -38,6 +38,7 @@ __all__ = [
     "WindowReport",
     "WindowUnavailableError",
     "__version__",
+    "evaluate_summary",
     "evaluate_window",
     "get_metric",
 ]

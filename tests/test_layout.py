@@ -18,7 +18,7 @@ LAYERS = [
     {"fairmonitor.exceptions", "fairmonitor._validation"},
     {"fairmonitor.metrics"},
     {"fairmonitor.robustness", "fairmonitor.mitigation"},
-    {"fairmonitor.report"},
+    {"fairmonitor.report", "fairmonitor.summaries"},
     {"fairmonitor.datasets", "fairmonitor.monitor", "fairmonitor.alerting"},
     {"fairmonitor.commands", "fairmonitor.demo", "fairmonitor.cli"},
 ]

@@ -18,6 +18,15 @@ def test_metrics_import_no_heavy_or_io_libraries():
     assert out.stdout.strip() == "[]"
 
 
+def test_import_loads_no_scipy_fft_or_stats():
+    # issue 18: scipy.fft (ABPC's KDE) and scipy.stats (CFair's tests, the paper KDE) cost
+    # ~0.3-0.7 s to import; they load when a metric needs them, not with the package
+    code = ("import sys, fairmonitor, fairmonitor.metrics, fairmonitor.report; "
+            "print(sorted(m for m in sys.modules if m in ('scipy.fft', 'scipy.stats')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
 def test_all_is_sorted_and_complete():
     for module in (fairmonitor, fairmonitor.metrics):
         public = sorted(n for n in vars(module) if not n.startswith("_") and

@@ -20,8 +20,9 @@ from numpy.typing import NDArray
 from .._validation import _first_rows, check_positive_int, format_labels
 from ..exceptions import GroupExclusionWarning, InvalidInputError
 
-__all__ = ["MISSING_LABEL", "MISSING_POLICIES", "Groups", "apply_missing_policy", "encode_groups",
-           "missing_mask", "sensitive_columns"]
+__all__ = ["MISSING_LABEL", "MISSING_POLICIES", "Groups", "apply_missing_policy",
+           "contiguous_groups", "encode_attributes", "encode_groups", "missing_mask",
+           "sensitive_columns"]
 
 #: Separator between attribute names of an intersection, e.g. ``"sex:race"``. A colon is
 #: allowed in MLflow metric keys and Prometheus label values, and rarely in column names.
@@ -51,6 +52,9 @@ class Groups:
     counts: NDArray[np.intp]
     name: str
     excluded: Mapping[Any, int]
+    #: True if the rows are ordered by group with no excluded row (codes 0..0, 1..1, ...):
+    #: splitting is then slicing. Set by :func:`contiguous_groups`.
+    contiguous: bool = False
 
     @property
     def n_groups(self) -> int:
@@ -70,6 +74,8 @@ class Groups:
 
         One stable argsort instead of K boolean masks: O(n log n) once, not O(n K).
         """
+        if self.contiguous:  # rows already ordered by group (a summary's rows): slices
+            return np.split(values, np.cumsum(self.counts)[:-1])
         # stable argsort of 16-bit codes is a radix sort in numpy: ~2x faster than on intp
         narrow = self.codes.astype(np.int16) if self.n_groups < 2**15 else self.codes
         order = np.argsort(narrow, kind="stable")
@@ -306,6 +312,8 @@ def encode_groups(
     ('sex:race', (('F', 'a'), ('F', 'b'), ('M', 'a')), [0, 2, 1])
     """
     min_group_size = check_positive_int(min_group_size, "min_group_size")
+    if isinstance(sensitive_features, Groups):  # encoded once per window, shared by metrics
+        return _from_encoded(sensitive_features, n_samples, min_group_size)
     columns = sensitive_columns(sensitive_features)
     n = len(next(iter(columns.values())))
     if n_samples is not None and n != n_samples:
@@ -316,26 +324,113 @@ def encode_groups(
     if n == 0:
         raise InvalidInputError("`sensitive_features` is empty; pass at least one row.")
     per_column = [factorize(col) for col in columns.values()]
-    if len(per_column) == 1:
-        uniques, codes = per_column[0]
-        labels = [u.item() if hasattr(u, "item") else u for u in uniques]
-    else:
-        # Mixed-radix code of the per-column codes, then compress to the observed cells.
-        combined = np.zeros(n, dtype=np.int64)
-        for uniques, inv in per_column:
-            combined = combined * len(uniques) + inv.reshape(-1)
-        cells, codes = np.unique(combined, return_inverse=True)
-        labels = []
-        for cell in cells:
-            parts = []
-            for uniques, _ in reversed(per_column):
-                cell, j = divmod(int(cell), len(uniques))
-                u = uniques[j]
-                parts.append(u.item() if hasattr(u, "item") else u)
-            labels.append(tuple(reversed(parts)))
-    codes = codes.reshape(-1).astype(np.intp, copy=False)  # factorize already gives intp
+    labels, codes = _combine(per_column, n)
     counts = np.bincount(codes, minlength=len(labels))
     name = INTERSECTION_SEPARATOR.join(columns)
+    return _exclude_small(codes, labels, counts, name, min_group_size)
+
+
+def _plain(u: Any) -> Any:
+    return u.item() if hasattr(u, "item") else u
+
+
+def _combine(per_column: list[tuple[NDArray[Any], NDArray[np.intp]]], n: int
+             ) -> tuple[list[Any], NDArray[np.intp]]:
+    """Labels and codes of the intersection of factorized columns (one column: itself)."""
+    if len(per_column) == 1:
+        uniques, codes = per_column[0]
+        return [_plain(u) for u in uniques], codes.reshape(-1).astype(np.intp, copy=False)
+    # Mixed-radix code of the per-column codes, then compress to the observed cells; the
+    # radix is small, so the cells are counted (bincount) rather than sorted (np.unique).
+    combined = np.zeros(n, dtype=np.int64)
+    radix = 1
+    for uniques, inv in per_column:
+        combined *= len(uniques)
+        combined += inv.reshape(-1)
+        radix *= len(uniques)
+    if radix <= 4 * n + 1024:
+        present = np.flatnonzero(np.bincount(combined, minlength=radix))
+        remap = np.zeros(radix, dtype=np.intp)
+        remap[present] = np.arange(present.size)
+        cells, codes = present, remap[combined]
+    else:
+        cells, codes = np.unique(combined, return_inverse=True)
+    labels = []
+    for cell in cells:
+        parts = []
+        for uniques, _ in reversed(per_column):
+            cell, j = divmod(int(cell), len(uniques))
+            parts.append(_plain(uniques[j]))
+        labels.append(tuple(reversed(parts)))
+    return labels, codes.reshape(-1).astype(np.intp, copy=False)
+
+
+def encode_attributes(columns: Any, *, intersection: bool = True, validated: bool = False
+                      ) -> dict[str, Groups]:
+    """Every attribute's groups and, with several, their intersection, each column factorized once.
+
+    The intersection's codes are derived from the attributes' codes (mixed radix), not by
+    factorizing the string columns again: one pass per column per window, shared by every
+    metric (pass a :class:`Groups` as ``sensitive_features``). ``validated`` skips the
+    missing-value check for columns that already passed :func:`sensitive_columns`.
+
+    >>> g = encode_attributes({"sex": np.array(["F", "M", "F"]),
+    ...                        "race": np.array(["a", "a", "b"])})
+    >>> list(g), g["sex:race"].labels, g["sex:race"].codes.tolist()
+    (['sex', 'race', 'sex:race'], (('F', 'a'), ('F', 'b'), ('M', 'a')), [0, 2, 1])
+    """
+    columns = dict(columns) if validated else sensitive_columns(columns)
+    n = len(next(iter(columns.values())))
+    if n == 0:
+        raise InvalidInputError("`sensitive_features` is empty; pass at least one row.")
+    per_column = {name: factorize(col) for name, col in columns.items()}
+    out = {}
+    for name, fact in per_column.items():
+        labels, codes = _combine([fact], n)
+        out[name] = _narrow(codes, labels, name)
+    if intersection and len(columns) > 1:
+        labels, codes = _combine(list(per_column.values()), n)
+        out[INTERSECTION_SEPARATOR.join(columns)] = _narrow(
+            codes, labels, INTERSECTION_SEPARATOR.join(columns))
+    return out
+
+
+def _narrow(codes: NDArray[np.intp], labels: list[Any], name: str) -> Groups:
+    """Build Groups with codes in the narrowest integer type.
+
+    1 byte a row for < 128 groups, not 8: a window holds one code column per attribute and
+    intersection.
+    """
+    k = len(labels)
+    dtype = np.int8 if k < 2**7 else np.int16 if k < 2**15 else np.int32 if k < 2**31 else None
+    counts = np.bincount(codes, minlength=k)
+    return Groups(codes if dtype is None else codes.astype(dtype), tuple(labels), counts, name,
+                  {})
+
+
+def contiguous_groups(labels: tuple[Any, ...], counts: NDArray[np.intp], name: str) -> Groups:
+    """Groups of rows laid out group after group (``counts[0]`` rows of group 0, ...)."""
+    counts = np.asarray(counts, dtype=np.intp)
+    # the narrowest integer type: these codes are rarely read (splitting is slicing)
+    dtype = np.int8 if counts.size < 2**7 else np.int16 if counts.size < 2**15 else np.intp
+    codes = np.repeat(np.arange(counts.size, dtype=dtype), counts)
+    return Groups(codes, tuple(labels), counts, name, {}, contiguous=True)
+
+
+def _from_encoded(groups: Groups, n_samples: int | None, min_group_size: int) -> Groups:
+    if n_samples is not None and groups.codes.size != n_samples:
+        raise InvalidInputError(
+            f"`sensitive_features` has {groups.codes.size} rows but the predictions/scores "
+            f"have {n_samples}; pass arrays aligned row by row."
+        )
+    if groups.excluded or min_group_size == 1:
+        return groups
+    return _exclude_small(groups.codes, list(groups.labels), groups.counts, groups.name,
+                          min_group_size, contiguous=groups.contiguous)
+
+
+def _exclude_small(codes: NDArray[np.intp], labels: list[Any], counts: NDArray[np.intp],
+                   name: str, min_group_size: int, *, contiguous: bool = False) -> Groups:
     small = counts < min_group_size
     excluded: dict[Any, int] = {}
     if small.any():
@@ -345,7 +440,7 @@ def encode_groups(
             f"min_group_size={min_group_size} rows: "
             + ", ".join(f"{lab!r} ({c} rows)" for lab, c in excluded.items()),
             GroupExclusionWarning,
-            stacklevel=3,
+            stacklevel=4,
         )
         remap = np.full(len(labels), -1, dtype=np.intp)
         keep = np.flatnonzero(~small)
@@ -353,7 +448,9 @@ def encode_groups(
         codes = remap[codes]
         labels = [labels[k] for k in keep]
         counts = counts[keep]
-    return Groups(codes=codes, labels=tuple(labels), counts=counts, name=name, excluded=excluded)
+        contiguous = False  # excluded rows (-1) now sit between the kept ones
+    return Groups(codes=codes, labels=tuple(labels), counts=counts, name=name, excluded=excluded,
+                  contiguous=contiguous)
 
 
 def require_two_groups(name: str, labels: tuple[Any, ...],

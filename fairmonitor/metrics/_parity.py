@@ -22,7 +22,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._validation import check_binary, check_same_length, format_labels, warn_undefined
-from ..exceptions import GroupExclusionWarning
+from ..exceptions import GroupExclusionWarning, InvalidInputError
 from ._groups import Groups, encode_groups, require_two_groups
 
 __all__ = [
@@ -32,6 +32,7 @@ __all__ = [
     "equal_opportunity_difference",
     "equalized_odds_difference",
     "group_rates",
+    "parity_from_rates",
 ]
 
 
@@ -142,17 +143,6 @@ def _gap(metric: str, rates: GroupRates, values: NDArray[np.float64], what: str,
     return float(defined.min() / defined.max())
 
 
-def _rates_or_reason(metric: str, y_true: ArrayLike | None, y_pred: ArrayLike,
-                     sensitive_features: Any, min_group_size: int) -> GroupRates | None:
-    rates = group_rates(y_true, y_pred, sensitive_features=sensitive_features,
-                        min_group_size=min_group_size)
-    reason = require_two_groups(rates.attribute, rates.labels, rates.excluded)
-    if reason is not None:
-        warn_undefined(metric, reason)
-        return None
-    return rates
-
-
 def demographic_parity_difference(
     y_pred: ArrayLike, *, sensitive_features: Any, min_group_size: int = 1
 ) -> float:
@@ -183,11 +173,9 @@ def demographic_parity_difference(
     >>> demographic_parity_difference([1, 1, 0, 1, 0, 0], sensitive_features=list("aaabbb"))
     0.3333333333333333
     """
-    rates = _rates_or_reason("demographic_parity_difference", None, y_pred, sensitive_features,
-                             min_group_size)
-    if rates is None:
-        return float("nan")
-    return _gap("demographic_parity_difference", rates, rates.selection_rate, "selection rate")
+    rates = group_rates(None, y_pred, sensitive_features=sensitive_features,
+                        min_group_size=min_group_size)
+    return parity_from_rates("demographic_parity_difference", rates)
 
 
 def demographic_parity_ratio(
@@ -215,12 +203,9 @@ def demographic_parity_ratio(
     >>> demographic_parity_ratio([1, 1, 0, 1, 0, 0], sensitive_features=list("aaabbb"))
     0.5
     """
-    rates = _rates_or_reason("demographic_parity_ratio", None, y_pred, sensitive_features,
-                             min_group_size)
-    if rates is None:
-        return float("nan")
-    return _gap("demographic_parity_ratio", rates, rates.selection_rate, "selection rate",
-                ratio=True)
+    rates = group_rates(None, y_pred, sensitive_features=sensitive_features,
+                        min_group_size=min_group_size)
+    return parity_from_rates("demographic_parity_ratio", rates)
 
 
 def equalized_odds_difference(
@@ -251,15 +236,9 @@ def equalized_odds_difference(
     >>> equalized_odds_difference([1, 0, 1, 0], [1, 1, 0, 0], sensitive_features=list("aabb"))
     1.0
     """
-    rates = _rates_or_reason("equalized_odds_difference", y_true, y_pred, sensitive_features,
-                             min_group_size)
-    if rates is None:
-        return float("nan")
-    tpr = _gap("equalized_odds_difference", rates, rates.true_positive_rate,
-               "true positive rate")
-    fpr = _gap("equalized_odds_difference", rates, rates.false_positive_rate,
-               "false positive rate")
-    return float(max(tpr, fpr)) if not (np.isnan(tpr) or np.isnan(fpr)) else float("nan")
+    rates = group_rates(y_true, y_pred, sensitive_features=sensitive_features,
+                        min_group_size=min_group_size)
+    return parity_from_rates("equalized_odds_difference", rates)
 
 
 def equal_opportunity_difference(
@@ -288,9 +267,32 @@ def equal_opportunity_difference(
     >>> equal_opportunity_difference([1, 1, 1, 1], [1, 1, 1, 0], sensitive_features=list("aabb"))
     0.5
     """
-    rates = _rates_or_reason("equal_opportunity_difference", y_true, y_pred, sensitive_features,
-                             min_group_size)
-    if rates is None:
-        return float("nan")
-    return _gap("equal_opportunity_difference", rates, rates.true_positive_rate,
-                "true positive rate")
+    rates = group_rates(y_true, y_pred, sensitive_features=sensitive_features,
+                        min_group_size=min_group_size)
+    return parity_from_rates("equal_opportunity_difference", rates)
+
+
+def parity_from_rates(metric: str, rates: GroupRates) -> float:
+    """The parity metric ``metric`` from per-group rates (what the public functions compute).
+
+    Shared with :mod:`fairmonitor.summaries`, which builds the rates from merged counts, so
+    both give the same value and the same warnings.
+
+    >>> r = group_rates(None, [1, 0, 0, 0], sensitive_features=["a", "a", "b", "b"])
+    >>> parity_from_rates("demographic_parity_difference", r)
+    0.5
+    """
+    reason = require_two_groups(rates.attribute, rates.labels, rates.excluded)
+    if reason is not None:
+        return warn_undefined(metric, reason)
+    if metric == "demographic_parity_difference":
+        return _gap(metric, rates, rates.selection_rate, "selection rate")
+    if metric == "demographic_parity_ratio":
+        return _gap(metric, rates, rates.selection_rate, "selection rate", ratio=True)
+    if rates.true_positive_rate is None or rates.false_positive_rate is None:
+        raise InvalidInputError(f"{metric} needs labels (y_true)")
+    tpr = _gap(metric, rates, rates.true_positive_rate, "true positive rate")
+    if metric == "equal_opportunity_difference":
+        return tpr
+    fpr = _gap(metric, rates, rates.false_positive_rate, "false positive rate")
+    return float(max(tpr, fpr)) if not (np.isnan(tpr) or np.isnan(fpr)) else float("nan")

@@ -5,11 +5,12 @@ numbers cannot disagree. ``registry`` is the table of metrics every layer reads,
 the alerting bounds, ``evaluate`` the window and its report.
 """
 
-from .evaluate import Window, WindowReport, evaluate_window, safe_name
+from .evaluate import Window, WindowReport, evaluate_summary, evaluate_window, safe_name
 from .registry import METRICS, MetricSpec, get_metric
 from .thresholds import Threshold
 
 __all__ = [
-    "METRICS", "MetricSpec", "Threshold", "Window", "WindowReport", "evaluate_window",
+    "METRICS", "MetricSpec", "Threshold", "Window", "WindowReport", "evaluate_summary",
+    "evaluate_window",
     "get_metric", "safe_name",
 ]

@@ -25,18 +25,21 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from .._validation import check_option
+from .._validation import check_binary, check_option, check_scores
 from ..exceptions import GroupExclusionWarning, InvalidInputError, UndefinedMetricWarning
 from ..metrics._groups import (
     INTERSECTION_SEPARATOR,
     apply_missing_policy,
-    encode_groups,
+    encode_attributes,
     sensitive_columns,
 )
+from ..metrics._parity import parity_from_rates
+from ..summaries import SummarySpec, WindowSummary, summarize
+from ..summaries import compute as _from_summary
 from .registry import METRICS, MetricSpec, get_metric
 from .thresholds import Severity, Threshold, evaluate_thresholds, worst
 
-__all__ = ["Window", "WindowReport", "evaluate_window", "safe_name"]
+__all__ = ["Window", "WindowReport", "evaluate_summary", "evaluate_window", "safe_name"]
 
 log = logging.getLogger(__name__)
 
@@ -47,17 +50,6 @@ _MISSING_REASON = {
     "X": "no feature columns",
     "predict": "no model to call",
 }
-
-
-def _compact(column: NDArray[Any]) -> NDArray[Any]:
-    """Object columns of strings (what pandas hands out) as a numpy string array.
-
-    Every metric groups the same columns again; numpy sorts fixed-width strings ~10x faster
-    than Python objects, so converting once per window pays for itself many times over.
-    """
-    if column.dtype == object and all(isinstance(v, str) for v in column):
-        return column.astype(str)
-    return column
 
 
 @dataclass(frozen=True)
@@ -126,7 +118,7 @@ class Window:
                 object.__setattr__(self, "X", X.iloc[np.flatnonzero(keep)].reset_index(
                     drop=True) if hasattr(X, "iloc") else np.asarray(X)[keep])
         object.__setattr__(self, "sensitive_features",
-                           MappingProxyType({k: _compact(v) for k, v in columns.items()}))
+                           MappingProxyType(columns))  # as given: factorized once, by hashing
         for name in ("y_pred", "y_score", "y_true"):
             value = getattr(self, name)
             if value is not None:
@@ -299,14 +291,14 @@ def _attributes(window: Window, intersection: bool) -> dict[str, Any]:
     return attrs
 
 
-def _select_metrics(window: Window, metrics: Iterable[str] | None
+def _select_metrics(has: Callable[[str], bool], metrics: Iterable[str] | None
                     ) -> tuple[list[MetricSpec], dict[str, str]]:
     """Requested specs, and the reason each available-by-default one was skipped."""
     if metrics is not None:
         return [get_metric(name) for name in metrics], {}
     chosen, skipped = [], {}
     for spec in METRICS.values():
-        missing = [i for i in spec.inputs if window.get(i) is None]
+        missing = [i for i in spec.inputs if not has(i)]
         if missing:
             skipped[spec.name] = _MISSING_REASON[missing[0]]
         else:
@@ -320,6 +312,51 @@ def _call(spec: MetricSpec, window: Window, sf: Any, kwargs: Mapping[str, Any]) 
     kw = {k: v for k, v in kwargs.items() if k in accepted}
     kw.update({i: window.get(i) for i in spec.optional_inputs if window.get(i) is not None})
     return spec.func(*args, sensitive_features=sf, **{**spec.options, **kw})
+
+
+#: Metrics computed from a summary's counts and score summaries (every other one reads rows).
+_PARITY = ("demographic_parity_difference", "demographic_parity_ratio",
+           "equalized_odds_difference", "equal_opportunity_difference")
+_NATIVE = {"abcc": _from_summary.abcc_from_summary, "abpc": _from_summary.abpc_from_summary,
+           "madd": _from_summary.madd_from_summary}
+SUMMARY_METRICS = frozenset(_PARITY) | frozenset(_NATIVE)
+
+
+def _from_summary_value(spec: MetricSpec, summary: WindowSummary, attr: str,
+                        kwargs: Mapping[str, Any]) -> Any:
+    """One summary metric on one attribute: raw scores through the metric function itself."""
+    a = summary.attributes[attr]
+    accepted = _accepted_keywords(spec.func)
+    kw = {**spec.options, **{k: v for k, v in kwargs.items() if k in accepted}}
+    if spec.name in _PARITY:
+        return parity_from_rates(spec.name, _from_summary.group_rates_from_summary(
+            a, kw.get("min_group_size", 1)))
+    if a.raw:  # every group's scores: the metric function, every option, the raw value
+        scores, groups = _from_summary.pseudo_rows(a)
+        return spec.func(scores, sensitive_features=groups, **kw)
+    return _NATIVE[spec.name](a, max_bins_cells=summary.spec.max_bins, **kw)
+
+
+def _sample_window(summary: WindowSummary, attr: str, predict: Any, threshold: float
+                   ) -> tuple[Window, dict[str, Any]]:
+    """The row sample of one attribute's groups as a window (the row metrics' input)."""
+    a = summary.attributes[attr]
+    groups = list(a.groups.values())
+    columns = {c: np.concatenate([g.sample[c] for g in groups]) for c in groups[0].sample}
+    parts = attr.split(INTERSECTION_SEPARATOR) if isinstance(a.labels[0], tuple) else [attr]
+    labels = [lab if isinstance(lab, tuple) else (lab,) for lab in a.labels]
+    sf = {p: np.concatenate([np.array([lab[k]] * g.sample_keys.size, dtype=object)
+                             for lab, g in zip(labels, groups, strict=True)])
+          for k, p in enumerate(parts)}
+    X = None
+    features = [c for c in columns if c.startswith("x:")]
+    if features:
+        import pandas as pd  # the row sample's features as the DataFrame the metrics take
+
+        X = pd.DataFrame({c[2:]: columns[c] for c in features})
+    window = Window(sf, y_pred=columns.get("y_pred"), y_score=columns.get("y_score"),
+                    y_true=columns.get("y_true"), X=X, predict=predict, threshold=threshold)
+    return window, dict(window.sensitive_features)
 
 
 def evaluate_window(
@@ -373,30 +410,170 @@ def evaluate_window(
     """
     check_option(errors, "errors", ("coerce", "raise"), func="evaluate_window")
     started = time.perf_counter()
-    specs, skipped = _select_metrics(window, metrics)
+    specs, skipped = _select_metrics(lambda i: window.get(i) is not None, metrics)
+    # one summary of the window (groups encoded once, string columns converted once, each
+    # group's scores sorted once), which every count and score metric reads: the same path
+    # as evaluate_summary. Raw scores are kept (the window holds them anyway), so every
+    # option of every metric applies and the values are the raw rows' values.
+    inputs, failed = _checked_inputs(window)
+    summary = summarize(window.sensitive_features, **inputs, threshold=window.threshold,
+                        groups=encode_attributes(window.sensitive_features,
+                                                 intersection=intersection,
+                                                 validated=True),  # Window checked them
+                        intersection=intersection, spec=_IN_PROCESS, model=window.model,
+                        version=window.version, start=window.start, end=window.end)
+    attrs = _attributes(window, intersection)
+
+    def rows(attr: str) -> tuple[Window, Any]:
+        return window, attrs[attr]
+
+    return _evaluate(summary, specs, skipped, rows, lambda i: window.get(i) is not None,
+                     min_group_size=min_group_size, thresholds=thresholds, options=options,
+                     rng=rng, errors=errors, threshold=window.threshold, started=started,
+                     notes=_missing_notes(window), failed=failed)
+
+
+def _missing_notes(window: Window) -> list[str]:
+    """What the window's missing-value policy did, one note per attribute."""
+    return [f"sensitive attribute '{attr}': {n} row(s) with a missing value "
+            + ("grouped as 'missing'" if how == "group" else "dropped from the window")
+            for attr, (how, n) in window.missing_counts.items()]
+
+
+def _intersections(summary: WindowSummary) -> list[str]:
+    """The summary's automatic intersections (``"a:b"`` of attributes it also holds): only a
+    threshold that names one governs it."""
+    return [a for a in summary.attributes if INTERSECTION_SEPARATOR in a
+            and all(p in summary.attributes for p in a.split(INTERSECTION_SEPARATOR))]
+
+
+def _checked_inputs(window: Window) -> tuple[dict[str, Any], dict[str, Exception]]:
+    """The window's predictions, labels and scores, checked once for every metric.
+
+    An input that fails its check is left out of the summary; the metrics that need it fail
+    with its error (NaN plus the reason, as when each metric checked its own input), the
+    others are unaffected.
+    """
+    checks = (("y_pred", check_binary), ("y_true", check_binary), ("y_score", check_scores))
+    inputs: dict[str, Any] = {}
+    failed: dict[str, Exception] = {}
+    for name, check in checks:
+        value = window.get(name)
+        if value is None:
+            continue
+        try:
+            checked = check(value, name)
+            if name != "y_score":
+                checked = checked.astype(np.int8)  # 0/1: a byte a row, not a float
+            if checked.size != window.n_rows:
+                raise InvalidInputError(
+                    f"`sensitive_features` has {window.n_rows} rows but `{name}` has "
+                    f"{checked.size}; pass arrays aligned row by row.")
+            inputs[name] = checked
+        except InvalidInputError as exc:
+            failed[name] = exc
+    return inputs, failed
+
+
+#: evaluate_window's summary: raw scores, no row sample (the rows are at hand).
+_IN_PROCESS = SummarySpec(max_raw=None, sample_size=0)
+
+
+def evaluate_summary(
+    summary: WindowSummary,
+    *,
+    metrics: Iterable[str] | None = None,
+    min_group_size: int = 1,
+    thresholds: Iterable[Threshold] = (),
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+    predict: Callable[[Any], Any] | None = None,
+    threshold: float = 0.5,
+    rng: Any = None,
+    errors: Literal["coerce", "raise"] = "coerce",
+) -> WindowReport:
+    """Evaluate a (possibly merged) window summary: the report :func:`evaluate_window` gives.
+
+    Counts and parity metrics are exact; MADD is exact; ABCC is exact with raw scores and
+    within its certified error from cells (``report.details[("abcc", attr)].error``, at most
+    1e-6 in practice); ABPC from cells is the raw value up to round-off (~1e-12) for KDE grids
+    below ``2**DYADIC_BITS`` cells. HFM, CFair and robustness need rows: they run on the
+    summary's row sample (``sample_size`` rows per group, a deterministic bottom-k hash
+    sample), so their values are **estimates** whose error shrinks as 1/sqrt(sample), and
+    ``report.notes`` says so; with ``sample_size=0`` they are NaN with the reason.
+
+    Parameters
+    ----------
+    summary : WindowSummary
+    predict : callable, optional
+        The model, for the robustness metrics (run on the sample).
+    metrics, min_group_size, thresholds, options, threshold, rng, errors
+        As :func:`evaluate_window`.
+
+    Returns
+    -------
+    report : WindowReport
+
+    Examples
+    --------
+    >>> from fairmonitor.summaries import summarize
+    >>> hour1 = summarize({"sex": ["F", "M"]}, y_pred=[1, 0])
+    >>> hour2 = summarize({"sex": ["F", "M"]}, y_pred=[0, 0])
+    >>> evaluate_summary(hour1.merge(hour2)).values[("demographic_parity_difference", "sex")]
+    0.5
+    """
+    check_option(errors, "errors", ("coerce", "raise"), func="evaluate_summary")
+    started = time.perf_counter()
+
+    def has(name: str) -> bool:
+        if name == "X":
+            return bool(summary.features)
+        if name == "predict":
+            return predict is not None
+        return name in summary.inputs
+
+    specs, skipped = _select_metrics(has, metrics)
+    notes: list[str] = []
+    if any(spec.name not in SUMMARY_METRICS for spec in specs) and summary.spec.sample_size:
+        notes.append(f"hfm, cfair and robustness are estimated on a row sample of at most "
+                     f"{summary.spec.sample_size} rows per group")
+
+    def rows(attr: str) -> tuple[Window, Any]:
+        if not summary.spec.sample_size:
+            raise InvalidInputError(
+                "this metric reads rows and the summary keeps no row sample "
+                "(SummarySpec(sample_size=0)); summarize with sample_size > 0")
+        return _sample_window(summary, attr, predict, threshold)
+
+    return _evaluate(summary, specs, skipped, rows, has, min_group_size=min_group_size,
+                     thresholds=thresholds, options=options, rng=rng, errors=errors,
+                     threshold=threshold, started=started, notes=notes)
+
+
+def _evaluate(summary: WindowSummary, specs: list[MetricSpec], skipped: dict[str, str],
+              rows: Callable[[str], tuple[Window, Any]], has: Callable[[str], bool], *,
+              min_group_size: int, thresholds: Iterable[Threshold],
+              options: Mapping[str, Mapping[str, Any]] | None, rng: Any, errors: str,
+              threshold: float, started: float, notes: list[str],
+              failed: Mapping[str, Exception] | None = None) -> WindowReport:
+    """The one evaluation loop behind evaluate_window and evaluate_summary."""
+    failed = failed or {}
     options = options or {}
     values: dict[tuple[str, str], float] = {}
     reasons: dict[tuple[str, str], str] = {}
     details: dict[tuple[str, str], Any] = {}
-    notes: list[str] = []
-    attrs = _attributes(window, intersection)
-    group_counts = {}
-    for attr, sf in attrs.items():
-        groups = encode_groups(sf, n_samples=window.n_rows)
-        group_counts[attr] = {_group_label(lab): int(c)
-                              for lab, c in zip(groups.labels, groups.counts, strict=True)}
-    for attr, (how, n) in window.missing_counts.items():
-        notes.append(f"sensitive attribute '{attr}': {n} row(s) with a missing value "
-                     + ("grouped as 'missing'" if how == "group" else "dropped from the window"))
+    group_counts = {
+        attr: {_group_label(lab): int(g.n) for lab, g in a.groups.items()}
+        for attr, a in summary.attributes.items()
+    }
     cache: dict[tuple[int, str], tuple[Any, list[warnings.WarningMessage]]] = {}
     for spec in specs:
-        missing = [i for i in spec.inputs if window.get(i) is None]
-        for attr, sf in attrs.items():
+        missing = [i for i in spec.inputs if not has(i)]
+        for attr in summary.attributes:
             key = (spec.name, attr)
             if missing:
                 values[key], reasons[key] = float("nan"), _MISSING_REASON[missing[0]]
                 continue
-            kwargs = {"min_group_size": min_group_size, "rng": rng, "threshold": window.threshold,
+            kwargs = {"min_group_size": min_group_size, "rng": rng, "threshold": threshold,
                       **options.get(spec.name, {})}
             # specs sharing a function (e.g. the robustness summaries) share one call per
             # attribute, and the warnings it raised
@@ -405,7 +582,15 @@ def evaluate_window(
                 if cache_key not in cache:
                     with warnings.catch_warnings(record=True) as caught:
                         warnings.simplefilter("always")
-                        cache[cache_key] = (_call(spec, window, sf, kwargs), list(caught))
+                        if spec.name in SUMMARY_METRICS:
+                            for name in spec.inputs:
+                                if name in failed:
+                                    raise failed[name]
+                            result = _from_summary_value(spec, summary, attr, kwargs)
+                        else:
+                            window, sf = rows(attr)
+                            result = _call(spec, window, sf, kwargs)
+                        cache[cache_key] = (result, list(caught))
                 result, caught = cache[cache_key]
                 value = float(getattr(result, spec.field or "value", result))
             except Exception as exc:  # a failing metric must not take the window down
@@ -429,11 +614,11 @@ def evaluate_window(
             if np.isnan(value):
                 reasons.setdefault(key, "undefined on this window")
     return WindowReport(
-        model=window.model, version=window.version, start=window.start, end=window.end,
-        n_rows=window.n_rows, values=MappingProxyType(values), reasons=MappingProxyType(reasons),
-        details=MappingProxyType(details),
-        statuses=MappingProxyType(evaluate_thresholds(
-            values, thresholds, [a for a in attrs if a not in window.sensitive_features])),
+        model=summary.model, version=summary.version, start=summary.start, end=summary.end,
+        n_rows=summary.n_rows, values=MappingProxyType(values),
+        reasons=MappingProxyType(reasons), details=MappingProxyType(details),
+        statuses=MappingProxyType(evaluate_thresholds(values, thresholds,
+                                                      _intersections(summary))),
         group_counts=MappingProxyType(group_counts), notes=tuple(notes),
         skipped=MappingProxyType(skipped), duration_seconds=time.perf_counter() - started,
     )

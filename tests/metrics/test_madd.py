@@ -577,3 +577,78 @@ def test_result_type():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert isinstance(two([0.1], [0.9]), MADDResult)
+
+
+# --------------------------------------------------------------------------- compiled search
+# The numpy versions the compiled kernels replaced, kept as oracles: the compiled curve and
+# interval search must give the same bits (issue 18: "same result to the last bit").
+
+
+def _table_interval(h, values, min_length, *, extend):
+    """The former N x N numpy table of ``_stable_interval`` (before issue 18)."""
+    from fairmonitor.metrics._madd.bandwidth import _STD_TIE, MIN_POINTS
+
+    n = h.size
+    n_starts = int(np.count_nonzero(h <= h[-1] - min_length))
+    starts = np.arange(n_starts)
+    reach = np.searchsorted(h, h[:n_starts] + min_length, side="right") - 1
+    if extend:
+        first_end = np.maximum(reach, starts + MIN_POINTS)
+    else:
+        first_end = np.where(reach - starts >= MIN_POINTS, reach, n)
+    if not (first_end < n).any():
+        return None
+    dev = np.triu(values[None, :] - values[:n_starts, None])
+    s1 = np.cumsum(dev, axis=1)
+    np.multiply(dev, dev, out=dev)
+    s2 = np.cumsum(dev, axis=1)
+    size = np.maximum(np.arange(1, n + 1)[None, :] - starts[:, None], 1).astype(np.float64)
+    s1 /= size
+    s2 /= size
+    s1 *= s1
+    s2 -= s1
+    s2[np.arange(n)[None, :] < first_end[:, None]] = np.inf
+    best = math.sqrt(max(float(s2.min()), 0.0))
+    row, col = divmod(int(np.argmax(s2 <= (best + _STD_TIE) ** 2)), n)
+    return row, col, math.sqrt(max(float(s2[row, col]), 0.0))
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), max_bins=st.integers(51, 1000),
+       compat=st.sampled_from([None, "maddlib"]), levels=st.sampled_from([0, 2, 4, 1000]),
+       min_length=st.sampled_from([0.0, 0.01, 0.05, 0.2, 0.6]))
+def test_compiled_interval_search_equals_the_numpy_table(seed, max_bins, compat, levels,
+                                                         min_length):
+    from fairmonitor.metrics._madd.bandwidth import _stable_interval
+
+    grid = _grid(max_bins, compat)
+    r = np.random.default_rng(seed)
+    # flat runs (few levels) exercise the ties, smooth random walks the usual curves
+    curve = r.random(grid.h.size) if levels == 0 else np.round(r.random(grid.h.size) * levels)
+    if levels == 1000:
+        curve = np.abs(np.cumsum(r.normal(0, 0.01, grid.h.size)))
+    for extend in (True, False):
+        expected = _table_interval(grid.h, curve, min_length, extend=extend)
+        if expected is None:
+            with pytest.raises(InvalidInputError, match="raise `max_bins`"):
+                _stable_interval(grid.h, curve, min_length, extend=extend)
+        else:
+            assert _stable_interval(grid.h, curve, min_length, extend=extend) == expected
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n_a=st.integers(1, 3000), n_b=st.integers(1, 3000),
+       decimals=st.sampled_from([None, 1, 2, 3]))
+def test_compiled_curve_equals_numpy_sums(seed, n_a, n_b, decimals):
+    from fairmonitor.metrics._madd.compiled import madd_curve
+
+    grid = _grid(499, None)
+    r = np.random.default_rng(seed)
+    a, b = np.sort(r.beta(2, 5, n_a)), np.sort(r.beta(5, 2, n_b))
+    if decimals is not None:  # scores on the edges
+        a, b = np.round(a, decimals), np.round(b, decimals)
+    ca, cb = _edge_counts(a, grid), _edge_counts(b, grid)
+    per_bin = np.abs(ca / n_a - cb / n_b)
+    expected = [per_bin[lo:hi].sum() for lo, hi in zip(grid.start.tolist(), grid.stop, strict=True)]
+    got = madd_curve(ca / n_a, cb / n_b, grid.start, grid.start + grid.bins, np.empty(ca.size))
+    assert got.tolist() == expected  # bit for bit, as a fixed-bandwidth call

@@ -4,7 +4,7 @@ MADD is computed on the grid ``h = 1/m`` for ``m = max_bins..1``; the value is t
 interval of ``h`` (width >= 0.45 * h_sup, >= 50 grid steps) where MADD is most stable.
 :func:`_grid` lays out the bins of every ``m`` among all distinct edges, so one
 ``searchsorted`` per group gives every histogram (:func:`_edge_counts`); :func:`_stable_interval`
-finds the interval with cumulative sums.
+finds the interval with cumulative sums, compiled (:mod:`.compiled`).
 """
 
 from __future__ import annotations
@@ -82,9 +82,17 @@ def _grid(max_bins: int, compat: str | None) -> _Grid:
 
 def _edge_counts(sorted_scores: NDArray[np.float64], grid: _Grid) -> NDArray[np.int64]:
     """Counts per bin for every m of the grid, identical to ``np.histogram`` per m."""
-    below = np.searchsorted(sorted_scores, grid.edges, side="left")  # values < edge
+    if sorted_scores.size * 8 < grid.edges.size:
+        # few scores: locate each score among the edges and count, O(E) cheap passes instead
+        # of a binary search per edge; the same integers (values < edge)
+        ahead = np.searchsorted(grid.edges, sorted_scores, side="right")  # edges <= value
+        below = np.cumsum(np.bincount(ahead, minlength=grid.edges.size + 1)[:-1])
+    else:
+        below = np.searchsorted(sorted_scores, grid.edges, side="left")  # values < edge
     below[-1] = sorted_scores.size  # the last edge is 1.0, and the last bin is closed
-    return below[grid.hi] - below[grid.lo]
+    from .compiled import bin_counts  # numba: only when "auto" runs
+
+    return bin_counts(below.astype(np.int64, copy=False), grid.lo, grid.hi)
 
 
 def _null_terms(counts_a: NDArray[Any], counts_b: NDArray[Any], n_a: int, n_b: int
@@ -122,19 +130,11 @@ def _stable_interval(h: NDArray[np.float64], values: NDArray[np.float64], min_le
         raise InvalidInputError(
             f"madd: no bandwidth interval holds {MIN_POINTS + 1} grid points; raise `max_bins`."
         )
-    # std of values[i..j] for every start i and end j from cumulative sums of values - values[i]:
-    # centring on the interval's first value keeps the sums small (no cancellation) and makes a
-    # flat run exactly 0, as a direct computation would.
-    dev = np.triu(values[None, :] - values[:n_starts, None])
-    s1 = np.cumsum(dev, axis=1)
-    np.multiply(dev, dev, out=dev)
-    s2 = np.cumsum(dev, axis=1)
-    size = np.maximum(np.arange(1, n + 1)[None, :] - starts[:, None], 1).astype(np.float64)
-    s1 /= size
-    s2 /= size
-    s1 *= s1
-    s2 -= s1  # the variance
-    s2[np.arange(n)[None, :] < first_end[:, None]] = np.inf
-    best = math.sqrt(max(float(s2.min()), 0.0))
-    row, col = divmod(int(np.argmax(s2 <= (best + _STD_TIE) ** 2)), n)
-    return row, col, math.sqrt(max(float(s2[row, col]), 0.0))
+    # the std of values[i..j] for every start i and end j: cumulative sums of values - values[i]
+    # (centring on the interval's first value keeps the sums small, no cancellation, and makes
+    # a flat run exactly 0), one compiled pass per start instead of an N x N numpy table
+    from .compiled import stable_interval_search  # numba: only when "auto" runs
+
+    row, col, variance = stable_interval_search(
+        np.ascontiguousarray(values, dtype=np.float64), first_end.astype(np.int64), _STD_TIE)
+    return int(row), int(col), math.sqrt(max(float(variance), 0.0))

@@ -32,7 +32,7 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ..._validation import check_option, check_positive_int, check_scores
+from ..._validation import check_option, check_positive_int, check_scores, warn_undefined
 from ...exceptions import InvalidInputError
 from .._groups import Groups, encode_groups
 from .._pairwise import AGGREGATIONS, Aggregation, PairwiseMatrix, pairwise_over_groups
@@ -214,6 +214,10 @@ class _Prepared(NamedTuple):
     index: int
     n: int
     counts: NDArray[np.int64]  # per-bin counts: fixed m, or every m of the grid concatenated
+    share: NDArray[np.float64] | None = None  # "auto": counts / n, once per group
+
+    def shares(self) -> NDArray[np.float64]:
+        return self.counts / self.n if self.share is None else self.share
 
 
 # ---------------------------------------------------------------------------------------------
@@ -229,11 +233,12 @@ def _fixed_pair(a: _Prepared, b: _Prepared, m: int) -> MADDPair:
 
 
 def _auto_pair(a: _Prepared, b: _Prepared, grid: _Grid, compat: str | None) -> MADDPair:
-    per_bin = np.abs(a.counts / a.n - b.counts / b.n)
-    # MADD at every h of the grid; np.sum per m (pairwise summation, ~1 ms for 499 m) rather
-    # than np.add.reduceat, so that each value is bit-identical to a fixed-bandwidth call
-    curve = np.array([per_bin[lo:hi].sum()
-                      for lo, hi in zip(grid.start.tolist(), grid.stop, strict=True)])
+    from .compiled import madd_curve  # numba: only when "auto" runs
+
+    # MADD at every h of the grid: numpy's pairwise np.sum per m, compiled (not a sequential
+    # np.add.reduceat), so that each value is bit-identical to a fixed-bandwidth call
+    curve = madd_curve(a.shares(), b.shares(), grid.start, grid.start + grid.bins,
+                       np.empty(a.counts.size))
     h_sup = madd_h_sup(a.n, b.n)
     if compat == "maddlib":
         i, j, std = _stable_interval(grid.h, curve, COMPAT_MIN_LENGTH, extend=False)
@@ -252,9 +257,54 @@ def _auto_pair(a: _Prepared, b: _Prepared, grid: _Grid, compat: str | None) -> M
                     float(np.mean(nulls)))
 
 
+#: Rows binned per block by :func:`_histograms_by_group` (numpy's own histogram block size).
+_BLOCK = 65536
+
+
+def _histograms_by_group(groups: Groups, scores: NDArray[np.float64], m: int
+                         ) -> NDArray[np.int64]:
+    """``np.histogram(group's scores, bins=m, range=(0, 1))`` of every group at once.
+
+    numpy's uniform-bin index computation (scale, truncate, then correct against the exact
+    edges, so the counts are np.histogram's to the last row), then one ``bincount`` of
+    ``group * m + bin``: no argsort to split the groups, and block-sized temporaries only.
+    """
+    edges = np.linspace(0.0, 1.0, m + 1)
+    k = groups.n_groups
+    counts = np.zeros(k * m, dtype=np.int64)
+    for lo in range(0, scores.size, _BLOCK):
+        x = scores[lo:lo + _BLOCK]
+        codes = groups.codes[lo:lo + _BLOCK]
+        index = (x * m).astype(np.intp)  # (x - 0) / (1 - 0) * m, as numpy computes it
+        index[index == m] -= 1
+        index[x < edges[index]] -= 1
+        index[(x >= edges[index + 1]) & (index != m - 1)] += 1
+        index += codes.astype(np.intp) * m  # narrow codes (a summary's) would overflow
+        if groups.excluded:
+            index = index[codes >= 0]
+        counts += np.bincount(index, minlength=k * m)
+    return counts.reshape(k, m)
+
+
 def _pairwise(groups: Groups, scores: NDArray[np.float64], plan: _Plan
               ) -> tuple[PairwiseMatrix | None, list[MADDPair]]:
     grid = _grid(plan.n_bins, plan.compat) if plan.auto else None
+    if grid is None:
+        reason = groups.two_group_reason()
+        if reason is not None:
+            warn_undefined("madd", reason)
+            return None, []
+        hist = _histograms_by_group(groups, scores, plan.n_bins)
+        prepared = [_Prepared(k, int(n), hist[k]) for k, n in enumerate(groups.counts)]
+        size = len(prepared)
+        matrix = np.zeros((size, size))
+        fixed = []
+        for i in range(size):
+            for j in range(i + 1, size):
+                pair = _fixed_pair(prepared[i], prepared[j], plan.n_bins)
+                matrix[i, j] = matrix[j, i] = pair.value
+                fixed.append(replace(pair, groups=(groups.labels[i], groups.labels[j])))
+        return PairwiseMatrix("madd", groups.name, groups.labels, groups.counts, matrix), fixed
     # pairwise_over_groups prepares the groups in order 0..K-1; the counter numbers them so
     # that the pair details can be labelled afterwards.
     numbering = itertools.count()
@@ -263,7 +313,10 @@ def _pairwise(groups: Groups, scores: NDArray[np.float64], plan: _Plan
         if grid is None:
             counts = np.histogram(part, bins=plan.n_bins, range=(0.0, 1.0))[0]
         else:
-            counts = _edge_counts(np.sort(part), grid)
+            # a summary's groups arrive sorted: check in O(n) instead of sorting again
+            ordered = part if bool(np.all(part[1:] >= part[:-1])) else np.sort(part)
+            counts = _edge_counts(ordered, grid)
+            return _Prepared(next(numbering), int(part.size), counts, counts / part.size)
         return _Prepared(next(numbering), int(part.size), counts)
 
     pairs: list[MADDPair] = []
@@ -392,8 +445,9 @@ def madd(
     MADD is biased upwards on small groups (``null_expected``); compare values only at
     comparable group sizes and bandwidths, or use a permutation test.
 
-    Cost: fixed bandwidth, one ``np.histogram`` per group. ``'auto'``, one sort per group plus
-    about 5 ms per pair of groups (the 499-point curve and the interval search).
+    Cost: fixed bandwidth, one pass binning every group at once (numpy's histogram rule).
+    ``'auto'``, one sort per group plus well under 1 ms per pair of groups (the 499-point
+    curve and the interval search, compiled: 40 groups at 10^5 rows take ~0.6 s).
 
     Examples
     --------

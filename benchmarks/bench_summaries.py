@@ -1,0 +1,119 @@
+"""Mergeable summaries (issue 17): a day from 24 stored hourly summaries vs recomputing it.
+
+A day of predictions (``--rows``, default 10^6; ``--full`` 10^7) with 3 sensitive attributes
+(sex 2 groups, race 5, age band 4) and their intersection, scores and labels, split into 24
+hourly windows.
+
+- ``daily_from_hourly_speedup_<case>``: for the 3 attributes alone and with their 40-group
+  intersection, the daily report from the 24 hourly summaries (stored as
+  bytes, as a checkpoint store keeps them: load + merge + ``evaluate_summary``) against
+  ``evaluate_window`` on the day's raw rows, both on the parity and score metrics. Target >= 20.
+- ``summary_bytes_per_window``: serialized size of one hourly summary (``to_bytes``) next to
+  the raw scores it summarizes (8 bytes a score per attribute); small groups keep raw sorted
+  scores (no more than their raw scores), large ones cells.
+- The daily values from the merged summaries are checked against the raw-row values: counts
+  and MADD equal, ABCC within the certified error, ABPC within 1e-9.
+
+CPU times, minimum of repeats. Usage: ``python benchmarks/bench_summaries.py [--quick] [--full]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import time
+
+import numpy as np
+
+from fairmonitor.report import Window, evaluate_summary, evaluate_window
+from fairmonitor.summaries import SummarySpec, from_bytes, merge_all, summarize, to_bytes
+
+METRICS = ["demographic_parity_difference", "demographic_parity_ratio",
+           "equalized_odds_difference", "equal_opportunity_difference", "abcc", "abpc", "madd"]
+
+
+def day(n: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    sf = {"sex": rng.choice(np.array(["F", "M"], dtype=object), n),
+          "race": rng.choice(np.array(list("abcde"), dtype=object), n),
+          "age": rng.choice(np.array(["<25", "25-40", "40-60", ">60"], dtype=object), n)}
+    score = np.clip(rng.beta(2, 2, n) + np.where(sf["sex"] == "F", -0.05, 0.05), 0, 1)
+    label = (rng.random(n) < score).astype(np.int64)
+    hour = np.sort(rng.integers(0, 24, n))
+    return sf, score, label, hour
+
+
+def cpu(func, repeats: int):
+    best, result = float("inf"), None
+    for _ in range(repeats):
+        start = time.process_time()
+        result = func()
+        best = min(best, time.process_time() - start)
+    return best, result
+
+
+def run(sf, score, label, hour, intersection: bool) -> None:
+    """One comparison: the 3 attributes alone, or with their 40-group intersection."""
+    tag = "with_intersection" if intersection else "3_attributes"
+    print(f"--- {tag}")
+    spec = SummarySpec(sample_size=0)  # parity and score metrics only
+    bounds = np.searchsorted(hour, np.arange(25))
+    t_summarize, stored = cpu(lambda: [to_bytes(summarize(
+        {k: v[a:b] for k, v in sf.items()}, y_score=score[a:b], y_true=label[a:b], spec=spec,
+        intersection=intersection))
+        for a, b in zip(bounds[:-1], bounds[1:], strict=True)], 1)
+
+    def from_hourly():
+        merged = merge_all([from_bytes(blob) for blob in stored])
+        return evaluate_summary(merged, metrics=METRICS)
+
+    evaluate_window(Window({k: v[:2000] for k, v in sf.items()}, y_score=score[:2000]))  # warm
+    t_merge, merged = cpu(from_hourly, 3)
+    t_raw, raw = cpu(lambda: evaluate_window(Window(sf, y_score=score, y_true=label),
+                                             metrics=METRICS, intersection=intersection), 2)
+    print(f"24 hourly summaries: {t_summarize:.2f} s CPU to build and serialize")
+    print(f"daily report: from 24 stored summaries {t_merge:.3f} s, from raw rows {t_raw:.3f} s")
+    speedup = t_raw / t_merge
+    print(f"TARGET daily_from_hourly_speedup_{tag}: {speedup:.1f} (target >= 20) "
+          f"{'OK' if speedup >= 20 else 'FAIL'}")
+    sizes = [len(b) for b in stored]
+    raw_bytes = (bounds[1:] - bounds[:-1]) * 8 * 4  # a float per row, per attribute + inter.
+    print(f"summary bytes per hourly window: median {int(np.median(sizes))} "
+          f"(raw scores x 4 attributes: {int(np.median(raw_bytes))}), ratio "
+          f"{np.median(sizes) / np.median(raw_bytes):.3f}")
+    worst = {"counts/madd": 0.0, "abcc": 0.0, "abpc": 0.0}
+    for key, value in raw.values.items():
+        got = merged.values[key]
+        if math.isnan(value) and math.isnan(got):
+            continue
+        gap = abs(got - value)
+        if key[0] == "abcc":
+            detail = merged.details.get(key)
+            allowed = getattr(detail, "error", 0.0)
+            assert gap <= allowed + 1e-12, (key, gap, allowed)
+            worst["abcc"] = max(worst["abcc"], gap)
+        elif key[0] == "abpc":
+            assert gap <= 1e-9, (key, gap)
+            worst["abpc"] = max(worst["abpc"], gap)
+        else:
+            assert gap == 0.0, (key, got, value)
+    print(f"daily values from summaries vs raw rows: counts and MADD equal; largest gap "
+          f"ABCC {worst['abcc']:.2e} (within its certified error), ABPC {worst['abpc']:.2e}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--full", action="store_true", help="10^7 rows")
+    args = parser.parse_args()
+    n = 10**5 if args.quick else 10**7 if args.full else 10**6
+    print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; {n:.0e} rows")
+    sf, score, label, hour = day(n)
+    for intersection in (False, True):
+        run(sf, score, label, hour, intersection)
+    print(f"load average {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,340 @@
+"""The metrics of a summary: parity from counts; MADD, ABCC and ABPC from the score summaries.
+
+Where every group of an attribute keeps raw sorted scores (:attr:`AttributeSummary.raw`), the
+score metrics are the metric functions themselves on those scores (:func:`pseudo_rows`), with
+every option. Where some group keeps cells, this module computes them from the cells:
+
+- MADD: each bin of ``linspace(0, 1, m + 1)``, ``m <= max_bins``, is a union of cells, so
+  the bin counts, hence MADD (fixed or ``"auto"``), are exact.
+- ABCC = ``∫|F_a - F_b|``: in a cell, ``∫ F = F(left) * width + (count * right - sum) / n``
+  exactly, so a cell where ``F_a - F_b`` keeps its sign contributes exactly; where it may
+  change sign (the CDFs cross inside the cell) the contribution lies between ``|∫(F_a -
+  F_b)|`` and ``width * max |F_a - F_b|``: the midpoint is used and half the gap is added to
+  the certified error (:class:`AbccFromCells`).
+- ABPC: linear binning onto ``G`` KDE cells needs, per fine cell, the count and the sum of the
+  positions within the KDE cell: both follow from count and sum when no KDE centre falls
+  inside a fine cell, which the dyadic edges guarantee for ``G < 2**DYADIC_BITS``; the
+  smoothing is then the raw path's (``kde.density_from_binned``).
+  The Scott/Silverman bandwidth comes from the moments.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, replace
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .._validation import check_option, check_positive_int, warn_undefined
+from ..exceptions import GroupExclusionWarning, InvalidInputError
+from ..metrics._abpc_abcc import kde as _kde
+from ..metrics._abpc_abcc.areas import _pairs, _w1_sorted
+from ..metrics._groups import Groups, _exclude_small, contiguous_groups
+from ..metrics._madd.madd import (
+    MADDResult,
+    _auto_pair,
+    _fixed_pair,
+    _grid,
+    _plan,
+    _Prepared,
+)
+from ..metrics._pairwise import AGGREGATIONS, PairwiseMatrix
+from ..metrics._parity import GroupRates, _rate
+from .core import DYADIC_BITS, AttributeSummary, GroupSummary, _union, cell_edges
+
+__all__ = ["AbccFromCells", "abcc_from_summary", "abpc_from_summary", "group_rates_from_summary",
+           "madd_from_summary", "pseudo_rows"]
+
+
+@dataclass(frozen=True, slots=True)
+class AbccFromCells:
+    """ABCC computed from cell summaries, with its certified error bound.
+
+    ``value`` is within ``error`` of the raw-row ABCC (plus float round-off, ~1e-12).
+    """
+
+    value: float
+    error: float
+
+    def __float__(self) -> float:
+        return float(self.value)
+
+
+def _kept(attr: AttributeSummary, min_group_size: int) -> Groups:
+    """The groups left after ``min_group_size``, with the raw path's warning."""
+    min_group_size = check_positive_int(min_group_size, "min_group_size")  # as encode_groups
+    counts = attr.counts
+    codes = np.arange(counts.size, dtype=np.intp)  # one stand-in row per group
+    return _exclude_small(codes, list(attr.labels), counts, attr.name, min_group_size)
+
+
+def group_rates_from_summary(attr: AttributeSummary, min_group_size: int = 1) -> GroupRates:
+    """:func:`~fairmonitor.metrics.group_rates` from the summary's counts: the same rates."""
+    kept = _kept(attr, min_group_size)
+    groups = [attr.groups[label] for label in kept.labels]
+    if any(g.predicted_positive is None for g in groups):
+        raise InvalidInputError("the summary has no predictions (y_pred or y_score)")
+    n = np.array([g.n for g in groups], dtype=float)
+    pos = np.array([g.predicted_positive for g in groups], dtype=float)
+    tpr = fpr = None
+    if groups and groups[0].confusion is not None:
+        conf = np.array([g.confusion for g in groups], dtype=float).reshape(-1, 4)
+        tp, fp, fn, tn = conf.T
+        tpr, fpr = _rate(tp, tp + fn), _rate(fp, fp + tn)
+    return GroupRates(attr.name, kept.labels, kept.counts, _rate(pos, n), tpr, fpr,
+                      kept.excluded)
+
+
+def pseudo_rows(attr: AttributeSummary) -> tuple[NDArray[np.float64], Groups]:
+    """Scores laid out group after group, and their groups: the metric functions' inputs.
+
+    Only for raw attributes; a metric of the scores depends on each group's multiset of
+    scores only, so these rows give the raw rows' values.
+    """
+    parts = [g.scores for g in attr.groups.values()]
+    if any(p is None for p in parts):
+        raise InvalidInputError(f"attribute '{attr.name}' keeps cells, not raw scores")
+    return np.concatenate(parts), contiguous_groups(attr.labels, attr.counts, attr.name)
+
+
+def _two_groups(metric: str, kept: Groups) -> bool:
+    reason = kept.two_group_reason()
+    if reason is not None:
+        warn_undefined(metric, reason)
+        return False
+    return True
+
+
+def _need_scores(attr: AttributeSummary) -> None:
+    if any(g.moments is None for g in attr.groups.values()):
+        raise InvalidInputError("the summary has no scores (y_score)")
+
+
+# --------------------------------------------------------------------------- MADD
+
+
+def madd_from_summary(attr: AttributeSummary, *, max_bins_cells: int, agg: str = "max",
+                      bandwidth: float | str = "auto", n_bins: int | None = None,
+                      compat: str | None = None, max_bins: int = 499,
+                      min_group_size: int = 1) -> MADDResult:
+    """:func:`~fairmonitor.metrics.madd` from cells (exact for every m <= ``max_bins_cells``)."""
+    check_option(agg, "agg", AGGREGATIONS, func="madd")
+    _need_scores(attr)
+    plan = _plan(bandwidth, n_bins, compat, max_bins)
+    edges = cell_edges(max_bins_cells)
+    if plan.auto:
+        grid = _grid(plan.n_bins, plan.compat)
+        wanted = grid.edges
+    else:
+        grid = None
+        wanted = np.linspace(0.0, 1.0, plan.n_bins + 1)
+    where = np.searchsorted(edges, wanted)
+    if where.max() >= edges.size or not np.array_equal(edges[where], wanted):
+        raise InvalidInputError(
+            f"madd: the summary's cells resolve bin counts up to {max_bins_cells}; this call "
+            f"needs {plan.n_bins}. Summarize with SummarySpec(max_bins={plan.n_bins}) or keep "
+            "raw scores (max_raw=None)")
+    kept = _kept(attr, min_group_size)
+    if not _two_groups("madd", kept):
+        return MADDResult(float("nan"), agg, attr.name, None, (), None)
+    prepared = []
+    for k, label in enumerate(kept.labels):
+        g = attr.groups[label]
+        counts = g.dense_cells(edges)[0]
+        below = np.r_[0, np.cumsum(counts)][where]  # values < each wanted edge
+        below[-1] = g.n  # the last bin is closed at 1
+        per_bin = np.diff(below) if grid is None else below[grid.hi] - below[grid.lo]
+        prepared.append(_Prepared(k, g.n, per_bin))
+    pairs = []
+    size = len(prepared)
+    matrix = np.zeros((size, size))
+    for i in range(size):
+        for j in range(i + 1, size):
+            a, b = prepared[i], prepared[j]
+            pair = (_fixed_pair(a, b, plan.n_bins) if grid is None
+                    else _auto_pair(a, b, grid, plan.compat))
+            pairs.append(replace(pair, groups=(kept.labels[i], kept.labels[j])))
+            matrix[i, j] = matrix[j, i] = pair.value
+    pm = PairwiseMatrix("madd", attr.name, kept.labels, kept.counts, matrix)
+    worst = max(pairs, key=lambda p: p.value)
+    return MADDResult(pm.aggregate(agg), agg, attr.name, worst, tuple(pairs), pm)
+
+
+# --------------------------------------------------------------------------- ABCC
+
+
+
+
+def _abcc_cells(a: GroupSummary, b: GroupSummary, edges: NDArray[np.float64]
+                ) -> tuple[float, float]:
+    """ABCC of two groups from their non-empty cells, and its certified error."""
+    ia, ca, sa, la, ha = a.sparse_cells(edges)
+    ib, cb, sb, lb, hb = b.sparse_cells(edges)
+    # cells where either group has scores; between them both CDFs are flat
+    cells, pa, pb = _union(ia, ib, edges.size - 1)
+    count_a, count_b = np.zeros(cells.size), np.zeros(cells.size)
+    sum_a, sum_b = np.zeros(cells.size), np.zeros(cells.size)
+    count_a[pa], sum_a[pa] = ca, sa
+    count_b[pb], sum_b[pb] = cb, sb
+    left, right = edges[cells], edges[cells + 1]
+    # each group's scores in a cell lie in [its min, its max] (the cell's edges if empty)
+    low_a, high_a, low_b, high_b = left.copy(), right.copy(), left.copy(), right.copy()
+    low_a[pa], high_a[pa], low_b[pb], high_b[pb] = la, ha, lb, hb
+    d0 = (np.cumsum(count_a) - count_a) / a.n - (np.cumsum(count_b) - count_b) / b.n
+    # the flat stretch before each non-empty cell (from the previous one's right edge)
+    gaps = left - np.r_[0.0, right[:-1]]
+    flat = float(np.abs(d0 * gaps).sum())
+    ma, mb = count_a / a.n, count_b / b.n
+    signed = (d0 * (right - left) + (count_a * right - sum_a) / a.n
+              - (count_b * right - sum_b) / b.n)
+    lower, upper = d0 - mb, d0 + ma  # F_a - F_b stays within [d0 - mb, d0 + ma] in the cell
+    fixed = (lower >= 0) | (upper <= 0)  # no sign change: the integral is exact
+    exact = float(np.abs(signed[fixed]).sum())
+    # Where the CDFs may cross, two estimates with certified errors; each cell takes the
+    # tighter. (1) |∫g| <= ∫|g| <= width * max|g|: the midpoint, error half the gap.
+    amb = ~fixed
+    lo = np.abs(signed[amb])
+    hi = (right - left)[amb] * np.maximum(np.abs(lower[amb]), np.abs(upper[amb]))
+    mid, mid_err = (lo + hi) / 2, (hi - lo) / 2
+    # (2) each group's mass in the cell moved to its mean (a step of g there): off by at most
+    # the mean absolute deviation of the cell's scores / n, which is <= 2 c (mu - lo)(hi - mu)
+    # / ((hi - lo) n) for scores in [lo, hi] (the group's min and max in the cell) with mean
+    # mu: 0 where a group's scores in the cell are all equal (rounded scores).
+    lo_edge, r, d = left[amb], right[amb], d0[amb]
+    ja, jb = ma[amb], mb[amb]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mu_a = np.clip(np.where(count_a[amb] > 0, sum_a[amb] / count_a[amb], lo_edge), lo_edge, r)
+        mu_b = np.clip(np.where(count_b[amb] > 0, sum_b[amb] / count_b[amb], lo_edge), lo_edge, r)
+    first, second = np.minimum(mu_a, mu_b), np.maximum(mu_a, mu_b)
+    between = np.where(mu_a <= mu_b, d + ja, d - jb)
+    step = (np.abs(d) * (first - lo_edge) + np.abs(between) * (second - first)
+            + np.abs(d + ja - jb) * (r - second))
+    step_err = _spread(ja, mu_a, low_a[amb], high_a[amb]) + _spread(jb, mu_b, low_b[amb],
+                                                                    high_b[amb])
+    use_step = step_err < mid_err
+    estimate = np.where(use_step, step, mid)
+    error = np.where(use_step, step_err, mid_err)
+    return flat + exact + float(estimate.sum()), float(error.sum())
+
+
+def _spread(mass: NDArray[np.float64], mu: NDArray[np.float64], lo: NDArray[np.float64],
+            hi: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Largest mean absolute deviation x mass of scores in [lo, hi] with mean mu."""
+    mu = np.clip(mu, lo, hi)
+    width = hi - lo
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(width > 0, 2 * mass * (mu - lo) * (hi - mu) / width, 0.0)
+
+
+def abcc_from_summary(attr: AttributeSummary, *, max_bins_cells: int, agg: str = "max",
+                      min_group_size: int = 1) -> AbccFromCells:
+    """:func:`~fairmonitor.metrics.abcc` from raw scores or cells, with the certified error."""
+    check_option(agg, "agg", AGGREGATIONS, func="abcc")
+    _need_scores(attr)
+    kept = _kept(attr, min_group_size)
+    if not _two_groups("abcc", kept):
+        return AbccFromCells(float("nan"), 0.0)
+    edges = cell_edges(max_bins_cells)
+    groups = [attr.groups[label] for label in kept.labels]
+    errors = np.zeros((len(groups), len(groups)))
+
+    def pair(i: int, j: int) -> float:
+        a, b = groups[i], groups[j]
+        if a.scores is not None and b.scores is not None:
+            return _w1_sorted(a.scores, b.scores)
+        value, errors[i, j] = _abcc_cells(a, b, edges)
+        return value
+
+    pm = _pairs("abcc", kept, list(range(len(groups))), pair)
+    value = pm.aggregate(agg)
+    # max: the max of values each within its error; mean: the mean error
+    upper = errors[np.triu_indices(len(groups), 1)]
+    return AbccFromCells(value, float(upper.max() if agg == "max" else upper.mean()))
+
+
+# --------------------------------------------------------------------------- ABPC
+
+
+def _binned(g: GroupSummary, edges: NDArray[np.float64], cells: int) -> NDArray[np.float64]:
+    if g.scores is not None:  # raw: the raw path's binning itself
+        return _kde.linear_binning(g.scores, cells)
+    index, count, total = g.cells[:3]  # type: ignore[index]
+    mid = (edges[index] + edges[index + 1]) / 2
+    left_i = np.floor(mid * cells - 0.5).astype(np.intp)  # one KDE cell per fine cell
+    frac_sum = cells * total - (0.5 + left_i) * count  # sum of (x * G - 0.5 - left)
+    w = np.bincount(np.clip(left_i, 0, cells - 1), weights=count - frac_sum, minlength=cells)
+    w += np.bincount(np.clip(left_i + 1, 0, cells - 1), weights=frac_sum, minlength=cells)
+    return w
+
+
+def _bandwidth(g: GroupSummary, bw: str | float) -> tuple[float, str | None]:
+    total, squares, lo, hi = g.moments  # type: ignore[misc]
+    n = g.n
+    if not isinstance(bw, str):
+        return float(bw), None
+    if n < 2:
+        return float("nan"), f"has a single score; the {bw} bandwidth rule needs at least 2"
+    if lo == hi:
+        return float("nan"), (f"has constant scores (all {lo:.6g}), so the {bw} bandwidth is "
+                              "0 and the density is a spike; pass an absolute bandwidth (e.g. "
+                              "bandwidth=0.05) or use abcc")
+    std = math.sqrt(max(squares - total * total / n, 0.0) / (n - 1))
+    factor = n ** -0.2 if bw == "scott" else (0.75 * n) ** -0.2
+    h = std * factor
+    floor = _kde.min_bandwidth(compat=False)
+    if h < floor:
+        return float("nan"), (f"has nearly constant scores (std {std:.3g}): its {bw} "
+                              f"bandwidth {h:.3g} is below {floor:.3g}; pass an absolute "
+                              "bandwidth or use abcc")
+    return h, None
+
+
+def abpc_from_summary(attr: AttributeSummary, *, max_bins_cells: int, agg: str = "max",
+                      bandwidth: str | float = "scott", compat: str | None = None,
+                      min_group_size: int = 1) -> float:
+    """:func:`~fairmonitor.metrics.abpc` from raw scores or cells (the default estimator)."""
+    check_option(agg, "agg", AGGREGATIONS, func="abpc")
+    if compat is not None:
+        raise InvalidInputError(
+            "abpc: compat='paper' evaluates scipy's KDE on raw scores; summaries with cells "
+            "cannot; keep raw scores (SummarySpec(max_raw=None))")
+    _need_scores(attr)
+    bw = _kde.check_bandwidth(bandwidth, compat=False)
+    kept = _kept(attr, min_group_size)
+    if not _two_groups("abpc", kept):
+        return float("nan")
+    edges = cell_edges(max_bins_cells)
+    groups = [attr.groups[label] for label in kept.labels]
+    widths, why = [], {}
+    for label, g in zip(kept.labels, groups, strict=True):
+        h, cause = _bandwidth(g, bw)
+        widths.append(h)
+        if cause is not None:
+            why[label] = cause
+    keep = [k for k, label in enumerate(kept.labels) if label not in why]
+    causes = "; ".join(f"group {lab!r} of '{attr.name}' {c}" for lab, c in why.items())
+    if len(keep) < 2:
+        return warn_undefined("abpc", causes)
+    if why:
+        warnings.warn(f"abpc: left out {len(why)} group(s) without a density estimate: {causes}",
+                      GroupExclusionWarning, stacklevel=2)
+    cache: dict[tuple[int, int], NDArray[np.float64]] = {}
+
+    def density(k: int, cells: int) -> NDArray[np.float64]:
+        if (k, cells) not in cache:
+            g = groups[k]
+            if g.scores is None and cells >= 1 << DYADIC_BITS:
+                raise InvalidInputError(
+                    f"abpc: group {kept.labels[k]!r} of '{attr.name}' needs a {cells}-cell KDE "
+                    f"grid (bandwidth {widths[k]:.3g}); its cells resolve grids below "
+                    f"{1 << DYADIC_BITS}. Pass a larger bandwidth or keep raw scores")
+            cache[k, cells] = _kde.density_from_binned(_binned(g, edges, cells), widths[k], g.n)
+        return cache[k, cells]
+
+    def pair(i: int, j: int) -> float:
+        cells = _kde.grid_size(min(widths[i], widths[j]))
+        return float(np.abs(density(i, cells) - density(j, cells)).mean())
+
+    return _pairs("abpc", kept, keep, pair).aggregate(agg)  # type: ignore[arg-type]

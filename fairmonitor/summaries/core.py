@@ -1,0 +1,586 @@
+"""Mergeable window summaries: per (attribute, group) counts, scores and a row sample.
+
+A :class:`WindowSummary` holds, for every sensitive attribute (and the intersection) and every
+group: the row count, the confusion counts, the score summary and a row sample. Two summaries of
+disjoint rows merge by addition (:meth:`WindowSummary.merge`, associative and commutative), and
+:func:`fairmonitor.report.evaluate_summary` evaluates a summary into the same ``WindowReport``
+as :func:`~fairmonitor.report.evaluate_window`, which itself computes through a summary.
+
+Score summary of a group (spec: issue 17):
+
+- **raw**: the group's scores, sorted, while the group has at most ``spec.max_raw`` rows (or
+  always, ``max_raw=None``, as ``evaluate_window`` does: the window holds the rows anyway).
+  Every score metric is then the raw-row value with every option.
+- **cells**: above ``max_raw``, the count and the sum of the scores in each cell between
+  consecutive edges of the union of ``linspace(0, 1, m + 1)`` for every ``m <= max_bins``
+  (MADD ``"auto"``'s candidates) and the dyadic grid ``k / 2**DYADIC_BITS``. MADD (auto and
+  every fixed ``m <= max_bins``) is then exact: each of its bins is a union of cells. ABCC is
+  exact in every cell where the two CDFs cannot cross (count + sum give the integral of a CDF
+  over a cell) and bounded in the others: the summary certifies its error
+  (``AbccCells.error``). ABPC's linear binning onto ``2**k`` cells, ``k < DYADIC_BITS``, is
+  exact from counts and sums too (every grid centre is a dyadic edge), up to round-off.
+
+Row sample: per group, the ``spec.sample_size`` rows with the smallest hash of their content
+(a bottom-k sample: deterministic, and the sample of merged summaries is the sample of the
+union). HFM, CFair and robustness read it when the rows themselves are gone; their values are
+then estimates (see :func:`fairmonitor.report.evaluate_summary`).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .._validation import check_scores
+from ..exceptions import InvalidInputError
+from ..metrics._groups import Groups, encode_attributes
+from ..metrics._madd.bandwidth import _grid
+
+__all__ = ["DYADIC_BITS", "SUMMARY_VERSION", "AttributeSummary", "GroupSummary",
+           "SummarySpec", "WindowSummary", "cell_edges", "merge_all", "summarize"]
+
+#: Format version of a serialized summary; bumped when the meaning of a field changes.
+SUMMARY_VERSION = 1
+#: The cells include every edge ``k / 2**DYADIC_BITS``: ABPC grids up to 2**13 cells bin exactly.
+DYADIC_BITS = 14
+
+
+@dataclass(frozen=True)
+class SummarySpec:
+    """What a summary keeps; summaries merge only under the same spec (its fingerprint).
+
+    Parameters
+    ----------
+    max_raw : int or None, default=524288
+        Groups with at most this many rows keep their raw sorted scores (8 bytes a score);
+        larger ones keep cells (32 bytes serialized per non-empty cell, at most ~96k cells,
+        ~3.1 MB: less than the 4.2 MB of 2**19 raw scores, so a group never costs more than
+        its raw scores; and cell metrics cost the same whatever the rows). Lower it to trade
+        bytes for faster evaluation of merged summaries. None keeps raw scores always.
+    max_bins : int, default=499
+        MADD ``"auto"``'s grid (the cells reproduce every ``m <= max_bins``).
+    sample_size : int, default=256
+        Rows kept per group for the row metrics (HFM, CFair, robustness); 0 keeps none.
+    """
+
+    max_raw: int | None = 1 << 19
+    max_bins: int = 499
+    sample_size: int = 256
+
+    @property
+    def fingerprint(self) -> str:
+        """Hash of everything that decides what a summary's numbers mean.
+
+        >>> SummarySpec().fingerprint == SummarySpec().fingerprint != SummarySpec(500).fingerprint
+        True
+        """
+        text = json.dumps({"version": SUMMARY_VERSION, "max_raw": self.max_raw,
+                           "max_bins": self.max_bins, "sample_size": self.sample_size,
+                           "dyadic_bits": DYADIC_BITS, "hash": "splitmix64-crc32-v1"})
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@functools.lru_cache(maxsize=4)
+def cell_edges(max_bins: int) -> NDArray[np.float64]:
+    """Sorted distinct edges of the cells: MADD's grid edges and the dyadic grid.
+
+    >>> e = cell_edges(499)
+    >>> bool(e[0] == 0.0 and e[-1] == 1.0 and np.all(np.diff(e) > 0)), e.size > 80_000
+    (True, True)
+    """
+    edges = np.union1d(_grid(max_bins, None).edges,
+                       np.arange((1 << DYADIC_BITS) + 1) / float(1 << DYADIC_BITS))
+    edges.flags.writeable = False
+    return edges
+
+
+def _cells_of(sorted_scores: NDArray[np.float64], edges: NDArray[np.float64]) -> Cells:
+    """Non-empty cells of sorted scores: index, count, sum, min, max.
+
+    Cell k is ``[e_k, e_k+1)``, the last one closed at 1.
+    """
+    cell = np.searchsorted(edges, sorted_scores, side="right") - 1
+    np.minimum(cell, edges.size - 2, out=cell)  # 1.0 belongs to the last (closed) cell
+    starts = np.flatnonzero(np.r_[True, cell[1:] != cell[:-1]]) if cell.size else cell[:0]
+    counts = np.diff(np.r_[starts, cell.size]).astype(np.int64)
+    if not cell.size:
+        return cell[:0].astype(np.int32), counts, np.zeros(0), np.zeros(0), np.zeros(0)
+    sums = np.add.reduceat(sorted_scores, starts)
+    last = np.r_[starts[1:], cell.size] - 1
+    # sorted: a cell's min is its first score, its max its last
+    return cell[starts].astype(np.int32), counts, sums, sorted_scores[starts], sorted_scores[last]
+
+
+#: A group's non-empty cells: index, count, sum, min and max of the scores in each.
+Cells = tuple[NDArray[np.int32], NDArray[np.int64], NDArray[np.float64], NDArray[np.float64],
+              NDArray[np.float64]]
+
+
+@dataclass(frozen=True, eq=False)
+class GroupSummary:
+    """One group's counts, score summary and row sample.
+
+    Attributes
+    ----------
+    n : int
+        Rows.
+    predicted_positive : int or None
+        Rows predicted 1 (None without predictions).
+    confusion : tuple of int or None
+        ``(tp, fp, fn, tn)`` (None without labels).
+    moments : tuple of float or None
+        ``(sum, sum of squares, min, max)`` of the scores (None without scores).
+    scores : ndarray or None
+        Raw sorted scores (raw mode).
+    cells : tuple of ndarray or None
+        ``(index, count, sum, min, max)`` of the non-empty cells (cells mode).
+    sample_keys : ndarray of uint64
+        Hash keys of the sampled rows, ascending.
+    sample : mapping of str to ndarray
+        The sampled rows' columns (``y_true``, ``y_pred``, ``y_score``, ``x:<feature>``).
+    """
+
+    n: int
+    predicted_positive: int | None
+    confusion: tuple[int, int, int, int] | None
+    moments: tuple[float, float, float, float] | None
+    scores: NDArray[np.float64] | None
+    cells: Cells | None
+    sample_keys: NDArray[np.uint64]
+    sample: Mapping[str, NDArray[Any]]
+
+    def sparse_cells(self, edges: NDArray[np.float64]) -> Cells:
+        """The non-empty cells (raw scores binned on the fly)."""
+        return self.cells if self.cells is not None else _cells_of(
+            self.scores, edges)  # type: ignore[arg-type]
+
+    def dense_cells(self, edges: NDArray[np.float64]) -> tuple[NDArray[Any], ...]:
+        """Count, sum, min (+inf if empty) and max (-inf) of every cell."""
+        index, count, total, low, high = self.sparse_cells(edges)
+        size = edges.size - 1
+        counts, sums = np.zeros(size, dtype=np.int64), np.zeros(size)
+        mins, maxs = np.full(size, np.inf), np.full(size, -np.inf)
+        counts[index], sums[index], mins[index], maxs[index] = count, total, low, high
+        return counts, sums, mins, maxs
+
+
+def _union(ia: NDArray[Any], ib: NDArray[Any], size: int
+           ) -> tuple[NDArray[np.intp], NDArray[np.intp], NDArray[np.intp]]:
+    """Sorted union of two sets of cell indices, and where each set's cells sit in it.
+
+    A mark per cell (O(cells), no sort of the indices): much faster than np.union1d here.
+    """
+    mark = np.zeros(size, dtype=bool)
+    mark[ia] = True
+    mark[ib] = True
+    cells = np.flatnonzero(mark)
+    position = np.cumsum(mark) - 1
+    return cells, position[ia], position[ib]
+
+
+def _merge_cells(a: Cells, b: Cells, size: int) -> Cells:
+    """The cells of the union of two groups' scores: counts and sums add, min/max combine."""
+    cells, pa, pb = _union(a[0], b[0], size)
+    count = np.zeros(cells.size, dtype=np.int64)
+    total = np.zeros(cells.size)
+    low, high = np.full(cells.size, np.inf), np.full(cells.size, -np.inf)
+    count[pa], total[pa], low[pa], high[pa] = a[1], a[2], a[3], a[4]
+    count[pb] += b[1]  # each cell once per side: plain fancy indexing adds correctly
+    total[pb] += b[2]
+    low[pb] = np.minimum(low[pb], b[3])
+    high[pb] = np.maximum(high[pb], b[4])
+    return cells.astype(np.int32), count, total, low, high
+
+
+def _merge_optional(a: Any, b: Any, add: Any) -> Any:
+    if (a is None) != (b is None):
+        raise InvalidInputError(
+            "summaries with and without the same inputs (labels, predictions or scores) cannot "
+            "merge; summarize both with the same columns"
+        )
+    return None if a is None else add(a, b)
+
+
+def _merge_group(a: GroupSummary, b: GroupSummary, spec: SummarySpec) -> GroupSummary:
+    n = a.n + b.n
+    moments = _merge_optional(a.moments, b.moments, lambda x, y: (
+        x[0] + y[0], x[1] + y[1], min(x[2], y[2]), max(x[3], y[3])))
+    scores = cells = None
+    if a.moments is not None:
+        if a.scores is not None and b.scores is not None and (
+                spec.max_raw is None or n <= spec.max_raw):
+            # two sorted runs: timsort ("stable") merges them in O(n), a multiset: order-free
+            scores = np.sort(np.concatenate([a.scores, b.scores]), kind="stable")
+        else:
+            cells = _merge_cells(a.sparse_cells(cell_edges(spec.max_bins)),
+                                 b.sparse_cells(cell_edges(spec.max_bins)),
+                                 cell_edges(spec.max_bins).size - 1)
+    keys = np.concatenate([a.sample_keys, b.sample_keys])
+    # equal keys mean equal sampled columns (the key hashes them), so which of two equal-key
+    # rows is kept does not change the sample: merge(a, b) == merge(b, a)
+    order = np.argsort(keys, kind="stable")[: spec.sample_size]
+    sample = {c: np.concatenate([a.sample[c], b.sample[c]])[order] for c in a.sample}
+    if set(a.sample) != set(b.sample):
+        raise InvalidInputError(
+            f"row samples with different columns cannot merge: {sorted(a.sample)} vs "
+            f"{sorted(b.sample)}; summarize both windows with the same feature columns"
+        )
+    return GroupSummary(
+        n, _merge_optional(a.predicted_positive, b.predicted_positive, int.__add__),
+        _merge_optional(a.confusion, b.confusion,
+                        lambda x, y: tuple(int(p + q) for p, q in zip(x, y, strict=True))),
+        moments, scores, cells, keys[order], sample)
+
+
+@dataclass(frozen=True, eq=False)
+class AttributeSummary:
+    """The groups of one sensitive attribute (or intersection), labels sorted."""
+
+    name: str
+    groups: Mapping[Any, GroupSummary]
+
+    @property
+    def labels(self) -> tuple[Any, ...]:
+        """Group labels, sorted as :func:`~fairmonitor.metrics.encode_groups` sorts them."""
+        return tuple(self.groups)
+
+    @property
+    def counts(self) -> NDArray[np.intp]:
+        """Rows per group."""
+        return np.array([g.n for g in self.groups.values()], dtype=np.intp)
+
+    @property
+    def raw(self) -> bool:
+        """True if every group keeps raw scores (all score metrics exact, every option)."""
+        return all(g.scores is not None for g in self.groups.values())
+
+
+@dataclass(frozen=True, eq=False)
+class WindowSummary:
+    """A window's mergeable summary. Build with :func:`summarize`; combine with :meth:`merge`.
+
+    Examples
+    --------
+    >>> s = summarize({"g": ["a", "a", "b", "b"]}, y_pred=[1, 0, 1, 1])
+    >>> s.attributes["g"].groups["b"].predicted_positive
+    2
+    >>> s.merge(s).n_rows
+    8
+    """
+
+    spec: SummarySpec
+    n_rows: int
+    attributes: Mapping[str, AttributeSummary]
+    inputs: tuple[str, ...]  # which of y_true, y_pred, y_score the rows had
+    features: tuple[str, ...] = ()
+    model: str = ""
+    version: str = ""
+    start: datetime | None = None
+    end: datetime | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def merge(self, other: WindowSummary) -> WindowSummary:
+        """The summary of both windows' rows. Associative and commutative.
+
+        Raises
+        ------
+        InvalidInputError
+            The summaries were made under different specs (fingerprints), or with different
+            attributes or inputs.
+        """
+        _check_compatible(self, other)
+        attributes = {}
+        for name, mine in self.attributes.items():
+            theirs = other.attributes[name]
+            merged = dict(mine.groups)
+            for label, group in theirs.groups.items():
+                merged[label] = (_merge_group(merged[label], group, self.spec)
+                                 if label in merged else group)
+            attributes[name] = AttributeSummary(name, dict(sorted(merged.items())))
+        starts = [t for t in (self.start, other.start) if t is not None]
+        ends = [t for t in (self.end, other.end) if t is not None]
+        return replace(self, n_rows=self.n_rows + other.n_rows, attributes=attributes,
+                       start=min(starts) if starts else None, end=max(ends) if ends else None)
+
+    def nbytes(self) -> int:
+        """Bytes of the arrays held (scores, cells, samples): the summary's size in memory."""
+        total = 0
+        for attr in self.attributes.values():
+            for g in attr.groups.values():
+                total += 64 + g.sample_keys.nbytes + sum(c.nbytes for c in g.sample.values())
+                if g.scores is not None:
+                    total += g.scores.nbytes
+                if g.cells is not None:
+                    total += sum(c.nbytes for c in g.cells)
+        return total
+
+
+def _check_compatible(a: WindowSummary, b: WindowSummary) -> None:
+    if a.spec.fingerprint != b.spec.fingerprint:
+        raise InvalidInputError(
+            f"cannot merge summaries made under different specs (fingerprint "
+            f"{a.spec.fingerprint} {a.spec} vs {b.spec.fingerprint} "
+            f"{b.spec}); re-summarize one of them with the other's SummarySpec"
+        )
+    if list(a.attributes) != list(b.attributes) or a.inputs != b.inputs:
+        raise InvalidInputError(
+            f"cannot merge summaries of different attributes or inputs: "
+            f"{list(a.attributes)} {a.inputs} vs {list(b.attributes)} "
+            f"{b.inputs}; summarize both windows with the same columns"
+        )
+
+
+def _merge_groups(groups: list[GroupSummary], spec: SummarySpec) -> GroupSummary:
+    """Many groups at once: what folding :func:`_merge_group` gives, in one pass per array."""
+    if len(groups) == 1:
+        return groups[0]
+    first = groups[0]
+    n = sum(g.n for g in groups)
+    pos = None if first.predicted_positive is None else sum(
+        g.predicted_positive for g in groups)  # type: ignore[misc]
+    conf = None if first.confusion is None else tuple(
+        int(sum(g.confusion[k] for g in groups)) for k in range(4))  # type: ignore[index]
+    moments = scores = cells = None
+    if first.moments is not None:
+        total = squares = 0.0
+        for g in groups:  # left to right, as the pairwise fold adds
+            total += g.moments[0]  # type: ignore[index]
+            squares += g.moments[1]  # type: ignore[index]
+        moments = (total, squares, min(g.moments[2] for g in groups),  # type: ignore[index]
+                   max(g.moments[3] for g in groups))  # type: ignore[index]
+        if all(g.scores is not None for g in groups) and (
+                spec.max_raw is None or n <= spec.max_raw):
+            scores = np.sort(np.concatenate([g.scores for g in groups]), kind="stable")
+        else:
+            edges = cell_edges(spec.max_bins)
+            parts = [g.sparse_cells(edges) for g in groups]
+            mark = np.zeros(edges.size - 1, dtype=bool)
+            for p in parts:
+                mark[p[0]] = True
+            index = np.flatnonzero(mark)
+            where = np.cumsum(mark) - 1
+            at = np.concatenate([where[p[0]] for p in parts])
+            count = np.zeros(index.size, dtype=np.int64)
+            add = np.zeros(index.size)
+            low, high = np.full(index.size, np.inf), np.full(index.size, -np.inf)
+            np.add.at(count, at, np.concatenate([p[1] for p in parts]))
+            np.add.at(add, at, np.concatenate([p[2] for p in parts]))
+            np.minimum.at(low, at, np.concatenate([p[3] for p in parts]))
+            np.maximum.at(high, at, np.concatenate([p[4] for p in parts]))
+            cells = (index.astype(np.int32), count, add, low, high)
+    keys = np.concatenate([g.sample_keys for g in groups])
+    order = np.argsort(keys, kind="stable")[: spec.sample_size]
+    sample = {c: np.concatenate([g.sample[c] for g in groups])[order] for c in first.sample}
+    return GroupSummary(n, pos, conf, moments, scores, cells, keys[order], sample)
+
+
+def merge_all(summaries: list[WindowSummary]) -> WindowSummary:
+    """Merge many summaries at once (e.g. the 24 hours of a day).
+
+    The same summary as folding :meth:`WindowSummary.merge` over them (cell sums up to
+    round-off), at the cost of one pass per group instead of one per summary.
+
+    >>> h = [summarize({"g": ["a", "b"]}, y_pred=[1, 0]) for _ in range(3)]
+    >>> merge_all(h).attributes["g"].groups["a"].predicted_positive
+    3
+    """
+    if not summaries:
+        raise InvalidInputError("merge_all needs at least one summary")
+    first = summaries[0]
+    for other in summaries[1:]:
+        _check_compatible(first, other)
+    attributes = {}
+    for name in first.attributes:
+        by_label: dict[Any, list[GroupSummary]] = {}
+        for s in summaries:
+            for label, g in s.attributes[name].groups.items():
+                by_label.setdefault(label, []).append(g)
+        attributes[name] = AttributeSummary(name, {
+            label: _merge_groups(groups, first.spec)
+            for label, groups in sorted(by_label.items())})
+    starts = [s.start for s in summaries if s.start is not None]
+    ends = [s.end for s in summaries if s.end is not None]
+    return replace(first, n_rows=sum(s.n_rows for s in summaries), attributes=attributes,
+                   start=min(starts) if starts else None, end=max(ends) if ends else None)
+
+
+# --------------------------------------------------------------------------- building
+
+
+def _splitmix(x: NDArray[np.uint64]) -> NDArray[np.uint64]:
+    with np.errstate(over="ignore"):
+        x = x + np.uint64(0x9E3779B97F4A7C15)
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return x ^ (x >> np.uint64(31))
+
+
+def _column_bits(col: NDArray[Any]) -> NDArray[np.uint64]:
+    """A uint64 per value, equal for equal values in any process (no Python ``hash``)."""
+    col = np.asarray(col)
+    if col.dtype.kind in "biu":
+        return col.astype(np.int64).view(np.uint64)
+    if col.dtype.kind == "f":
+        return (col.astype(np.float64) + 0.0).view(np.uint64)  # -0.0 hashes as 0.0
+    uniques, inverse = np.unique(col.astype(str), return_inverse=True)
+    crc = np.array([zlib.crc32(u.encode()) for u in uniques], dtype=np.uint64)
+    return crc[inverse.reshape(-1)]
+
+
+def _row_keys(columns: Mapping[str, NDArray[Any]], n: int) -> NDArray[np.uint64]:
+    key = np.zeros(n, dtype=np.uint64)
+    for col in columns.values():
+        with np.errstate(over="ignore"):
+            key = _splitmix(key ^ _column_bits(col))
+    return key
+
+
+def _feature_columns(X: Any) -> dict[str, NDArray[Any]]:
+    if X is None:
+        return {}
+    if hasattr(X, "columns"):
+        return {f"x:{c}": np.asarray(X[c]) for c in X.columns}
+    arr = np.asarray(X)
+    if arr.ndim != 2:
+        raise InvalidInputError(f"X must be 2-D (rows x features); got shape {arr.shape}")
+    return {f"x:{j}": arr[:, j] for j in range(arr.shape[1])}
+
+
+def _outcome_counts(codes: NDArray[np.intp], pred: NDArray[np.int8],
+                    true: NDArray[np.int8] | None, k: int) -> NDArray[np.int64]:
+    """Rows per (group, label * 2 + prediction), in blocks: no n-long temporary."""
+    counts = np.zeros(4 * k, dtype=np.int64)
+    for lo in range(0, codes.size, 1 << 16):
+        cell = codes[lo:lo + (1 << 16)].astype(np.intp) * 4 + pred[lo:lo + (1 << 16)]
+        if true is not None:
+            cell += 2 * true[lo:lo + (1 << 16)]
+        counts += np.bincount(cell, minlength=4 * k)
+    return counts.reshape(k, 4)
+
+
+def _smallest(keys: NDArray[np.uint64], k: int) -> NDArray[np.intp]:
+    """Positions of the ``k`` smallest keys, ascending (O(n): a partition, then k sorted)."""
+    if k == 0:
+        return np.zeros(0, dtype=np.intp)
+    if keys.size > k:
+        part = np.argpartition(keys, k - 1)[:k]
+        return part[np.argsort(keys[part], kind="stable")]
+    return np.argsort(keys, kind="stable")
+
+
+def summarize(
+    sensitive_features: Any,
+    *,
+    y_pred: Any = None,
+    y_score: Any = None,
+    y_true: Any = None,
+    X: Any = None,
+    threshold: float = 0.5,
+    intersection: bool = True,
+    spec: SummarySpec | None = None,
+    groups: Mapping[str, Groups] | None = None,
+    model: str = "",
+    version: str = "",
+    start: datetime | None = None,
+    end: datetime | None = None,
+) -> WindowSummary:
+    """Summarize one window's rows per sensitive attribute and group.
+
+    Parameters
+    ----------
+    sensitive_features : mapping of str to array-like, DataFrame or array-like
+        One column per attribute; with several, the intersection is summarized too.
+    y_pred, y_score, y_true : array-like, optional
+        As :class:`~fairmonitor.report.Window`; ``y_pred`` defaults to ``y_score >=
+        threshold``.
+    X : DataFrame or 2-D array, optional
+        Features, kept in the row sample only.
+    spec : SummarySpec, optional
+        What to keep (default ``SummarySpec()``).
+    groups : mapping of str to Groups, optional
+        Already encoded attributes (from :func:`~fairmonitor.metrics._groups.encode_attributes`).
+
+    Returns
+    -------
+    summary : WindowSummary
+
+    Examples
+    --------
+    >>> s = summarize({"sex": ["F", "F", "M"]}, y_score=[0.2, 0.9, 0.6], y_true=[0, 1, 1])
+    >>> g = s.attributes["sex"].groups["F"]
+    >>> g.n, g.confusion, g.scores.tolist()
+    (2, (1, 0, 0, 1), [0.2, 0.9])
+    """
+    spec = spec or SummarySpec()
+    if groups is None:
+        groups = encode_attributes(sensitive_features, intersection=intersection)
+    n = next(iter(groups.values())).codes.size
+    score = None if y_score is None else check_scores(y_score, "y_score")
+    if y_pred is None and score is not None:
+        y_pred = (score >= threshold).astype(np.int8)
+    # 0/1 as int8: 1 byte a row, not 8 (the window may hold 10^7 rows)
+    pred = None if y_pred is None else np.asarray(y_pred).astype(np.int8)
+    true = None if y_true is None else np.asarray(y_true).astype(np.int8)
+    for name, arr in (("y_pred", pred), ("y_score", score), ("y_true", true)):
+        if arr is not None and arr.size != n:
+            raise InvalidInputError(
+                f"`{name}` has {arr.size} rows but `sensitive_features` has {n}; pass arrays "
+                "aligned row by row")
+    sampled = {k: v for k, v in (("y_true", true), ("y_pred", pred), ("y_score", score))
+               if v is not None}
+    features = _feature_columns(X)
+    sampled.update(features)
+    # no sample, no hashing (evaluate_window has the rows themselves)
+    keys = _row_keys(sampled, n) if spec.sample_size else None
+    edges = cell_edges(spec.max_bins) if spec.max_raw is not None else None
+    attributes = {}
+    for name, g in groups.items():
+        k = g.n_groups
+        codes = g.codes
+        pos = conf = None
+        if pred is not None:
+            both = _outcome_counts(codes, pred, true, k)
+            pos = both[:, 1] + both[:, 3]  # predicted 1, either label
+            if true is not None:
+                conf = both[:, [3, 1, 2, 0]]  # (tp, fp, fn, tn)
+        order = np.argsort(codes.astype(np.int16) if k < 2**15 else codes, kind="stable")
+        bounds = np.r_[0, np.cumsum(g.counts)]
+        per_group = {}
+        for j, label in enumerate(g.labels):
+            rows = order[bounds[j]:bounds[j + 1]]
+            moments = scores = cells = None
+            if score is not None:
+                part = score[rows]  # a fresh gathered copy: sort it in place
+                part.sort()
+                # einsum, not np.dot: BLAS threads stall on a busy machine
+                moments = (float(part.sum()), float(np.einsum("i,i->", part, part)),
+                           float(part[0]),
+                           float(part[-1]))
+                if spec.max_raw is None or part.size <= spec.max_raw:
+                    scores = part
+                else:
+                    cells = _cells_of(part, edges)  # type: ignore[arg-type]
+            if keys is None:
+                group_keys, chosen = np.zeros(0, dtype=np.uint64), rows[:0]
+            else:
+                group_keys = keys[rows]
+                pick = _smallest(group_keys, spec.sample_size)
+                group_keys, chosen = group_keys[pick], rows[pick]
+            per_group[label] = GroupSummary(
+                int(g.counts[j]), None if pos is None else int(pos[j]),
+                None if conf is None else tuple(int(v) for v in conf[j]),
+                moments, scores, cells, group_keys,
+                {c: v[chosen] for c, v in sampled.items()})
+        attributes[name] = AttributeSummary(name, per_group)
+    inputs = tuple(k for k, v in (("y_true", true), ("y_pred", pred), ("y_score", score))
+                   if v is not None)
+    return WindowSummary(spec, n, attributes, inputs, tuple(features), model, version, start, end)
