@@ -182,8 +182,8 @@ def breach_expr(severity: str) -> str:
     >>> print(*breach_expr("critical").splitlines()[:8], sep=chr(10))
     (
       max by (model, metric, sensitive_attribute) (
-        fairmonitor:metric_value unless on(model, metric, sensitive_attribute) \
-fairmonitor_threshold_by_attribute
+        fairmonitor:metric_value{sensitive_attribute!~".+:.+"} unless on(model, metric, \
+sensitive_attribute) fairmonitor_threshold_by_attribute
       )
       > on(model, metric) group_left(bound)
       min by (model, metric, bound) (
