@@ -303,3 +303,22 @@ def test_log_frame_validates_columns_and_generates_ids(tmp_path):
     with pytest.raises(InvalidInputError, match="sensitive feature 'sex' has missing values"):
         logger.log_frame(ok.assign(sex=["F", None]))
     logger.close()
+
+
+def test_sql_fetch_in_chunks_gives_the_one_read_frame(tmp_path, monkeypatch):
+    # labels arrive late: a chunk of only NULL labels must not turn the column into objects
+    import fairmonitor.monitor.sources.sql as sql
+
+    url = f"sqlite:///{tmp_path / 'p.db'}"
+    logger = PredictionLogger(url, model="credit", sensitive_features=["sex"])
+    for i in range(7):
+        logger.log({"sex": "FM"[i % 2]}, score=0.1 * i, prediction=i % 2, id=f"r{i}",
+                   timestamp=T0 + timedelta(minutes=i))
+    logger.attach_labels(["r0", "r1"], [1, 0])
+    logger.close()
+    whole = SQLSource(url).fetch("credit", T0, T0 + HOUR)
+    monkeypatch.setattr(sql, "FETCH_ROWS", 2)
+    chunked = SQLSource(url).fetch("credit", T0, T0 + HOUR)
+    assert whole.shape[0] == 7
+    pd.testing.assert_frame_equal(chunked, whole)
+    assert chunked["label"].tolist()[:2] == [1.0, 0.0] and chunked["label"].isna().sum() == 5
