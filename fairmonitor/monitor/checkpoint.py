@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from .atomic import write_atomic
 from .config import CheckpointConfig
 
 __all__ = ["Checkpoint", "FileCheckpoint", "MemoryCheckpoint", "ModelState", "SQLCheckpoint",
@@ -135,17 +135,7 @@ class FileCheckpoint:
             models = self._read()
             models[model] = state.to_json()
             text = json.dumps({"format": 1, "models": models}, indent=2, sort_keys=True)
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=self.path.parent)
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as f:
-                    f.write(text)
-                    f.flush()
-                    os.fsync(f.fileno())
-                os.replace(tmp, self.path)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
+            write_atomic(self.path, text)
 
 
 class SQLCheckpoint:

@@ -17,9 +17,9 @@ closes (``job.next_run``: the window end, or end + ``labels_after`` for the labe
 plus ``settle_seconds``, so a window is evaluated as soon as it closes: an hourly window is not
 left waiting for a tick counted from start-up. ``config.tick`` is only the retry interval (a
 source that was down is retried at the next tick, whichever comes first). With an injected
-``clock`` or an explicit ``tick_seconds`` (replays, tests) ticks run at that fixed interval. Prometheus is served
-by prometheus-client's own HTTP server thread on the configured address (default
-``127.0.0.1:9464``), from a registry owned by the service.
+``clock`` or an explicit ``tick_seconds`` (replays, tests) ticks run at that fixed interval.
+Prometheus is served by prometheus-client's own HTTP server thread on the configured address
+(default ``127.0.0.1:9464``), from a registry owned by the service.
 
 Logs: one INFO line per evaluated window with its verdict; a WARNING when a value crosses into
 warning or critical (and an INFO line when it is back to ok); faults are logged by the job.

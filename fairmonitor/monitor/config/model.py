@@ -24,7 +24,7 @@ DEFAULT_MLFLOW_SPOOL = "fairmonitor-mlflow-pending.jsonl"
 
 @dataclass(frozen=True)
 class SourceConfig:
-    """Where a model's logged predictions are read from (see :mod:`fairmonitor.monitor.sources`)."""
+    """Where a model's logged predictions are read from (:mod:`fairmonitor.monitor.sources`)."""
 
     kind: Literal["sql", "files"]
     url: str | None = None

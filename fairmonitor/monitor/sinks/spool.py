@@ -36,10 +36,11 @@ from __future__ import annotations
 import json
 import logging
 import os
-import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
+
+from ..atomic import write_atomic
 
 __all__ = ["Spool", "SpoolCorruptError"]
 
@@ -131,18 +132,8 @@ class Spool:
         if not live:
             self.path.unlink(missing_ok=True)
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        # mkstemp: a fresh name, O_EXCL (never follows a planted symlink) and mode 0600
-        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=self.path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.writelines(json.dumps(r, separators=(",", ":")) + "\n" for r in live)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_atomic(self.path, "".join(json.dumps(r, separators=(",", ":")) + "\n"
+                                        for r in live))
 
     def needs_compaction(self, live_points: int) -> bool:
         """True when the journal is large and mostly acknowledged records."""
