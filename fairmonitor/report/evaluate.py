@@ -102,6 +102,8 @@ class Window:
     missing: str | Mapping[str, str] = "raise"
     #: attribute -> (policy, rows with a missing value); set from ``missing``
     missing_counts: Mapping[str, tuple[str, int]] = field(init=False, default_factory=dict)
+    #: True when ``y_pred`` was derived from ``y_score``: invalid scores then void both
+    pred_from_score: bool = field(init=False, default=False, repr=False)
 
     def __post_init__(self) -> None:
         columns, keep, counts = apply_missing_policy(
@@ -127,6 +129,7 @@ class Window:
             score = np.asarray(self.y_score, dtype=float)
             # paper 001 eq. 1 thresholds with ">=" (the reference code uses ">"); we follow the paper
             object.__setattr__(self, "y_pred", (score >= self.threshold).astype(np.int8))
+            object.__setattr__(self, "pred_from_score", True)
 
     @property
     def n_rows(self) -> int:
@@ -472,6 +475,11 @@ def _checked_inputs(window: Window) -> tuple[dict[str, Any], dict[str, Exception
             inputs[name] = checked
         except InvalidInputError as exc:
             failed[name] = exc
+    if window.pred_from_score and "y_score" in failed:
+        # predictions thresholded from invalid scores (NaN -> 0, inf -> 1) would be made-up
+        # numbers: every metric reads the same verdict on those rows, the scores' error
+        inputs.pop("y_pred", None)
+        failed["y_pred"] = failed["y_score"]
     return inputs, failed
 
 

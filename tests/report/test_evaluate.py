@@ -163,3 +163,19 @@ def test_registry_specs_are_consistent():
         assert spec.lower <= spec.ideal <= spec.upper
         assert spec.help.endswith(".") and len(spec.help) <= 160
         assert name.replace("_", "").isalnum() and name == name.lower()
+
+
+def test_invalid_scores_void_the_predictions_derived_from_them():
+    # issue 15 item 7: with only a score column, NaN/inf scores were thresholded (NaN -> 0,
+    # inf -> 1) into demographic parity's input, which read 0.5 while ABCC said NaN
+    window = Window({"g": ["a", "a", "b", "b"]}, y_score=[0.9, np.nan, 0.9, np.inf])
+    report = evaluate_window(window, metrics=["demographic_parity_difference", "abcc"])
+    dp, abcc = (report.values[(m, "g")] for m in ("demographic_parity_difference", "abcc"))
+    assert np.isnan(dp) and np.isnan(abcc)
+    reason = report.reasons[("demographic_parity_difference", "g")]
+    assert reason == report.reasons[("abcc", "g")] and "y_score" in reason
+    # explicit predictions are the user's own: they stay valid next to invalid scores
+    explicit = Window({"g": ["a", "a", "b", "b"]}, y_pred=[1, 0, 1, 1],
+                      y_score=[0.9, np.nan, 0.9, np.inf])
+    assert evaluate_window(explicit, metrics=["demographic_parity_difference"]).values[
+        ("demographic_parity_difference", "g")] == 0.5
