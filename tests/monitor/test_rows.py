@@ -154,3 +154,24 @@ def test_rows_without_a_usable_timestamp_are_counted_not_a_stuck_window(tmp_path
     assert result.n_rows == 4
     assert dict(result.rejected) == {"no_timestamp": 2}
     assert result.report.values[(DPD, "sex")] == 1.0  # F 2/2, M 0/2
+
+
+def test_sql_rows_without_a_timestamp_are_counted(tmp_path):
+    """Issue 15 item 11, SQL side: rows whose timestamp is NULL fell out of every window's
+    WHERE clause without a trace; they are counted with every window, as files count theirs."""
+    engine = sa.create_engine(f"sqlite:///{tmp_path / 'p.db'}")
+    stamps = [T0 + timedelta(minutes=i) for i in range(4)] + [None, None, None]
+    pd.DataFrame({"timestamp": stamps, "model": ["credit"] * 6 + ["other"],
+                  "sex": list("FMFMFMF"), "prediction": [1, 0, 1, 0, 1, 1, 1]}).to_sql(
+        "predictions", engine, index=False)
+    engine.dispose()
+    source = SQLSource(f"sqlite:///{tmp_path / 'p.db'}")
+    try:
+        result = evaluate_model_window(_model(prediction="prediction"), source, T0, T0 + H,
+                                       now=T0 + H)
+    finally:
+        source.close()
+    assert result.ok, result.errors
+    assert result.n_rows == 4
+    assert dict(result.rejected) == {"no_timestamp": 2}  # the other model's is not ours
+    assert result.report.values[(DPD, "sex")] == 1.0

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
-from .base import _utc, expand_json_column, to_utc
+from .base import NO_TIMESTAMP, _utc, expand_json_column, to_utc
 
 __all__ = ["SQLSource"]
 
@@ -94,9 +94,14 @@ class SQLSource:
             columns = [sa.type_coerce(c, sa.String).label(c.name) if c is ts else c
                        for c in wanted]
             stmt = sa.select(*columns).where(ts >= lo, ts < hi)
+            # rows without a timestamp belong to no window: counted, never silently dropped
+            # (the same total as the file and memory sources report with every window)
+            undated_stmt = sa.select(sa.func.count()).select_from(table).where(ts.is_(None))
             if self.model_column and self.model_column in table.c:
                 stmt = stmt.where(table.c[self.model_column] == model)
+                undated_stmt = undated_stmt.where(table.c[self.model_column] == model)
             with self.engine.connect() as conn:
+                undated = int(conn.execute(undated_stmt).scalar_one())
                 result = conn.execute(stmt)
                 keys = list(result.keys())
                 # plain DB-API tuples: SQLAlchemy Row objects make DataFrame construction
@@ -120,6 +125,7 @@ class SQLSource:
         frame[self.timestamp_column] = to_utc(frame[self.timestamp_column])
         if self.expand_features and self.features_column:
             frame = expand_json_column(frame, self.features_column)
+        frame.attrs[NO_TIMESTAMP] = undated
         return frame
 
     def close(self) -> None:
