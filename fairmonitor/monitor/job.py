@@ -267,9 +267,28 @@ def evaluate_model_window(
                     n_rows=len(frame), report=None,
                     errors={"data": f"{type(exc).__name__}: {exc}"})
     failed = [f"{m}/{a}: {r}" for (m, a), r in report.reasons.items() if r.startswith("error:")]
+    _warn_many_groups(model_cfg.name, report)
     return done(version=version, versions=versions, labels_included=with_labels,
                 n_rows=len(frame), report=report,
                 errors={"metric": "; ".join(failed)} if failed else {})
+
+
+#: An attribute with more distinct values than this in one window is identifier-like: every
+#: group's metric is noise, and only the largest groups are exported (fairmonitor_groups says
+#: how many there are).
+MANY_GROUPS = 1000
+_warned_many_groups: set[tuple[str, str]] = set()  # (model, attribute): said once a process
+
+
+def _warn_many_groups(model: str, report: WindowReport) -> None:
+    for attr, counts in report.group_counts.items():
+        if len(counts) > MANY_GROUPS and (model, attr) not in _warned_many_groups:
+            _warned_many_groups.add((model, attr))
+            log.warning(
+                "%s: sensitive attribute %r has %d distinct values in one window (more than "
+                "%d): an identifier-like column? Each group's metric is noise at that size and "
+                "only the largest groups are exported; bucket it, or remove it from "
+                "sensitive_features.", model, attr, len(counts), MANY_GROUPS)
 
 
 def describe(result: WindowResult) -> str:

@@ -175,3 +175,27 @@ def test_sql_rows_without_a_timestamp_are_counted(tmp_path):
     assert result.n_rows == 4
     assert dict(result.rejected) == {"no_timestamp": 2}  # the other model's is not ours
     assert result.report.values[(DPD, "sex")] == 1.0
+
+
+def test_an_identifier_like_attribute_is_counted_and_said_once(caplog):
+    """Issue 15 item 13: a 10k-value attribute exported row-level values as labels; the group
+    series are capped (issue 14), and the attribute's size is now exported and said in the
+    log once, with the fix."""
+    from fairmonitor.monitor import job
+
+    n = job.MANY_GROUPS + 1
+    frame = pd.DataFrame({"timestamp": [T0 + timedelta(seconds=i) for i in range(2 * n)],
+                          "model": "credit", "sex": [f"id{i % n}" for i in range(2 * n)],
+                          "prediction": [i % 2 for i in range(2 * n)]})
+    model = _model(prediction="prediction")
+    job._warned_many_groups.discard(("credit", "sex"))
+    registry = CollectorRegistry()
+    collector = FairnessCollector(registry, models={"credit": model})
+    with caplog.at_level("WARNING", logger="fairmonitor.monitor.job"):
+        for _ in range(2):
+            result = evaluate_model_window(model, MemorySource(frame), T0, T0 + H, now=T0 + H)
+            collector.observe(result)
+    said = [r for r in caplog.records if "identifier-like" in r.getMessage()]
+    assert len(said) == 1 and f"has {n} distinct values" in said[0].getMessage()
+    assert registry.get_sample_value("fairmonitor_groups", {
+        "model": "credit", "sensitive_attribute": "sex"}) == float(n)

@@ -97,6 +97,8 @@ class _Model:
     version: str = ""
     values: Mapping[tuple[str, str], _Value] = field(default_factory=dict)
     groups: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    #: distinct groups per attribute before the MAX_GROUPS cap
+    group_totals: Mapping[str, int] = field(default_factory=dict)
     groups_version: str = ""
     # attribute -> ((version, metric, level, ratio), ...)
     robustness: Mapping[str, tuple[tuple[str, str, str, float], ...]] = field(default_factory=dict)
@@ -336,6 +338,8 @@ class FairnessCollector:
             groups=({a: _capped(c) for a, c in report.group_counts.items()}
                     if report is not None else {}) if main_phase
             else m.groups,
+            group_totals=({a: len(c) for a, c in report.group_counts.items()}
+                          if report is not None else {}) if main_phase else m.group_totals,
             groups_version=r.version if main_phase else m.groups_version,
             rejected=dict(getattr(r, "rejected", {})) if main_phase else m.rejected,
             duplicates=int(getattr(r, "duplicates", 0)) if main_phase else m.duplicates,
@@ -473,6 +477,9 @@ class FairnessCollector:
                               "model", "metric", "sensitive_attribute")
         groups = _gauge("group_samples", "Rows per group of each sensitive attribute in the "
                         "latest window.", "model", "version", "sensitive_attribute", "group")
+        distinct = _gauge("groups", "Distinct groups of each sensitive attribute in the latest "
+                          "window (group_samples keeps the largest ones).", "model",
+                          "sensitive_attribute")
         for model, m in models.items():
             for (metric, attr), v in m.values.items():
                 if v.window_end:
@@ -496,8 +503,10 @@ class FairnessCollector:
             for attr, counts in m.groups.items():
                 for group, n in counts.items():
                     groups.add_metric([model, m.groups_version, attr, group], float(n))
+            for attr, n in m.group_totals.items():
+                distinct.add_metric([model, attr], float(n))
         yield from per_metric.values()
-        yield from (undefined, robustness, groups, alert, value_window)
+        yield from (undefined, robustness, groups, distinct, alert, value_window)
 
     def _never_labelled(self, model: str, m: _Model) -> Iterator[tuple[str, str]]:
         """Configured label metrics with no value yet (their first labels have not arrived)."""
