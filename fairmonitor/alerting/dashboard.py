@@ -80,6 +80,14 @@ def _dashed(colour: str) -> list[dm.DynamicConfigValue]:
             dm.DynamicConfigValue(id_val="custom.fillOpacity", value=0)]
 
 
+def _band_edge(fill: int) -> list[dm.DynamicConfigValue]:
+    """A confidence bound: a thin dotted line; the upper one shaded down to the axis."""
+    return [dm.DynamicConfigValue(id_val="custom.lineStyle",
+                                  value={"fill": "dot", "dash": [0, 8]}),
+            dm.DynamicConfigValue(id_val="custom.lineWidth", value=1),
+            dm.DynamicConfigValue(id_val="custom.fillOpacity", value=fill)]
+
+
 def _severity_steps() -> db.ThresholdsConfig:
     return db.ThresholdsConfig().mode(dm.ThresholdsMode.ABSOLUTE).steps([
         dm.Threshold(value=None, color="green"), dm.Threshold(value=1, color="orange"),
@@ -105,9 +113,11 @@ def _fairness_panels() -> list[Any]:
     )
     per_metric = (
         timeseries.Panel().id(3).title("$metric")
-        .description("The metric per sensitive attribute, with the configured warning "
-                     "(orange) and critical (red) thresholds as dashed lines. A gap means the "
-                     "value was undefined (see the table below).")
+        .description("The metric per sensitive attribute, its 95% confidence band (dotted "
+                     "lower and upper bounds: the value's sampling noise; a threshold with "
+                     "compare: bound alerts when the band's unfair side crosses it) and the "
+                     "configured warning (orange) and critical (red) thresholds as dashed "
+                     "lines. A gap means the value was undefined (see the table below).")
         .datasource(_DS).span(12).height(8).repeat("metric").repeat_direction("h")
         .max_per_row(2)
         .with_target(_query(f'{{__name__=~"{NAMESPACE}_${{metric}}", {_MVA}}}',
@@ -118,6 +128,14 @@ def _fairness_panels() -> list[Any]:
             f'{NAMESPACE}_threshold_by_attribute{{{_M}, metric=~"${{metric}}", '
             'sensitive_attribute=~"$attribute"}',
             "{{model}} · {{sensitive_attribute}} {{severity}} threshold ({{bound}})", "C"))
+        .with_target(_query(
+            f'{NAMESPACE}_metric_lower_bound{{{_MVA}, metric=~"${{metric}}"}}',
+            "{{model}} · {{sensitive_attribute}} · v{{version}} lower bound", "D"))
+        .with_target(_query(
+            f'{NAMESPACE}_metric_upper_bound{{{_MVA}, metric=~"${{metric}}"}}',
+            "{{model}} · {{sensitive_attribute}} · v{{version}} upper bound", "E"))
+        .override_by_regexp(".*lower bound$", _band_edge(0))
+        .override_by_regexp(".*upper bound$", _band_edge(8))
         .override_by_regexp(".*warning threshold.*", _dashed("orange"))
         .override_by_regexp(".*critical threshold.*", _dashed("red"))
         .legend(cb.VizLegendOptions().display_mode(cm.LegendDisplayMode.LIST)
@@ -127,7 +145,8 @@ def _fairness_panels() -> list[Any]:
     undefined = (
         table.Panel().id(4).title("Undefined values (latest window)")
         .description("Metric values that are NaN on the latest window, with the reason: "
-                     "labels_pending, too_few_groups, error or undefined. They are not "
+                     "labels_pending, insufficient_data, too_few_groups, error or undefined. "
+                     "They are not "
                      "exported as values, so they never trigger a threshold alert.")
         .datasource(_DS).span(24).height(6)
         .with_target(_query(f"{NAMESPACE}_metric_undefined{{{_MVA}}}", instant=True,

@@ -115,9 +115,13 @@ def _selector(model: str, t: Threshold, overridden: Iterable[str]) -> str:
         matchers += [f"sensitive_attribute!={promql_string(a)}" for a in sorted(overridden)]
         # not the automatic intersection ("a:b"): only a threshold naming it governs it
         matchers.append(f'sensitive_attribute!~"{_INTERSECTION}"')
+    series = f"{NAMESPACE}_{t.metric}"
+    if t.compare == "bound":  # the evidence: the confidence bound on the unfair side
+        series = f"{NAMESPACE}_metric_{'lower' if t.bound == 'upper' else 'upper'}_bound"
+        matchers.insert(1, f"metric={promql_string(t.metric)}")
     # the worst value over replicas and versions: one instance per (model, attribute)
     return (f"{_WORST[t.bound]} by (model, sensitive_attribute) "
-            f"({NAMESPACE}_{t.metric}{{{', '.join(matchers)}}})")
+            f"({series}{{{', '.join(matchers)}}})")
 
 
 def _routing(cfg: Any) -> dict[str, str]:
@@ -185,7 +189,8 @@ def _health_rules(options: AlertOptions) -> list[dict[str, Any]]:
     return [
         _rule(_uid("undefined"), "fairness metric undefined",
               f"max by (model, metric, sensitive_attribute, reason) "
-              f'({NAMESPACE}_metric_undefined{{reason=~"too_few_groups|error"}})', "gt", 0.0,
+              f"({NAMESPACE}_metric_undefined"
+              '{reason=~"insufficient_data|too_few_groups|error"})', "gt", 0.0,
               for_="0s", labels=warning, annotations=notes(
                   "FairnessMetricUndefined",
                   "{{ $labels.metric }} is undefined for {{ $labels.sensitive_attribute }} "

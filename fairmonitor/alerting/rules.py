@@ -13,6 +13,11 @@ Choices:
 - A recording rule ``fairmonitor:metric_value`` folds the per-metric gauges
   ``fairmonitor_<metric>`` into one series family with a ``metric`` label (``label_replace`` on
   ``__name__``), so the generic alert can join on ``(model, metric)``.
+- Thresholds compare ``fairmonitor_metric_compared``, which the monitor exports for every
+  defined value: the value itself (``compare: value``, the default) or, for
+  ``compare: bound``, the confidence bound on the unfair side (the lower bound of a
+  lower-is-fairer metric), so an alert fires on evidence rather than on noise. The choice is
+  the threshold's, made where the thresholds are read; the rules stay generic.
 - Both sides of every join are aggregated first (``max by``/``min by``): two monitor replicas,
   a blue/green overlap or two scrape jobs export the same series twice, and an unaggregated
   ``group_left`` join would fail to evaluate ("many-to-many matching") and silence every
@@ -65,12 +70,16 @@ from ._common import (
 )
 
 __all__ = [
-    "ALERTS", "AlertOptions", "BREACH", "BREACH_START", "CADENCE", "METRIC_VALUE", "ROUTING",
+    "ALERTS", "AlertOptions", "BREACH", "BREACH_START", "CADENCE", "COMPARED", "METRIC_VALUE",
+    "ROUTING",
     "breach_expr", "prometheus_rules", "render_prometheus_rules",
 ]
 
 #: Recording rule: every fairness gauge, with the metric name moved into a ``metric`` label.
 METRIC_VALUE = f"{NAMESPACE}:metric_value"
+#: Exported by the monitor: what each value's threshold compares (the value, or its confidence
+#: bound on the unfair side for ``compare: bound``), with a ``metric`` label.
+COMPARED = f"{NAMESPACE}_metric_compared"
 #: Recording rule: seconds between two evaluations of a model, the last value exported.
 CADENCE = f"{NAMESPACE}:window_cadence_seconds"
 #: Recording rule: one series per model carrying its routing labels (team, owner).
@@ -85,7 +94,7 @@ _NO_TRAFFIC_START = f"{NAMESPACE}:no_traffic_start_timestamp_seconds"
 ROUTING_LABELS = ("team", "owner")
 #: ``reason`` codes of ``fairmonitor_metric_undefined`` that alert (the others have their own
 #: signal: ``labels_pending`` -> FairmonitorLabelsOverdue, ``no_traffic`` -> FairmonitorNoTraffic).
-UNDEFINED_REASONS = ("too_few_groups", "error")
+UNDEFINED_REASONS = ("insufficient_data", "too_few_groups", "error")
 #: Every alert name, in the order of the rule file (the runbook has one section per name).
 ALERTS = (
     "FairnessThresholdBreached", "FairnessMetricUndefined", "FairmonitorNoTraffic",
@@ -182,7 +191,7 @@ def breach_expr(severity: str) -> str:
     >>> print(*breach_expr("critical").splitlines()[:8], sep=chr(10))
     (
       max by (model, metric, sensitive_attribute) (
-        fairmonitor:metric_value{sensitive_attribute!~".+:.+"} unless on(model, metric, \
+        fairmonitor_metric_compared{sensitive_attribute!~".+:.+"} unless on(model, metric, \
 sensitive_attribute) fairmonitor_threshold_by_attribute
       )
       > on(model, metric) group_left(bound)
@@ -192,11 +201,11 @@ sensitive_attribute) fairmonitor_threshold_by_attribute
     """
     # a general threshold governs each attribute but not the automatic intersection ("a:b"),
     # whose many small cells cross any bound on noise alone: as Threshold.applies_to
-    general = (f'{METRIC_VALUE}{{sensitive_attribute!~"{_INTERSECTION}"}} '
+    general = (f'{COMPARED}{{sensitive_attribute!~"{_INTERSECTION}"}} '
                f"unless on({_SERIES}) {NAMESPACE}_threshold_by_attribute")
     branches = []
     for left, on, series in ((general, "model, metric", "threshold"),
-                             (METRIC_VALUE, _SERIES, "threshold_by_attribute")):
+                             (COMPARED, _SERIES, "threshold_by_attribute")):
         for bound, op in _OPERATOR.items():
             # the worst value against the strictest threshold: max/min for upper/lower bounds
             worst, strict = ("max", "min") if bound == "upper" else ("min", "max")
@@ -237,7 +246,7 @@ def _breach_hold(severity: str) -> str:
     no longer exports the model.
     """
     previous = f'{BREACH_START}{{severity="{severity}"}}'
-    undefined = f"{previous} unless on({_SERIES}) {METRIC_VALUE}"
+    undefined = f"{previous} unless on({_SERIES}) {COMPARED}"
     return (f"({undefined}) and on(model) {NAMESPACE}_window_last_success_timestamp_seconds\n"
             f"  or\n  ({undefined}) unless on() {NAMESPACE}_build_info")
 
@@ -379,9 +388,9 @@ def _health_alerts(options: AlertOptions) -> list[dict[str, Any]]:
               "(model {{ $labels.model }}): {{ $labels.reason }}",
               f"{{{{ $labels.metric }}}} could not be computed for {plural} or more on "
               "sensitive attribute {{ $labels.sensitive_attribute }} of model "
-              "{{ $labels.model }} (reason {{ $labels.reason }}). too_few_groups: fewer than "
-              "two groups reach min_group_size; a group that vanishes from the traffic can "
-              "itself be the bias.",
+              "{{ $labels.model }} (reason {{ $labels.reason }}). insufficient_data: fewer "
+              "than two groups reach min_group_size; too_few_groups: the traffic holds a "
+              "single group. A group that vanishes from the traffic can itself be the bias.",
               link=_link(options, model="model", attribute="sensitive_attribute",
                          metric="metric")),
         alert("FairmonitorNoTraffic", _persisted(_NO_TRAFFIC_START, windows, "model"),

@@ -158,7 +158,7 @@ def _report(cfg: ModelConfig, frame: pd.DataFrame, metrics: Sequence[str], *, la
         start=start, end=end, missing=cfg.missing)
     return evaluate_window(window, metrics=metrics, min_group_size=cfg.min_group_size,
                            intersection=cfg.intersection, thresholds=cfg.thresholds,
-                           options=cfg.options, rng=rng)
+                           options=cfg.options, rng=rng, confidence_level=cfg.confidence_level)
 
 
 def _evaluate_frame(cfg: ModelConfig, frame: pd.DataFrame, phase: Phase, metrics: Sequence[str],

@@ -49,10 +49,13 @@ def fold(previous: Mapping[str, Any], result: Any) -> dict[str, Any]:
               "phase": result.phase}
     if report is not None:
         for (metric, attr), value in report.values.items():
+            iv = getattr(report, "intervals", {}).get((metric, attr))
+            bounds = ({"lower": _number(iv.lower), "upper": _number(iv.upper),
+                       "chance": _number(iv.chance)} if iv is not None else {})
             values.setdefault(metric, {})[attr] = {
                 "value": _number(value), "version": result.version,
                 "reason": (report.reasons.get((metric, attr)) or "")[:200],
-                "status": report.statuses.get((metric, attr)), **window}
+                "status": report.statuses.get((metric, attr)), **bounds, **window}
     else:  # an empty window: what this phase computes is now undefined, not stale
         for metric in result.metrics:
             for attr in values.get(metric, {}):

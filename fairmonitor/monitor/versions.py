@@ -190,6 +190,7 @@ def evaluate_version(
         opts["column_kinds"] = {**frozen, **opts.get("column_kinds", {})}
         opts.setdefault("round_integers", True)
     kw = dict(min_group_size=model_cfg.min_group_size, intersection=model_cfg.intersection,
+              confidence_level=model_cfg.confidence_level,
               thresholds=model_cfg.thresholds, options=options,
               rng=np.random.default_rng(model_cfg.seed) if rng is None else rng)
     if not frozen or not calls_model:

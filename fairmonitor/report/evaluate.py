@@ -36,6 +36,7 @@ from ..metrics._groups import (
 from ..metrics._parity import parity_from_rates
 from ..summaries import SummarySpec, WindowSummary, summarize
 from ..summaries import compute as _from_summary
+from .intervals import DEFAULT_LEVEL, interval_of, undefined
 from .registry import METRICS, MetricSpec, get_metric
 from .thresholds import Severity, Threshold, evaluate_thresholds, worst
 
@@ -197,6 +198,10 @@ class WindowReport:
         Other warnings raised while computing (e.g. excluded small groups).
     skipped : mapping of str to str
         Metrics not computed at all, with the reason (e.g. labels not available).
+    intervals : mapping of (metric, attribute) to Interval
+        Each value's confidence interval (``lower``, ``upper``, at ``confidence_level``), its
+        chance level (``chance``: what a fair model reads at these group sizes) and the
+        method; NaN with a ``reason`` where undefined. Empty when intervals are turned off.
     """
 
     model: str
@@ -212,6 +217,7 @@ class WindowReport:
     notes: tuple[str, ...] = ()
     skipped: Mapping[str, str] = field(default_factory=dict)
     duration_seconds: float = 0.0
+    intervals: Mapping[tuple[str, str], Any] = field(default_factory=dict)
 
     @property
     def attributes(self) -> tuple[str, ...]:
@@ -251,6 +257,28 @@ class WindowReport:
         """
         return {f"{prefix}/{safe_name(metric)}/{safe_name(attr)}": v
                 for (metric, attr), v in self.values.items()}
+
+
+    def flat_intervals(self, prefix: str = "fairness") -> dict[str, float]:
+        """``{"<prefix>/ci_lower/<metric>/<attribute>": lower, .../ci_upper/..., .../chance/...}``.
+
+        The MLflow keys of each value's interval and chance level (NaN where undefined),
+        beside :meth:`flat`'s values.
+
+        >>> r = evaluate_window(Window({"g": list("aabb")}, y_pred=[1, 0, 0, 0]),
+        ...                     metrics=["demographic_parity_difference"])
+        >>> for key, v in r.flat_intervals().items():
+        ...     print(key, round(v, 3))
+        fairness/ci_lower/demographic_parity_difference/g 0.0
+        fairness/ci_upper/demographic_parity_difference/g 1.0
+        fairness/chance/demographic_parity_difference/g 0.347
+        """
+        out: dict[str, float] = {}
+        for (metric, attr), iv in self.intervals.items():
+            for part, v in (("ci_lower", iv.lower), ("ci_upper", iv.upper),
+                            ("chance", iv.chance)):
+                out[f"{prefix}/{part}/{safe_name(metric)}/{safe_name(attr)}"] = float(v)
+        return out
 
 
 _SYMBOLS = (("<=", "le"), (">=", "ge"), ("!=", "ne"), ("==", "eq"), ("<", "lt"), (">", "gt"),
@@ -372,6 +400,7 @@ def evaluate_window(
     options: Mapping[str, Mapping[str, Any]] | None = None,
     rng: Any = None,
     errors: Literal["coerce", "raise"] = "coerce",
+    confidence_level: float | None = DEFAULT_LEVEL,
 ) -> WindowReport:
     """Evaluate fairness metrics on one window, per sensitive attribute.
 
@@ -398,6 +427,10 @@ def evaluate_window(
     errors : {'coerce', 'raise'}, default='coerce'
         ``"coerce"`` turns a failing metric into NaN with the error as reason (the monitor must
         not crash); ``"raise"`` re-raises it.
+    confidence_level : float or None, default=0.95
+        Level of each value's confidence interval (``report.intervals``; the methods are in
+        the registry's ``interval`` column and :mod:`fairmonitor.report.intervals`). None
+        skips intervals and chance levels.
 
     Returns
     -------
@@ -433,7 +466,7 @@ def evaluate_window(
     return _evaluate(summary, specs, skipped, rows, lambda i: window.get(i) is not None,
                      min_group_size=min_group_size, thresholds=thresholds, options=options,
                      rng=rng, errors=errors, threshold=window.threshold, started=started,
-                     notes=_missing_notes(window), failed=failed)
+                     notes=_missing_notes(window), failed=failed, level=confidence_level)
 
 
 def _missing_notes(window: Window) -> list[str]:
@@ -498,6 +531,7 @@ def evaluate_summary(
     threshold: float = 0.5,
     rng: Any = None,
     errors: Literal["coerce", "raise"] = "coerce",
+    confidence_level: float | None = DEFAULT_LEVEL,
 ) -> WindowReport:
     """Evaluate a (possibly merged) window summary: the report :func:`evaluate_window` gives.
 
@@ -514,8 +548,9 @@ def evaluate_summary(
     summary : WindowSummary
     predict : callable, optional
         The model, for the robustness metrics (run on the sample).
-    metrics, min_group_size, thresholds, options, threshold, rng, errors
-        As :func:`evaluate_window`.
+    metrics, min_group_size, thresholds, options, threshold, rng, errors, confidence_level
+        As :func:`evaluate_window`. Intervals come from the summary's counts and score
+        summaries (the same as on the raw rows, up to the cells' resolution).
 
     Returns
     -------
@@ -554,7 +589,7 @@ def evaluate_summary(
 
     return _evaluate(summary, specs, skipped, rows, has, min_group_size=min_group_size,
                      thresholds=thresholds, options=options, rng=rng, errors=errors,
-                     threshold=threshold, started=started, notes=notes)
+                     threshold=threshold, started=started, notes=notes, level=confidence_level)
 
 
 def _evaluate(summary: WindowSummary, specs: list[MetricSpec], skipped: dict[str, str],
@@ -562,13 +597,16 @@ def _evaluate(summary: WindowSummary, specs: list[MetricSpec], skipped: dict[str
               min_group_size: int, thresholds: Iterable[Threshold],
               options: Mapping[str, Mapping[str, Any]] | None, rng: Any, errors: str,
               threshold: float, started: float, notes: list[str],
-              failed: Mapping[str, Exception] | None = None) -> WindowReport:
+              failed: Mapping[str, Exception] | None = None,
+              level: float | None = DEFAULT_LEVEL) -> WindowReport:
     """The one evaluation loop behind evaluate_window and evaluate_summary."""
     failed = failed or {}
     options = options or {}
     values: dict[tuple[str, str], float] = {}
     reasons: dict[tuple[str, str], str] = {}
     details: dict[tuple[str, str], Any] = {}
+    intervals: dict[tuple[str, str], Any] = {}
+    boot_cache: dict[Any, Any] = {}  # one score bootstrap per attribute, for every metric
     group_counts = {
         attr: {_group_label(lab): int(g.n) for lab, g in a.groups.items()}
         for attr, a in summary.attributes.items()
@@ -580,6 +618,8 @@ def _evaluate(summary: WindowSummary, specs: list[MetricSpec], skipped: dict[str
             key = (spec.name, attr)
             if missing:
                 values[key], reasons[key] = float("nan"), _MISSING_REASON[missing[0]]
+                if level is not None:
+                    intervals[key] = undefined(reasons[key])
                 continue
             kwargs = {"min_group_size": min_group_size, "rng": rng, "threshold": threshold,
                       **options.get(spec.name, {})}
@@ -606,8 +646,13 @@ def _evaluate(summary: WindowSummary, specs: list[MetricSpec], skipped: dict[str
                     raise
                 log.warning("metric %s on %r failed: %s", spec.name, attr, exc)
                 values[key], reasons[key] = float("nan"), f"error: {exc}"
+                if level is not None:
+                    intervals[key] = undefined(reasons[key])
                 continue
             values[key] = value
+            if level is not None:
+                intervals[key] = _interval(spec, value, result, summary, attr, kwargs, level,
+                                           boot_cache, errors)
             if not isinstance(result, float | int | np.floating):
                 details[key] = result
             for w in caught:
@@ -626,7 +671,24 @@ def _evaluate(summary: WindowSummary, specs: list[MetricSpec], skipped: dict[str
         n_rows=summary.n_rows, values=MappingProxyType(values),
         reasons=MappingProxyType(reasons), details=MappingProxyType(details),
         statuses=MappingProxyType(evaluate_thresholds(values, thresholds,
-                                                      _intersections(summary))),
+                                                      _intersections(summary), intervals)),
         group_counts=MappingProxyType(group_counts), notes=tuple(notes),
         skipped=MappingProxyType(skipped), duration_seconds=time.perf_counter() - started,
+        intervals=MappingProxyType(intervals),
     )
+
+
+def _interval(spec: MetricSpec, value: float, result: Any, summary: WindowSummary, attr: str,
+              kwargs: Mapping[str, Any], level: float, cache: dict[Any, Any],
+              errors: str) -> Any:
+    """The value's interval; a failure is a NaN interval with the error, never a lost value."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # empty bootstrap draws
+            return interval_of(spec.name, spec.field, value, result, summary.attributes[attr],
+                               kw={**spec.options, **kwargs}, level=level, cache=cache)
+    except Exception as exc:
+        if errors == "raise":
+            raise
+        log.warning("interval of %s on %r failed: %s", spec.name, attr, exc)
+        return undefined(f"error: {exc}")

@@ -60,6 +60,9 @@ class MetricSpec:
         function returns a float.
     options : mapping
         Extra keyword arguments always passed (e.g. ``{"agg": "max"}``).
+    interval : str or None
+        How its confidence interval is computed (:mod:`fairmonitor.report.intervals`), or None
+        if the metric has none (a threshold cannot then compare its bound).
     """
 
     name: str
@@ -74,6 +77,7 @@ class MetricSpec:
     optional_inputs: tuple[str, ...] = ()
     field: str | None = None
     options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    interval: str | None = None
 
     @property
     def needs_labels(self) -> bool:
@@ -107,25 +111,34 @@ def _spec(name: str, func: Callable[..., Any], inputs: tuple[str, ...], *,
     return MetricSpec(name, func, inputs, direction, ideal, lower, upper, unit, help, **kw)
 
 
+_RATE = "analytic: per-group rate draws, directional derivative of the max (Fang-Santos)"
+_BOOT = "Poisson bootstrap of per-group score histograms, directional derivative of the max"
+_WALD = "Wald, from the standard error over the protocol's noise repeats"
+
 _SPECS: list[MetricSpec] = [
     # --- parity (classical group metrics on hard predictions) ---
     _spec("demographic_parity_difference", m.demographic_parity_difference, ("y_pred",),
+          interval=_RATE,
           help="Largest between-group difference in selection rate (0 is parity)."),
     _spec("demographic_parity_ratio", m.demographic_parity_ratio, ("y_pred",),
+          interval=_RATE,
           direction="higher_is_fairer", ideal=1.0,
           help="Smallest group selection rate over the largest (1 is parity)."),
     _spec("equalized_odds_difference", m.equalized_odds_difference, ("y_true", "y_pred"),
+          interval=_RATE,
           help="Larger of the between-group TPR and FPR gaps (0 is equalized odds)."),
     _spec("equal_opportunity_difference", m.equal_opportunity_difference, ("y_true", "y_pred"),
+          interval=_RATE,
           help="Largest between-group gap in true positive rate (0 is equal opportunity)."),
     # --- distributional (ABCC / ABPC) ---
-    _spec("abcc", m.abcc, ("y_score",), upper=1.0, unit="fraction",
+    _spec("abcc", m.abcc, ("y_score",), upper=1.0, unit="fraction", interval=_BOOT,
           help="Area between the groups' score CDFs, = Wasserstein-1 (0 is parity, max 1)."),
-    _spec("abpc", m.abpc, ("y_score",), upper=2.0, unit="density area",
+    _spec("abpc", m.abpc, ("y_score",), upper=2.0, unit="density area", interval=_BOOT,
           help="Area between the groups' score densities, = 2 x total variation (0 is parity, "
                "max 2)."),
     # --- madd ---
     _spec("madd", m.madd, ("y_score",), upper=2.0, unit="density distance", field="value",
+          interval=_BOOT,
           help="L1 distance between the groups' score histograms, at the paper's optimal "
                "bandwidth (0 is parity, 2 disjoint)."),
     # --- hfm ---
@@ -136,10 +149,12 @@ _SPECS: list[MetricSpec] = [
                "than the labels do (0: no added bias)."),
     _spec("hfm_average", m.hfm, ("X", "y_true", "y_pred"), lower=float("-inf"),
           upper=float("inf"), unit="log10 distance ratio", field="value_average",
+          interval="the sampled estimator's interval (option method='sampled')",
           help="HFM, average: as hfm with the mean cross-group nearest-neighbour distance "
                "(less sensitive to single rows)."),
     # --- cfair ---
     _spec("cfair", m.counterpart_fairness, ("X", "y_pred"), optional_inputs=("y_true",),
+          interval="paired comparison of the counterparts (95%, cluster-robust)",
           help="Counterpart DP gap: |mean prediction difference| between look-alike "
                "individuals of two groups (0 is parity)."),
     # --- robustness ---
@@ -149,11 +164,12 @@ _SPECS: list[MetricSpec] = [
     # {"metrics": ("equalized_odds_difference",)}). A ratio's ideal is 1 (fairness unchanged
     # by noise); lower_is_fairer puts the alert bound above it.
     _spec("robustness_ratio_max", robustness_ratio, ("predict", "X"), optional_inputs=("y_true",),
-          field="max_ratio_value", ideal=1.0, upper=float("inf"), unit="ratio",
+          field="max_ratio_value", interval=_WALD, ideal=1.0, upper=float("inf"), unit="ratio",
           help="Largest robustness ratio (gap under input noise / clean gap) over the noise "
                "levels; 1 is stable, > 1 less fair under noise, inf if the clean gap is ~0."),
     _spec("robustness_ratio_at_max_level", robustness_ratio, ("predict", "X"),
           optional_inputs=("y_true",), field="ratio_at_max_level_value", ideal=1.0,
+          interval=_WALD,
           upper=float("inf"), unit="ratio",
           help="Robustness ratio (gap under input noise / clean gap) at the strongest noise "
                "level; < 1 means noise washes the gap out, > 1 that it widens it."),
@@ -162,7 +178,7 @@ _SPECS: list[MetricSpec] = [
           help="Area under the robustness-ratio curve over [0, max level], divided by the max "
                "level; 1 is stable on average."),
     _spec("robustness_delta_max", robustness_ratio, ("predict", "X"), optional_inputs=("y_true",),
-          field="max_delta_value", lower=-1.0,
+          field="max_delta_value", interval=_WALD, lower=-1.0,
           help="Largest increase of the fairness gap under input noise over the clean gap "
                "(absolute, in gap units); alert on this rather than on the ratio."),
     _spec("robustness_robust", robustness_ratio, ("predict", "X"), optional_inputs=("y_true",),

@@ -11,14 +11,17 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from ..exceptions import ConfigError
 
-__all__ = ["SEVERITIES", "Severity", "Threshold", "severity_code", "worst"]
+__all__ = ["COMPARES", "SEVERITIES", "Severity", "Threshold", "severity_code", "worst"]
 
 Severity = Literal["ok", "warning", "critical", "undefined"]
 Bound = Literal["upper", "lower"]
+Compare = Literal["value", "bound"]
+#: What a threshold can compare: the point value, or the confidence bound on the unfair side.
+COMPARES: tuple[Compare, ...] = ("value", "bound")
 #: Severities in increasing order of alarm; ``undefined`` (a NaN value) is not an alarm.
 SEVERITIES: tuple[Severity, ...] = ("undefined", "ok", "warning", "critical")
 _CODES = {"ok": 0, "warning": 1, "critical": 2}
@@ -43,6 +46,14 @@ class Threshold:
         Allow a bound on the fair side of a registry metric (``upper`` on a ratio where higher
         is fairer, ``lower`` on a difference), which alerts when the model is *fair*. Without
         it such a bound is rejected: it is almost always a typo.
+    compare : {'value', 'bound'}, default='value'
+        What is compared with the levels: the point value, or the confidence bound on the
+        unfair side (the interval's ``lower`` end for an ``upper`` threshold, its ``upper``
+        end for a ``lower`` one). ``"bound"`` alerts only when the window's evidence, not its
+        noise, crosses the level: use it for small groups and short windows, where the point
+        value of a fair model sits above 0 by chance; ``"value"`` reacts faster on large
+        windows. A metric without an interval (the registry's ``interval`` column) can only
+        compare its value.
 
     Examples
     --------
@@ -51,6 +62,13 @@ class Threshold:
     ('ok', 'warning', 'critical', 'undefined')
     >>> Threshold("demographic_parity_ratio", warning=0.9, critical=0.8, bound="lower").severity(0.85)
     'warning'
+
+    Comparing the evidence: a value of 0.12 whose interval is (0.04, 0.20) breaches 0.1 on
+    its value, not on its bound.
+
+    >>> t = Threshold("abcc", warning=0.1, compare="bound")
+    >>> t.compared(0.12, lower=0.04, upper=0.20), t.severity(t.compared(0.12, 0.04, 0.20))
+    (0.04, 'ok')
     """
 
     metric: str
@@ -59,12 +77,14 @@ class Threshold:
     bound: Bound = "upper"
     attribute: str | None = None
     against_direction: bool = False
+    compare: Compare = "value"
 
     def __post_init__(self) -> None:
         where = f"thresholds.{self.metric}"
         if self.bound not in ("upper", "lower"):
             raise ConfigError(f"{where}.bound: must be 'upper' or 'lower'; got {self.bound!r}.")
         self._check_direction(where)
+        self._check_compare(where)
         if self.warning is None and self.critical is None:
             raise ConfigError(f"{where}: give at least one of 'warning' or 'critical'.")
         for key in ("warning", "critical"):
@@ -93,6 +113,25 @@ class Threshold:
             f"{where}.bound: {self.bound!r} on {self.metric}, where {fairer} is fairer, "
             f"alerts exactly when the model is fair; use bound {spec.default_bound!r} (the "
             "default), or set against_direction: true if that is really meant.")
+
+    def _check_compare(self, where: str) -> None:
+        if self.compare not in COMPARES:
+            raise ConfigError(f"{where}.compare: must be 'value' or 'bound'; got "
+                              f"{self.compare!r}.")
+        from .registry import METRICS
+
+        spec = METRICS.get(self.metric)
+        if self.compare == "bound" and spec is not None and spec.interval is None:
+            with_interval = ", ".join(m for m, s in METRICS.items() if s.interval)
+            raise ConfigError(
+                f"{where}.compare: {self.metric} has no confidence interval, so there is no "
+                f"bound to compare; use compare: value, or a metric with one ({with_interval}).")
+
+    def compared(self, value: float, lower: float = math.nan, upper: float = math.nan) -> float:
+        """The quantity this threshold compares: the value, or the unfair-side bound."""
+        if self.compare == "value":
+            return value
+        return lower if self.bound == "upper" else upper
 
     def breaches(self, value: float, level: float | None) -> bool:
         """True if ``value`` is strictly beyond ``level`` on the bad side."""
@@ -158,12 +197,14 @@ def worst(severities: Iterable[Severity]) -> Severity:
 
 def evaluate_thresholds(
     values: Mapping[tuple[str, str], float], thresholds: Iterable[Threshold],
-    intersections: Iterable[str] = (),
+    intersections: Iterable[str] = (), intervals: Mapping[tuple[str, str], Any] | None = None,
 ) -> dict[tuple[str, str], Severity]:
     """Severity of every (metric, attribute) value that some threshold governs.
 
     The most specific threshold wins: one naming the attribute beats one for all attributes.
     The attributes in ``intersections`` are governed only by thresholds that name them.
+    A ``compare="bound"`` threshold reads the value's interval in ``intervals`` (objects with
+    ``lower`` and ``upper``); without one its verdict is ``undefined``.
     """
     thresholds = list(thresholds)
     inter = frozenset(intersections)
@@ -173,5 +214,7 @@ def evaluate_thresholds(
                     if t.applies_to(metric, attribute, intersection=attribute in inter)]
         if matching:
             best = max(matching, key=lambda t: t.attribute is not None)
-            out[(metric, attribute)] = best.severity(value)
+            iv = (intervals or {}).get((metric, attribute))
+            lower, upper = (iv.lower, iv.upper) if iv is not None else (math.nan, math.nan)
+            out[(metric, attribute)] = best.severity(best.compared(value, lower, upper))
     return out

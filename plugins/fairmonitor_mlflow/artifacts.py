@@ -223,6 +223,9 @@ def _plots(report: WindowReport, built: BuiltWindow, config: FairnessConfig,
     is isolated like any other artifact."""
     window = built.window
     out: list[tuple[str, Callable[[], Any], str]] = []
+    if report.intervals:
+        out.append(("plots/fairness_intervals.png", lambda: plots.metric_intervals(report),
+                    "Values with their confidence intervals and chance levels"))
     attrs = _attributes(report, window)
     for attr, cols in attrs.items():
         if window.y_score is None:
@@ -277,8 +280,14 @@ def report_dict(report: WindowReport, built: BuiltWindow, config: FairnessConfig
     values = []
     for (metric, attr), value in report.values.items():
         spec = METRICS.get(metric)
+        iv = report.intervals.get((metric, attr))
         values.append({
             "metric": metric, "attribute": attr, "value": value,
+            "ci_lower": iv.lower if iv is not None else None,
+            "ci_upper": iv.upper if iv is not None else None,
+            "chance": iv.chance if iv is not None else None,
+            "interval_method": iv.method if iv is not None else None,
+            "interval_note": iv.reason if iv is not None else None,
             "key": f"fairness/{metric}/{safe_name(attr)}",
             "status": report.statuses.get((metric, attr)),
             "reason": report.reasons.get((metric, attr)),
@@ -291,7 +300,7 @@ def report_dict(report: WindowReport, built: BuiltWindow, config: FairnessConfig
         "inputs": built.sources, "values": values, "skipped": report.skipped,
         "notes": list(report.notes), "group_counts": report.group_counts,
         "thresholds": [{"metric": t.metric, "warning": t.warning, "critical": t.critical,
-                        "bound": t.bound} for t in config.thresholds],
+                        "bound": t.bound, "compare": t.compare} for t in config.thresholds],
         "config": {"sensitive_features": config.sensitive_features, "metrics": config.metrics,
                    "score_column": config.score_column, "pos_label": config.pos_label,
                    "threshold": config.threshold, "min_group_size": config.min_group_size,

@@ -51,6 +51,7 @@ ALLOWED_KEYS: dict[str, Any] = {
     "rng": 0,
     "missing": "group",           # missing sensitive values: group | drop | raise
     "decision_function": False,   # scores of a predict-only classifier (LinearSVC): opt-in
+    "confidence_level": 0.95,     # each value's interval; None: no intervals
 }
 
 #: The documented robustness sub-keys; keywords of the registered robustness function are
@@ -110,6 +111,9 @@ class FairnessConfig:
         Without ``predict_proba``, take scores as the logistic sigmoid of the estimator's
         ``decision_function`` (a monotone map of the margin into (0, 1), not a probability:
         compare such score metrics only with each other).
+    confidence_level : float or None
+        Level of each value's confidence interval (logged as ``fairness/ci_lower/...`` and
+        ``fairness/ci_upper/...``, with the chance level ``fairness/chance/...``); None: none.
     """
 
     sensitive_features: tuple[str, ...]
@@ -130,6 +134,7 @@ class FairnessConfig:
     pos_label_given: bool = False
     missing: Any = "group"
     decision_function: bool = False
+    confidence_level: float | None = 0.95
 
     @property
     def attributes(self) -> tuple[str, ...]:
@@ -189,7 +194,7 @@ def _bool(value: Any, key: str) -> bool:
     return value
 
 
-_THRESHOLD_KEYS = ("warning", "critical", "bound", "attribute")
+_THRESHOLD_KEYS = ("warning", "critical", "bound", "attribute", "compare")
 
 
 def _thresholds(value: Any, attributes: Sequence[str]) -> tuple[Threshold, ...]:
@@ -216,7 +221,7 @@ def _thresholds(value: Any, attributes: Sequence[str]) -> tuple[Threshold, ...]:
                                   f"attribute; choose one of {list(attributes)}.")
             bound = spec.get("bound", METRICS[name].default_bound)
             out.append(Threshold(name, spec.get("warning"), spec.get("critical"), bound,
-                                 attribute))
+                                 attribute, compare=spec.get("compare", "value")))
     return tuple(out)
 
 
@@ -375,4 +380,14 @@ def parse_config(evaluator_config: Mapping[str, Any] | None) -> FairnessConfig:
         pos_label_given="pos_label" in cfg,
         missing=_missing(cfg.get("missing", "group"), sensitive),  # type: ignore[arg-type]
         decision_function=_bool(cfg.get("decision_function", False), "decision_function"),
+        confidence_level=_level(cfg.get("confidence_level", 0.95)),
     )
+
+
+def _level(value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1:
+        raise ConfigError(f"confidence_level: must be a number in (0, 1), e.g. 0.95, or None "
+                          f"(no intervals); got {value!r}.")
+    return float(value)

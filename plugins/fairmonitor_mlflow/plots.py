@@ -16,7 +16,7 @@ from numpy.typing import NDArray
 
 from fairmonitor.metrics import encode_groups
 
-__all__ = ["madd_histograms", "robustness_curve", "save_png", "score_cdfs"]
+__all__ = ["madd_histograms", "metric_intervals", "robustness_curve", "save_png", "score_cdfs"]
 
 # a plot with more lines than this is unreadable; the largest groups are shown
 _MAX_GROUPS = 10
@@ -165,4 +165,34 @@ def robustness_curve(attribute: str, detail: Any) -> Any:
         ax.grid(alpha=0.3)
         _legend(ax)
     fig.suptitle(f"Fairness under input noise, by {attribute}")
+    return fig
+
+
+def metric_intervals(report: Any) -> Any:
+    """Every value with its confidence interval (error bars) and chance level (a tick).
+
+    One row per (metric, attribute), grouped by metric. A value without an interval is a
+    plain dot; the chance level is what a fair model reads at these group sizes, so a value
+    near it is noise whatever its size.
+    """
+    rows = [(metric, attr, float(v), report.intervals.get((metric, attr)))
+            for (metric, attr), v in report.values.items() if _finite(v)]
+    fig = _figure(7.0, max(2.0, 0.32 * len(rows) + 1.2))
+    ax = fig.add_subplot()
+    if not rows:
+        ax.text(0.5, 0.5, "no defined value", ha="center", va="center")
+        ax.set_axis_off()
+        return fig
+    y = np.arange(len(rows))[::-1]
+    for yi, (_, _, value, iv) in zip(y, rows, strict=True):
+        if iv is not None and _finite(iv.lower) and _finite(iv.upper):
+            ax.errorbar(value, yi, xerr=[[value - iv.lower], [iv.upper - value]], fmt="o",
+                        color="tab:blue", ecolor="tab:blue", capsize=3, markersize=4)
+        else:
+            ax.plot(value, yi, "o", color="tab:gray", markersize=4)
+        if iv is not None and _finite(iv.chance):
+            ax.plot(iv.chance, yi, "|", color="tab:red", markersize=10)
+    ax.set_yticks(y, [f"{metric} · {attr}" for metric, attr, _, _ in rows], fontsize=7)
+    ax.set_xlabel("value (bars: 95% interval; red tick: chance level of a fair model)")
+    ax.grid(axis="x", alpha=0.3)
     return fig

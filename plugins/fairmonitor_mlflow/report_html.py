@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import base64
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
@@ -53,6 +53,13 @@ def _status(status: str | None) -> _Raw:
     return _Raw(f'<span class="{escape(s)}">{escape(s)}</span>')
 
 
+def _interval(v: Mapping[str, Any]) -> str:
+    lo, hi = v.get("ci_lower"), v.get("ci_upper")
+    if lo is None or hi is None or lo != lo or hi != hi:  # x != x: NaN
+        return v.get("interval_note") or "-"
+    return f"[{_fmt(lo)}, {_fmt(hi)}]"
+
+
 def render_html(data: dict[str, Any], written: Sequence[Any], outdir: str) -> str:
     """Render the report from :func:`~fairmonitor_mlflow.artifacts.report_dict` data."""
     parts = [f"<!doctype html><meta charset='utf-8'><title>Fairness report</title>"
@@ -61,9 +68,11 @@ def render_html(data: dict[str, Any], written: Sequence[Any], outdir: str) -> st
              f"sensitive features: {escape(', '.join(data['config']['sensitive_features']))}</p>"]
     parts.append("<h2>Metrics</h2>")
     parts.append(_table(
-        ["metric", "attribute", "value", "status", "ideal", "MLflow key", "note"],
-        [[v["metric"], v["attribute"], v["value"], _status(v["status"]), v["ideal"], v["key"],
-          v["reason"] or v["help"] or ""] for v in data["values"]]))
+        ["metric", "attribute", "value", "95% interval", "chance level", "status", "ideal",
+         "MLflow key", "note"],
+        [[v["metric"], v["attribute"], v["value"], _interval(v), v.get("chance"),
+          _status(v["status"]), v["ideal"], v["key"], v["reason"] or v["help"] or ""]
+         for v in data["values"]]))
     if data["skipped"]:
         parts.append("<h2>Not computed</h2>")
         parts.append(_table(["metric", "why"], sorted(data["skipped"].items())))

@@ -35,7 +35,7 @@ def _merge(a: WindowReport, b: WindowReport) -> WindowReport:
 
     return dataclasses.replace(
         a, values=both("values"), reasons=both("reasons"), details=both("details"),
-        statuses=both("statuses"),
+        statuses=both("statuses"), intervals=both("intervals"),
         notes=a.notes + tuple(n for n in b.notes if n not in a.notes),
         skipped=MappingProxyType({**{k: v for k, v in a.skipped.items() if k not in computed},
                                   **b.skipped}),
@@ -77,7 +77,8 @@ def compute_report(built: BuiltWindow, config: FairnessConfig) -> WindowReport:
         main = [m for m in config.metrics if m not in calls_model]
         robust = [m for m in config.metrics if m in calls_model]
     common = {"min_group_size": config.min_group_size, "intersection": config.intersection,
-              "thresholds": config.thresholds, "rng": config.rng}
+              "thresholds": config.thresholds, "rng": config.rng,
+              "confidence_level": config.confidence_level}
     _announce(built, config, main, robust)
     report = evaluate_window(built.window, metrics=main, options=config.options, **common)
     log.info("fairness: %d metric values in %.1f s", len(report.values),

@@ -6,6 +6,10 @@ Metric keys (stable; documented in the README):
 ``fairness/<metric>/<attribute>``                              one value per registry metric
                                                                and attribute (as
                                                                :meth:`WindowReport.flat`)
+``fairness/ci_lower/<metric>/<attribute>``                     its confidence interval (95%
+``fairness/ci_upper/<metric>/<attribute>``                     unless ``confidence_level``)
+``fairness/chance/<metric>/<attribute>``                       what a fair model reads at
+                                                               these group sizes
 ``fairness/group_count/<attribute>/<group>``                   rows per group
 ``fairness/missing_count/<attribute>``                         rows with a missing value
 ``fairness/robustness_ratio/<fairness metric>/<attribute>``    R_k at ``step`` = level index
@@ -49,6 +53,9 @@ def result_metrics(report: WindowReport,
     the number of rows whose value was missing (grouped or dropped, as configured).
     """
     out = {_key(metric, attr): float(v) for (metric, attr), v in report.values.items()}
+    for (metric, attr), iv in report.intervals.items():
+        for part, v in (("ci_lower", iv.lower), ("ci_upper", iv.upper), ("chance", iv.chance)):
+            out[_key(part, metric, attr)] = float(v)
     for attr, (_, n) in (missing or {}).items():
         out[_key("missing_count", attr)] = float(n)
     for attr, counts in report.group_counts.items():

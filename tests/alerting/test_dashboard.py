@@ -171,7 +171,7 @@ def test_every_metric_name_is_exported(dashboard, exported_names):
         "threshold", "threshold_by_attribute", "window_last_success_timestamp_seconds",
         "window_end_timestamp_seconds", "window_evaluation_duration_seconds",
         "window_samples", "windows_evaluated_total", "errors_total",
-        "labels_pending_windows", "build_info")}
+        "labels_pending_windows", "build_info", "metric_lower_bound", "metric_upper_bound")}
     assert per_metric <= used
     missing = used - exported_names
     assert not missing, f"not in the exporter's scrape: {sorted(missing)}"

@@ -13,6 +13,7 @@ from fairmonitor.alerting.rules import (
     ALERTS,
     BREACH,
     CADENCE,
+    COMPARED,
     METRIC_VALUE,
     ROUTING,
     AlertOptions,
@@ -168,7 +169,9 @@ def test_no_model_is_named_in_the_rules(example_config):
 
 def test_breach_expression_covers_both_bounds_and_overrides():
     expr = breach_expr("warning")
-    assert expr.count(f"{METRIC_VALUE}") == 4
+    # thresholds compare what the monitor says each one compares (value or bound), never the
+    # point value directly: compare: bound must reach the rules
+    assert expr.count(COMPARED) == 4 and METRIC_VALUE not in expr
     assert 'min by (model, metric, bound) (\n    fairmonitor_threshold{severity="warning", ' \
            'bound="upper"}' in expr
     assert 'max by (model, metric, bound) (\n    fairmonitor_threshold{severity="warning", ' \

@@ -198,7 +198,7 @@ models:
         "equal_opportunity_difference" + _more_metrics(),
         "models.credit.thresholds.equalized_odds_difference.warnin: unknown key 'warnin'; "
         "allowed keys: warning, critical, bound, attribute, "
-        "against_direction",
+        "against_direction, compare",
         "models.credit.thresholds.equalized_odds_difference: give at least one of 'warning' or "
         "'critical'",
         "models.credit.min_group_size: must be a positive integer; got -3",

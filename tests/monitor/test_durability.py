@@ -156,9 +156,10 @@ def test_full_spool_disk_with_mlflow_down_holds_the_checkpoint(tmp_path, disk,
         results = svc.tick()
         assert [r.ok for r in results] == [True, True, True]
         assert store.load("credit").predictions_end == T0 + 3 * H
-        assert svc.sink.pending == 3 and (disk.root / "spool.jsonl").exists()
+        # 3 windows x (the value, its ci_lower, ci_upper and chance level)
+        assert svc.sink.pending == 12 and (disk.root / "spool.jsonl").exists()
         text = _scrape(svc)
-        assert _sample(text, "fairmonitor_mlflow_pending_values", model=None) == 3.0
+        assert _sample(text, "fairmonitor_mlflow_pending_values", model=None) == 12.0
         assert _sample(text, "fairmonitor_mlflow_spool_bytes", model=None) == (
             disk.root / "spool.jsonl").stat().st_size
     finally:

@@ -314,7 +314,9 @@ def test_ticks_follow_window_ends_on_the_wall_clock(tmp_path, make_predictions):
     for at, results in ticks[1:]:  # the first tick runs at start-up
         # the window that just closed (a slow tick on a loaded machine may catch up one more)
         lag = (at - results[-1].end).total_seconds()
-        assert 0.1 <= lag < 1.0, lag  # settle 0.1 s, plus scheduling and evaluation time
+        # settle 0.1 s, plus scheduling and evaluation time; APScheduler's timer may wake a
+        # few milliseconds early (seen: 0.095 s)
+        assert 0.09 <= lag < 1.0, lag
     ends = [r.end for _, results in ticks for r in results]
     steps = [(b - a).total_seconds() for a, b in zip(ends, ends[1:], strict=False)]
     assert steps == [1.0] * (len(ends) - 1)

@@ -160,7 +160,8 @@ def test_safe_name(name: str, safe: str) -> None:
 def test_result_metrics_equal_flat_for_safe_names() -> None:
     report = evaluate_window(Window({"g": list("aabb")}, y_pred=[1, 0, 0, 0]),
                              metrics=["demographic_parity_difference"])
-    assert result_metrics(report) == {**report.flat(), "fairness/group_count/g/a": 2.0,
+    assert result_metrics(report) == {**report.flat(), **report.flat_intervals(),
+                                      "fairness/group_count/g/a": 2.0,
                                       "fairness/group_count/g/b": 2.0}
 
 

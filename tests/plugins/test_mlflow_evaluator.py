@@ -108,7 +108,10 @@ def test_fairness_is_a_registered_evaluator(mlflow_store: Store) -> None:
 
 def test_metric_keys_are_exactly_one_per_metric_and_attribute(uri_result: Any) -> None:
     expected = {f"fairness/{name}/{attr}" for name in METRICS for attr in ATTRS}
-    assert set(uri_result.metrics) == expected | set(GROUP_COUNT_KEYS)
+    # and each value's interval and chance level (NaN where the metric has none)
+    bounds = {f"fairness/{part}/{name}/{attr}" for part in ("ci_lower", "ci_upper", "chance")
+              for name in METRICS for attr in ATTRS}
+    assert set(uri_result.metrics) == expected | bounds | set(GROUP_COUNT_KEYS)
 
 
 def test_parity_keys_are_present_with_their_documented_names(uri_result: Any) -> None:
@@ -464,3 +467,34 @@ def test_nan_free_json_report(downloaded: Path) -> None:
     text = (downloaded / "fairness_report.json").read_text()
     assert "NaN" not in text
     assert math.isfinite(json.loads(text)["n_rows"])
+
+
+def test_each_value_is_logged_with_its_interval_and_chance_level(uri_result: Any) -> None:
+    # issue 16: fairness/ci_lower|ci_upper|chance/<metric>/<attribute> beside every value,
+    # equal to the report's intervals (the same evaluate_window the monitor calls)
+    run = MlflowClient().get_run(uri_result.run_id)
+    metrics = run.data.metrics
+    dp = "demographic_parity_difference"
+    for attr in ("sex", "age_group"):
+        value = metrics[f"fairness/{dp}/{attr}"]
+        lower, upper = metrics[f"fairness/ci_lower/{dp}/{attr}"], metrics[
+            f"fairness/ci_upper/{dp}/{attr}"]
+        assert lower <= value <= upper and upper - lower > 0
+        assert 0 < metrics[f"fairness/chance/{dp}/{attr}"] < upper
+    assert uri_result.metrics[f"fairness/ci_lower/{dp}/sex"] == metrics[
+        f"fairness/ci_lower/{dp}/sex"]
+
+
+def test_intervals_are_drawn_and_tabulated(downloaded: Path) -> None:
+    from PIL import Image
+
+    path = downloaded / "plots" / "fairness_intervals.png"
+    with Image.open(path) as img:
+        img.verify()
+    html = (downloaded / "fairness_report.html").read_text()
+    assert "95% interval" in html and "chance level" in html
+    report = json.loads((downloaded / "fairness_report.json").read_text())
+    dp = next(v for v in report["values"]
+              if v["metric"] == "demographic_parity_difference" and v["attribute"] == "sex")
+    assert dp["ci_lower"] <= dp["value"] <= dp["ci_upper"]
+    assert dp["interval_method"] == "difference"

@@ -89,6 +89,8 @@ class ModelConfig:
     start: datetime | None = None
     options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     min_group_size: int = 1
+    #: level of each value's confidence interval (None: no intervals)
+    confidence_level: float | None = 0.95
     intersection: bool = True
     seed: int = 0
     thresholds: tuple[Threshold, ...] = ()

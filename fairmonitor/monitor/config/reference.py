@@ -56,6 +56,8 @@ ENTRIES: tuple[tuple[str, str, str, str], ...] = (
     ("models.<name>", "metrics", "required", "metric names (`fairmonitor.METRICS`)"),
     ("models.<name>", "options", "{}", "per-metric keyword arguments"),
     ("models.<name>", "min_group_size", "1", "smaller groups are left out of a metric"),
+    ("models.<name>", "confidence_level", "0.95",
+     "level of each value's confidence interval (`null`: none)"),
     ("models.<name>", "intersection", "true", "also evaluate the intersection of the attributes"),
     ("models.<name>", "seed", "0", "random seed (per window: re-evaluations give the same "
      "numbers)"),
@@ -82,6 +84,8 @@ ENTRIES: tuple[tuple[str, str, str, str], ...] = (
     ("models.<name>.thresholds.<metric>", "attribute", "all", "only this sensitive attribute"),
     ("models.<name>.thresholds.<metric>", "against_direction", "false",
      "allow a bound on the fair side of the metric (e.g. `upper` on a ratio)"),
+    ("models.<name>.thresholds.<metric>", "compare", "value",
+     "`value`, or `bound`: the confidence bound on the unfair side (alerts on evidence)"),
     ("models.<name>.reference", "path", "required", "Parquet or CSV file"),
     ("models.<name>.reference", "metrics", "all that apply", "metrics on the reference data"),
     ("models.<name>.reference", "label", "-", "label column"),

@@ -41,12 +41,13 @@ _MODEL_KEYS = (
     "model", "tracking_uri", "experiment", "source", "sensitive_features", "label", "score",
     "prediction", "features", "decision_threshold", "window", "every", "mode", "labels_after",
     "relabel_within",
-    "start", "metrics", "options", "min_group_size", "intersection", "seed", "thresholds",
+    "start", "metrics", "options", "min_group_size", "confidence_level", "intersection", "seed",
+    "thresholds",
     "reference", "team", "owner", "missing",
 )
 _SOURCE_KEYS = ("kind", "url", "table", "path", "pattern", "timestamp_column", "model_column",
                 "version_column", "features_column", "timeout")
-_THRESHOLD_KEYS = ("warning", "critical", "bound", "attribute", "against_direction")
+_THRESHOLD_KEYS = ("warning", "critical", "bound", "attribute", "against_direction", "compare")
 _REFERENCE_KEYS = ("path", "metrics", "label", "score", "prediction", "features")
 
 
@@ -207,7 +208,19 @@ def _model(r: Reader, at: str, name: str, raw: Any, base: Path) -> ModelConfig |
         team=r.get(raw, "team", str, None, path=at),
         owner=r.get(raw, "owner", str, None, path=at),
         missing=_missing(r, f"{at}.missing", raw.get("missing"), sensitive),
+        confidence_level=_confidence(r, at, raw.get("confidence_level", 0.95)),
     )
+
+
+def _confidence(r: Reader, at: str, raw: Any) -> float | None:
+    """``confidence_level``: a level in (0, 1) for every value's interval, or null for none."""
+    if raw is None:
+        return None
+    if isinstance(raw, bool) or not isinstance(raw, int | float) or not 0 < raw < 1:
+        r.error(f"{at}.confidence_level", f"must be a number in (0, 1), e.g. 0.95, or null "
+                f"(no intervals); got {raw!r}")
+        return 0.95
+    return float(raw)
 
 
 def _missing(r: Reader, at: str, raw: Any, sensitive: Sequence[str]) -> Any:
@@ -368,8 +381,9 @@ def _threshold(r: Reader, at: str, metric: str, raw: Any,
         return None  # a bad number, already reported
     try:
         against = r.get(raw, "against_direction", bool, False, path=at)
+        compare = r.choice(raw, "compare", ("value", "bound"), "value", path=at)
         return Threshold(metric, levels["warning"], levels["critical"], bound, attribute,
-                         against_direction=against)
+                         against_direction=against, compare=compare)
     except ConfigError as exc:
         # the ordering and direction rules live in Threshold; re-anchor at this key path
         head, _, text = str(exc).partition(": ")

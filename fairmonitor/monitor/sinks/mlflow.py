@@ -3,11 +3,12 @@
 Each model version gets one run in the model's monitoring experiment, found again after a
 restart by its tags (``fairmonitor.monitoring=true``, ``fairmonitor.model``,
 ``fairmonitor.version``). It receives each window's values under the keys of the MLflow evaluator
-plugin (``WindowReport.flat()``: ``fairness/<metric>/<attribute>``) with ``step`` = the window
-index and ``timestamp`` = the window end, so the run's metric charts are the production history
-of that version. The evaluation of a version on its reference data goes to a separate run tagged
-``fairmonitor.evaluation=reference``, with the same keys at step 0, so it does not interleave with
-the window history.
+plugin (``WindowReport.flat()``: ``fairness/<metric>/<attribute>``, and each value's interval and
+chance level, ``fairness/ci_lower|ci_upper|chance/<metric>/<attribute>``) with ``step`` = the
+window index and ``timestamp`` = the window end, so the run's metric charts are the production
+history of that version. The evaluation of a version on its reference data goes to a separate
+run tagged ``fairmonitor.evaluation=reference``, with the same keys at step 0, so it does not
+interleave with the window history.
 
 Choices:
 
@@ -93,6 +94,11 @@ def _from_record(d: Mapping[str, Any], uri: str | None) -> _Pending:
     points = [(str(k), float(v), int(ts), int(step)) for k, v, ts, step in d["points"]]
     return _Pending(uri, str(d["experiment"]), str(d["model"]), str(d["version"]),
                     str(d["kind"]), points, int(d["id"]))
+
+
+def _keys(report: Any) -> dict[str, float]:
+    """The values' keys and their intervals' (``fairness/ci_lower/...``), as the evaluator's."""
+    return {**report.flat(), **report.flat_intervals()}
 
 
 def _points(values: Mapping[str, float], timestamp_ms: int,
@@ -286,7 +292,7 @@ class MlflowSink:
         uri, experiment = self._target(result.model)
         ms = int(result.end.timestamp() * 1000)
         self._submit(_Pending(uri, experiment, result.model, result.version, "window",
-                              _points(result.report.flat(), ms, int(result.index))))
+                              _points(_keys(result.report), ms, int(result.index))))
 
     def submit_reference(self, model: str, version: str, report: Any, *,
                          when: datetime | None = None) -> None:
@@ -294,7 +300,7 @@ class MlflowSink:
         uri, experiment = self._target(model)
         ms = int((when or datetime.now().astimezone()).timestamp() * 1000)
         self._submit(_Pending(uri, experiment, model, str(version), "reference",
-                              _points(report.flat(), ms, 0)))
+                              _points(_keys(report), ms, 0)))
 
     # ------------------------------------------------------------------ writing
     def _client(self, uri: str | None) -> Any:

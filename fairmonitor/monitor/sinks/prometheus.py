@@ -49,7 +49,8 @@ NAMESPACE = "fairmonitor"
 ERROR_STAGES = ("source", "data", "metric", "checkpoint", "spool", "mlflow", "export",
                 "scheduler")
 #: ``reason`` label values of ``fairmonitor_metric_undefined``.
-REASONS = ("labels_pending", "too_few_groups", "no_traffic", "error", "undefined")
+REASONS = ("labels_pending", "insufficient_data", "too_few_groups", "no_traffic", "error",
+           "undefined")
 #: ``fairmonitor_group_samples`` keeps the largest groups of each attribute; the rest are
 #: summed under :data:`OTHER_GROUPS`, so the label cannot grow with the data (intersections of
 #: three attributes gave 116 series for one model).
@@ -68,6 +69,9 @@ def reason_code(reason: str | None) -> str:
     >>> reason_code("demographic_parity_difference is undefined: sensitive attribute 'sex' "
     ...             "has a single group 'F'. Returning nan.")
     'too_few_groups'
+    >>> reason_code("abcc is undefined: fewer than two groups of 'race' remain after "
+    ...             "min_group_size (kept 'a'). Returning nan.")
+    'insufficient_data'
     >>> reason_code("error: boom"), reason_code(None)
     ('error', 'undefined')
     """
@@ -76,6 +80,8 @@ def reason_code(reason: str | None) -> str:
         return "labels_pending"
     if text.startswith("error"):
         return "error"
+    if "min_group_size" in text:  # groups exist but are too small: a state, not a silence
+        return "insufficient_data"
     if _TOO_FEW_GROUPS.search(text):
         return "too_few_groups"
     return "undefined"
@@ -88,6 +94,10 @@ class _Value:
     reason: str  # a REASONS code; only read when value is NaN
     severity: int | None  # 0/1/2, None when no threshold governs the value or it is NaN
     window_end: float = 0.0  # end of the window the value was computed on (0: reference data)
+    lower: float = math.nan  # confidence interval (NaN: none)
+    upper: float = math.nan
+    chance: float = math.nan  # chance level: what a fair model reads at these group sizes
+    compared: float = math.nan  # what the governing threshold compares (value or bound)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +110,8 @@ class _Model:
     #: distinct groups per attribute before the MAX_GROUPS cap
     group_totals: Mapping[str, int] = field(default_factory=dict)
     groups_version: str = ""
+    #: groups below min_group_size per attribute (left out of every metric)
+    small_groups: Mapping[str, int] = field(default_factory=dict)
     # attribute -> ((version, metric, level, ratio), ...)
     robustness: Mapping[str, tuple[tuple[str, str, str, float], ...]] = field(default_factory=dict)
     last_success: float = 0.0
@@ -131,6 +143,7 @@ class _ModelSetup:
     cadence: float = 0.0  # seconds between two windows (``every``)
     labels_after: float = 0.0
     routing: tuple[tuple[str, str], ...] = ()  # (team, owner) labels set in the config
+    min_group_size: int = 1
 
 
 def _setup_from_config(cfg: Any) -> _ModelSetup:
@@ -141,7 +154,8 @@ def _setup_from_config(cfg: Any) -> _ModelSetup:
     routing = tuple((k, str(getattr(cfg, k))) for k in ("team", "owner")
                     if getattr(cfg, k, None))
     return _ModelSetup(tuple(cfg.thresholds), frozenset(cfg.metrics), label_metrics, attrs,
-                       cfg.every.total_seconds(), cfg.labels_after.total_seconds(), routing)
+                       cfg.every.total_seconds(), cfg.labels_after.total_seconds(), routing,
+                       int(getattr(cfg, "min_group_size", 1)))
 
 
 def _capped(counts: Mapping[str, int]) -> dict[str, int]:
@@ -179,18 +193,31 @@ def _robustness(report: Any, version: str) -> dict[str, tuple[tuple[str, str, st
             for attr, vals in out.items()}
 
 
-def _values(report: Any, version: str, keep: Any = None, *,
-            window_end: float = 0.0) -> dict[tuple[str, str], _Value]:
+def _values(report: Any, version: str, keep: Any = None, *, window_end: float = 0.0,
+            thresholds: tuple[Threshold, ...] = ()) -> dict[tuple[str, str], _Value]:
     out = {}
+    intervals = getattr(report, "intervals", {})
     for key, value in report.values.items():
         if keep is not None and not keep(key[0]):
             continue
         value = float(value)
         status = report.statuses.get(key)
         code = severity_code(status) if status is not None else None
+        iv = intervals.get(key)
+        lower, upper, chance = ((float(iv.lower), float(iv.upper), float(iv.chance))
+                                if iv is not None else (math.nan,) * 3)
+        rule = _governing(thresholds, *key)
+        compared = rule.compared(value, lower, upper) if rule is not None else value
         out[key] = _Value(version, value, reason_code(report.reasons.get(key)), code,
-                          window_end)
+                          window_end, lower, upper, chance, compared)
     return out
+
+
+def _governing(thresholds: tuple[Threshold, ...], metric: str, attr: str) -> Threshold | None:
+    """The threshold that governs (metric, attr), as ``evaluate_thresholds`` picks it."""
+    inter = INTERSECTION_SEPARATOR in attr
+    matching = [t for t in thresholds if t.applies_to(metric, attr, intersection=inter)]
+    return max(matching, key=lambda t: t.attribute is not None) if matching else None
 
 
 class FairnessCollector:
@@ -251,13 +278,20 @@ class FairnessCollector:
         fairmonitor_labels_pending_windows{model="credit"} 24.0
         # TYPE fairmonitor_build_info gauge
         fairmonitor_build_info{version="0.1.0"} 1.0
+        # TYPE fairmonitor_metric_lower_bound gauge
+        fairmonitor_metric_lower_bound{metric="demographic_parity_difference",model="credit",sensitive_attribute="sex",version="3"} 0.25
+        (and fairmonitor_metric_upper_bound, fairmonitor_metric_chance_level,
+        fairmonitor_metric_compared: the value or the bound its threshold compares)
+        # TYPE fairmonitor_groups_below_min_size gauge
+        fairmonitor_groups_below_min_size{model="credit",sensitive_attribute="race"} 1.0
 
     ``fairmonitor_threshold`` holds the thresholds that apply to every attribute, so one
     generic rule can compare each metric with it ``on(model, metric)``; per-attribute
     overrides go to ``fairmonitor_threshold_by_attribute`` (and into ``fairmonitor_alert_state``,
     which always reflects the most specific threshold). Undefined ``reason`` codes:
     ``labels_pending`` (the window's labels have not arrived, or a label metric was never
-    computed yet), ``too_few_groups``, ``no_traffic`` (the window held no rows: a signal of its
+    computed yet), ``insufficient_data`` (groups exist but fewer than two reach
+    ``min_group_size``), ``too_few_groups``, ``no_traffic`` (the window held no rows: a signal of its
     own, not an error), ``error`` (the metric raised), ``undefined`` (anything else). The
     liveness gauges (last success, cadence, labels_after) are what the generated alert rules
     read, so a model added to the config is covered without regenerating them;
@@ -304,6 +338,7 @@ class FairnessCollector:
         self._update(result.model, lambda m: self._apply(m, result))
 
     def _apply(self, m: _Model, r: Any) -> _Model:
+        setup = self._setup.get(r.model, _ModelSetup())
         errors = dict(m.errors)
         for stage in r.errors:
             if stage in _EVALUATION_STAGES:
@@ -314,7 +349,8 @@ class FairnessCollector:
         values = dict(m.values)
         report = r.report
         if report is not None:
-            values.update(_values(report, r.version, window_end=r.end.timestamp()))
+            values.update(_values(report, r.version, window_end=r.end.timestamp(),
+                                  thresholds=self._setup.get(r.model, _ModelSetup()).thresholds))
         else:  # empty window: what this phase computes is now undefined, not stale
             why = "no_traffic" if r.n_rows == 0 and not r.errors else "undefined"
             for metric, attr in list(values):
@@ -341,6 +377,9 @@ class FairnessCollector:
             group_totals=({a: len(c) for a, c in report.group_counts.items()}
                           if report is not None else {}) if main_phase else m.group_totals,
             groups_version=r.version if main_phase else m.groups_version,
+            small_groups=({a: sum(n < setup.min_group_size for n in c.values())
+                           for a, c in report.group_counts.items()}
+                          if report is not None else {}) if main_phase else m.small_groups,
             rejected=dict(getattr(r, "rejected", {})) if main_phase else m.rejected,
             duplicates=int(getattr(r, "duplicates", 0)) if main_phase else m.duplicates,
             skipped=m.skipped + int(getattr(r, "skipped_before", 0)),
@@ -357,7 +396,9 @@ class FairnessCollector:
         window_metrics = self._setup.get(model, _ModelSetup()).metrics
 
         def change(m: _Model) -> _Model:
-            values = {**m.values, **_values(report, version, lambda k: k not in window_metrics)}
+            values = {**m.values, **_values(
+                report, version, lambda k: k not in window_metrics,
+                thresholds=self._setup.get(model, _ModelSetup()).thresholds)}
             robustness = {**m.robustness, **_robustness(report, version)}
             return replace(m, values=values, robustness=robustness)
 
@@ -380,9 +421,15 @@ class FairnessCollector:
             for attr, v in attrs.items():
                 value = math.nan if v.get("value") is None else float(v["value"])
                 status = v.get("status") if not math.isnan(value) else None
+                lower, upper, chance = (math.nan if v.get(k) is None else float(v[k])
+                                        for k in ("lower", "upper", "chance"))
+                rule = _governing(self._setup.get(model, _ModelSetup()).thresholds,
+                                  metric, attr)
                 values[(metric, attr)] = _Value(
                     str(v.get("version", "")), value, reason_code(v.get("reason")),
-                    severity_code(status) if status else None, ts(v.get("window_end")))
+                    severity_code(status) if status else None, ts(v.get("window_end")),
+                    lower, upper, chance,
+                    rule.compared(value, lower, upper) if rule is not None else value)
         version = str(snapshot.get("version", ""))
 
         def change(m: _Model) -> _Model:
@@ -475,11 +522,28 @@ class FairnessCollector:
         value_window = _gauge("value_window_end_timestamp_seconds", "End of the window each "
                               "metric value (or undefined marker) was computed on.",
                               "model", "metric", "sensitive_attribute")
+        interval = {
+            "lower": _gauge("metric_lower_bound", "Lower end of the confidence interval (95% "
+                            "unless configured) of each fairness metric value; absent where "
+                            "the metric has none.", *_VALUE_LABELS),
+            "upper": _gauge("metric_upper_bound", "Upper end of the confidence interval of each "
+                            "fairness metric value.", *_VALUE_LABELS),
+            "chance": _gauge("metric_chance_level", "What a fair model would read on average "
+                             "at the window's group sizes (the small-sample floor).",
+                             *_VALUE_LABELS),
+            "compared": _gauge("metric_compared", "What the alert threshold of each value "
+                               "compares: the value (compare: value), or the confidence bound "
+                               "on the unfair side (compare: bound).", *_VALUE_LABELS),
+        }
         groups = _gauge("group_samples", "Rows per group of each sensitive attribute in the "
                         "latest window.", "model", "version", "sensitive_attribute", "group")
         distinct = _gauge("groups", "Distinct groups of each sensitive attribute in the latest "
                           "window (group_samples keeps the largest ones).", "model",
                           "sensitive_attribute")
+        small = _gauge("groups_below_min_size", "Groups of each sensitive attribute with fewer "
+                       "rows than min_group_size in the latest window: left out of every "
+                       "metric (insufficient data), not judged fair.", "model",
+                       "sensitive_attribute")
         for model, m in models.items():
             for (metric, attr), v in m.values.items():
                 if v.window_end:
@@ -493,6 +557,10 @@ class FairnessCollector:
                         metric, spec.help if spec else f"Fairness metric {metric}.",
                         "model", "version", "sensitive_attribute")
                 per_metric[metric].add_metric([model, v.version, attr], v.value)
+                for part, family in interval.items():
+                    number = getattr(v, part)
+                    if math.isfinite(number):  # NaN is never a sample; the reason is in MLflow
+                        family.add_metric([model, v.version, metric, attr], number)
                 if v.severity is not None:
                     alert.add_metric([model, v.version, metric, attr], float(v.severity))
             for metric, attr in self._never_labelled(model, m):
@@ -505,8 +573,11 @@ class FairnessCollector:
                     groups.add_metric([model, m.groups_version, attr, group], float(n))
             for attr, n in m.group_totals.items():
                 distinct.add_metric([model, attr], float(n))
+            for attr, n in m.small_groups.items():
+                small.add_metric([model, attr], float(n))
         yield from per_metric.values()
-        yield from (undefined, robustness, groups, distinct, alert, value_window)
+        yield from (undefined, robustness, groups, distinct, small, alert, value_window,
+                    *interval.values())
 
     def _never_labelled(self, model: str, m: _Model) -> Iterator[tuple[str, str]]:
         """Configured label metrics with no value yet (their first labels have not arrived)."""
@@ -590,6 +661,9 @@ class FairnessCollector:
         build = _gauge("build_info", "fairmonitor build information (always 1).", "version")
         build.add_metric([self._build_version], 1.0)
         yield build
+
+
+_VALUE_LABELS = ("model", "version", "metric", "sensitive_attribute")
 
 
 def _gauge(name: str, documentation: str, *labels: str) -> GaugeMetricFamily:

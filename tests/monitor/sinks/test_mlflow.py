@@ -21,10 +21,11 @@ END = datetime(2026, 11, 22, 10, tzinfo=UTC)
 DP_SEX = "fairness/demographic_parity_difference/sex"
 
 
-def window_result(model, version, index, pred, *, race="abbaabba"):
+def window_result(model, version, index, pred, *, race="abbaabba", intervals=False):
+    # without intervals unless asked: the queue tests count values, one per (metric, attribute)
     report = evaluate_window(
         Window({"sex": list("FFFFMMMM"), "race": list(race)}, y_pred=pred),
-        metrics=["demographic_parity_difference"])
+        metrics=["demographic_parity_difference"], confidence_level=0.95 if intervals else None)
     end = END + timedelta(hours=index)
     return NS(model=model, version=version, index=index, end=end, report=report,
               errors=MappingProxyType({}))
@@ -66,10 +67,19 @@ def test_keys_are_the_plugin_keys_and_nan_is_skipped(mlflow_tracking_uri):
     uri = mlflow_tracking_uri
     sink = MlflowSink(models(uri, "sink-keys", "credit"))
     # one race group: DP on race is NaN
-    sink.submit(window_result("credit", "3", 1, [1, 1, 1, 0, 1, 0, 0, 0], race="aaaaaaaa"))
+    sink.submit(window_result("credit", "3", 1, [1, 1, 1, 0, 1, 0, 0, 0], race="aaaaaaaa",
+                              intervals=True))
     assert sink.flush()
     run = run_of(uri, "sink-keys", "credit", "3")
-    assert sorted(run.data.metrics) == [DP_SEX, "fairness/demographic_parity_difference/sex:race"]
+    dp = "demographic_parity_difference"
+    # each defined value comes with its interval and chance level (issue 16); the NaN value on
+    # race and its NaN interval are skipped
+    assert sorted(run.data.metrics) == sorted(
+        f"fairness/{part}{dp}/{attr}" for part in ("", "ci_lower/", "ci_upper/", "chance/")
+        for attr in ("sex", "sex:race"))
+    m = run.data.metrics
+    assert m[f"fairness/ci_lower/{dp}/sex"] <= m[DP_SEX] <= m[f"fairness/ci_upper/{dp}/sex"]
+    assert 0 < m[f"fairness/chance/{dp}/sex"] < 1
 
 
 def test_a_restarted_sink_finds_its_run_again(mlflow_tracking_uri):

@@ -14,6 +14,7 @@ from types import MappingProxyType
 import pytest
 from prometheus_client import CollectorRegistry, start_http_server
 
+from fairmonitor.exceptions import ConfigError
 from fairmonitor.monitor.config import load_config
 from fairmonitor.monitor.job import WindowResult
 from fairmonitor.monitor.sinks.prometheus import ERROR_STAGES, FairnessCollector, reason_code
@@ -384,3 +385,66 @@ def test_real_robustness_result_is_exported_per_level(registry, collector):
     exported = [value(registry, "fairmonitor_robustness_ratio_by_level", metric=DP, level=level,
                       **labels("sex", "7")) for level in ("0.5", "1")]
     assert exported == [float(r) for r in ratios]
+
+
+def test_each_value_is_exported_with_its_interval_chance_and_compared_quantity(registry,
+                                                                              collector, config):
+    collector.observe(result(window([1, 1, 1, 0, 1, 0, 0, 0]), config=config))
+    at = {"metric": DP, **labels("sex")}
+    lower = value(registry, "fairmonitor_metric_lower_bound", **at)
+    upper = value(registry, "fairmonitor_metric_upper_bound", **at)
+    assert lower <= 0.5 <= upper and upper > lower
+    assert 0 < value(registry, "fairmonitor_metric_chance_level", **at) < 1
+    # compare: value (the default): the threshold compares the value itself
+    assert value(registry, "fairmonitor_metric_compared", **at) == 0.5
+
+
+def test_compare_bound_exports_the_unfair_side_bound(tmp_path, registry):
+    cfg = load_config(CONFIG.replace(
+        "demographic_parity_difference: {warning: 0.1, critical: 0.2}",
+        "demographic_parity_difference: {warning: 0.1, critical: 0.2, compare: bound}"),
+        base_dir=tmp_path)
+    collector = FairnessCollector(registry, models=cfg.models, build_version="9.9.9")
+    collector.observe(result(window([1, 1, 1, 0, 1, 0, 0, 0]), config=cfg))
+    at = {"metric": DP, **labels("sex")}
+    # 4 rows per group: the lower bound of a 0.5 gap is far below the warning level
+    lower = value(registry, "fairmonitor_metric_lower_bound", **at)
+    assert value(registry, "fairmonitor_metric_compared", **at) == lower < 0.1
+    assert value(registry, "fairmonitor_alert_state", **at) == 0.0  # ok: no evidence
+
+
+def test_compare_bound_is_refused_in_the_config_for_a_metric_without_interval(tmp_path):
+    text = CONFIG.replace("metrics: [demographic_parity_difference, equalized_odds_difference]",
+                          "metrics: [demographic_parity_difference, equalized_odds_difference, "
+                          "hfm]\n    features: [x]").replace(
+        "    thresholds:\n", "    thresholds:\n      hfm: {warning: 0.5, compare: bound}\n")
+    with pytest.raises(ConfigError, match="hfm has no confidence interval"):
+        load_config(text, base_dir=tmp_path)
+
+
+def test_groups_below_min_size_are_a_state_not_a_silence(tmp_path, registry):
+    cfg = load_config(CONFIG.replace("    window: 1h\n",
+                                     "    window: 1h\n    min_group_size: 3\n"),
+                      base_dir=tmp_path)
+    collector = FairnessCollector(registry, models=cfg.models, build_version="9.9.9")
+    # race: a 6 rows, b 2 rows (below 3): DP on race is undefined for insufficient data
+    collector.observe(result(window([1, 1, 1, 0, 1, 0, 0, 0], race="aaaaaabb"), config=cfg))
+    assert value(registry, "fairmonitor_groups_below_min_size", model="credit",
+                 sensitive_attribute="race") == 1.0
+    assert value(registry, "fairmonitor_groups_below_min_size", model="credit",
+                 sensitive_attribute="sex") == 0.0
+    assert value(registry, "fairmonitor_metric_undefined", metric=DP, reason="insufficient_data",
+                 **labels("race")) == 1.0
+
+
+def test_restart_restores_the_bounds(registry, collector, config):
+    from fairmonitor.monitor.snapshot import fold
+
+    first = result(window([1, 1, 1, 0, 1, 0, 0, 0]), config=config)
+    collector.observe(first)
+    before = value(registry, "fairmonitor_metric_lower_bound", metric=DP, **labels("sex"))
+    fresh = CollectorRegistry()
+    restarted = FairnessCollector(fresh, models=config.models, build_version="9.9.9")
+    restarted.restore("credit", fold({}, first))
+    assert value(fresh, "fairmonitor_metric_lower_bound", metric=DP, **labels("sex")) == before
+    assert value(fresh, "fairmonitor_metric_compared", metric=DP, **labels("sex")) == 0.5

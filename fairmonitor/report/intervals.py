@@ -1,0 +1,176 @@
+"""Each window value's confidence interval and chance level, from the window's summary.
+
+Called by the report loop (:func:`fairmonitor.report.evaluate_window` and
+:func:`~fairmonitor.report.evaluate_summary`) after a metric's value: the interval reads the
+same per-group counts and score summaries the value was computed from, never the rows again,
+so it costs O(groups x bins x draws) whatever the window's size and it works on merged
+summaries. Which method serves which metric (the registry's ``interval`` column):
+
+- parity gaps: :func:`~fairmonitor.metrics._intervals.rate_gap_interval`, analytic draws from
+  per-group counts (Agresti-Caffo variances, Fang-Santos directional derivative of the max);
+- ABCC, MADD, ABPC: :func:`~fairmonitor.metrics._intervals.score_gap_interval`, a Poisson
+  bootstrap of per-group score histograms, one :class:`ScoreBootstrap` per attribute shared by
+  the three;
+- HFM average: the sampled estimator's own interval (``method="sampled"``); HFM max has none
+  (a maximum over nearest-neighbour distances is not estimable from a sample);
+- CFair: the paired comparison's (cluster-robust) 95% interval of the absolute gap;
+- robustness ratio and delta: Wald intervals from the protocol's repeated-noise standard
+  errors; the 0/1 verdict, the AUC and the flip-rate gap have none.
+
+Undefined intervals are NaN with a reason, never 0-width.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..metrics._intervals import (
+    Interval,
+    ScoreBootstrap,
+    fine_histogram,
+    rate_gap_interval,
+    score_gap_interval,
+    wald_interval,
+)
+from ..summaries import compute as _compute
+from ..summaries.core import AttributeSummary, GroupSummary
+
+__all__ = ["DEFAULT_LEVEL", "interval_of", "undefined"]
+
+#: Confidence level of every interval unless the caller says otherwise.
+DEFAULT_LEVEL = 0.95
+_NAN = float("nan")
+_RATES = ("demographic_parity_difference", "demographic_parity_ratio",
+          "equalized_odds_difference", "equal_opportunity_difference")
+_SCORES = ("abcc", "madd", "abpc")
+
+
+def undefined(reason: str, method: str = "none") -> Interval:
+    """A NaN interval with its reason."""
+    return Interval(_NAN, _NAN, _NAN, method, reason)
+
+
+def _kept(attr: AttributeSummary, min_group_size: int) -> list[GroupSummary]:
+    with warnings.catch_warnings():  # the value's computation already said it
+        warnings.simplefilter("ignore")
+        labels = _compute._kept(attr, min_group_size).labels
+    return [attr.groups[label] for label in labels]
+
+
+def _rates(name: str, groups: list[GroupSummary], level: float) -> Interval:
+    n = np.array([g.n for g in groups], dtype=float)
+    if name.startswith("demographic"):
+        if any(g.predicted_positive is None for g in groups):
+            return undefined("no predictions")
+        pos = np.array([g.predicted_positive for g in groups], dtype=float)
+        return rate_gap_interval(pos, n, ratio=name.endswith("ratio"), level=level)
+    if any(g.confusion is None for g in groups):
+        return undefined("labels not available")
+    tp, fp, fn, tn = np.array([g.confusion for g in groups], dtype=float).reshape(-1, 4).T
+    if name == "equal_opportunity_difference":
+        return rate_gap_interval(tp, tp + fn, level=level)
+    return rate_gap_interval(np.stack([tp, fp]), np.stack([tp + fn, fp + tn]), level=level)
+
+
+def _fine(g: GroupSummary) -> NDArray[np.float64]:
+    """The group's fine score histogram, from raw scores or from cells (their mean score)."""
+    if g.scores is not None:
+        return fine_histogram(g.scores)
+    _, count, total, _, _ = g.cells  # type: ignore[misc]
+    res = fine_histogram([]).size
+    where = np.minimum((total / count * res).astype(np.intp), res - 1)
+    return np.bincount(where, weights=count, minlength=res).astype(float)
+
+
+def _scores(name: str, value: float, result: Any, attr: AttributeSummary,
+            groups: list[GroupSummary], kw: Mapping[str, Any], level: float,
+            cache: dict[Any, Any]) -> Interval:
+    if kw.get("agg", "max") != "max":
+        return undefined("intervals are computed for agg='max' only")
+    if kw.get("compat") is not None:
+        return undefined("no interval for the paper-compatible estimator")
+    if any(g.moments is None for g in groups):
+        return undefined("no scores")
+    kept = {id(g) for g in groups}
+    labels = [lab for lab, g in attr.groups.items() if id(g) in kept]
+    key = (attr.name, tuple(map(repr, labels)))
+    if key not in cache:
+        cache[key] = ScoreBootstrap(np.stack([_fine(g) for g in groups]))
+    boot = cache[key]
+    if name == "abcc":
+        return score_gap_interval(boot, "abcc", value=value, level=level)
+    if name == "madd":
+        index = {lab: k for k, lab in enumerate(labels)}
+        bins = {(index[p.groups[0]], index[p.groups[1]]): int(p.n_bins)
+                for p in getattr(result, "pairs", ())
+                if p.groups[0] in index and p.groups[1] in index}
+        pairs = list(bins)
+        return score_gap_interval(boot, "madd", value=value, pairs=pairs, pair_bins=bins,
+                                  level=level)
+    widths = [_compute._bandwidth(g, kw.get("bandwidth", "scott"))[0] for g in groups]
+    with_density = [k for k, h in enumerate(widths) if math.isfinite(h)]
+    pairs = [(i, j) for i in with_density for j in with_density if i < j]
+    return score_gap_interval(boot, "abpc", value=value, pairs=pairs, bandwidths=widths,
+                              level=level)
+
+
+def _rows(name: str, field: str | None, value: float, result: Any, level: float) -> Interval:
+    if name == "hfm_average":
+        ci = getattr(result, "average_ci", None)
+        if ci is None:
+            return undefined("exact HFM has no sampling interval; use options "
+                             "{'hfm_average': {'method': 'sampled'}} for one")
+        return Interval(float(ci[0]), float(ci[1]), _NAN, "sampled-hfm")
+    if name == "hfm":
+        return undefined("a maximum over nearest-neighbour distances is not estimable from a "
+                         "sample: HFM max has no interval (hfm_average has one)")
+    if name == "cfair":  # the paired comparison's interval of |gap| (95%, cluster-robust)
+        lo, hi = float(result.ci_low), float(result.ci_high)
+        if level != DEFAULT_LEVEL:
+            return undefined("CFair's paired comparison gives 95% intervals only")
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            return undefined("too few counterpart pairs for an interval", "paired-comparison")
+        return Interval(lo, hi, _NAN, "paired-comparison")
+    metric = getattr(result, "metrics", (None,))[0]
+    if field == "ratio_at_max_level_value":
+        return wald_interval(value, float(np.asarray(result.ratio_se[metric])[-1]),
+                             level=level, lower=0.0, method="wald-noise-repeats")
+    if field in ("max_ratio_value", "max_delta_value"):
+        series = result.ratios if field == "max_ratio_value" else result.deltas
+        se = result.ratio_se if field == "max_ratio_value" else result.delta_se
+        values = np.asarray(series[metric], dtype=float)
+        if not np.isfinite(values).any():
+            return undefined("the ratios are undefined on this window")
+        k = int(np.nanargmax(values))
+        return wald_interval(value, float(np.asarray(se[metric])[k]), level=level,
+                             lower=0.0 if field == "max_ratio_value" else -1.0,
+                             method="wald-noise-repeats")
+    return undefined(f"{name} has no interval (see the registry's interval column)")
+
+
+def interval_of(name: str, field: str | None, value: float, result: Any,
+                attr: AttributeSummary, *, kw: Mapping[str, Any], level: float,
+                cache: dict[Any, Any]) -> Interval:
+    """The interval and chance level of metric ``name``'s ``value`` on one attribute.
+
+    ``result`` is the metric function's full result (MADD's pairs, HFM's sampled interval,
+    the robustness standard errors); ``kw`` the options the metric ran with; ``cache`` is
+    shared by the metrics of one window (one score bootstrap per attribute).
+    """
+    if not math.isfinite(value):
+        return undefined("the value is undefined")
+    try:
+        if name in _RATES or name in _SCORES:
+            groups = _kept(attr, int(kw.get("min_group_size", 1)))
+            if name in _RATES:
+                return _rates(name, groups, level)
+            return _scores(name, value, result, attr, groups, kw, level, cache)
+        return _rows(name, field, value, result, level)
+    except (AttributeError, KeyError, IndexError, TypeError) as exc:  # a result without SEs
+        return undefined(f"no interval: {exc}")
