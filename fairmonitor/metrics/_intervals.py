@@ -51,6 +51,8 @@ BIN_KAPPA = KAPPA
 #: Beyond these, score intervals are NaN with the reason (groups), or the derivative is taken
 #: over the pairs that can reach the maximum (pairs; see ``_candidates``).
 MAX_GROUPS, MAX_PAIRS = 256, 64
+#: Rates need no histogram per group: their intervals scale to more groups.
+MAX_RATE_GROUPS = 2048
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,20 +93,6 @@ def _z(level: float) -> float:
 
 def _rng(rng: Any) -> np.random.Generator:
     return np.random.default_rng(_SEED if rng is None else rng)
-
-
-def _fold(value: float, d_hat: NDArray[np.float64], se: NDArray[np.float64],
-          noise: NDArray[np.float64], level: float) -> float:
-    """Half-width of the symmetric interval of ``max_p |d_p|`` (see the module docstring).
-
-    ``d_hat`` (P,) pair differences, ``se`` (P,) their standard errors, ``noise`` (draws, P)
-    draws of the estimation error of each ``d_p``.
-    """
-    near_zero = np.abs(d_hat) <= KAPPA * se
-    deriv = np.where(near_zero, np.abs(noise), np.sign(d_hat) * noise)
-    near_max = np.abs(d_hat) >= value - KAPPA * se
-    worst = deriv[:, near_max].max(axis=1)
-    return float(np.quantile(np.abs(worst), level))
 
 
 def _pair_index(defined: NDArray[np.bool_]) -> tuple[NDArray[np.intp], NDArray[np.intp],
@@ -187,17 +175,40 @@ def rate_gap_interval(
             var = p_adj * (1.0 - p_adj) / (n + 2.0)
             p0 = pooled[:, None]
             null_sd = np.sqrt(p0 * (1.0 - p0) / np.maximum(n, 1))
+    if defined.sum(axis=1).max() > MAX_RATE_GROUPS:
+        return _undefined(method, f"{int(defined.sum(axis=1).max())} groups: intervals are "
+                                  f"computed for at most {MAX_RATE_GROUPS} (raise min_group_size)")
     fam, i, j = _pair_index(defined)
     d_hat = theta[fam, i] - theta[fam, j]
     se = np.sqrt(var[fam, i] + var[fam, j])
     value = float(np.abs(d_hat).max())
     draws = _rng(rng).standard_normal((n_draws, *theta.shape))
     sd = np.sqrt(var)
-    noise = draws[:, fam, i] * sd[fam, i] - draws[:, fam, j] * sd[fam, j]
-    half = _fold(value, d_hat, se, noise, level)
+    near_max = np.flatnonzero(np.abs(d_hat) >= value - KAPPA * se)
+    if near_max.size <= MAX_PAIRS:
+        f, a, b = fam[near_max], i[near_max], j[near_max]
+        noise = draws[:, f, a] * sd[f, a] - draws[:, f, b] * sd[f, b]
+        near_zero = np.abs(d_hat[near_max]) <= KAPPA * se[near_max]
+        worst = np.where(near_zero, np.abs(noise), np.sign(d_hat[near_max]) * noise).max(axis=1)
+    else:
+        # many pairs tie for the max (a fair model with many groups): fold them all, the
+        # largest |h_a - h_b| over their groups is max h - min h; an upper bound of the
+        # derivative, so the interval can only be wider
+        worst = np.full(n_draws, -np.inf)
+        for f in np.unique(fam[near_max]):
+            members = np.unique(np.concatenate([i[near_max][fam[near_max] == f],
+                                                j[near_max][fam[near_max] == f]]))
+            e = draws[:, f, members] * sd[f, members]
+            worst = np.maximum(worst, e.max(axis=1) - e.min(axis=1))
+    half = float(np.quantile(np.abs(worst), level))
     lo, hi = max(value - half, 0.0), value + half
-    null_gap = np.abs(draws[:, fam, i] * null_sd[fam, i] - draws[:, fam, j] * null_sd[fam, j])
-    chance_gap = null_gap.max(axis=1)
+    # chance: every group at the pooled rate; the largest pair gap of a family is max - min
+    chance_gap = np.full(n_draws, -np.inf)
+    for f in range(theta.shape[0]):
+        keep = np.flatnonzero(defined[f])
+        if keep.size >= 2:
+            a = draws[:, f, keep] * null_sd[f, keep]
+            chance_gap = np.maximum(chance_gap, a.max(axis=1) - a.min(axis=1))
     del z  # the quantile comes from the draws; _z only validates `level`
     if ratio:
         return Interval(float(np.exp(-hi)), float(np.exp(-lo)),

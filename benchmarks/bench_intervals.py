@@ -1,0 +1,247 @@
+"""Intervals that alert on evidence (issue 16): coverage, false alarms and detection, cost.
+
+- ``coverage``: on simulated windows with a known population value, the share of 95%
+  intervals that cover it (target 93-97%), for every metric with a window interval: the
+  parity gaps (DP difference and ratio, equal opportunity, equalized odds) and the score gaps
+  (ABCC, MADD at fixed bins, ABPC at a fixed bandwidth), fair and unfair, 2 and 5 groups, small
+  and large windows. The "local" rows (a real gap within ~3 standard errors of 0) are where the
+  intervals err on the wide side by design; they are printed, not targeted.
+- ``alarms``: >= 1000 simulated windows of a fair model with a small group, alerting on the
+  point value vs on the unfair-side bound (``compare: bound``), same threshold: false alarms
+  per window and with the shipped persistence (3 consecutive windows); then a real gap just
+  above the threshold: the share of windows that breach and the delay to the first alert.
+  Target: the bound cuts false alarms >= 10x while detecting the real gap within a few windows.
+- ``cost``: ``evaluate_window`` of the default metric set (DP difference/ratio, EO, equal
+  opportunity, ABCC, ABPC, MADD "auto") on 2 attributes + intersection with intervals over
+  without. Target <= 1.5 at 10^6 rows.
+
+Usage: ``python benchmarks/bench_intervals.py [--quick]`` (quick: 300 replications, 10^5 rows).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+import warnings
+
+import numpy as np
+from scipy import stats
+
+from fairmonitor import Threshold
+from fairmonitor.metrics import abcc, abpc, madd
+from fairmonitor.metrics._abpc_abcc.kde import density_from_binned
+from fairmonitor.metrics._intervals import fine_histogram, rate_gap_interval, score_gap_interval
+from fairmonitor.report import Window, evaluate_window
+
+DEFAULT = ["demographic_parity_difference", "demographic_parity_ratio",
+           "equalized_odds_difference", "equal_opportunity_difference", "abcc", "abpc", "madd"]
+
+
+def target(name: str, value: float, op: str, bound: float) -> None:
+    ok = value <= bound if op == "<=" else value >= bound
+    print(f"TARGET {name}: {value:.3g} (target {op} {bound:g}) {'OK' if ok else 'FAIL'}")
+
+
+# ------------------------------------------------------------------------------- coverage
+
+
+def rate_coverage(p, n, *, metric: str, reps: int, seed: int = 0) -> float:
+    """Coverage of the interval of a parity gap; ``p`` rows: (selection) or (TPR, FPR)."""
+    p, n = np.atleast_2d(p).astype(float), np.asarray(n)
+    rng = np.random.default_rng(seed)
+    ratio = metric == "dp_ratio"
+    if ratio:
+        truth = p[0].min() / p[0].max()
+    else:
+        truth = max(row.max() - row.min() for row in p)
+    hits = 0
+    for rep in range(reps):
+        x = np.stack([rng.binomial(n, row) for row in p])
+        r = rate_gap_interval(x if len(p) > 1 else x[0], np.stack([n] * len(p))
+                              if len(p) > 1 else n, ratio=ratio, rng=rep, n_draws=1000)
+        hits += r.lower <= truth <= r.upper
+    return hits / reps
+
+
+_EDGES = np.linspace(0.0, 1.0, (1 << 14) + 1)
+
+
+def true_score_gap(dists, kind: str, m: int, h: float) -> float:
+    cdf = [d.cdf(_EDGES) for d in dists]
+    if kind == "abcc":
+        curves, w = cdf, 1 / (_EDGES.size - 1)
+    elif kind == "madd":
+        curves, w = [np.diff(d.cdf(np.linspace(0, 1, m + 1))) for d in dists], 1.0
+    else:
+        curves = [density_from_binned(np.diff(c) * 1e6, h, 10 ** 6) for c in cdf]
+        w = 1 / (_EDGES.size - 1)
+    k = len(curves)
+    return max(np.abs(curves[i] - curves[j]).sum() * w for i in range(k) for j in range(i + 1, k))
+
+
+def score_coverage(dists, n: int, kind: str, *, reps: int, m: int = 20, h: float = 0.05,
+                   seed: int = 0) -> float:
+    truth = true_score_gap(dists, kind, m, h)
+    rng = np.random.default_rng(seed)
+    k = len(dists)
+    groups = np.repeat(np.arange(k), n)
+    hits = 0
+    for rep in range(reps):
+        parts = [d.rvs(size=n, random_state=rng) for d in dists]
+        scores = np.concatenate(parts)
+        hist = np.stack([fine_histogram(s) for s in parts])
+        if kind == "abcc":
+            r = score_gap_interval(hist, "abcc", value=abcc(scores, sensitive_features=groups),
+                                   rng=rep)
+        elif kind == "madd":
+            bins = {(i, j): m for i in range(k) for j in range(i + 1, k)}
+            r = score_gap_interval(hist, "madd", rng=rep, pair_bins=bins,
+                                   value=madd(scores, sensitive_features=groups, n_bins=m).value)
+        else:
+            r = score_gap_interval(hist, "abpc", rng=rep, bandwidths=[h] * k,
+                                   value=abpc(scores, sensitive_features=groups, bandwidth=h))
+        hits += r.lower <= truth <= r.upper
+    return hits / reps
+
+
+def coverage(reps: int) -> None:
+    print(f"\n== coverage of 95% intervals ({reps} replications each; target 93-97%)")
+    rate_cases = [
+        ("fair, 2 groups, small", [[0.3, 0.3]], [60, 60], True),
+        ("fair, 2 groups, large", [[0.3, 0.3]], [5000, 5000], True),
+        ("fair, 5 groups, small", [[0.3] * 5], [60] * 5, True),
+        ("fair, 5 groups, large", [[0.3] * 5], [3000] * 5, True),
+        ("unfair, 2 groups, small", [[0.2, 0.5]], [120, 120], True),
+        ("unfair, 2 groups, large", [[0.3, 0.4]], [2000, 2000], True),
+        ("unfair, 5 groups, large", [[0.2, 0.25, 0.3, 0.35, 0.45]], [2000] * 5, True),
+        ("local: gap 1.4 SE, 2 groups", [[0.3, 0.4]], [80, 80], False),
+    ]
+    print(f"{'case':34s} {'DP diff':>8s} {'DP ratio':>9s} {'EOpp':>6s} {'EO':>6s}")
+    worst = []
+    for name, p, n, targeted in rate_cases:
+        row = [rate_coverage(p, n, metric=m, reps=reps) for m in ("dp", "dp_ratio")]
+        row.append(rate_coverage(p, n, metric="eopp", reps=reps))  # a TPR family
+        eo = [p[0], [0.1] * len(p[0])]  # TPR as p, FPR equal across groups
+        row.append(rate_coverage(eo, n, metric="eo", reps=reps))
+        print(f"{name:34s} " + " ".join(f"{c:8.3f}" for c in row))
+        if targeted:
+            worst += row
+    target("coverage_rates_min", min(worst), ">=", 0.93)
+    target("coverage_rates_max", max(worst), "<=", 0.97)
+    B = stats.beta
+    score_cases = [
+        ("fair, 2 groups, small", [B(2, 5)] * 2, 200, True),
+        ("fair, 2 groups, large", [B(2, 5)] * 2, 3000, True),
+        ("fair, 5 groups, small", [B(2, 5)] * 5, 200, True),
+        ("unfair, 2 groups, large", [B(2, 5), B(3, 4)], 2000, True),
+        ("unfair, 5 groups, large", [B(2, 5)] * 4 + [B(3, 4)], 2000, True),
+        ("local: small gap, small window", [B(2, 5), B(3, 4)], 300, False),
+    ]
+    print(f"{'case':34s} {'ABCC':>8s} {'MADD':>8s} {'ABPC':>8s}")
+    worst = []
+    for name, dists, n, targeted in score_cases:
+        row = [score_coverage(dists, n, kind, reps=reps) for kind in ("abcc", "madd", "abpc")]
+        print(f"{name:34s} " + " ".join(f"{c:8.3f}" for c in row), flush=True)
+        if targeted:
+            worst += row
+    target("coverage_scores_min", min(worst), ">=", 0.93)
+    target("coverage_scores_max", max(worst), "<=", 0.97)
+
+
+# --------------------------------------------------------------------------------- alarms
+
+
+def _alerts(breach: np.ndarray, persistence: int) -> np.ndarray:
+    """Per window: does the alert fire (``persistence`` consecutive breaching windows)?"""
+    run = np.zeros(breach.size, dtype=int)
+    for i, b in enumerate(breach):
+        run[i] = (run[i - 1] + 1 if i else 1) if b else 0
+    return run >= persistence
+
+
+def alarms(n_windows: int) -> None:
+    level = 0.05
+    small, large = 150, 1500
+    print(f"\n== false alarms and detection: DP difference, threshold {level}, {n_windows} "
+          f"hourly windows, groups of {small} and {large} rows")
+    rng = np.random.default_rng(3)
+    t_value, t_bound = (Threshold("demographic_parity_difference", warning=level),
+                        Threshold("demographic_parity_difference", warning=level,
+                                  compare="bound"))
+
+    def simulate(p_small: float, p_large: float) -> dict[str, np.ndarray]:
+        out: dict[str, list[bool]] = {"value": [], "bound": []}
+        for _ in range(n_windows):
+            x = rng.binomial([small, large], [p_small, p_large])
+            v = abs(x[0] / small - x[1] / large)
+            iv = rate_gap_interval(x, [small, large])
+            out["value"].append(t_value.severity(t_value.compared(v, iv.lower, iv.upper))
+                                != "ok")
+            out["bound"].append(t_bound.severity(t_bound.compared(v, iv.lower, iv.upper))
+                                != "ok")
+        return {k: np.asarray(b) for k, b in out.items()}
+
+    fair = simulate(0.3, 0.3)
+    rates = {}
+    for how in ("value", "bound"):
+        per_window = fair[how].mean()
+        persisted = _alerts(fair[how], 3).mean()
+        rates[how] = (per_window, persisted)
+        print(f"fair model, compare {how:5s}: breaching windows {per_window:.4f}, alert "
+              f"(3 consecutive) {persisted:.4f}")
+    cut = rates["value"][0] / max(rates["bound"][0], 0.5 / n_windows)
+    target("false_alarm_cut_per_window", cut, ">=", 10)
+    for gap in (0.08, 0.10):
+        unfair = simulate(0.3, 0.3 + gap)
+        for how in ("value", "bound"):
+            first = int(np.argmax(unfair[how])) + 1 if unfair[how].any() else None
+            fires = _alerts(unfair[how], 3)
+            delay3 = int(np.argmax(fires)) + 1 if fires.any() else None
+            # mean windows to the first breach from a random start: 1 / breach rate
+            share = unfair[how].mean()
+            print(f"real gap {gap:.2f}, compare {how:5s}: breaching windows {share:.3f} "
+                  f"(expected delay to a breach {1 / share if share else float('inf'):.1f} "
+                  f"windows), first breach at window {first}, first 3-window alert at "
+                  f"{delay3}")
+
+
+# ----------------------------------------------------------------------------------- cost
+
+
+def cost(n: int) -> None:
+    rng = np.random.default_rng(0)
+    sex = rng.choice(np.array(["F", "M"], dtype=object), n)
+    race = rng.choice(np.array(list("abcde"), dtype=object), n)
+    score = np.clip(rng.beta(2, 2, n) + np.where(sex == "F", -0.05, 0.05), 0, 1)
+    label = (rng.random(n) < score).astype(np.int64)
+    window = Window({"sex": sex, "race": race}, y_score=score, y_true=label)
+
+    def run(level):
+        start = time.process_time()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            evaluate_window(window, metrics=DEFAULT, confidence_level=level)
+        return time.process_time() - start
+
+    without, with_ = [], []
+    for _ in range(3):  # interleaved, the minimum of each
+        without.append(run(None))
+        with_.append(run(0.95))
+    print(f"\n== cost at {n:.0e} rows (2 attributes + intersection, default metric set): "
+          f"{min(without):.2f} s without intervals, {min(with_):.2f} s with")
+    target(f"interval_cost_ratio_{n:.0e}", min(with_) / min(without), "<=", 1.5)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    print(f"load average {os.getloadavg()[0]:.2f}")
+    cost(10 ** 5 if args.quick else 10 ** 6)
+    alarms(1000)
+    coverage(300 if args.quick else 1000)
+
+
+if __name__ == "__main__":
+    main()
