@@ -164,3 +164,22 @@ def test_every_query_is_valid_promql(promtool, tmp_path):
     result = check_promql(promtool, exprs, tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"SUCCESS: {len(exprs)} rules found" in result.stdout
+
+
+def test_compare_bound_queries_the_unfair_side_bound(example_config):
+    # issue 16: a threshold with compare: bound alerts on the confidence bound, not the value
+    import dataclasses
+
+    cfg = example_config.models["credit"]
+    bound = tuple(dataclasses.replace(t, compare="bound") for t in cfg.thresholds)
+    config = dataclasses.replace(example_config, models={
+        "credit": dataclasses.replace(cfg, thresholds=bound)})
+    exprs = {(r["labels"]["metric"], r["labels"]["severity"], r["title"].endswith("(sex)")):
+             r["data"][0]["model"]["expr"]
+             for r in _threshold_rules(grafana_alert_rules(config, OPTIONS))}
+    assert exprs[("demographic_parity_ratio", "critical", False)] == (
+        'min by (model, sensitive_attribute) (fairmonitor_metric_upper_bound{model="credit", '
+        'metric="demographic_parity_ratio", sensitive_attribute!~".+:.+"})')
+    assert exprs[("equalized_odds_difference", "warning", True)] == (
+        'max by (model, sensitive_attribute) (fairmonitor_metric_lower_bound{model="credit", '
+        'metric="equalized_odds_difference", sensitive_attribute="sex"})')
