@@ -164,46 +164,43 @@ def alarms(n_windows: int) -> None:
     level = 0.05
     small, large = 150, 1500
     print(f"\n== false alarms and detection: DP difference, threshold {level}, {n_windows} "
-          f"hourly windows, groups of {small} and {large} rows")
-    rng = np.random.default_rng(3)
-    t_value, t_bound = (Threshold("demographic_parity_difference", warning=level),
-                        Threshold("demographic_parity_difference", warning=level,
-                                  compare="bound"))
+          f"windows per model, groups of {small} and {large} rows (the gap's SE is ~0.04)")
+    # (label, compare, confidence level, persistence in windows)
+    rules = [("value, 1 window", "value", 0.95, 1), ("value, 3 windows", "value", 0.95, 3),
+             ("bound 95%, 1 window", "bound", 0.95, 1), ("bound 80%, 1 window", "bound", 0.8, 1)]
 
-    def simulate(p_small: float, p_large: float) -> dict[str, np.ndarray]:
-        out: dict[str, list[bool]] = {"value": [], "bound": []}
-        for _ in range(n_windows):
-            x = rng.binomial([small, large], [p_small, p_large])
-            v = abs(x[0] / small - x[1] / large)
-            iv = rate_gap_interval(x, [small, large])
-            out["value"].append(t_value.severity(t_value.compared(v, iv.lower, iv.upper))
-                                != "ok")
-            out["bound"].append(t_bound.severity(t_bound.compared(v, iv.lower, iv.upper))
-                                != "ok")
-        return {k: np.asarray(b) for k, b in out.items()}
+    def simulate(p_small: float, p_large: float, seed: int) -> dict[str, np.ndarray]:
+        rng = np.random.default_rng(seed)
+        x = rng.binomial([small, large], [p_small, p_large], size=(n_windows, 2))
+        out = {}
+        for name, compare, conf, persistence in rules:
+            t = Threshold("demographic_parity_difference", warning=level, compare=compare)
+            breach = []
+            for xi in x:
+                v = abs(xi[0] / small - xi[1] / large)
+                iv = rate_gap_interval(xi, [small, large], level=conf)
+                breach.append(t.severity(t.compared(v, iv.lower, iv.upper)) != "ok")
+            out[name] = _alerts(np.asarray(breach), persistence)
+        return out
 
-    fair = simulate(0.3, 0.3)
-    rates = {}
-    for how in ("value", "bound"):
-        per_window = fair[how].mean()
-        persisted = _alerts(fair[how], 3).mean()
-        rates[how] = (per_window, persisted)
-        print(f"fair model, compare {how:5s}: breaching windows {per_window:.4f}, alert "
-              f"(3 consecutive) {persisted:.4f}")
-    cut = rates["value"][0] / max(rates["bound"][0], 0.5 / n_windows)
-    target("false_alarm_cut_per_window", cut, ">=", 10)
-    for gap in (0.08, 0.10):
-        unfair = simulate(0.3, 0.3 + gap)
-        for how in ("value", "bound"):
-            first = int(np.argmax(unfair[how])) + 1 if unfair[how].any() else None
-            fires = _alerts(unfair[how], 3)
-            delay3 = int(np.argmax(fires)) + 1 if fires.any() else None
-            # mean windows to the first breach from a random start: 1 / breach rate
-            share = unfair[how].mean()
-            print(f"real gap {gap:.2f}, compare {how:5s}: breaching windows {share:.3f} "
-                  f"(expected delay to a breach {1 / share if share else float('inf'):.1f} "
-                  f"windows), first breach at window {first}, first 3-window alert at "
-                  f"{delay3}")
+    fair = simulate(0.3, 0.3, 3)
+    print(f"{'rule':22s} {'false alarms':>13s}   delay to the first alert, real gap of "
+          "0.08 / 0.10 / 0.12 (mean over 100 starts, windows)")
+    unfair = {gap: simulate(0.3, 0.3 + gap, 4) for gap in (0.08, 0.10, 0.12)}
+    for name, *_ in rules:
+        delays = []
+        for gap in (0.08, 0.10, 0.12):
+            fires = unfair[gap][name]
+            # from 100 start points spread over the run: windows until the alert is firing
+            starts = np.linspace(0, n_windows - 200, 100).astype(int)
+            waits = [int(np.argmax(fires[s:])) + 1 if fires[s:].any() else np.inf
+                     for s in starts]
+            delays.append(float(np.mean(waits)))
+        print(f"{name:22s} {fair[name].mean():13.4f}   "
+              + " / ".join(f"{d:5.1f}" for d in delays))
+    cut = fair["value, 1 window"].mean() / max(fair["bound 95%, 1 window"].mean(),
+                                               0.5 / n_windows)
+    target("false_alarm_cut_bound_vs_value", cut, ">=", 10)
 
 
 # ----------------------------------------------------------------------------------- cost

@@ -21,7 +21,8 @@ summaries merged from many batches:
 - rates (selection rate, TPR, FPR): Gaussian draws with the Agresti-Caffo variance
   ``p~(1 - p~) / (n + 2)``, ``p~ = (x + 1) / (n + 2)`` (never zero, so no 0-width interval);
   ratios use the log scale (Katz).
-- score distributions (ABCC, MADD, ABPC): a Poisson bootstrap of per-group score histograms.
+- score distributions (ABCC, MADD, ABPC): a Poisson bootstrap (in its Gaussian form) of
+  per-group score histograms.
 
 Pure numpy (layer 1). Draws use a fixed seed by default so that a window's interval does not
 jitter from one evaluation to the next.
@@ -257,6 +258,18 @@ class _Curves:
             self._cache[key] = self._curve(k, m, counts)
         return self._cache[key]
 
+    def error(self, k: int, pair: tuple[int, int], hat: NDArray[np.float64],
+              boot: NDArray[np.float64]) -> tuple[NDArray[np.float32], NDArray[np.float64]]:
+        """Group ``k``'s bootstrap error curves (draws, G) and their variance per point."""
+        m = self.pair_bins[pair] if self.kind == "madd" else 0
+        key = ("error", k, m)
+        if key not in self._cache:
+            # a draw that emptied a group carries no information: no error
+            err = np.nan_to_num(self("boot", k, pair, boot) - self("hat", k, pair, hat))
+            self._cache[key] = (err.astype(np.float32), err.var(axis=0))
+            self._cache.pop(("boot", k, m))  # only its error is read again
+        return self._cache[key]  # type: ignore[return-value]
+
     def _curve(self, k: int, m: int, counts: NDArray[np.float64]) -> NDArray[np.float64]:
         with np.errstate(invalid="ignore", divide="ignore"):
             total = counts.sum(axis=-1, keepdims=True)
@@ -265,19 +278,11 @@ class _Curves:
             if self.kind == "madd":  # the histogram at the pair's m bins, as probabilities
                 r = self.resolution
                 index = np.minimum(((np.arange(r) + 0.5) * m / r).astype(np.intp), m - 1)
+                starts = np.flatnonzero(np.r_[True, np.diff(index) > 0])
                 coarse = np.zeros((*counts.shape[:-1], m))
-                for start, stop, b in _runs(index):
-                    coarse[..., b] = counts[..., start:stop].sum(axis=-1)
+                coarse[..., index[starts]] = np.add.reduceat(counts, starts, axis=-1)
                 return coarse / total
         return _smooth(counts, float(self.bandwidths[k]))
-
-
-def _runs(index: NDArray[np.intp]) -> list[tuple[int, int, int]]:
-    """(start, stop, value) of each run of equal values in a non-decreasing index."""
-    cuts = np.flatnonzero(np.diff(index)) + 1
-    starts = np.concatenate(([0], cuts))
-    stops = np.concatenate((cuts, [index.size]))
-    return [(int(a), int(b), int(index[a])) for a, b in zip(starts, stops, strict=True)]
 
 
 #: Resolution of the fine histograms behind the score-distribution bootstrap: the noise of a
@@ -289,7 +294,14 @@ SCORE_DRAWS, NULL_DRAWS = 200, 60
 
 
 class ScoreBootstrap:
-    """Per-group Poisson-bootstrap and null draws of fine score histograms, drawn once.
+    """Per-group bootstrap and null draws of fine score histograms, drawn once.
+
+    The bootstrap is the Poisson bootstrap (TFMA's scheme: each row's count times Poisson(1))
+    in its Gaussian form: a bin of ``c`` rows varies by ``sqrt(c)`` standard normals, the
+    Poisson's mean and variance. Every curve is linear in the counts and the intervals read
+    sums over many bins, so only those two moments matter, and normal draws cost a quarter of
+    Poisson draws. The null draws (every group at the pooled histogram, for the chance level)
+    are the same Gaussian form of the multinomial.
 
     Shared by every score metric of one attribute (ABCC, MADD, ABPC read the same draws), so
     their intervals cost one bootstrap, not three. Draws are made on first use, group by group,
@@ -307,22 +319,24 @@ class ScoreBootstrap:
         self.hist = np.asarray(hist, dtype=float)
         self.n_draws = n_draws
         self._gen = _rng(rng)
-        self._boot: dict[int, NDArray[np.float64]] = {}
-        self._null: dict[int, NDArray[np.float64]] = {}
+        self._boot: dict[int, NDArray[np.float32]] = {}
+        self._null: dict[int, NDArray[np.float32]] = {}
 
-    def boot(self, g: int) -> NDArray[np.float64]:
-        """(draws, R) Poisson(1)-weighted counts of group ``g``."""
+    def _draw(self, mean: NDArray[np.float64], size: int) -> NDArray[np.float32]:
+        noise = self._gen.standard_normal((size, mean.size), dtype=np.float32)
+        return (mean + np.sqrt(mean) * noise).astype(np.float32)
+
+    def boot(self, g: int) -> NDArray[np.float32]:
+        """(draws, R) bootstrap counts of group ``g``."""
         if g not in self._boot:
-            self._boot[g] = self._gen.poisson(self.hist[g], size=(self.n_draws,
-                                                                  self.hist.shape[1]))
+            self._boot[g] = self._draw(self.hist[g], self.n_draws)
         return self._boot[g]
 
-    def null(self, g: int) -> NDArray[np.float64]:
+    def null(self, g: int) -> NDArray[np.float32]:
         """(draws, R) counts of group ``g``'s size drawn from the pooled histogram."""
         if g not in self._null:
             pooled = self.hist.sum(axis=0)
-            self._null[g] = self._gen.multinomial(int(self.hist[g].sum()), pooled / pooled.sum(),
-                                                  size=NULL_DRAWS)
+            self._null[g] = self._draw(pooled * (self.hist[g].sum() / pooled.sum()), NULL_DRAWS)
         return self._null[g]
 
 
@@ -416,13 +430,14 @@ def score_gap_interval(
     for p in candidates:
         i, j = p
         d_hat = curves("hat", i, p, h[i]) - curves("hat", j, p, h[j])
-        noise = ((curves("boot", i, p, sample.boot(i)) - curves("hat", i, p, h[i]))
-                 - (curves("boot", j, p, sample.boot(j)) - curves("hat", j, p, h[j])))
-        noise = np.nan_to_num(noise)  # a draw that emptied a group: no information, no error
-        se = noise.std(axis=0)
-        near_zero = np.abs(d_hat) <= BIN_KAPPA * np.maximum(se, 1e-12)
+        err_i, var_i = curves.error(i, p, h[i], sample.boot(i))
+        err_j, var_j = curves.error(j, p, h[j], sample.boot(j))
+        noise = err_i - err_j
+        near_zero = np.abs(d_hat) <= BIN_KAPPA * np.maximum(np.sqrt(var_i + var_j), 1e-12)
         w = curves.weight(p)
-        derivs.append(np.where(near_zero, np.abs(noise), np.sign(d_hat) * noise).sum(axis=1)
+        # sum of sign(D) h where D is settled, |h| where it may be 0
+        derivs.append((np.abs(noise[:, near_zero]).sum(axis=1)
+                       + noise[:, ~near_zero] @ np.sign(d_hat[~near_zero]).astype(np.float32))
                       * w)
         pair_values.append(float(np.abs(d_hat).sum() * w))
     deriv = np.stack(derivs, axis=1)  # (draws, P)
