@@ -15,7 +15,8 @@
   opportunity, ABCC, ABPC, MADD "auto") on 2 attributes + intersection with intervals over
   without. Target <= 1.5 at 10^6 rows.
 
-Usage: ``python benchmarks/bench_intervals.py [--quick]`` (quick: 300 replications, 10^5 rows; default 500 and 10^6).
+Usage: ``python benchmarks/bench_intervals.py [--quick]`` (quick: 300 replications, 10^5 rows;
+default 500 and 10^6).
 """
 
 from __future__ import annotations
