@@ -185,3 +185,29 @@ def test_values_do_not_depend_on_the_partitioning(spark, parquet):
         for label, group in one.windows[None].attributes[attr].groups.items():
             other = five.windows[None].attributes[attr].groups[label]
             np.testing.assert_array_equal(group.sample_keys, other.sample_keys)
+
+
+def test_spark_source_fetches_one_models_window_in_utc(spark, log, tmp_path):
+    from fairmonitor.exceptions import WindowUnavailableError
+    from fairmonitor.monitor.sources import WindowSource
+    from fairmonitor.monitor.sources.spark import SparkSource
+
+    both = log.assign(model=np.where(np.arange(len(log)) % 2, "credit", "other"))
+    both.to_parquet(tmp_path / "models.parquet")
+    source = SparkSource(str(tmp_path / "models.parquet"), spark=spark)
+    assert isinstance(source, WindowSource)
+    got = source.fetch("credit", T0 + HOUR, T0 + 2 * HOUR)
+    ts = both["timestamp"].dt.tz_localize("UTC")
+    want = both[(ts >= T0 + HOUR) & (ts < T0 + 2 * HOUR) & (both["model"] == "credit")]
+    assert str(got["timestamp"].dt.tz) == "UTC"
+    got = got.sort_values("timestamp").reset_index(drop=True)
+    want = want.sort_values("timestamp").reset_index(drop=True)
+    assert got["timestamp"].tolist() == want["timestamp"].dt.tz_localize("UTC").tolist()
+    for column in ["sex", "race", "x1", "x2", "score", "label"]:
+        assert got[column].tolist() == want[column].tolist(), column
+    # evaluated by the monitor's path, its values are the window's
+    report = evaluate_window(window_of(got), metrics=SUMMARY_ONLY)
+    assert_same(report, evaluate_window(window_of(want), metrics=SUMMARY_ONLY), SUMMARY_ONLY)
+    with pytest.raises(WindowUnavailableError, match="cannot give credit's window"):
+        SparkSource(str(tmp_path / "absent.parquet"), spark=spark).fetch(
+            "credit", T0, T0 + HOUR)
