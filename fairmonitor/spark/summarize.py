@@ -224,6 +224,8 @@ def summarize_spark(data: Any, **kwargs: Any) -> SparkSummaries:
         A column that already names each row's window (e.g. a date): one summary per value.
     threshold, intersection, missing, model, version
         As :class:`fairmonitor.report.Window` and :func:`fairmonitor.summaries.summarize`.
+        ``missing="group"`` makes a non-text column's labels text in every partition (a
+        window of ``Window`` does so only when it has a missing value).
     spec : SummarySpec, optional
         What each summary keeps (default ``SummarySpec()``: raw scores up to 2^19 rows a
         group, a 256-row sample per group).

@@ -211,3 +211,22 @@ def test_spark_source_fetches_one_models_window_in_utc(spark, log, tmp_path):
     with pytest.raises(WindowUnavailableError, match="cannot give credit's window"):
         SparkSource(str(tmp_path / "absent.parquet"), spark=spark).fetch(
             "credit", T0, T0 + HOUR)
+
+
+@pytest.mark.parametrize("policy", ["group", "drop"])
+def test_missing_sensitive_values_follow_the_window_policy(spark, log, tmp_path, policy):
+    holes = log.drop(columns="timestamp").astype({"sex": object, "race": object})
+    holes.loc[::37, "sex"] = None
+    holes.loc[::53, "race"] = None
+    holes.to_parquet(tmp_path / "holes.parquet")
+    frame = spark.read.parquet(str(tmp_path / "holes.parquet")).repartition(3)
+    missing = {"sex": policy, "race": policy}
+    reports = evaluate_spark(frame, **COLUMNS, missing=missing, metrics=SUMMARY_ONLY)
+    local = evaluate_window(Window.from_frame(holes, sensitive_features=SENSITIVE, label="label",
+                                              score="score", features=FEATURES, missing=missing),
+                            metrics=SUMMARY_ONLY)
+    assert_same(reports[None], local, SUMMARY_ONLY)
+    if policy == "group":
+        assert reports[None].group_counts["sex"]["missing"] == len(holes.loc[::37])
+    with pytest.raises(Exception, match="missing values"):  # the default policy: "raise"
+        summarize_spark(frame, **COLUMNS)
