@@ -26,10 +26,17 @@ def spark_blocks() -> list[str]:
             and ("from pyspark" in b or "import pyspark" in b)]
 
 
-def test_readme_spark_example_runs_and_equals_evaluate_window(spark, tmp_path, capsys):
+def test_readme_spark_example_runs_and_equals_evaluate_window(spark, tmp_path, capsys,
+                                                              monkeypatch):
+    from mlflow.tracking import fluent
+
     blocks = spark_blocks()
     assert len(blocks) == 1, "the README has one Spark example"
     namespace: dict = {"__name__": "__readme__"}
+    # a fresh user session: no experiment or tracking URI left by other tests' fixtures
+    for name in ("MLFLOW_EXPERIMENT_ID", "MLFLOW_EXPERIMENT_NAME", "MLFLOW_TRACKING_URI"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(fluent, "_active_experiment_id", None)
     cwd, uri = os.getcwd(), mlflow.get_tracking_uri()
     os.chdir(tmp_path)
     try:
