@@ -1,6 +1,7 @@
 # fairmonitor: the two commands a newcomer needs.
 #   make demo  - set up .venv and run the main job on the embedded default
-#   make test  - set up .venv and run the whole suite
+#   make test  - set up .venv (with the test and spark extras) and run the whole suite;
+#                the Spark tests (marker `spark`) need Java 17
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -11,7 +12,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[test,spark]'
 	touch $(STAMP)
 
 venv: $(STAMP)

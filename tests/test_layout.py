@@ -19,7 +19,7 @@ LAYERS = [
     {"fairmonitor.metrics"},
     {"fairmonitor.robustness", "fairmonitor.mitigation"},
     {"fairmonitor.report", "fairmonitor.summaries"},
-    {"fairmonitor.datasets", "fairmonitor.monitor", "fairmonitor.alerting"},
+    {"fairmonitor.datasets", "fairmonitor.monitor", "fairmonitor.alerting", "fairmonitor.spark"},
     {"fairmonitor.commands", "fairmonitor.demo", "fairmonitor.cli"},
 ]
 
@@ -81,6 +81,43 @@ def test_metrics_import_only_metrics_validation_and_exceptions():
     for module in (m for m in MODULES if m.startswith("fairmonitor.metrics")):
         bad = {t for t in _imports(module, top_level_only=False) if not t.startswith(allowed)}
         assert not bad, f"{module} imports {sorted(bad)}"
+
+
+def _third_party_imports(path: Path, *, top_level_only: bool) -> set[str]:
+    tree = ast.parse(path.read_text())
+    nodes = tree.body if top_level_only else list(ast.walk(tree))
+    found = set()
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            found |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+def test_pyspark_is_imported_only_by_fairmonitor_spark_and_only_lazily():
+    for module, path in MODULES.items():
+        anywhere = "pyspark" in _third_party_imports(path, top_level_only=False)
+        if not module.startswith("fairmonitor.spark"):
+            assert not anywhere, f"{module} imports pyspark: only fairmonitor.spark may"
+        else:  # `import fairmonitor.spark` must work without the spark extra
+            assert "pyspark" not in _third_party_imports(path, top_level_only=True), module
+
+
+def test_fairmonitor_spark_uses_the_dataframe_api_only():
+    # Spark Connect has no RDD, no SparkContext and no JVM handle; a JVM UDF would not ship
+    forbidden = {"rdd", "sparkContext", "SparkContext", "_jvm", "_jdf", "_jsc", "udf",
+                 "pandas_udf", "registerJavaFunction"}
+    for path in (PACKAGE / "spark").rglob("*.py"):
+        names = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute):
+                names.add(node.attr)
+            elif isinstance(node, ast.Name):
+                names.add(node.id)
+            elif isinstance(node, ast.alias):
+                names.add(node.name.rsplit(".", 1)[-1])
+        assert not names & forbidden, f"{path.name} uses {sorted(names & forbidden)}"
 
 
 def _find_circle(graph: dict[str, set[str]]) -> list[str] | None:

@@ -2,7 +2,9 @@
 
 The ``>>>`` examples run as doctests (``--doctest-glob=README.md`` in ``make test``); the other
 Python blocks run here, in order, as one script in a temporary directory (they write
-``mlflow.db`` and ``predictions.db`` to the working directory, as a user's session would).
+``mlflow.db`` and ``predictions.db`` to the working directory, as a user's session would). The
+blocks that import pyspark run in ``tests/spark/test_readme_spark.py`` instead, on the shared
+Spark session (:func:`python_blocks` splits them).
 """
 
 from __future__ import annotations
@@ -42,9 +44,15 @@ def test_metric_table_matches_the_registry():
     assert expected in text, "README metric table is stale; replace it with:\n" + expected
 
 
-def test_readme_python_blocks_run(tmp_path):
+def python_blocks(*, spark: bool) -> list[str]:
+    """The README's runnable (non-``>>>``) Python blocks, with or without pyspark."""
     blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.DOTALL)
-    scripts = [b for b in blocks if not b.lstrip().startswith(">>>")]
+    return [b for b in blocks if not b.lstrip().startswith(">>>")
+            and ("from pyspark" in b or "import pyspark" in b) == spark]
+
+
+def test_readme_python_blocks_run(tmp_path):
+    scripts = python_blocks(spark=False)
     assert scripts, "the README has runnable Python blocks"
     script = tmp_path / "readme_blocks.py"
     script.write_text("\n\n".join(scripts))

@@ -7,10 +7,11 @@ configured thresholds as ``mlflow.models.MetricThreshold`` objects) and :func:`p
 
 from .config import ALLOWED_KEYS, FairnessConfig, parse_config
 from .tracking import ArtifactWarning
+from .truncation import TruncatedDatasetWarning
 from .validation import validation_thresholds
 
-__all__ = ["ALLOWED_KEYS", "ArtifactWarning", "FairnessConfig", "FairnessEvaluator", "parse_config",
-           "validation_thresholds"]
+__all__ = ["ALLOWED_KEYS", "ArtifactWarning", "FairnessConfig", "FairnessEvaluator",
+           "TruncatedDatasetWarning", "parse_config", "validation_thresholds"]
 
 
 def __getattr__(name: str):  # the evaluator imports mlflow (2-5 s); load it on first use

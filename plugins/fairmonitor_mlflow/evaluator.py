@@ -25,6 +25,7 @@ from .artifacts import log_artifacts, write_artifacts
 from .config import parse_config
 from .reporting import compute_report, robustness_status
 from .tracking import ArtifactWarning, log_metrics, result_metrics, status_tags, step_metrics
+from .truncation import TRUNCATED_TAG, TruncatedDatasetWarning, truncation_message
 from .window import build_window
 
 __all__ = ["FairnessEvaluator"]
@@ -77,6 +78,12 @@ class FairnessEvaluator(ModelEvaluator):
         """
         config = parse_config(evaluator_config)
         built = build_window(dataset, model, config, predictions=predictions)
+        truncated = truncation_message(dataset, len(dataset.features_data), run_id)
+        if truncated:
+            log.warning(truncated)
+            # stacklevel 1: the warning is the evaluator's (a caller-level attribution would
+            # land in mlflow's module, which warning filters for mlflow's noise may hide)
+            warnings.warn(truncated, TruncatedDatasetWarning, stacklevel=1)
         report = compute_report(built, config)
         scalars = result_metrics(report, built.window.missing_counts)
         model_id = kwargs.get("model_id")
@@ -96,7 +103,9 @@ class FairnessEvaluator(ModelEvaluator):
             warnings.warn(text, ArtifactWarning, stacklevel=2)
         # with a model_id, mlflow.models.evaluate logs the returned metrics itself (to the run
         # and the LoggedModel); logging them here too would duplicate every history entry
-        log_metrics(run_id, {} if model_id else scalars, step_metrics(report),
-                    status_tags(report, robustness_status(report, built), failures),
+        tags = status_tags(report, robustness_status(report, built), failures)
+        if truncated:
+            tags[TRUNCATED_TAG] = f"true: {truncated}"[:5000]
+        log_metrics(run_id, {} if model_id else scalars, step_metrics(report), tags,
                     model_id=model_id, dataset=dataset)
         return EvaluationResult(metrics=scalars, artifacts=artifacts, run_id=run_id)

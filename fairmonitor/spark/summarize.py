@@ -1,0 +1,253 @@
+"""Summaries of a Spark DataFrame per window: ``mapInPandas`` on executors, merge on the driver.
+
+Only the DataFrame API is used (``select``, column expressions, ``mapInPandas``, ``collect``):
+no RDD, no ``SparkContext``, no JVM UDF, so the same code runs on a classic session and over
+Spark Connect. pyspark is imported inside the functions only.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from ..exceptions import InvalidInputError
+from ..summaries import SummarySpec, WindowSummary, from_bytes, merge_all
+from ._partition import KEY, PartitionPlan, summarize_partition, window_bounds
+
+__all__ = ["SparkSummaries", "merge_partials", "partial_summaries", "read_table",
+           "summarize_spark"]
+
+
+@dataclass(frozen=True)
+class SparkSummaries:
+    """The merged summaries of a Spark DataFrame, one per window.
+
+    Attributes
+    ----------
+    windows : mapping of key to WindowSummary
+        Sorted by key: the window's start (a UTC ``datetime``) with ``timestamp`` and
+        ``window``, the value of ``window_column`` with that, or ``None`` (the whole data).
+    undated : int
+        Rows in no window (null timestamp or null window key); not summarized.
+    partials : int
+        Partition summaries merged (one per window and partition holding its rows).
+    timings : mapping of str to float
+        Seconds: ``scan`` (the Spark job: read, summarize per partition, collect) and ``merge``
+        (deserialize and merge on the driver).
+    """
+
+    windows: Mapping[Any, WindowSummary]
+    undated: int = 0
+    partials: int = 0
+    timings: Mapping[str, float] = field(default_factory=dict)
+
+
+def _session(spark: Any) -> Any:
+    if spark is not None:
+        return spark
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is None:
+        raise InvalidInputError(
+            "no active SparkSession to read the table or path with; pass spark=<session> or "
+            "a DataFrame")
+    return active
+
+
+def read_table(data: Any, spark: Any = None) -> Any:
+    """Return ``data`` as a Spark DataFrame: a DataFrame, or read a table name or Parquet path.
+
+    A string with a ``/`` or a ``://``, or ending in ``.parquet``, is read as Parquet; any
+    other string as a table name (``spark.table``: Hive, Unity Catalog, Delta tables).
+    """
+    if not isinstance(data, str):
+        if not hasattr(data, "mapInPandas"):
+            raise InvalidInputError(
+                f"data must be a Spark DataFrame, a table name or a Parquet path; got "
+                f"{type(data).__name__}")
+        return data
+    session = _session(spark)
+    if "/" in data or "://" in data or data.endswith(".parquet"):
+        return session.read.parquet(data)
+    return session.table(data)
+
+
+def _micros(window: Any) -> int:
+    if isinstance(window, timedelta):
+        length = window
+    else:
+        import pandas as pd
+
+        try:
+            length = pd.Timedelta(window).to_pytimedelta()
+        except (TypeError, ValueError) as exc:
+            raise InvalidInputError(
+                f"window {window!r} is not a duration; give a timedelta or a string such as "
+                f"'1h' or '1 day' ({exc})") from None
+    us = length // timedelta(microseconds=1)
+    if us <= 0:
+        raise InvalidInputError(f"window must be a positive duration; got {window!r}")
+    return us
+
+
+def partial_summaries(
+    data: Any,
+    *,
+    sensitive_features: Sequence[str],
+    label: str | None = None,
+    score: str | None = None,
+    prediction: str | None = None,
+    features: Sequence[str] = (),
+    timestamp: str | None = None,
+    window: timedelta | str | None = None,
+    window_column: str | None = None,
+    threshold: float = 0.5,
+    intersection: bool = True,
+    spec: SummarySpec | None = None,
+    missing: str | Mapping[str, str] = "raise",
+    model: str = "",
+    version: str = "",
+    spark: Any = None,
+) -> tuple[Any, PartitionPlan]:
+    """Return the lazy Spark DataFrame of per-partition summaries, and its plan.
+
+    One row per (partition, window): ``window`` (the key), ``rows`` and ``summary`` (binary:
+    :func:`fairmonitor.summaries.to_bytes`). Nothing runs until it is collected (or written,
+    e.g. to a table of hourly summaries). Parameters as :func:`summarize_spark`.
+    """
+    if isinstance(sensitive_features, str):
+        sensitive_features = [sensitive_features]
+    if not sensitive_features:
+        raise InvalidInputError("sensitive_features: name at least one column")
+    if label is None and score is None and prediction is None:
+        raise InvalidInputError("give at least one of prediction, score (and label) columns")
+    if window is not None and timestamp is None:
+        raise InvalidInputError("window needs timestamp=<the column of the prediction time>")
+    if window is not None and window_column is not None:
+        raise InvalidInputError("give window (with timestamp) or window_column, not both")
+    df = read_table(data, spark)
+    named = [*sensitive_features, *(c for c in (label, score, prediction) if c), *features]
+    wanted = [*named, *(c for c in (timestamp, window_column) if c)]
+    missing_cols = [c for c in wanted if c not in df.columns]
+    if missing_cols:
+        raise InvalidInputError(
+            f"column(s) {missing_cols} not in the data; available columns: {list(df.columns)}")
+    from pyspark.sql import functions as F
+
+    window_us = None
+    key_is_long = True
+    if window is not None:
+        window_us = _micros(window)
+        micros = F.unix_micros(F.col(timestamp).cast("timestamp"))  # type: ignore[arg-type]
+        # the window's start on the epoch-anchored grid (as the monitor's windows), in exact
+        # integer arithmetic; null for a null timestamp
+        key = micros - F.pmod(micros, F.lit(window_us))
+        key_type = "long"
+    elif window_column is not None:
+        key = F.col(window_column)
+        key_type = df.schema[window_column].dataType.simpleString()
+        key_is_long = key_type in ("bigint", "long")
+        key_type = "long" if key_is_long else key_type
+    else:
+        key = F.lit(0).cast("long")
+        key_type = "long"
+    plan = PartitionPlan(tuple(sensitive_features), label, score, prediction, tuple(features),
+                         float(threshold), bool(intersection), spec or SummarySpec(), missing,
+                         model, version, window_us, key_is_long)
+    selected = df.select(*(F.col(c) for c in dict.fromkeys(named)), key.alias(KEY))
+    schema = f"window {key_type}, rows long, summary binary"
+    return selected.mapInPandas(functools.partial(summarize_partition, plan), schema), plan
+
+
+def merge_partials(rows: Sequence[Any], plan: PartitionPlan | None = None) -> SparkSummaries:
+    """Merge collected partial summaries (rows with ``window``, ``rows``, ``summary``).
+
+    Keys become window starts (UTC datetimes) when the plan has a window length, None when it
+    summarized the whole data.
+    """
+    started = time.perf_counter()
+    by_key: dict[Any, list[WindowSummary]] = {}
+    undated = 0
+    for row in rows:
+        if row["summary"] is None:
+            undated += int(row["rows"])
+            continue
+        by_key.setdefault(row["window"], []).append(from_bytes(bytes(row["summary"])))
+    whole = plan is not None and plan.window_us is None and plan.key_is_long and set(
+        by_key) <= {0}
+    windows: dict[Any, WindowSummary] = {}
+    for key in sorted(by_key):
+        merged = merge_all(by_key[key])
+        if whole:
+            out_key = None
+        elif plan is not None and plan.window_us is not None:
+            out_key = window_bounds(key, plan.window_us)[0]
+        else:
+            out_key = key
+        windows[out_key] = merged
+    return SparkSummaries(windows, undated, sum(len(v) for v in by_key.values()),
+                          {"merge": time.perf_counter() - started})
+
+
+def summarize_spark(data: Any, **kwargs: Any) -> SparkSummaries:
+    """Summarize a Spark DataFrame, table or Parquet path per window, on the cluster.
+
+    Each partition summarizes its rows per window with ``mapInPandas``
+    (:func:`fairmonitor.summaries.summarize`, the function behind ``evaluate_window``); the
+    driver collects the serialized partition summaries (bytes, not rows) and merges them per
+    window (:func:`fairmonitor.summaries.merge_all`).
+
+    Parameters
+    ----------
+    data : Spark DataFrame, or str
+        A DataFrame, a table name (``spark.table``) or a Parquet path.
+    sensitive_features : sequence of str
+        The sensitive columns; with several, their intersection is summarized too (unless
+        ``intersection=False``).
+    label, score, prediction : str, optional
+        Columns of the labels (0/1), scores (in [0, 1]) and predictions (0/1); without
+        ``prediction``, predictions are ``score >= threshold``.
+    features : sequence of str, optional
+        Feature columns, kept in each group's row sample (HFM, CFair, robustness).
+    timestamp : str, optional
+        The prediction time column (timestamp, or a string Spark casts; naive values are read
+        in ``spark.sql.session.timeZone``: set it to ``"UTC"`` as the monitor assumes).
+    window : timedelta or str, optional
+        Window length (``"1h"``, ``"1 day"``, ``timedelta(hours=1)``): one summary per window
+        on the epoch-anchored grid the monitor uses.
+    window_column : str, optional
+        A column that already names each row's window (e.g. a date): one summary per value.
+    threshold, intersection, missing, model, version
+        As :class:`fairmonitor.report.Window` and :func:`fairmonitor.summaries.summarize`.
+        ``missing="group"`` makes a non-text column's labels text in every partition (a
+        window of ``Window`` does so only when it has a missing value).
+    spec : SummarySpec, optional
+        What each summary keeps (default ``SummarySpec()``: raw scores up to 2^19 rows a
+        group, a 256-row sample per group).
+    spark : SparkSession, optional
+        To read a table name or path (default: the active session).
+
+    Returns
+    -------
+    summaries : SparkSummaries
+
+    Raises
+    ------
+    InvalidInputError
+        A named column is missing, or the arguments contradict each other. Invalid values
+        (labels not 0/1, scores outside [0, 1], a missing sensitive value under
+        ``missing="raise"``) fail the Spark job with fairmonitor's message.
+    """
+    frame, plan = partial_summaries(data, **kwargs)
+    started = time.perf_counter()
+    rows = [r.asDict() for r in frame.collect()]
+    scan = time.perf_counter() - started
+    result = merge_partials(rows, plan)
+    return SparkSummaries(result.windows, result.undated, result.partials,
+                          {"scan": scan, **result.timings})
+
