@@ -3,8 +3,10 @@
 - ``window_vs_sort_<n>``: CPU time of ``evaluate_window`` with the default metric set a window
   with scores and labels allows (DP difference/ratio, EO, equal opportunity, ABCC, ABPC, MADD
   "auto") on 2 attributes (sex: 2 groups, race: 5) and their intersection (10 groups),
-  divided by one ``np.sort`` of the same scores. Targets: <= 20 at 10^6 and 10^7 rows; at
-  10^4 rows the absolute time (target <= 50 ms) is printed too.
+  divided by one ``np.sort`` of the same scores. The values only (``confidence_level=None``):
+  the intervals are a fixed cost per window, measured by ``bench_intervals.py``. Targets:
+  <= 20 at 10^6 and 10^7 rows; at 10^4 rows the absolute time (target <= 50 ms) is printed
+  too.
 - ``window_bytes_per_row``: peak memory traced by ``tracemalloc`` (numpy reports its buffers)
   during the call, beyond the inputs, per row. Target <= 40 at 10^7 rows (10^6 in quick mode).
 - ``import_above_numpy``: median over 7 fresh interpreters of ``import numpy, fairmonitor``
@@ -60,15 +62,19 @@ def target(name: str, value: float, op: str, bound: float) -> None:
 
 def window(n: int, repeats: int) -> None:
     sf, score, label = data(n)
-    evaluate_window(Window(sf, y_score=score, y_true=label))  # warm: numba, caches
+
+    def values() -> None:
+        evaluate_window(Window(sf, y_score=score, y_true=label), confidence_level=None)
+
+    values()  # warm: numba, caches
     ratios, times = [], []
     for _ in range(repeats):  # interleaved: each ratio from neighbouring measurements
         sort = cpu(lambda: np.sort(score), 3)
-        t = cpu(lambda: evaluate_window(Window(sf, y_score=score, y_true=label)), 1)
+        t = cpu(values, 1)
         ratios.append(t / sort)
         times.append(t)
     tracemalloc.start()
-    evaluate_window(Window(sf, y_score=score, y_true=label))
+    values()
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     print(f"window n={n:.0e}: {min(times):.3f} s CPU, {min(ratios):.1f}x one np.sort, "

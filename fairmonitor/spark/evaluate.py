@@ -66,18 +66,19 @@ def evaluate_spark(
 
     Examples
     --------
-    A local session (``pip install 'fairmonitor[spark]'``, Java 17); the lines are skipped
-    in the doctest run, which has no JVM, and run in ``tests/spark/test_spark.py``:
+    A local session (``pip install 'fairmonitor[spark]'``, Java 17). Not a doctest, as the
+    doctest run has no JVM; ``tests/spark/test_spark.py`` runs these lines and checks the
+    value::
 
-    >>> from pyspark.sql import SparkSession  # doctest: +SKIP
-    >>> spark = SparkSession.builder.master("local[2]").getOrCreate()  # doctest: +SKIP
-    >>> df = spark.createDataFrame(  # doctest: +SKIP
-    ...     [("F", 1, 0.9), ("F", 0, 0.2), ("M", 1, 0.6), ("M", 1, 0.7)],
-    ...     "sex string, label long, score double")
-    >>> reports = evaluate_spark(df, sensitive_features=["sex"], label="label",  # doctest: +SKIP
-    ...                          score="score", metrics=["demographic_parity_difference"])
-    >>> reports[None].flat()  # doctest: +SKIP
-    {'fairness/demographic_parity_difference/sex': 0.5}
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.builder.master("local[2]").getOrCreate()
+        df = spark.createDataFrame(
+            [("F", 1, 0.9), ("F", 0, 0.2), ("M", 1, 0.6), ("M", 1, 0.7)],
+            "sex string, label long, score double")
+        reports = evaluate_spark(df, sensitive_features=["sex"], label="label",
+                                 score="score", metrics=["demographic_parity_difference"])
+        reports[None].flat()  # {'fairness/demographic_parity_difference/sex': 0.5}
     """
     if summaries is None:
         summaries = summarize_spark(data, **summarize_kwargs)
