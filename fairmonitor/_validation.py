@@ -115,6 +115,35 @@ def check_finite(values: NDArray[Any], name: str) -> None:
         )
 
 
+def check_sample_weight(sample_weight: ArrayLike | None, n: int) -> NDArray[np.float64] | None:
+    """Return per-row weights as floats (finite, >= 0, not all 0, ``n`` of them), or None.
+
+    >>> check_sample_weight([1, 2.5], 2).tolist()
+    [1.0, 2.5]
+    >>> check_sample_weight([1, -1], 2)
+    Traceback (most recent call last):
+    ...
+    fairmonitor.exceptions.InvalidInputError: `sample_weight` must be >= 0; 1 values are negative (rows 1).
+    """
+    if sample_weight is None:
+        return None
+    w = check_1d(sample_weight, "sample_weight")
+    if not np.issubdtype(w.dtype, np.number) or w.dtype == bool:
+        raise InvalidInputError(f"`sample_weight` must be numeric; got dtype {w.dtype}.")
+    w = w.astype(np.float64)
+    check_finite(w, "sample_weight")
+    if w.size != n:
+        raise InvalidInputError(f"`sample_weight` has {w.size} rows but the data has {n}; "
+                                "pass one weight per row.")
+    negative = w < 0
+    if negative.any():
+        raise InvalidInputError(f"`sample_weight` must be >= 0; {int(negative.sum())} values "
+                                f"are negative (rows {_first_rows(negative)}).")
+    if not w.any():
+        raise InvalidInputError("`sample_weight` is 0 on every row; nothing would be measured.")
+    return w
+
+
 def check_scores(values: ArrayLike, name: str = "y_score") -> NDArray[np.float64]:
     """Return scores as floats in [0, 1], or raise naming the count and the fix.
 

@@ -21,7 +21,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._validation import check_binary, check_same_length, format_labels, warn_undefined
+from .._validation import (
+    check_binary,
+    check_same_length,
+    check_sample_weight,
+    format_labels,
+    warn_undefined,
+)
 from ..exceptions import GroupExclusionWarning, InvalidInputError
 from ._groups import Groups, encode_groups, require_two_groups
 
@@ -81,7 +87,8 @@ def _sums(groups: Groups, weights: NDArray[np.float64] | None = None) -> NDArray
 
 
 def group_rates(
-    y_true: ArrayLike | None, y_pred: ArrayLike, *, sensitive_features: Any, min_group_size: int = 1
+    y_true: ArrayLike | None, y_pred: ArrayLike, *, sensitive_features: Any,
+    min_group_size: int = 1, sample_weight: ArrayLike | None = None,
 ) -> GroupRates:
     """Per-group counts, selection rates and (with labels) true/false positive rates.
 
@@ -95,6 +102,9 @@ def group_rates(
         Group membership (several columns: their intersection).
     min_group_size : int, default=1
         Groups with fewer rows are left out with a warning.
+    sample_weight : array-like of shape (n_samples,), optional
+        Per-row weights: every rate becomes a weighted share (``sum w yhat / sum w``, as
+        fairlearn's ``sample_params``). ``min_group_size`` still counts rows, not weight.
 
     Returns
     -------
@@ -108,16 +118,18 @@ def group_rates(
     """
     pred = check_binary(y_pred, "y_pred")
     groups = _encode(pred, sensitive_features, min_group_size)
-    n = _sums(groups)
+    w = check_sample_weight(sample_weight, pred.size)
+    one = np.ones(pred.size) if w is None else w
+    n = _sums(groups, one)
     tpr = fpr = None
     if y_true is not None:
         true = check_binary(y_true, "y_true")
         check_same_length(y_true=true, y_pred=pred)
-        pos, neg = _sums(groups, true), _sums(groups, 1 - true)
-        tpr = _rate(_sums(groups, true * pred), pos)
-        fpr = _rate(_sums(groups, (1 - true) * pred), neg)
-    return GroupRates(groups.name, groups.labels, groups.counts, _rate(_sums(groups, pred), n),
-                      tpr, fpr, groups.excluded)
+        pos, neg = _sums(groups, true * one), _sums(groups, (1 - true) * one)
+        tpr = _rate(_sums(groups, true * pred * one), pos)
+        fpr = _rate(_sums(groups, (1 - true) * pred * one), neg)
+    return GroupRates(groups.name, groups.labels, groups.counts,
+                      _rate(_sums(groups, pred * one), n), tpr, fpr, groups.excluded)
 
 
 def _gap(metric: str, rates: GroupRates, values: NDArray[np.float64], what: str,
@@ -144,7 +156,8 @@ def _gap(metric: str, rates: GroupRates, values: NDArray[np.float64], what: str,
 
 
 def demographic_parity_difference(
-    y_pred: ArrayLike, *, sensitive_features: Any, min_group_size: int = 1
+    y_pred: ArrayLike, *, sensitive_features: Any, min_group_size: int = 1,
+    sample_weight: ArrayLike | None = None,
 ) -> float:
     r"""Largest difference in selection rate between groups.
 
@@ -158,6 +171,8 @@ def demographic_parity_difference(
         Group membership; several columns are intersected.
     min_group_size : int, default=1
         Groups with fewer rows are left out with a warning.
+    sample_weight : array-like of shape (n_samples,), optional
+        Per-row weights; rates become weighted shares (see :func:`group_rates`).
 
     Returns
     -------
@@ -174,12 +189,13 @@ def demographic_parity_difference(
     0.3333333333333333
     """
     rates = group_rates(None, y_pred, sensitive_features=sensitive_features,
-                        min_group_size=min_group_size)
+                        min_group_size=min_group_size, sample_weight=sample_weight)
     return parity_from_rates("demographic_parity_difference", rates)
 
 
 def demographic_parity_ratio(
-    y_pred: ArrayLike, *, sensitive_features: Any, min_group_size: int = 1
+    y_pred: ArrayLike, *, sensitive_features: Any, min_group_size: int = 1,
+    sample_weight: ArrayLike | None = None,
 ) -> float:
     """Smallest selection rate divided by the largest.
 
@@ -191,6 +207,8 @@ def demographic_parity_ratio(
         Group membership; several columns are intersected.
     min_group_size : int, default=1
         Groups with fewer rows are left out with a warning.
+    sample_weight : array-like of shape (n_samples,), optional
+        Per-row weights; rates become weighted shares (see :func:`group_rates`).
 
     Returns
     -------
@@ -204,12 +222,13 @@ def demographic_parity_ratio(
     0.5
     """
     rates = group_rates(None, y_pred, sensitive_features=sensitive_features,
-                        min_group_size=min_group_size)
+                        min_group_size=min_group_size, sample_weight=sample_weight)
     return parity_from_rates("demographic_parity_ratio", rates)
 
 
 def equalized_odds_difference(
-    y_true: ArrayLike, y_pred: ArrayLike, *, sensitive_features: Any, min_group_size: int = 1
+    y_true: ArrayLike, y_pred: ArrayLike, *, sensitive_features: Any, min_group_size: int = 1,
+    sample_weight: ArrayLike | None = None,
 ) -> float:
     """The larger of the between-group gaps in true positive rate and false positive rate.
 
@@ -225,6 +244,8 @@ def equalized_odds_difference(
         Group membership; several columns are intersected.
     min_group_size : int, default=1
         Groups with fewer rows are left out with a warning.
+    sample_weight : array-like of shape (n_samples,), optional
+        Per-row weights; rates become weighted shares (see :func:`group_rates`).
 
     Returns
     -------
@@ -237,12 +258,13 @@ def equalized_odds_difference(
     1.0
     """
     rates = group_rates(y_true, y_pred, sensitive_features=sensitive_features,
-                        min_group_size=min_group_size)
+                        min_group_size=min_group_size, sample_weight=sample_weight)
     return parity_from_rates("equalized_odds_difference", rates)
 
 
 def equal_opportunity_difference(
-    y_true: ArrayLike, y_pred: ArrayLike, *, sensitive_features: Any, min_group_size: int = 1
+    y_true: ArrayLike, y_pred: ArrayLike, *, sensitive_features: Any, min_group_size: int = 1,
+    sample_weight: ArrayLike | None = None,
 ) -> float:
     """Largest between-group gap in true positive rate (recall of the positive class).
 
@@ -256,6 +278,8 @@ def equal_opportunity_difference(
         Group membership; several columns are intersected.
     min_group_size : int, default=1
         Groups with fewer rows are left out with a warning.
+    sample_weight : array-like of shape (n_samples,), optional
+        Per-row weights; rates become weighted shares (see :func:`group_rates`).
 
     Returns
     -------
@@ -268,7 +292,7 @@ def equal_opportunity_difference(
     0.5
     """
     rates = group_rates(y_true, y_pred, sensitive_features=sensitive_features,
-                        min_group_size=min_group_size)
+                        min_group_size=min_group_size, sample_weight=sample_weight)
     return parity_from_rates("equal_opportunity_difference", rates)
 
 

@@ -25,7 +25,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from .._validation import check_binary, check_option, check_scores
+from .._validation import check_binary, check_option, check_sample_weight, check_scores
 from ..exceptions import GroupExclusionWarning, InvalidInputError, UndefinedMetricWarning
 from ..metrics._groups import (
     INTERSECTION_SEPARATOR,
@@ -40,7 +40,8 @@ from .intervals import DEFAULT_LEVEL, interval_of, undefined
 from .registry import METRICS, MetricSpec, get_metric
 from .thresholds import Severity, Threshold, evaluate_thresholds, worst
 
-__all__ = ["Window", "WindowReport", "evaluate_summary", "evaluate_window", "safe_name"]
+__all__ = ["WEIGHTED_METRICS", "Window", "WindowReport", "evaluate_summary", "evaluate_window",
+           "safe_name"]
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +78,10 @@ class Window:
         Identity of the model, carried into the report.
     start, end : datetime, optional
         The window's time span.
+    sample_weight : array-like of float, optional
+        Per-row weights (e.g. inverse sampling probabilities). The metrics with a weighted
+        definition (:data:`WEIGHTED_METRICS`: the parity gaps and ABCC) become weighted; the
+        others are NaN with the reason, never silently unweighted. No intervals then.
     missing : {'raise', 'group', 'drop'} or mapping of attribute to one of them
         What to do with missing (NaN/None/NA) sensitive values, per attribute: raise an error,
         make them a group ``"missing"``, or drop those rows from every input (counted in
@@ -101,6 +106,7 @@ class Window:
     start: datetime | None = None
     end: datetime | None = None
     missing: str | Mapping[str, str] = "raise"
+    sample_weight: NDArray[Any] | None = None
     #: attribute -> (policy, rows with a missing value); set from ``missing``
     missing_counts: Mapping[str, tuple[str, int]] = field(init=False, default_factory=dict)
     #: True when ``y_pred`` was derived from ``y_score``: invalid scores then void both
@@ -112,7 +118,7 @@ class Window:
         object.__setattr__(self, "missing_counts", MappingProxyType(counts))
         if keep is not None:  # the "drop" policy: the same rows leave every input
             columns = {k: v[keep] for k, v in columns.items()}
-            for name in ("y_pred", "y_score", "y_true"):
+            for name in ("y_pred", "y_score", "y_true", "sample_weight"):
                 value = getattr(self, name)
                 if value is not None:
                     object.__setattr__(self, name, np.asarray(value)[keep])
@@ -126,6 +132,9 @@ class Window:
             value = getattr(self, name)
             if value is not None:
                 object.__setattr__(self, name, np.asarray(value))
+        if self.sample_weight is not None:
+            object.__setattr__(self, "sample_weight",
+                               check_sample_weight(self.sample_weight, self.n_rows))
         if self.y_pred is None and self.y_score is not None:
             score = np.asarray(self.y_score, dtype=float)
             # paper 001 eq. 1 thresholds with ">=" (the reference code uses ">"); we follow the paper
@@ -351,6 +360,10 @@ _PARITY = ("demographic_parity_difference", "demographic_parity_ratio",
 _NATIVE = {"abcc": _from_summary.abcc_from_summary, "abpc": _from_summary.abpc_from_summary,
            "madd": _from_summary.madd_from_summary}
 SUMMARY_METRICS = frozenset(_PARITY) | frozenset(_NATIVE)
+#: Metrics with a weighted definition (``Window.sample_weight``): rates become weighted shares
+#: (fairlearn's ``sample_params``), ABCC compares weighted CDFs. MADD's and ABPC's bandwidth
+#: rules, HFM's nearest neighbours, CFair's matching and the robustness protocol have none here.
+WEIGHTED_METRICS = frozenset(_PARITY) | {"abcc"}
 
 
 def _from_summary_value(spec: MetricSpec, summary: WindowSummary, attr: str,
@@ -466,7 +479,8 @@ def evaluate_window(
     return _evaluate(summary, specs, skipped, rows, lambda i: window.get(i) is not None,
                      min_group_size=min_group_size, thresholds=thresholds, options=options,
                      rng=rng, errors=errors, threshold=window.threshold, started=started,
-                     notes=_missing_notes(window), failed=failed, level=confidence_level)
+                     notes=_missing_notes(window), failed=failed, level=confidence_level,
+                     weights=window.sample_weight)
 
 
 def _missing_notes(window: Window) -> list[str]:
@@ -598,7 +612,8 @@ def _evaluate(summary: WindowSummary, specs: list[MetricSpec], skipped: dict[str
               options: Mapping[str, Mapping[str, Any]] | None, rng: Any, errors: str,
               threshold: float, started: float, notes: list[str],
               failed: Mapping[str, Exception] | None = None,
-              level: float | None = DEFAULT_LEVEL) -> WindowReport:
+              level: float | None = DEFAULT_LEVEL,
+              weights: NDArray[np.float64] | None = None) -> WindowReport:
     """The one evaluation loop behind evaluate_window and evaluate_summary."""
     failed = failed or {}
     options = options or {}
@@ -623,6 +638,16 @@ def _evaluate(summary: WindowSummary, specs: list[MetricSpec], skipped: dict[str
                 continue
             kwargs = {"min_group_size": min_group_size, "rng": rng, "threshold": threshold,
                       **options.get(spec.name, {})}
+            if weights is not None:
+                if spec.name not in WEIGHTED_METRICS:
+                    values[key] = float("nan")
+                    reasons[key] = (f"{spec.name} has no weighted definition here; evaluate it "
+                                    "without sample_weight (weighted: "
+                                    f"{', '.join(sorted(WEIGHTED_METRICS))})")
+                    if level is not None:
+                        intervals[key] = undefined(reasons[key])
+                    continue
+                kwargs["sample_weight"] = weights
             # specs sharing a function (e.g. the robustness summaries) share one call per
             # attribute, and the warnings it raised
             cache_key = (id(spec.func), attr)
@@ -630,7 +655,7 @@ def _evaluate(summary: WindowSummary, specs: list[MetricSpec], skipped: dict[str
                 if cache_key not in cache:
                     with warnings.catch_warnings(record=True) as caught:
                         warnings.simplefilter("always")
-                        if spec.name in SUMMARY_METRICS:
+                        if spec.name in SUMMARY_METRICS and weights is None:
                             for name in spec.inputs:
                                 if name in failed:
                                     raise failed[name]
@@ -650,7 +675,9 @@ def _evaluate(summary: WindowSummary, specs: list[MetricSpec], skipped: dict[str
                     intervals[key] = undefined(reasons[key])
                 continue
             values[key] = value
-            if level is not None:
+            if level is not None and weights is not None:
+                intervals[key] = undefined("intervals are not computed for weighted windows")
+            elif level is not None:
                 intervals[key] = _interval(spec, value, result, summary, attr, kwargs, level,
                                            boot_cache, errors)
             if not isinstance(result, float | int | np.floating):

@@ -83,12 +83,14 @@ def _attributes(report: WindowReport, window: Any) -> dict[str, dict[str, Any]]:
     return {attr: {attr: cols[attr]} if attr in cols else cols for attr in report.attributes}
 
 
-def _group_means(groups: Any, values: Any) -> list[Any]:
+def _group_means(groups: Any, values: Any, weights: Any = None) -> list[Any]:
     if values is None:
         return [None] * groups.n_groups
-    sums = np.bincount(groups.codes, weights=np.asarray(values, dtype=float),
+    w = np.ones(groups.codes.size) if weights is None else np.asarray(weights, dtype=float)
+    sums = np.bincount(groups.codes, weights=np.asarray(values, dtype=float) * w,
                        minlength=groups.n_groups)
-    return (sums / np.maximum(groups.counts, 1)).tolist()
+    totals = np.bincount(groups.codes, weights=w, minlength=groups.n_groups)
+    return [float(a / b) if b else None for a, b in zip(sums, totals, strict=True)]
 
 
 def _ratio(num: Any, den: Any) -> list[float | None]:
@@ -96,7 +98,8 @@ def _ratio(num: Any, den: Any) -> list[float | None]:
     return [float(n) / float(d) if d else None for n, d in zip(num, den, strict=True)]
 
 
-def _group_auc(groups: Any, y_true: Any, y_score: Any) -> list[float | None]:
+def _group_auc(groups: Any, y_true: Any, y_score: Any, weights: Any = None
+               ) -> list[float | None]:
     """ROC AUC per group, None where a group lacks a class (AUC is undefined there)."""
     from sklearn.metrics import roc_auc_score
 
@@ -106,7 +109,9 @@ def _group_auc(groups: Any, y_true: Any, y_score: Any) -> list[float | None]:
     for k in range(groups.n_groups):
         rows = groups.codes == k
         t = np.asarray(y_true)[rows]
-        out.append(float(roc_auc_score(t, np.asarray(y_score, dtype=float)[rows]))
+        w = None if weights is None else np.asarray(weights)[rows]
+        out.append(float(roc_auc_score(t, np.asarray(y_score, dtype=float)[rows],
+                                       sample_weight=w))
                    if 0 < t.sum() < t.size else None)
     return out
 
@@ -117,7 +122,8 @@ def group_table(report: WindowReport, window: Any, config: FairnessConfig) -> An
     Columns: count, inclusion (``min_group_size``), selection rate, TPR, FPR, FNR, precision,
     accuracy, base rate (``positive_label_rate``), mean score, ROC AUC and the calibration gap
     (mean score minus base rate; precision gaps are predictive parity); a rate whose
-    denominator is 0 in a group (e.g. TPR without positives) is left empty, never 0.
+    denominator is 0 in a group (e.g. TPR without positives) is left empty, never 0. With the
+    window's ``sample_weight`` every rate and mean is weighted (``count`` stays rows).
     """
     import pandas as pd
 
@@ -125,25 +131,30 @@ def group_table(report: WindowReport, window: Any, config: FairnessConfig) -> An
     for attr, cols in _attributes(report, window).items():
         with warnings.catch_warnings():  # a group without positives has a NaN rate, by design
             warnings.simplefilter("ignore")
-            rates = group_rates(window.y_true, window.y_pred, sensitive_features=cols)
+            weights = window.sample_weight
+            rates = group_rates(window.y_true, window.y_pred, sensitive_features=cols,
+                                sample_weight=weights)
             groups = encode_groups(cols, n_samples=window.n_rows)
-        base, score = _group_means(groups, window.y_true), _group_means(groups, window.y_score)
+        base = _group_means(groups, window.y_true, weights)
+        score = _group_means(groups, window.y_score, weights)
         extra: dict[str, list[Any]] = {k: [None] * groups.n_groups
                                        for k in ("false_negative_rate", "precision", "accuracy")}
         if window.y_true is not None and window.y_pred is not None:
             t = np.asarray(window.y_true).astype(bool)
             p = np.asarray(window.y_pred).astype(bool)
 
+            w = np.ones(window.n_rows) if weights is None else weights
+
             def count(mask: Any) -> Any:
-                return np.bincount(groups.codes[groups.codes >= 0],
-                                   weights=mask[groups.codes >= 0].astype(float),
+                kept = groups.codes >= 0
+                return np.bincount(groups.codes[kept], weights=mask[kept] * w[kept],
                                    minlength=groups.n_groups)
 
             tp, fp, fn, tn = count(t & p), count(~t & p), count(t & ~p), count(~t & ~p)
             extra = {"false_negative_rate": _ratio(fn, tp + fn),
                      "precision": _ratio(tp, tp + fp),
                      "accuracy": _ratio(tp + tn, tp + fp + fn + tn)}
-        auc = _group_auc(groups, window.y_true, window.y_score)
+        auc = _group_auc(groups, window.y_true, window.y_score, weights)
         for k, label in enumerate(rates.labels):
             rows.append({
                 "attribute": attr, "group": _label(label), "count": int(rates.counts[k]),

@@ -52,6 +52,7 @@ ALLOWED_KEYS: dict[str, Any] = {
     "missing": "group",           # missing sensitive values: group | drop | raise
     "decision_function": False,   # scores of a predict-only classifier (LinearSVC): opt-in
     "confidence_level": 0.95,     # each value's interval; None: no intervals
+    "sample_weight": None,        # a column of per-row weights (weighted parity and ABCC)
 }
 
 #: The documented robustness sub-keys; keywords of the registered robustness function are
@@ -111,6 +112,9 @@ class FairnessConfig:
         Without ``predict_proba``, take scores as the logistic sigmoid of the estimator's
         ``decision_function`` (a monotone map of the margin into (0, 1), not a probability:
         compare such score metrics only with each other).
+    sample_weight : str or None
+        Column of per-row weights (never a model input): the parity gaps and ABCC become
+        weighted, the metrics without a weighted definition are NaN with the reason.
     confidence_level : float or None
         Level of each value's confidence interval (logged as ``fairness/ci_lower/...`` and
         ``fairness/ci_upper/...``, with the chance level ``fairness/chance/...``); None: none.
@@ -135,6 +139,7 @@ class FairnessConfig:
     missing: Any = "group"
     decision_function: bool = False
     confidence_level: float | None = 0.95
+    sample_weight: str | None = None
 
     @property
     def attributes(self) -> tuple[str, ...]:
@@ -349,6 +354,10 @@ def parse_config(evaluator_config: Mapping[str, Any] | None) -> FairnessConfig:
     score_column = cfg.get("score_column")
     if score_column is not None and (not isinstance(score_column, str) or not score_column):
         raise ConfigError(f"score_column: must be a column name; got {score_column!r}.")
+    weight_column = cfg.get("sample_weight")
+    if weight_column is not None and (not isinstance(weight_column, str) or not weight_column):
+        raise ConfigError(f"sample_weight: must be the name of a column of per-row weights; "
+                          f"got {weight_column!r}.")
     pos_label = cfg.get("pos_label", 1)
     if isinstance(pos_label, list | dict | set | tuple) or pos_label is None:
         raise ConfigError(f"pos_label: must be a single class label; got {pos_label!r}.")
@@ -381,6 +390,7 @@ def parse_config(evaluator_config: Mapping[str, Any] | None) -> FairnessConfig:
         missing=_missing(cfg.get("missing", "group"), sensitive),  # type: ignore[arg-type]
         decision_function=_bool(cfg.get("decision_function", False), "decision_function"),
         confidence_level=_level(cfg.get("confidence_level", 0.95)),
+        sample_weight=weight_column,
     )
 
 

@@ -349,7 +349,11 @@ def build_window(dataset: Any, model: Any, config: FairnessConfig, *,
         y_score = check_scores(cols.get(config.score_column, "score_column"),
                                f"score_column {config.score_column!r}")
         sources["y_score"] = f"column {config.score_column!r}"
-    not_inputs = {config.score_column}
+    weights = None
+    if config.sample_weight is not None:
+        weights = cols.get(config.sample_weight, "sample_weight")
+        sources["sample_weight"] = f"column {config.sample_weight!r}"
+    not_inputs = {config.score_column, config.sample_weight}
     model_columns = [c for c in frame.columns if c not in not_inputs
                      and (config.model_uses_sensitive or c not in config.sensitive_features)]
     features = list(config.features or [c for c in model_columns if c not in sensitive])
@@ -426,7 +430,8 @@ def build_window(dataset: Any, model: Any, config: FairnessConfig, *,
         sources["y_true"] = f"column {dataset.targets_name!r}"
 
     common = {"sensitive_features": sensitive, "y_pred": y_pred, "y_score": y_score,
-              "y_true": y_true, "threshold": config.threshold, "missing": config.missing}
+              "y_true": y_true, "threshold": config.threshold, "missing": config.missing,
+              "sample_weight": weights}
     window = Window(X=frame[features] if features else None, **common)
     reason = _robustness_reason(model, config)
     robust_window, options = None, {}

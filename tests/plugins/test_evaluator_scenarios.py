@@ -8,6 +8,7 @@ expected values are computed by calling the metric functions directly.
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any
 
@@ -338,3 +339,27 @@ def test_a_multiclass_model_needs_pos_label_and_then_compares_that_class(
 
     assert result.metrics["fairness/abcc/group"] == pytest.approx(
         abcc(clf.predict_proba(data[["x1", "x2"]])[:, 2], sensitive_features=data["group"]))
+
+
+# --- item 8: sample_weight where the definitions allow it -------------------------------------
+
+def test_sample_weight_column_weighs_the_parity_gaps_as_fairlearn(logreg: Any) -> None:
+    from fairlearn.metrics import demographic_parity_difference as fl_dp
+
+    clf, data, uri = logreg
+    data = data.assign(w=np.random.default_rng(5).integers(1, 6, len(data)).astype(float))
+    result = evaluate(uri, data, {"sensitive_features": ["group"], "sample_weight": "w",
+                                  "metrics": ["demographic_parity_difference", "abcc", "madd"]},
+                      targets="label")
+    # the weight column is no model input (the model was fitted on x1, x2 only: it would fail)
+    y_pred = clf.predict(data[["x1", "x2"]])
+    expected = fl_dp(data["label"], y_pred, sensitive_features=data["group"],
+                     sample_weight=data["w"])
+    assert result.metrics["fairness/demographic_parity_difference/group"] == pytest.approx(
+        expected, abs=1e-12)
+    unweighted = fl_dp(data["label"], y_pred, sensitive_features=data["group"])
+    assert expected != pytest.approx(unweighted, abs=1e-6)  # the weights mattered
+    assert math.isnan(result.metrics["fairness/madd/group"])  # no weighted definition
+    with pytest.raises(Exception, match="sample_weight: column 'nope' is not in the"):
+        evaluate(uri, data, {"sensitive_features": ["group"], "sample_weight": "nope"},
+                 targets="label")

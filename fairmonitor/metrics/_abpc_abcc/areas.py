@@ -30,8 +30,8 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ..._validation import check_option, warn_undefined
-from ...exceptions import GroupExclusionWarning
+from ..._validation import check_option, check_sample_weight, warn_undefined
+from ...exceptions import GroupExclusionWarning, InvalidInputError
 from .._groups import Groups
 from .._pairwise import AGGREGATIONS, Aggregation, PairwiseMatrix, scores_and_groups
 from . import kde as _kde
@@ -155,20 +155,39 @@ def _pairs(metric: str, groups: Groups, keep: list[int],
                           groups.counts[keep], matrix)
 
 
+def _weighted_w1(groups: Groups, scores: NDArray[np.float64],
+                 sample_weight: ArrayLike) -> Callable[[int, int], float]:
+    """W1 between weighted groups: the area between their weighted CDFs (scipy's)."""
+    from scipy.stats import wasserstein_distance  # only for weighted windows
+
+    w = check_sample_weight(sample_weight, scores.size)
+    parts, weights = groups.split(scores), groups.split(w)
+    for label, part_w in zip(groups.labels, weights, strict=True):
+        if not part_w.any():
+            raise InvalidInputError(f"abcc: group {label!r} of '{groups.name}' has total "
+                                    "sample_weight 0, so it has no score distribution; drop it "
+                                    "or give it weight.")
+    return lambda i, j: float(wasserstein_distance(parts[i], parts[j], weights[i], weights[j]))
+
+
 def _abcc_matrix(y_score: ArrayLike, *, sensitive_features: Any,
-                 min_group_size: int = 1) -> PairwiseMatrix | None:
+                 min_group_size: int = 1, sample_weight: ArrayLike | None = None
+                 ) -> PairwiseMatrix | None:
     """ABCC of every pair of groups (None, after a warning, if fewer than two groups)."""
     encoded = scores_and_groups("abcc", y_score, sensitive_features, min_group_size)
     if encoded is None:
         return None
     scores, groups = encoded
+    if sample_weight is not None:
+        return _pairs("abcc", groups, list(range(groups.n_groups)),
+                      _weighted_w1(groups, scores, sample_weight))
     parts = _sorted_by_group(scores, groups)
     return _pairs("abcc", groups, list(range(groups.n_groups)),
                   lambda i, j: _w1_sorted(parts[i], parts[j]))
 
 
 def abcc(y_score: ArrayLike, *, sensitive_features: Any, agg: Aggregation = "max",
-         min_group_size: int = 1) -> float:
+         min_group_size: int = 1, sample_weight: ArrayLike | None = None) -> float:
     r"""Area between the groups' empirical CDFs of the scores (ABCC).
 
     .. math:: \mathrm{ABCC}_{ij} = \int_0^1 |\hat F_i(x) - \hat F_j(x)|\,dx = W_1(i, j)
@@ -189,6 +208,9 @@ def abcc(y_score: ArrayLike, *, sensitive_features: Any, agg: Aggregation = "max
         paper's rule).
     min_group_size : int, default=1
         Groups with fewer rows are left out with a warning.
+    sample_weight : array-like of shape (n_samples,), optional
+        Per-row weights: the CDFs become weighted CDFs (``scipy.stats.wasserstein_distance``
+        with ``u_weights``/``v_weights``); integer weights equal repeating rows.
 
     Returns
     -------
@@ -221,7 +243,7 @@ def abcc(y_score: ArrayLike, *, sensitive_features: Any, agg: Aggregation = "max
     """
     check_option(agg, "agg", AGGREGATIONS, func="abcc")
     pairs = _abcc_matrix(y_score, sensitive_features=sensitive_features,
-                         min_group_size=min_group_size)
+                         min_group_size=min_group_size, sample_weight=sample_weight)
     return float("nan") if pairs is None else pairs.aggregate(agg)
 
 
