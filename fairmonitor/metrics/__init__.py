@@ -11,6 +11,9 @@ This package imports no pandas, mlflow, prometheus_client or apscheduler.
 # --- cfair ---
 # --- distributional (ABCC / ABPC) ---
 from ._abpc_abcc.areas import abcc, abpc
+
+# --- calibration ---
+from ._calibration import calibration_difference
 from ._cfair.cfair import CounterpartResult, counterpart_fairness
 from ._cfair.matcher import CounterpartMatcher, PairMatcher, fit_matcher
 from ._cfair.stats import CounterpartComparison
@@ -30,6 +33,7 @@ from ._parity import (
     equal_opportunity_difference,
     equalized_odds_difference,
     group_rates,
+    predictive_parity_difference,
 )
 
 # --- permutation test ---
@@ -52,6 +56,7 @@ __all__ = [
     "PermutationResult",
     "abcc",
     "abpc",
+    "calibration_difference",
     "counterpart_fairness",
     "demographic_parity_difference",
     "demographic_parity_ratio",
@@ -65,5 +70,6 @@ __all__ = [
     "madd_h_sup",
     "pairwise_matrix",
     "permutation_test",
+    "predictive_parity_difference",
     "sensitive_columns",
 ]

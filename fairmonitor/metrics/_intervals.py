@@ -38,7 +38,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 __all__ = ["Interval", "KAPPA", "N_DRAWS", "RESOLUTION", "fine_histogram", "rate_gap_interval",
-           "ScoreBootstrap", "score_gap_interval", "wald_interval"]
+           "ScoreBootstrap", "mean_gap_interval", "score_gap_interval", "wald_interval"]
 
 #: Standard errors within which a pair's difference counts as "possibly 0" and a pair as
 #: "possibly the largest". Large enough that with five equal groups every pair qualifies
@@ -176,9 +176,28 @@ def rate_gap_interval(
             var = p_adj * (1.0 - p_adj) / (n + 2.0)
             p0 = pooled[:, None]
             null_sd = np.sqrt(p0 * (1.0 - p0) / np.maximum(n, 1))
+    del z  # the quantile comes from the draws; _z only validates `level`
+    found = _max_gap(theta, var, null_sd, defined, level=level, n_draws=n_draws, rng=rng)
+    if isinstance(found, str):
+        return _undefined(method, found)
+    lo, hi, chance_gap = found
+    if ratio:
+        return Interval(float(np.exp(-hi)), float(np.exp(-lo)),
+                        float(np.exp(-chance_gap).mean()), method)
+    return Interval(lo, min(hi, 1.0), float(chance_gap.mean()), method)
+
+
+def _max_gap(theta: NDArray[np.float64], var: NDArray[np.float64],
+             null_sd: NDArray[np.float64], defined: NDArray[np.bool_], *, level: float,
+             n_draws: int, rng: Any) -> tuple[float, float, NDArray[np.float64]] | str:
+    """(lower, upper, chance draws) of ``max_f max_{i,j} |theta_fi - theta_fj|``, or the reason.
+
+    ``theta``, ``var`` (F, K): per family and group the estimate and its variance; ``null_sd``
+    the standard error of each group's estimate when every group shares one value.
+    """
     if defined.sum(axis=1).max() > MAX_RATE_GROUPS:
-        return _undefined(method, f"{int(defined.sum(axis=1).max())} groups: intervals are "
-                                  f"computed for at most {MAX_RATE_GROUPS} (raise min_group_size)")
+        return (f"{int(defined.sum(axis=1).max())} groups: intervals are computed for at "
+                f"most {MAX_RATE_GROUPS} (raise min_group_size)")
     fam, i, j = _pair_index(defined)
     d_hat = theta[fam, i] - theta[fam, j]
     se = np.sqrt(var[fam, i] + var[fam, j])
@@ -210,11 +229,56 @@ def rate_gap_interval(
         if keep.size >= 2:
             a = draws[:, f, keep] * null_sd[f, keep]
             chance_gap = np.maximum(chance_gap, a.max(axis=1) - a.min(axis=1))
-    del z  # the quantile comes from the draws; _z only validates `level`
-    if ratio:
-        return Interval(float(np.exp(-hi)), float(np.exp(-lo)),
-                           float(np.exp(-chance_gap).mean()), method)
-    return Interval(lo, min(hi, 1.0), float(chance_gap.mean()), method)
+    return lo, hi, chance_gap
+
+
+def mean_gap_interval(
+    means: ArrayLike,
+    variances: ArrayLike,
+    null_variances: ArrayLike,
+    *,
+    level: float = 0.95,
+    n_draws: int = N_DRAWS,
+    rng: Any = None,
+) -> Interval:
+    """Interval and chance level of the largest between-group gap in a mean.
+
+    The machinery of :func:`rate_gap_interval` (Gaussian draws, directional derivative of the
+    max) for any per-group mean with a known (or bounded) variance of its estimate.
+
+    Parameters
+    ----------
+    means, variances : array-like of shape (K,)
+        Each group's estimate and the variance of that estimate (NaN: the group has none).
+    null_variances : array-like of shape (K,)
+        The variance of each group's estimate if every group shared one distribution.
+    level, n_draws, rng
+        As :func:`rate_gap_interval`.
+
+    Returns
+    -------
+    interval : Interval
+
+    Examples
+    --------
+    >>> r = mean_gap_interval([0.0, 0.2], [1e-4, 1e-4], [1e-4, 1e-4])
+    >>> round(r.lower, 2), round(r.upper, 2)
+    (0.17, 0.23)
+    """
+    method = "mean-difference"
+    _z(level)
+    theta = np.atleast_2d(np.asarray(means, dtype=float))
+    var = np.atleast_2d(np.asarray(variances, dtype=float))
+    defined = np.isfinite(theta) & np.isfinite(var)
+    if defined.sum() < 2:
+        return _undefined(method, "fewer than two groups with a defined value")
+    found = _max_gap(np.where(defined, theta, 0.0), np.where(defined, var, 0.0),
+                     np.sqrt(np.atleast_2d(np.asarray(null_variances, dtype=float))), defined,
+                     level=level, n_draws=n_draws, rng=rng)
+    if isinstance(found, str):
+        return _undefined(method, found)
+    lo, hi, chance_gap = found
+    return Interval(lo, hi, float(chance_gap.mean()), method)
 
 
 def _smooth(counts: NDArray[np.float64], h: float) -> NDArray[np.float64]:

@@ -39,6 +39,7 @@ __all__ = [
     "equalized_odds_difference",
     "group_rates",
     "parity_from_rates",
+    "predictive_parity_difference",
 ]
 
 
@@ -58,6 +59,9 @@ class GroupRates:
         Share of rows predicted 1.
     true_positive_rate, false_positive_rate : ndarray of shape (K,) or None
         NaN for a group with no actual positives (negatives); None without ``y_true``.
+    precision : ndarray of shape (K,) or None
+        Positive predictive value, P(y = 1 | yhat = 1); NaN for a group with no positive
+        prediction; None without ``y_true``.
     excluded : dict
         Group label -> rows, for groups left out by ``min_group_size``.
     """
@@ -69,6 +73,7 @@ class GroupRates:
     true_positive_rate: NDArray[np.float64] | None = None
     false_positive_rate: NDArray[np.float64] | None = None
     excluded: Mapping[Any, int] = field(default_factory=dict)
+    precision: NDArray[np.float64] | None = None
 
 
 def _rate(numerator: NDArray[np.float64], denominator: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -121,15 +126,18 @@ def group_rates(
     w = check_sample_weight(sample_weight, pred.size)
     one = np.ones(pred.size) if w is None else w
     n = _sums(groups, one)
-    tpr = fpr = None
+    tpr = fpr = ppv = None
+    predicted = _sums(groups, pred * one)
     if y_true is not None:
         true = check_binary(y_true, "y_true")
         check_same_length(y_true=true, y_pred=pred)
         pos, neg = _sums(groups, true * one), _sums(groups, (1 - true) * one)
-        tpr = _rate(_sums(groups, true * pred * one), pos)
+        tp = _sums(groups, true * pred * one)
+        tpr = _rate(tp, pos)
         fpr = _rate(_sums(groups, (1 - true) * pred * one), neg)
-    return GroupRates(groups.name, groups.labels, groups.counts,
-                      _rate(_sums(groups, pred * one), n), tpr, fpr, groups.excluded)
+        ppv = _rate(tp, predicted)
+    return GroupRates(groups.name, groups.labels, groups.counts, _rate(predicted, n), tpr, fpr,
+                      groups.excluded, ppv)
 
 
 def _gap(metric: str, rates: GroupRates, values: NDArray[np.float64], what: str,
@@ -296,6 +304,48 @@ def equal_opportunity_difference(
     return parity_from_rates("equal_opportunity_difference", rates)
 
 
+def predictive_parity_difference(
+    y_true: ArrayLike, y_pred: ArrayLike, *, sensitive_features: Any, min_group_size: int = 1,
+    sample_weight: ArrayLike | None = None,
+) -> float:
+    """Largest between-group gap in precision, P(y = 1 | yhat = 1) (predictive parity).
+
+    Chouldechova (2017): a positive prediction should mean the same risk in every group.
+    With different base rates it cannot hold together with equalized odds, so read it beside
+    :func:`equalized_odds_difference`, not instead of it.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+        Hard 0/1 labels.
+    y_pred : array-like of shape (n_samples,)
+        Hard 0/1 predictions.
+    sensitive_features : array-like, DataFrame or dict
+        Group membership; several columns are intersected.
+    min_group_size : int, default=1
+        Groups with fewer rows are left out with a warning.
+    sample_weight : array-like of shape (n_samples,), optional
+        Per-row weights; rates become weighted shares (see :func:`group_rates`).
+
+    Returns
+    -------
+    difference : float
+        In [0, 1]; 0 is predictive parity. A group without a positive prediction has no
+        precision and is left out with a warning; NaN if fewer than two groups have one.
+
+    Examples
+    --------
+    Group a: 2 of its 2 positive predictions right; group b: 1 of 2.
+
+    >>> predictive_parity_difference([1, 1, 0, 1, 0, 0], [1, 1, 0, 1, 1, 0],
+    ...                              sensitive_features=list("aaabbb"))
+    0.5
+    """
+    rates = group_rates(y_true, y_pred, sensitive_features=sensitive_features,
+                        min_group_size=min_group_size, sample_weight=sample_weight)
+    return parity_from_rates("predictive_parity_difference", rates)
+
+
 def parity_from_rates(metric: str, rates: GroupRates) -> float:
     """The parity metric ``metric`` from per-group rates (what the public functions compute).
 
@@ -315,6 +365,10 @@ def parity_from_rates(metric: str, rates: GroupRates) -> float:
         return _gap(metric, rates, rates.selection_rate, "selection rate", ratio=True)
     if rates.true_positive_rate is None or rates.false_positive_rate is None:
         raise InvalidInputError(f"{metric} needs labels (y_true)")
+    if metric == "predictive_parity_difference":
+        if rates.precision is None:
+            raise InvalidInputError(f"{metric} needs labels (y_true)")
+        return _gap(metric, rates, rates.precision, "precision")
     tpr = _gap(metric, rates, rates.true_positive_rate, "true positive rate")
     if metric == "equal_opportunity_difference":
         return tpr

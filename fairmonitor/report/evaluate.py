@@ -137,7 +137,7 @@ class Window:
                                check_sample_weight(self.sample_weight, self.n_rows))
         if self.y_pred is None and self.y_score is not None:
             score = np.asarray(self.y_score, dtype=float)
-            # paper 001 eq. 1 thresholds with ">=" (the reference code uses ">"); we follow the paper
+            # paper 001 eq. 1 thresholds with ">=" (the reference code uses ">"): the paper wins
             object.__setattr__(self, "y_pred", (score >= self.threshold).astype(np.int8))
             object.__setattr__(self, "pred_from_score", True)
 
@@ -356,14 +356,17 @@ def _call(spec: MetricSpec, window: Window, sf: Any, kwargs: Mapping[str, Any]) 
 
 #: Metrics computed from a summary's counts and score summaries (every other one reads rows).
 _PARITY = ("demographic_parity_difference", "demographic_parity_ratio",
-           "equalized_odds_difference", "equal_opportunity_difference")
+           "equalized_odds_difference", "equal_opportunity_difference",
+           "predictive_parity_difference")
 _NATIVE = {"abcc": _from_summary.abcc_from_summary, "abpc": _from_summary.abpc_from_summary,
            "madd": _from_summary.madd_from_summary}
-SUMMARY_METRICS = frozenset(_PARITY) | frozenset(_NATIVE)
+#: from counts and score sums: exact whatever the summary keeps (raw scores or cells)
+_COUNTED = {"calibration_difference": _from_summary.calibration_from_summary}
+SUMMARY_METRICS = frozenset(_PARITY) | frozenset(_NATIVE) | frozenset(_COUNTED)
 #: Metrics with a weighted definition (``Window.sample_weight``): rates become weighted shares
 #: (fairlearn's ``sample_params``), ABCC compares weighted CDFs. MADD's and ABPC's bandwidth
 #: rules, HFM's nearest neighbours, CFair's matching and the robustness protocol have none here.
-WEIGHTED_METRICS = frozenset(_PARITY) | {"abcc"}
+WEIGHTED_METRICS = frozenset(_PARITY) | {"abcc", "calibration_difference"}
 
 
 def _from_summary_value(spec: MetricSpec, summary: WindowSummary, attr: str,
@@ -375,6 +378,8 @@ def _from_summary_value(spec: MetricSpec, summary: WindowSummary, attr: str,
     if spec.name in _PARITY:
         return parity_from_rates(spec.name, _from_summary.group_rates_from_summary(
             a, kw.get("min_group_size", 1)))
+    if spec.name in _COUNTED:
+        return _COUNTED[spec.name](a, min_group_size=kw.get("min_group_size", 1))
     if a.raw:  # every group's scores: the metric function, every option, the raw value
         scores, groups = _from_summary.pseudo_rows(a)
         return spec.func(scores, sensitive_features=groups, **kw)

@@ -6,8 +6,10 @@ same per-group counts and score summaries the value was computed from, never the
 so it costs O(groups x bins x draws) whatever the window's size and it works on merged
 summaries. Which method serves which metric (the registry's ``interval`` column):
 
-- parity gaps: :func:`~fairmonitor.metrics._intervals.rate_gap_interval`, analytic draws from
-  per-group counts (Agresti-Caffo variances, Fang-Santos directional derivative of the max);
+- parity gaps (and predictive parity): :func:`~fairmonitor.metrics._intervals.rate_gap_interval`,
+  analytic draws from per-group counts (Agresti-Caffo variances, Fang-Santos directional
+  derivative of the max); the calibration gap by
+  :func:`~fairmonitor.metrics._intervals.mean_gap_interval` with a bounded variance;
 - ABCC, MADD, ABPC: :func:`~fairmonitor.metrics._intervals.score_gap_interval`, a Poisson
   bootstrap of per-group score histograms, one :class:`ScoreBootstrap` per attribute shared by
   the three;
@@ -34,6 +36,7 @@ from ..metrics._intervals import (
     Interval,
     ScoreBootstrap,
     fine_histogram,
+    mean_gap_interval,
     rate_gap_interval,
     score_gap_interval,
     wald_interval,
@@ -47,7 +50,8 @@ __all__ = ["DEFAULT_LEVEL", "interval_of", "undefined"]
 DEFAULT_LEVEL = 0.95
 _NAN = float("nan")
 _RATES = ("demographic_parity_difference", "demographic_parity_ratio",
-          "equalized_odds_difference", "equal_opportunity_difference")
+          "equalized_odds_difference", "equal_opportunity_difference",
+          "predictive_parity_difference", "calibration_difference")
 _SCORES = ("abcc", "madd", "abpc")
 
 
@@ -75,7 +79,31 @@ def _rates(name: str, groups: list[GroupSummary], level: float) -> Interval:
     tp, fp, fn, tn = np.array([g.confusion for g in groups], dtype=float).reshape(-1, 4).T
     if name == "equal_opportunity_difference":
         return rate_gap_interval(tp, tp + fn, level=level)
+    if name == "predictive_parity_difference":
+        return rate_gap_interval(tp, tp + fp, level=level)
+    if name == "calibration_difference":
+        return _calibration(groups, n, tp + fn, level)
     return rate_gap_interval(np.stack([tp, fp]), np.stack([tp + fn, fp + tn]), level=level)
+
+
+def _calibration(groups: list[GroupSummary], n: NDArray[np.float64],
+                 positives: NDArray[np.float64], level: float) -> Interval:
+    """Wald-type: Var(score - y) <= (sd(score) + sd(y))^2 (Cauchy-Schwarz), as the summary
+    holds no sum of score x label; conservative, never too narrow."""
+    if any(g.moments is None for g in groups):
+        return undefined("no scores")
+    total, squares = (np.array([g.moments[k] for g in groups], dtype=float)  # type: ignore
+                      for k in (0, 1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = total / n - positives / n
+        sd_score = np.sqrt(np.maximum(squares / n - (total / n) ** 2, 0.0))
+        p = positives / n
+        spread = sd_score + np.sqrt(p * (1 - p))
+        pooled = (np.sqrt(max(squares.sum() / n.sum() - (total.sum() / n.sum()) ** 2, 0.0))
+                  + np.sqrt(p.mean() * (1 - p.mean())))
+        variances = np.where(n > 1, spread ** 2 / np.maximum(n - 1, 1), np.nan)
+        null = pooled ** 2 / np.maximum(n - 1, 1)
+    return mean_gap_interval(means, variances, null, level=level)
 
 
 def _fine(g: GroupSummary) -> NDArray[np.float64]:

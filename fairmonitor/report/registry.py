@@ -130,6 +130,14 @@ _SPECS: list[MetricSpec] = [
     _spec("equal_opportunity_difference", m.equal_opportunity_difference, ("y_true", "y_pred"),
           interval=_RATE,
           help="Largest between-group gap in true positive rate (0 is equal opportunity)."),
+    _spec("predictive_parity_difference", m.predictive_parity_difference, ("y_true", "y_pred"),
+          interval=_RATE,
+          help="Largest between-group gap in precision, P(y=1 | predicted 1) (0 is predictive "
+               "parity)."),
+    _spec("calibration_difference", m.calibration_difference, ("y_true", "y_score"), upper=2.0,
+          interval="Wald, per-group variance bounded by (sd(score) + sd(label))^2 / n",
+          help="Largest between-group difference in calibration-in-the-large, mean score "
+               "minus positive rate (0: every group calibrated alike)."),
     # --- distributional (ABCC / ABPC) ---
     _spec("abcc", m.abcc, ("y_score",), upper=1.0, unit="fraction", interval=_BOOT,
           help="Area between the groups' score CDFs, = Wasserstein-1 (0 is parity, max 1)."),

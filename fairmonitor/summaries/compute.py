@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -31,6 +32,7 @@ from .._validation import check_option, check_positive_int, warn_undefined
 from ..exceptions import GroupExclusionWarning, InvalidInputError
 from ..metrics._abpc_abcc import kde as _kde
 from ..metrics._abpc_abcc.areas import _pairs, _w1_sorted
+from ..metrics._calibration import calibration_from_sums
 from ..metrics._groups import Groups, _exclude_small, contiguous_groups
 from ..metrics._madd.madd import (
     MADDResult,
@@ -78,13 +80,28 @@ def group_rates_from_summary(attr: AttributeSummary, min_group_size: int = 1) ->
         raise InvalidInputError("the summary has no predictions (y_pred or y_score)")
     n = np.array([g.n for g in groups], dtype=float)
     pos = np.array([g.predicted_positive for g in groups], dtype=float)
-    tpr = fpr = None
+    tpr = fpr = ppv = None
     if groups and groups[0].confusion is not None:
         conf = np.array([g.confusion for g in groups], dtype=float).reshape(-1, 4)
         tp, fp, fn, tn = conf.T
-        tpr, fpr = _rate(tp, tp + fn), _rate(fp, fp + tn)
+        tpr, fpr, ppv = _rate(tp, tp + fn), _rate(fp, fp + tn), _rate(tp, tp + fp)
     return GroupRates(attr.name, kept.labels, kept.counts, _rate(pos, n), tpr, fpr,
-                      kept.excluded)
+                      kept.excluded, ppv)
+
+
+def calibration_from_summary(attr: AttributeSummary, *, min_group_size: int = 1,
+                             **_: Any) -> float:
+    """:func:`~fairmonitor.metrics.calibration_difference` from score sums and label counts."""
+    kept = _kept(attr, min_group_size)
+    groups = [attr.groups[label] for label in kept.labels]
+    if any(g.moments is None for g in groups) or any(g.confusion is None for g in groups):
+        raise InvalidInputError("calibration_difference needs scores and labels")
+    n = np.array([g.n for g in groups], dtype=float)
+    score_sum = np.array([g.moments[0] for g in groups], dtype=float)  # type: ignore[index]
+    positives = np.array([g.confusion[0] + g.confusion[2] for g in groups],  # type: ignore
+                         dtype=float)
+    return calibration_from_sums(attr.name, kept.labels, n, score_sum, positives,
+                                 kept.excluded)
 
 
 def pseudo_rows(attr: AttributeSummary) -> tuple[NDArray[np.float64], Groups]:

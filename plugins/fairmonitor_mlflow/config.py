@@ -32,6 +32,7 @@ __all__ = ["ALLOWED_KEYS", "DEFAULT_METRICS", "ROBUSTNESS_KEYS", "FairnessConfig
 #: ``n_repeats x levels`` times; also on with ``robustness=True`` or a robustness dict).
 DEFAULT_METRICS = ("demographic_parity_difference", "demographic_parity_ratio",
                    "equalized_odds_difference", "equal_opportunity_difference",
+                   "predictive_parity_difference", "calibration_difference",
                    "abcc", "abpc", "madd")
 
 #: Every key the evaluator accepts, with its default (documented in the README table).

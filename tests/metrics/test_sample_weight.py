@@ -109,3 +109,20 @@ def test_the_drop_policy_drops_the_weights_of_the_dropped_rows():
     w = Window({"g": ["a", None, "b", "b"]}, y_pred=[1, 0, 1, 0], sample_weight=[1, 9, 2, 3],
                missing="drop")
     assert w.sample_weight.tolist() == [1.0, 2.0, 3.0]
+
+
+def test_predictive_parity_and_calibration_are_weighted_too(data):
+    from sklearn.metrics import precision_score
+
+    from fairmonitor.metrics import calibration_difference, predictive_parity_difference
+
+    g, score, y_true, y_pred, w = data
+    frame = fl.MetricFrame(metrics=precision_score, y_true=y_true, y_pred=y_pred,
+                           sensitive_features=g, sample_params={"sample_weight": w})
+    assert predictive_parity_difference(y_true, y_pred, sensitive_features=g,
+                                        sample_weight=w) == pytest.approx(frame.difference(),
+                                                                          abs=1e-12)
+    errors = [np.average(score[g == k], weights=w[g == k])
+              - np.average(y_true[g == k], weights=w[g == k]) for k in np.unique(g)]
+    assert calibration_difference(y_true, score, sensitive_features=g, sample_weight=w) \
+        == pytest.approx(max(errors) - min(errors), abs=1e-12)
