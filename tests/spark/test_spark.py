@@ -179,7 +179,8 @@ def test_values_do_not_depend_on_the_partitioning(spark, parquet):
     assert (one.partials, five.partials) == (1, 5)
     a = evaluate_summary(one.windows[None], metrics=SUMMARY_ONLY)
     b = evaluate_summary(five.windows[None], metrics=SUMMARY_ONLY)
-    assert a.values == b.values and a.group_counts == b.group_counts
+    # counts exact; floats within 1e-12 (score sums added in another order differ by ulps)
+    assert_same(a, b, SUMMARY_ONLY)
     for attr in ATTRS:  # the merged row samples are the same rows too
         for label, group in one.windows[None].attributes[attr].groups.items():
             other = five.windows[None].attributes[attr].groups[label]
