@@ -311,12 +311,18 @@ def test_ticks_follow_window_ends_on_the_wall_clock(tmp_path, make_predictions):
     thread.join(20)
     assert not thread.is_alive()
     assert len(ticks) == 4
+    lags = []
     for at, results in ticks[1:]:  # the first tick runs at start-up
-        # the window that just closed (a slow tick on a loaded machine may catch up one more)
+        # `at` is taken when the tick has finished; the newest window it evaluated had closed
+        # and was at most one window old
         lag = (at - results[-1].end).total_seconds()
-        # settle 0.1 s, plus scheduling and evaluation time; APScheduler's timer may wake a
-        # few milliseconds early (seen: 0.095 s)
-        assert 0.09 <= lag < 1.0, lag
+        assert 0.0 <= lag < 1.0, lag
+        lags.append(lag)
+    # Ticks wait `settle_seconds` (0.1 s) after a window end. A tick that fires late on a
+    # loaded machine also evaluates the window that closed meanwhile (seen in CI: one lag of
+    # 0.011 s), so the settle shows in the typical tick, not in every one; APScheduler's timer
+    # may wake a few milliseconds early (seen: 0.095 s).
+    assert sorted(lags)[len(lags) // 2] >= 0.09, lags
     ends = [r.end for _, results in ticks for r in results]
     steps = [(b - a).total_seconds() for a, b in zip(ends, ends[1:], strict=False)]
     assert steps == [1.0] * (len(ends) - 1)
