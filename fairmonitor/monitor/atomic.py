@@ -9,8 +9,8 @@ from pathlib import Path
 __all__ = ["write_atomic"]
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Replace ``path`` by ``text``: written to a private temporary file, fsynced, renamed.
+def write_atomic(path: Path, text: str | bytes) -> None:
+    """Replace ``path`` by ``text`` (str or bytes): a private temporary file, fsynced, renamed.
 
     ``mkstemp`` gives a fresh name opened with O_EXCL (it never follows a planted symlink)
     and mode 0600, in the target's directory, so the rename is atomic and a reader sees the
@@ -25,7 +25,9 @@ def write_atomic(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        binary = isinstance(text, bytes)
+        with os.fdopen(fd, "wb" if binary else "w",
+                       **({} if binary else {"encoding": "utf-8"})) as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())

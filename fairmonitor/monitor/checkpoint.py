@@ -6,7 +6,9 @@ A :class:`ModelState` holds two watermarks and a set:
   ``full``);
 - ``labels_end``: end of the last window whose labelled evaluation is done;
 - ``versions``: model versions already evaluated on reference data;
-- ``last``: what was last reported (:mod:`.snapshot`), so a restart exports it again at once.
+- ``last``: what was last reported (:mod:`.snapshot`), so a restart exports it again at once;
+- ``rollups``: per rollup (a longer window merged from stored summaries), the end of its last
+  evaluated window (the summaries themselves are in :mod:`.summary_store`).
 
 :func:`~fairmonitor.monitor.job.run_once` saves the state after every completed window, so a
 monitor killed at any point resumes at the first window not yet done: nothing is skipped, and at
@@ -43,6 +45,8 @@ class ModelState:
     last: Mapping[str, Any] = field(default_factory=dict, compare=False)
     #: windows whose labels were incomplete when evaluated: index -> labelled rows seen
     relabel: Mapping[str, int] = field(default_factory=dict, compare=False)
+    #: rollup name -> end of its last evaluated window
+    rollups: Mapping[str, datetime] = field(default_factory=dict, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-serialisable dict (ISO 8601 times, sorted versions)."""
@@ -55,6 +59,8 @@ class ModelState:
             out["last"] = dict(self.last)
         if self.relabel:
             out["relabel"] = dict(self.relabel)
+        if self.rollups:
+            out["rollups"] = {k: _iso(v) for k, v in self.rollups.items()}
         return out
 
     @classmethod
@@ -66,6 +72,8 @@ class ModelState:
             versions=frozenset(str(v) for v in data.get("versions") or ()),
             last=dict(data.get("last") or {}),
             relabel={str(k): int(v) for k, v in (data.get("relabel") or {}).items()},
+            rollups={str(k): _parse(v) for k, v in (data.get("rollups") or {}).items()
+                     if v is not None},
         )
 
 

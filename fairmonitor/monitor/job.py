@@ -35,6 +35,8 @@ import numpy as np
 from ..exceptions import InvalidInputError
 from ..report.evaluate import Window, WindowReport, evaluate_window
 from ..report.thresholds import Severity
+from ..summaries import summarize, to_bytes
+from . import rollups as _rollups
 from .checkpoint import Checkpoint, ModelState
 from .config import ModelConfig, MonitorConfig
 from .merge import merge_reports
@@ -42,6 +44,7 @@ from .rows import prepare as prepare_rows
 from .snapshot import fold
 from .sources import WindowSource
 from .sources.base import NO_TIMESTAMP
+from .summary_store import MemorySummaryStore, SummaryStore
 from .versions import (
     NewVersion,
     VersionResult,
@@ -66,7 +69,7 @@ log = logging.getLogger(__name__)
 
 Phase = Literal["full", "predictions", "labels"]
 #: Where a window's evaluation can fail; the exporter pre-initialises one error series per stage.
-STAGES = ("source", "data", "metric", "checkpoint", "export", "mlflow")
+STAGES = ("source", "data", "metric", "checkpoint", "rollup", "export", "mlflow")
 #: Hook stages whose values must be durable before the checkpoint moves (see :func:`run_once`).
 DURABLE_STAGES = ("mlflow",)
 Hook = Callable[["WindowResult"], object]
@@ -108,6 +111,14 @@ class WindowResult:
     #: wall-clock time (Unix seconds) the evaluation finished: liveness gauges and the restored
     #: ``last_success`` read it, never ``evaluated_at``, which a replay or a test may simulate
     finished_at: float = field(default_factory=time.time)
+    #: the rollup's name (``1d``) for a longer window merged from stored summaries
+    #: (:mod:`.rollups`; ``index`` is then on the rollup's grid); "" for the model's windows
+    rollup: str = ""
+    #: rollups: how many of the model's windows had a stored summary to merge
+    merged_windows: int = 0
+    #: the window's serialized summary per part (``predictions``, ``labels``), stored by
+    #: :func:`run_once` before the checkpoint moves (models with rollups only)
+    summaries: Mapping[str, bytes] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def ok(self) -> bool:
@@ -148,7 +159,8 @@ def _feature_columns(cfg: ModelConfig, frame: pd.DataFrame) -> list[str]:
 
 
 def _report(cfg: ModelConfig, frame: pd.DataFrame, metrics: Sequence[str], *, labels: bool,
-            version: str, start: datetime, end: datetime, rng: Any) -> WindowReport:
+            version: str, start: datetime, end: datetime, rng: Any,
+            parts: dict[str, Any] | None = None) -> WindowReport:
     # Window converts object columns of strings to a numpy string array once (fast grouping)
     features = _feature_columns(cfg, frame)
     window = Window.from_frame(
@@ -156,6 +168,17 @@ def _report(cfg: ModelConfig, frame: pd.DataFrame, metrics: Sequence[str], *, la
         label=cfg.label if labels else None, score=cfg.score, prediction=cfg.prediction,
         features=features, threshold=cfg.decision_threshold, model=cfg.name, version=version,
         start=start, end=end, missing=cfg.missing)
+    if parts is not None and cfg.rollups:
+        # the rows' summary for the rollups, made from the same checked columns; a failure
+        # costs the rollups this window (stage "rollup"), never the window's own values
+        try:
+            parts["labels" if labels else "predictions"] = to_bytes(summarize(
+                window.sensitive_features, y_pred=window.y_pred, y_score=window.y_score,
+                y_true=window.y_true, X=window.X, threshold=window.threshold,
+                intersection=cfg.intersection, spec=_rollups.store_spec(cfg),
+                model=cfg.name, version=version, start=start, end=end))
+        except Exception as exc:
+            parts["error"] = f"cannot summarize the window: {type(exc).__name__}: {exc}"
     return evaluate_window(window, metrics=metrics, min_group_size=cfg.min_group_size,
                            intersection=cfg.intersection, thresholds=cfg.thresholds,
                            options=cfg.options, rng=rng, confidence_level=cfg.confidence_level)
@@ -168,12 +191,16 @@ def _evaluate_frame(cfg: ModelConfig, frame: pd.DataFrame, phase: Phase, metrics
         return _report(cfg, frame, metrics, labels=False, **kw), False
     labelled = frame[cfg.label].notna().to_numpy()
     if phase == "labels" or labelled.all():
+        # every row labelled (phase full): the labelled summary serves the rollups' label-free
+        # metrics too
         return _report(cfg, frame[labelled], metrics, labels=True, **kw), True
     # phase full with labels still missing on some rows: label-free metrics see every row,
     # label metrics only the labelled ones (none labelled: NaN, "labels not available")
     free = [m for m in metrics if m in cfg.label_free_metrics]
     needing = [m for m in metrics if m in cfg.label_metrics]
     report = _report(cfg, frame, free, labels=False, **kw)
+    if not labelled.any() and kw.get("parts") is not None:
+        kw["parts"] = None  # no labelled rows: nothing for the rollups' label metrics
     if needing:
         other = _report(cfg, frame[labelled] if labelled.any() else frame, needing,
                         labels=bool(labelled.any()), **kw)
@@ -259,18 +286,22 @@ def evaluate_model_window(
                     n_rows=0, report=None)
     if rng is None:
         rng = np.random.default_rng([model_cfg.seed, max(index, 0)])
+    parts: dict[str, Any] = {}
     try:
         report, with_labels = _evaluate_frame(model_cfg, frame, phase, metrics, version=version,
-                                              start=start, end=end, rng=rng)
+                                              start=start, end=end, rng=rng, parts=parts)
     except Exception as exc:  # missing columns, unparseable values: the data is at fault
         return done(version=version, versions=versions, labels_included=False,
                     n_rows=len(frame), report=None,
                     errors={"data": f"{type(exc).__name__}: {exc}"})
     failed = [f"{m}/{a}: {r}" for (m, a), r in report.reasons.items() if r.startswith("error:")]
+    errors = {"metric": "; ".join(failed)} if failed else {}
+    if "error" in parts:
+        errors["rollup"] = parts.pop("error")
     _warn_many_groups(model_cfg.name, report)
     return done(version=version, versions=versions, labels_included=with_labels,
-                n_rows=len(frame), report=report,
-                errors={"metric": "; ".join(failed)} if failed else {})
+                n_rows=len(frame), report=report, errors=errors,
+                summaries=MappingProxyType(parts))
 
 
 #: An attribute with more distinct values than this in one window is identifier-like: every
@@ -293,7 +324,8 @@ def _warn_many_groups(model: str, report: WindowReport) -> None:
 
 def describe(result: WindowResult) -> str:
     """One log line: model, window, phase, rows, verdict and the breaching values."""
-    head = (f"{result.model} v{result.version or '?'} window #{result.index} "
+    kind = f"{result.rollup} rollup" if result.rollup else "window"
+    head = (f"{result.model} v{result.version or '?'} {kind} #{result.index} "
             f"[{result.start:%Y-%m-%d %H:%M}, {result.end:%Y-%m-%d %H:%M}) {result.phase}: "
             f"{result.n_rows} rows")
     if result.report is None:
@@ -343,6 +375,7 @@ def run_once(
     *,
     now: datetime,
     on_result: Sequence[Hook] | Mapping[str, Hook] | Hook = (),
+    summaries: SummaryStore | None = None,
 ) -> list[WindowResult]:
     """Evaluate every due window of every model, oldest first; return the results.
 
@@ -354,6 +387,11 @@ def run_once(
     is recorded under the stage ``checkpoint`` and stops the model for this tick. Hooks
     (``on_result``: callables, or a mapping of stage name to callable) receive every result,
     including failed ones (``report`` None); the returned results carry the hooks' errors too.
+
+    Models with ``rollups`` store each window's summary in ``summaries`` (a
+    :class:`~.summary_store.SummaryStore`; default: one in memory, lost at exit) before the
+    checkpoint moves, then evaluate every due rollup window from the stored summaries
+    (:mod:`.rollups`), after the model's own windows.
     """
     if now.tzinfo is None:
         raise ValueError(f"now must be timezone-aware (UTC); got naive {now.isoformat()}")
@@ -361,6 +399,8 @@ def run_once(
     if missing:
         raise ValueError(f"no source given for model(s) {missing}; sources has {list(sources)}")
     hooks = _hooks(on_result)
+    if summaries is None and any(cfg.rollups for cfg in config.models.values()):
+        summaries = MemorySummaryStore()
     # values must be durable (spooled or written) before the checkpoint moves past their window
     durable = [(s, h) for s, h in hooks if s in DURABLE_STAGES]
     others = [(s, h) for s, h in hooks if s not in DURABLE_STAGES]
@@ -371,6 +411,14 @@ def run_once(
             if state.predictions_end is None and state.labels_end is None:
                 first = initial_watermark(cfg.window, cfg.every, now=now, start=cfg.start)
                 state = ModelState(first, first, state.versions)
+                checkpoint.save(name, state)
+            missing_rollups = {r.name for r in cfg.rollups} - set(state.rollups)
+            if missing_rollups:  # a new rollup starts on its grid at the model's progress
+                done = _base_done(cfg, state) or state.predictions_end
+                assert done is not None
+                state = dataclasses.replace(state, rollups={**state.rollups, **{
+                    r.name: _rollups.floor_to(done, r.every) for r in cfg.rollups
+                    if r.name in missing_rollups}})
                 checkpoint.save(name, state)
         except Exception as exc:  # without progress records, evaluating would repeat windows
             log.error("%s: checkpoint unavailable, model skipped this tick: %s", name, exc)
@@ -400,16 +448,119 @@ def run_once(
                     skipped = 0
                 result, state, stop = _complete(name, result, state, attr, span.end,
                                                 checkpoint, durable, others,
-                                                relabel=_relabel_rule(cfg, now))
+                                                relabel=_relabel_rule(cfg, now),
+                                                summaries=summaries)
                 _log(result)
                 results.append(result)
                 if stop:
                     stopped = True
                     break  # later windows wait for this one: the watermark never jumps a gap
         if not stopped:  # source and checkpoint work: look for late labels
-            results += _late_labels(name, cfg, sources[name], state, checkpoint, now,
-                                    durable, others)
+            late = _late_labels(name, cfg, sources[name], state, checkpoint, now, durable,
+                                others, summaries)
+            results += late
+            if late:
+                state = checkpoint.load(name)
+            if cfg.rollups and summaries is not None:
+                relabelled = [r.index for r in late if r.ok]
+                results += _rollup_windows(name, cfg, state, summaries, checkpoint, now,
+                                           durable, others, relabelled, cap=config.catch_up)
     return results
+
+
+def _base_done(cfg: ModelConfig, state: ModelState) -> datetime | None:
+    """End of the last window done in every phase (labels included)."""
+    ends = [getattr(state, attr) for _, attr in _phases(cfg)]
+    return None if any(e is None for e in ends) else min(ends)  # type: ignore[type-var]
+
+
+def _rollup_windows(name: str, cfg: ModelConfig, state: ModelState, store: SummaryStore,
+                    checkpoint: Checkpoint, now: datetime, durable: list[tuple[str, Hook]],
+                    others: list[tuple[str, Hook]], relabelled: Sequence[int], *,
+                    cap: int) -> list[WindowResult]:
+    """Evaluate the due rollup windows of one model, and those late labels changed."""
+    out: list[WindowResult] = []
+    done = _base_done(cfg, state)
+    for rollup in cfg.rollups:
+        after = state.rollups.get(rollup.name)
+        if after is None:
+            continue
+        # late labels changed a window of rollups already evaluated: their label metrics again
+        again = sorted({t for i in relabelled
+                        for t in _rollups.containing(cfg, rollup, i, after)})
+        for end in again if cfg.label_metrics else ():
+            result = _rollup_result(cfg, rollup, end, store, now=now, labels_only=True)
+            result, state, stop = _complete_rollup(name, result, state, rollup.name,
+                                                   checkpoint, durable, others)
+            _log(result)
+            out.append(result)
+            if stop:
+                return out
+        ends, skipped = _rollups.due_rollups(rollup, after=after, done=done, cap=cap)
+        if skipped:
+            log.warning("%s: %d missed %s rollup window(s) beyond the catch-up cap (%d) were "
+                        "skipped", name, skipped, rollup.name, cap)
+        for end in ends:
+            result = _rollup_result(cfg, rollup, end, store, now=now)
+            if skipped:
+                result = dataclasses.replace(result, skipped_before=skipped)
+                skipped = 0
+            result, state, stop = _complete_rollup(name, result, state, rollup.name,
+                                                   checkpoint, durable, others, moved=end)
+            _log(result)
+            out.append(result)
+            if stop:
+                return out
+    keep = _rollups.keep_from(cfg, state.rollups, _watched(cfg, state.relabel, now))
+    if keep is not None:
+        try:
+            store.prune(name, keep)
+        except Exception as exc:  # harmless: pruned at the next successful attempt
+            log.warning("%s: cannot prune stored window summaries: %s", name, exc)
+    return out
+
+
+def _rollup_result(cfg: ModelConfig, rollup: Any, end: datetime, store: SummaryStore, *,
+                   now: datetime, labels_only: bool = False) -> WindowResult:
+    """One rollup window (:func:`.rollups.evaluate_rollup`) as a ``WindowResult``."""
+    started = time.perf_counter()
+    e = _rollups.evaluate_rollup(cfg, rollup, end, store, labels_only=labels_only)
+    return WindowResult(
+        model=cfg.name, version=e.version, index=e.index, start=end - rollup.window, end=end,
+        phase=e.phase, labels_included=e.labelled_rows > 0,  # type: ignore[arg-type]
+        n_rows=e.n_rows, report=e.report,
+        errors=MappingProxyType({"rollup": e.error} if e.error else {}), evaluated_at=now,
+        duration_seconds=time.perf_counter() - started, metrics=e.metrics,
+        labelled_rows=e.labelled_rows, rollup=rollup.name, merged_windows=e.merged_windows)
+
+
+def _complete_rollup(name: str, result: WindowResult, state: ModelState, rollup: str,
+                     checkpoint: Checkpoint, durable: list[tuple[str, Hook]],
+                     others: list[tuple[str, Hook]], *, moved: datetime | None = None
+                     ) -> tuple[WindowResult, ModelState, bool]:
+    """:func:`_complete` for a rollup window: its watermark is ``state.rollups[rollup]``."""
+    result = _deliver(result, durable)
+    failed = [stage for stage, _ in durable if stage in result.errors]
+    problem = None
+    if failed:
+        problem = (f"not moved: the {'/'.join(failed)} values of this rollup window are not "
+                   "durable yet; it is evaluated again next tick")
+    else:
+        new = dataclasses.replace(state, last=fold(state.last, result))
+        if moved is not None:
+            new = dataclasses.replace(new, rollups={**state.rollups, rollup: moved})
+        try:
+            checkpoint.save(name, new)
+            state = new
+        except Exception as exc:
+            problem = (f"cannot save: {type(exc).__name__}: {exc}; the rollup window is "
+                       "evaluated again next tick (free space or fix permissions of the "
+                       "checkpoint)")
+            log.error("%s: checkpoint %s", name, problem)
+    if problem is not None:
+        result = dataclasses.replace(
+            result, errors=MappingProxyType({**result.errors, "checkpoint": problem}))
+    return _deliver(result, others), state, problem is not None
 
 
 def next_run(config: MonitorConfig, now: datetime) -> datetime | None:
@@ -453,7 +604,8 @@ def _watched(cfg: ModelConfig, pending: Mapping[str, int], now: datetime) -> dic
 
 def _late_labels(name: str, cfg: ModelConfig, source: WindowSource, state: ModelState,
                  checkpoint: Checkpoint, now: datetime, durable: list[tuple[str, Hook]],
-                 others: list[tuple[str, Hook]]) -> list[WindowResult]:
+                 others: list[tuple[str, Hook]],
+                 summaries: SummaryStore | None = None) -> list[WindowResult]:
     """Evaluate the label metrics of watched windows again where more labels have arrived.
 
     A window evaluated with some labels missing is watched for ``relabel_within`` after its
@@ -483,7 +635,8 @@ def _late_labels(name: str, cfg: ModelConfig, source: WindowSource, state: Model
         attr = "labels_end" if phase == "labels" else "predictions_end"
         result, state, stop = _complete(name, result, state, attr,
                                         getattr(state, attr) or sp.end,  # never moves back
-                                        checkpoint, durable, others, relabel=rule)
+                                        checkpoint, durable, others, relabel=rule,
+                                        summaries=summaries)
         _log(result)
         out.append(result)
         if stop:
@@ -493,11 +646,12 @@ def _late_labels(name: str, cfg: ModelConfig, source: WindowSource, state: Model
 
 def _complete(name: str, result: WindowResult, state: ModelState, attr: str, end: datetime,
               checkpoint: Checkpoint, durable: list[tuple[str, Hook]],
-              others: list[tuple[str, Hook]], *,
-              relabel: Any = None) -> tuple[WindowResult, ModelState, bool]:
+              others: list[tuple[str, Hook]], *, relabel: Any = None,
+              summaries: SummaryStore | None = None) -> tuple[WindowResult, ModelState, bool]:
     """Deliver one result and move the checkpoint, in the crash-safe order.
 
-    1. durable hooks (the MLflow sink, whose spool is on disk when ``submit`` returns);
+    1. durable hooks (the MLflow sink, whose spool is on disk when ``submit`` returns), and
+       the window's summary parts (rollups);
     2. the checkpoint, only if they all succeeded: a crash before this step redoes the window
        (the sink replaces the re-submitted values, MLflow ignores identical ones), a crash after
        it finds the values in the spool, so no window is lost and none is doubled;
@@ -512,6 +666,13 @@ def _complete(name: str, result: WindowResult, state: ModelState, attr: str, end
     result = _deliver(result, durable)
     failed = [stage for stage, _ in durable if stage in result.errors]
     problem = None
+    if not failed and summaries is not None:
+        try:
+            for part, blob in result.summaries.items():
+                summaries.put(name, result.index, part, blob)
+        except Exception as exc:  # full disk, database down: the rollups would miss it
+            failed = ["rollup summary"]
+            log.error("%s: cannot store window #%d's summary: %s", name, result.index, exc)
     if failed:
         problem = (f"not moved: the {'/'.join(failed)} values of this window are not durable "
                    "yet; the window is evaluated again next tick")

@@ -120,7 +120,9 @@ class _WindowLog:
 
     def __call__(self, r: Any) -> None:
         window = f"[{r.start:%Y-%m-%d %H:%M}, {r.end:%H:%M})"
-        head = f"{r.model} v{r.version or '?'} {window} {r.phase}"
+        rollup = getattr(r, "rollup", "")
+        head = (f"{r.model} v{r.version or '?'} {window} {r.phase}"
+                + (f" ({rollup} rollup)" if rollup else ""))
         if r.report is None:
             why = "; ".join(f"{k}: {v}" for k, v in r.errors.items()) or "no traffic"
             log.info("%s rows=%d verdict=none (%s)", head, r.n_rows, why)
@@ -148,16 +150,19 @@ class _WindowLog:
                     self._last[(model, metric, attr)] = v["status"]
 
     def _crossing(self, r: Any, metric: str, attr: str, severity: str, value: float) -> None:
-        key = (r.model, metric, attr)
+        rollup = getattr(r, "rollup", "")
+        key = (r.model + (f"@{rollup}" if rollup else ""), metric, attr)
         before = self._last.get(key, "ok")
         if severity == "undefined" or severity == before:
             return
         self._last[key] = severity
         if severity in ("warning", "critical"):
-            log.warning("threshold crossed: %s %s[%s]=%.4g %s -> %s (window ending %s)",
-                        r.model, metric, attr, value, before, severity, r.end.isoformat())
+            log.warning("threshold crossed: %s %s[%s]=%.4g %s -> %s (%swindow ending %s)",
+                        r.model, metric, attr, value, before, severity,
+                        f"{rollup} rollup " if rollup else "", r.end.isoformat())
         else:
-            log.info("back to ok: %s %s[%s]=%.4g (was %s)", r.model, metric, attr, value, before)
+            log.info("back to ok: %s %s[%s]=%.4g (was %s)%s", r.model, metric, attr, value,
+                     before, f" on the {rollup} rollup" if rollup else "")
 
 
 class MonitorService:
@@ -185,6 +190,9 @@ class MonitorService:
     settle_seconds : float
         Wait after a window end before evaluating it, for rows logged just before the end
         and written just after (window-end scheduling only).
+    summaries : SummaryStore, optional
+        Where models with ``rollups`` keep their window summaries. Default: beside the
+        checkpoint built from the configuration, or in memory with a given ``checkpoint``.
     """
 
     def __init__(self, config: Any, *, registry: CollectorRegistry | None = None,
@@ -192,10 +200,11 @@ class MonitorService:
                  sink: MlflowSink | None = None, clock: Callable[[], datetime] | None = None,
                  tick_seconds: float | None = None, listen_address: str | None = None,
                  on_tick: Callable[[int, Sequence[Any]], None] | None = None,
-                 settle_seconds: float = 1.0):
+                 settle_seconds: float = 1.0, summaries: Any = None):
         from . import job
         from .checkpoint import open_checkpoint
         from .sources import build_sources
+        from .summary_store import MemorySummaryStore, open_summary_store
 
         self._job = job
         self.config = config
@@ -212,10 +221,16 @@ class MonitorService:
         if sources is None:
             sources = build_sources(config)
             self._owned += list({id(s): s for s in sources.values()}.values())
+        rollups = any(m.rollups for m in config.models.values())
         if checkpoint is None:
             checkpoint = open_checkpoint(config.checkpoint)
             self._owned.append(checkpoint)
-        self.sources, self.checkpoint = sources, checkpoint
+            if summaries is None and rollups:  # the window summaries go with the checkpoint
+                summaries = open_summary_store(config.checkpoint)
+                self._owned.append(summaries)
+        if summaries is None and rollups:
+            summaries = MemorySummaryStore()
+        self.sources, self.checkpoint, self.summaries = sources, checkpoint, summaries
         # window-end scheduling needs the wall clock; a replay ticks at a fixed interval
         self._at_window_ends = clock is None and tick_seconds is None
         self._settle = timedelta(seconds=settle_seconds)
@@ -270,7 +285,8 @@ class MonitorService:
         try:
             results = self._job.run_once(
                 self.config, self.sources, self.checkpoint, now=now,
-                on_result={"export": self.collector.observe, "mlflow": self.sink.submit})
+                on_result={"export": self.collector.observe, "mlflow": self.sink.submit},
+                summaries=self.summaries)
         except Exception:  # the job should not raise; if it does, the service survives
             log.exception("tick at %s failed", now.isoformat())
             for model in self.config.models:

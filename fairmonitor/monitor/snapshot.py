@@ -40,8 +40,29 @@ def _number(v: Any) -> float | None:
     return None if math.isnan(v) else v  # JSON has no NaN
 
 
+def _rollup(previous: Mapping[str, Any], result: Any) -> dict[str, Any]:
+    """A rollup window's values go under ``rollups[<name>]``: the model's own stay as they are."""
+    snap = dict(previous)
+    rollups = dict(previous.get("rollups") or {})
+    before = rollups.get(result.rollup) or {}
+    inner = fold({"values": before.get("values") or {}}, _as_window(result))
+    rollups[result.rollup] = {"values": inner["values"], "window_end": result.end.isoformat(),
+                              "merged_windows": int(getattr(result, "merged_windows", 0)),
+                              "samples": int(result.n_rows)}
+    snap["rollups"] = rollups
+    return snap
+
+
+def _as_window(result: Any) -> Any:
+    from dataclasses import replace
+
+    return replace(result, rollup="")
+
+
 def fold(previous: Mapping[str, Any], result: Any) -> dict[str, Any]:
     """The snapshot after ``result`` (a ``WindowResult``) on top of ``previous``."""
+    if getattr(result, "rollup", ""):
+        return _rollup(previous, result)
     snap = {k: v for k, v in previous.items() if k != "values"}
     values = {m: dict(attrs) for m, attrs in (previous.get("values") or {}).items()}
     report = result.report

@@ -311,6 +311,26 @@ class WindowSummary:
         return replace(self, n_rows=self.n_rows + other.n_rows, attributes=attributes,
                        start=min(starts) if starts else None, end=max(ends) if ends else None)
 
+    def without_labels(self) -> WindowSummary:
+        """The same rows without their labels (confusion counts and sampled labels dropped).
+
+        What the label-free metrics read: it merges with summaries made without labels.
+
+        >>> s = summarize({"g": ["a", "b"]}, y_pred=[1, 0], y_true=[1, 1])
+        >>> s.inputs, s.without_labels().inputs
+        (('y_true', 'y_pred'), ('y_pred',))
+        """
+        if "y_true" not in self.inputs:
+            return self
+        attributes = {
+            name: AttributeSummary(name, {
+                label: replace(g, confusion=None,
+                               sample={c: v for c, v in g.sample.items() if c != "y_true"})
+                for label, g in attr.groups.items()})
+            for name, attr in self.attributes.items()}
+        return replace(self, attributes=attributes,
+                       inputs=tuple(i for i in self.inputs if i != "y_true"))
+
     def nbytes(self) -> int:
         """Bytes of the arrays held (scores, cells, samples): the summary's size in memory."""
         total = 0

@@ -13,7 +13,8 @@ from ...report.thresholds import Threshold
 
 __all__ = [
     "DEFAULT_CHECKPOINT", "DEFAULT_LISTEN_ADDRESS", "DEFAULT_MLFLOW_SPOOL", "DEFAULT_TRACKING_URI",
-    "CheckpointConfig", "ModelConfig", "MonitorConfig", "ReferenceConfig", "SourceConfig",
+    "CheckpointConfig", "ModelConfig", "MonitorConfig", "ReferenceConfig", "RollupConfig",
+    "SourceConfig",
 ]
 
 DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
@@ -62,6 +63,20 @@ class ReferenceConfig:
 
 
 @dataclass(frozen=True)
+class RollupConfig:
+    """A longer window served by merging the model's stored window summaries.
+
+    ``window`` and ``every`` are multiples of the model's (tumbling) window; ``name`` is the
+    window as written (``1d``): the ``window`` label of the rollup gauges and the MLflow key
+    prefix ``fairness_<name>/``.
+    """
+
+    name: str
+    window: timedelta
+    every: timedelta
+
+
+@dataclass(frozen=True)
 class ModelConfig:
     """Everything the monitor needs to know about one model."""
 
@@ -101,6 +116,12 @@ class ModelConfig:
     #: missing sensitive values: "group" (own group "missing"), "drop" (rows left out, counted
     #: in the report's notes) or "raise"; one policy or a mapping {attribute: policy}
     missing: str | Mapping[str, str] = "group"
+    #: longer windows merged from the stored window summaries (issue 17)
+    rollups: tuple[RollupConfig, ...] = ()
+    #: stored summaries keep raw sorted scores for groups up to this many rows, cells above
+    summary_max_raw: int = 8192
+    #: rows per group kept in a stored summary's sample (HFM and CFair on rollups)
+    summary_sample_size: int = 256
 
     @property
     def model_uri(self) -> str | None:

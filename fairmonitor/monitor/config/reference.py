@@ -14,7 +14,7 @@ __all__ = ["ENTRIES", "markdown"]
 
 #: (section, key, default as written in YAML, meaning). Sections: "" (top level),
 #: "checkpoint", "models.<name>", "models.<name>.source", "models.<name>.thresholds.<metric>",
-#: "models.<name>.reference".
+#: "models.<name>.reference", "models.<name>.summaries".
 ENTRIES: tuple[tuple[str, str, str, str], ...] = (
     ("", "listen_address", "127.0.0.1:9464", "host:port of the Prometheus `/metrics` endpoint"),
     ("", "checkpoint", "fairmonitor-checkpoint.json",
@@ -66,6 +66,10 @@ ENTRIES: tuple[tuple[str, str, str, str], ...] = (
     ("models.<name>", "missing", "group",
      "missing sensitive values: `group` (own group \"missing\"), `drop` (counted) or `raise`; "
      "or a mapping {attribute: policy}"),
+    ("models.<name>", "rollups", "[]",
+     "longer windows merged from the stored window summaries: durations (`[1d, 7d]`) or "
+     "`{window, every}` (sliding); multiples of the (tumbling) window"),
+    ("models.<name>", "summaries", "{}", "what each stored window summary keeps (below)"),
     ("models.<name>", "team", "-", "routing label on every alert of the model"),
     ("models.<name>", "owner", "-", "routing label on every alert of the model"),
     ("models.<name>.source", "kind", "required", "`sql` or `files`"),
@@ -78,6 +82,11 @@ ENTRIES: tuple[tuple[str, str, str, str], ...] = (
     ("models.<name>.source", "version_column", "version", "model version column"),
     ("models.<name>.source", "features_column", "features", "JSON column of model inputs"),
     ("models.<name>.source", "timeout", "5m", "most time one window's fetch may take"),
+    ("models.<name>.summaries", "max_raw", "8192",
+     "groups up to this many rows keep raw sorted scores, larger ones a fixed count+sum "
+     "histogram (exact parity and MADD, ABCC within a certified 1e-6)"),
+    ("models.<name>.summaries", "sample_size", "256",
+     "rows kept per group for HFM and CFair on rollups (estimates); 0: none"),
     ("models.<name>.thresholds.<metric>", "warning", "-", "warning level"),
     ("models.<name>.thresholds.<metric>", "critical", "-", "critical level"),
     ("models.<name>.thresholds.<metric>", "bound", "the metric's", "`upper` or `lower`"),

@@ -28,6 +28,7 @@ from .model import (
     ModelConfig,
     MonitorConfig,
     ReferenceConfig,
+    RollupConfig,
     SourceConfig,
 )
 from .reader import Reader, fmt_allowed
@@ -43,7 +44,7 @@ _MODEL_KEYS = (
     "relabel_within",
     "start", "metrics", "options", "min_group_size", "confidence_level", "intersection", "seed",
     "thresholds",
-    "reference", "team", "owner", "missing",
+    "reference", "team", "owner", "missing", "rollups", "summaries",
 )
 _SOURCE_KEYS = ("kind", "url", "table", "path", "pattern", "timestamp_column", "model_column",
                 "version_column", "features_column", "timeout")
@@ -187,6 +188,8 @@ def _model(r: Reader, at: str, name: str, raw: Any, base: Path) -> ModelConfig |
                                                                  or ()))
     thresholds = _thresholds(r, f"{at}.thresholds", raw.get("thresholds"), allowed_metrics,
                              attributes)
+    rollups = _rollups(r, f"{at}.rollups", raw.get("rollups"), window, every)
+    max_raw, sample_size = _summaries(r, f"{at}.summaries", raw.get("summaries"))
     threshold = r.get(raw, "decision_threshold", float, 0.5, path=at)
     if not 0.0 <= threshold <= 1.0:
         r.error(f"{at}.decision_threshold", f"must be in [0, 1]; got {threshold!r}")
@@ -209,7 +212,81 @@ def _model(r: Reader, at: str, name: str, raw: Any, base: Path) -> ModelConfig |
         owner=r.get(raw, "owner", str, None, path=at),
         missing=_missing(r, f"{at}.missing", raw.get("missing"), sensitive),
         confidence_level=_confidence(r, at, raw.get("confidence_level", 0.95)),
+        rollups=rollups, summary_max_raw=max_raw, summary_sample_size=sample_size,
     )
+
+
+def _rollups(r: Reader, at: str, raw: Any, window: timedelta,
+             every: timedelta) -> tuple[RollupConfig, ...]:
+    """``rollups``: longer windows merged from the stored summaries of the model's windows.
+
+    Each entry is a duration (a tumbling rollup, ``1d``) or ``{window, every}`` (sliding, e.g.
+    a day every hour). Both must be whole multiples of the model's window, which must be
+    tumbling: overlapping windows cannot be added up.
+    """
+    if raw is None or raw == []:
+        return ()
+    if not isinstance(raw, list):
+        raw = [raw]
+    if every != window:
+        r.error(at, f"need tumbling windows (every = window) to merge; the model's windows "
+                    f"slide ({format_duration(window)} every {format_duration(every)}); use a "
+                    f"tumbling window of {format_duration(every)} and a rollup "
+                    f"{{window: {format_duration(window)}, every: {format_duration(every)}}}")
+        return ()
+    out: list[RollupConfig] = []
+    for i, entry in enumerate(raw):
+        where = f"{at}[{i}]"
+        if isinstance(entry, str | int) and not isinstance(entry, bool):
+            entry = {"window": entry}
+        if not isinstance(entry, Mapping):
+            r.error(where, f"must be a duration such as 1d or a mapping {{window, every}}; "
+                           f"got {entry!r}")
+            continue
+        r.keys(where, entry, ("window", "every"))
+        length = r.duration(entry, "window", None, path=where, required=True)
+        if length is None:
+            continue
+        step = r.duration(entry, "every", None, path=where) or length
+        given = (("window", length), ("every", step)) if "every" in entry else \
+            (("window", length),)
+        bad = [f"{k} {format_duration(v)}" for k, v in given if v % window or v < window]
+        if bad:
+            r.error(where, f"{' and '.join(bad)}: must be whole multiples of the model's "
+                           f"window ({format_duration(window)})")
+            continue
+        if length == window:
+            r.error(where, f"window {format_duration(length)} is the model's own window; give "
+                           "a longer one")
+            continue
+        if step > length:
+            r.error(f"{where}.every", f"must not exceed window ({format_duration(length)}); "
+                                      f"got {format_duration(step)}")
+            continue
+        name = format_duration(length) if step == length else \
+            f"{format_duration(length)}_every_{format_duration(step)}"
+        if any(o.name == name for o in out):
+            r.error(where, f"rollup {name!r} is listed more than once")
+            continue
+        out.append(RollupConfig(name, length, step))
+    return tuple(out)
+
+
+def _summaries(r: Reader, at: str, raw: Any) -> tuple[int, int]:
+    """``summaries: {max_raw, sample_size}``: what each stored window summary keeps."""
+    if raw is None:
+        return 8192, 256
+    if not isinstance(raw, Mapping):
+        r.error(at, f"must be a mapping {{max_raw, sample_size}}; got {raw!r}")
+        return 8192, 256
+    r.keys(at, raw, ("max_raw", "sample_size"))
+    max_raw = r.positive_int(raw, "max_raw", 8192, path=at)
+    sample = r.get(raw, "sample_size", int, 256, path=at)
+    if sample < 0:
+        r.error(f"{at}.sample_size", f"must be 0 (no row metrics on rollups) or more; "
+                                     f"got {sample!r}")
+        sample = 256
+    return max_raw, int(sample)
 
 
 def _confidence(r: Reader, at: str, raw: Any) -> float | None:

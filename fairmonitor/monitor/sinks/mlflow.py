@@ -71,18 +71,23 @@ class _Pending:
     kind: str  # "window" | "reference"
     points: list[tuple[str, float, int, int]]  # key, value, timestamp (ms), step
     sid: int = -1  # id of its spool record
+    rollup: str = ""  # a rollup's name: its steps are on the rollup's own grid
 
     @property
     def key(self) -> tuple[Any, ...]:
         """What a re-evaluation of the same window shares with it."""
         step = self.points[0][3] if self.points else None
-        return (self.tracking_uri, self.experiment, self.model, self.version, self.kind, step)
+        return (self.tracking_uri, self.experiment, self.model, self.version, self.kind,
+                self.rollup, step)
 
     def record(self) -> dict[str, Any]:
         """The spool record (credentials masked)."""
-        return {"id": self.sid, "tracking_uri": mask_url(self.tracking_uri),
-                "experiment": self.experiment, "model": self.model, "version": self.version,
-                "kind": self.kind, "points": [list(p) for p in self.points]}
+        out = {"id": self.sid, "tracking_uri": mask_url(self.tracking_uri),
+               "experiment": self.experiment, "model": self.model, "version": self.version,
+               "kind": self.kind, "points": [list(p) for p in self.points]}
+        if self.rollup:
+            out["rollup"] = self.rollup
+        return out
 
 
 class SpoolWriteError(OSError):
@@ -93,12 +98,12 @@ def _from_record(d: Mapping[str, Any], uri: str | None) -> _Pending:
     """A spool record back into a queue item; ValueError/KeyError/TypeError if it is not one."""
     points = [(str(k), float(v), int(ts), int(step)) for k, v, ts, step in d["points"]]
     return _Pending(uri, str(d["experiment"]), str(d["model"]), str(d["version"]),
-                    str(d["kind"]), points, int(d["id"]))
+                    str(d["kind"]), points, int(d["id"]), str(d.get("rollup", "")))
 
 
-def _keys(report: Any) -> dict[str, float]:
+def _keys(report: Any, prefix: str = "fairness") -> dict[str, float]:
     """The values' keys and their intervals' (``fairness/ci_lower/...``), as the evaluator's."""
-    return {**report.flat(), **report.flat_intervals()}
+    return {**report.flat(prefix), **report.flat_intervals(prefix)}
 
 
 def _points(values: Mapping[str, float], timestamp_ms: int,
@@ -291,8 +296,12 @@ class MlflowSink:
             return
         uri, experiment = self._target(result.model)
         ms = int(result.end.timestamp() * 1000)
+        rollup = getattr(result, "rollup", "")
+        # a rollup's values: fairness_1d/<metric>/<attribute>, step = its index on its grid
+        prefix = f"fairness_{rollup}" if rollup else "fairness"
         self._submit(_Pending(uri, experiment, result.model, result.version, "window",
-                              _points(_keys(result.report), ms, int(result.index))))
+                              _points(_keys(result.report, prefix), ms, int(result.index)),
+                              rollup=rollup))
 
     def submit_reference(self, model: str, version: str, report: Any, *,
                          when: datetime | None = None) -> None:

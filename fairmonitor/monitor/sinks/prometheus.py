@@ -46,7 +46,7 @@ __all__ = ["ERROR_STAGES", "MAX_GROUPS", "NAMESPACE", "OTHER_GROUPS", "REASONS",
 
 NAMESPACE = "fairmonitor"
 #: ``stage`` label values of ``fairmonitor_errors_total`` (pre-initialised for every model).
-ERROR_STAGES = ("source", "data", "metric", "checkpoint", "spool", "mlflow", "export",
+ERROR_STAGES = ("source", "data", "metric", "checkpoint", "rollup", "spool", "mlflow", "export",
                 "scheduler")
 #: ``reason`` label values of ``fairmonitor_metric_undefined``.
 REASONS = ("labels_pending", "insufficient_data", "too_few_groups", "no_traffic", "error",
@@ -57,7 +57,7 @@ REASONS = ("labels_pending", "insufficient_data", "too_few_groups", "no_traffic"
 MAX_GROUPS = 10
 OTHER_GROUPS = "_other"
 #: Stages the job records itself; hook stages (export, mlflow) are counted by the caller.
-_EVALUATION_STAGES = ("source", "data", "metric", "checkpoint")
+_EVALUATION_STAGES = ("source", "data", "metric", "checkpoint", "rollup")
 _TOO_FEW_GROUPS = re.compile(r"fewer than (two|2) groups|single group|no groups?\b")
 
 
@@ -126,6 +126,9 @@ class _Model:
     label_coverage: float = -1.0  # -1: no labelled evaluation yet
     skipped: int = 0
     label_window_end: float = 0.0
+    #: rollups: (rollup, metric, attribute) -> value; rollup -> (window end, windows merged)
+    rollups: Mapping[tuple[str, str, str], _Value] = field(default_factory=dict)
+    rollup_windows: Mapping[str, tuple[float, int]] = field(default_factory=dict)
 
 
 #: ``reason`` label values of ``fairmonitor_window_rejected_rows`` (see ``monitor/rows.py``).
@@ -211,6 +214,20 @@ def _values(report: Any, version: str, keep: Any = None, *, window_end: float = 
         out[key] = _Value(version, value, reason_code(report.reasons.get(key)), code,
                           window_end, lower, upper, chance, compared)
     return out
+
+
+def _restored_value(v: Mapping[str, Any], metric: str, attr: str,
+                    thresholds: tuple[Threshold, ...], ts: Any) -> _Value:
+    """One value of a checkpoint snapshot (:mod:`..snapshot`) as exported before the restart."""
+    value = math.nan if v.get("value") is None else float(v["value"])
+    status = v.get("status") if not math.isnan(value) else None
+    lower, upper, chance = (math.nan if v.get(k) is None else float(v[k])
+                            for k in ("lower", "upper", "chance"))
+    rule = _governing(thresholds, metric, attr)
+    return _Value(str(v.get("version", "")), value, reason_code(v.get("reason")),
+                  severity_code(status) if status else None, ts(v.get("window_end")),
+                  lower, upper, chance,
+                  rule.compared(value, lower, upper) if rule is not None else value)
 
 
 def _governing(thresholds: tuple[Threshold, ...], metric: str, attr: str) -> Threshold | None:
@@ -343,6 +360,8 @@ class FairnessCollector:
         for stage in r.errors:
             if stage in _EVALUATION_STAGES:
                 errors[stage] = errors.get(stage, 0) + 1
+        if getattr(r, "rollup", ""):
+            return self._apply_rollup(replace(m, errors=errors), r, setup)
         if "source" in r.errors or (r.report is None and "checkpoint" in r.errors):
             # nothing new is known about the model: keep its values
             return replace(m, errors=errors)
@@ -387,6 +406,24 @@ class FairnessCollector:
                if getattr(r, "label_coverage", None) is not None else {}),
         )
 
+    @staticmethod
+    def _apply_rollup(m: _Model, r: Any, setup: _ModelSetup) -> _Model:
+        """A rollup window's values: the ``fairmonitor_rollup_*`` series, nothing else."""
+        if r.report is None and r.errors:
+            return m  # a store fault (counted): keep the last rollup values
+        rollups = dict(m.rollups)
+        if r.report is not None:
+            for (metric, attr), v in _values(r.report, r.version, window_end=r.end.timestamp(),
+                                             thresholds=setup.thresholds).items():
+                rollups[(r.rollup, metric, attr)] = v
+        else:  # no stored window had rows
+            for key in [k for k in rollups if k[0] == r.rollup and k[1] in r.metrics]:
+                rollups[key] = _Value(r.version, math.nan, "no_traffic", None, r.end.timestamp())
+        windows = {**m.rollup_windows}
+        if r.phase != "labels":
+            windows[r.rollup] = (r.end.timestamp(), int(getattr(r, "merged_windows", 0)))
+        return replace(m, rollups=rollups, rollup_windows=windows)
+
     def observe_reference(self, model: str, version: str, report: Any) -> None:
         """Take in the evaluation of a model version on its reference data.
 
@@ -416,24 +453,17 @@ class FairnessCollector:
 
             return datetime.fromisoformat(text).timestamp() if text else 0.0
 
-        values = {}
-        for metric, attrs in (snapshot.get("values") or {}).items():
-            for attr, v in attrs.items():
-                value = math.nan if v.get("value") is None else float(v["value"])
-                status = v.get("status") if not math.isnan(value) else None
-                lower, upper, chance = (math.nan if v.get(k) is None else float(v[k])
-                                        for k in ("lower", "upper", "chance"))
-                rule = _governing(self._setup.get(model, _ModelSetup()).thresholds,
-                                  metric, attr)
-                values[(metric, attr)] = _Value(
-                    str(v.get("version", "")), value, reason_code(v.get("reason")),
-                    severity_code(status) if status else None, ts(v.get("window_end")),
-                    lower, upper, chance,
-                    rule.compared(value, lower, upper) if rule is not None else value)
+        thresholds = self._setup.get(model, _ModelSetup()).thresholds
+        values = {(metric, attr): _restored_value(v, metric, attr, thresholds, ts)
+                  for metric, attrs in (snapshot.get("values") or {}).items()
+                  for attr, v in attrs.items()}
         version = str(snapshot.get("version", ""))
+        rollups, rollup_windows = self._restored_rollups(model, snapshot, ts)
 
         def change(m: _Model) -> _Model:
             return replace(m, version=version, values={**values, **m.values},
+                           rollups={**rollups, **m.rollups},
+                           rollup_windows={**rollup_windows, **m.rollup_windows},
                            last_success=m.last_success or float(snapshot.get("finished_at", 0.0)),
                            window_end=m.window_end or ts(snapshot.get("window_end")),
                            samples=m.samples or int(snapshot.get("samples", 0)),
@@ -441,6 +471,19 @@ class FairnessCollector:
                            groups_version=m.groups_version or version)
 
         self._update(model, change)
+
+    def _restored_rollups(self, model: str, snapshot: Mapping[str, Any], ts: Any
+                          ) -> tuple[dict[tuple[str, str, str], _Value], dict[str, Any]]:
+        thresholds = self._setup.get(model, _ModelSetup()).thresholds
+        values: dict[tuple[str, str, str], _Value] = {}
+        windows: dict[str, tuple[float, int]] = {}
+        for name, roll in (snapshot.get("rollups") or {}).items():
+            windows[name] = (ts(roll.get("window_end")), int(roll.get("merged_windows", 0)))
+            for metric, attrs in (roll.get("values") or {}).items():
+                for attr, v in attrs.items():
+                    values[(name, metric, attr)] = _restored_value(v, metric, attr, thresholds,
+                                                                   ts)
+        return values, windows
 
     def set_mlflow_queue(self, *, spool_bytes: int, pending: int, dropped: int) -> None:
         """The MLflow sink's backlog: spool size on disk, values not yet written, dropped."""
@@ -464,6 +507,47 @@ class FairnessCollector:
         yield from self._health_families(models)
         yield from self._queue_families()
         yield from self._row_families(models)
+        yield from self._rollup_families(models)
+
+    def _rollup_families(self, models: Mapping[str, _Model]) -> Iterator[Metric]:
+        labels = ("model", "version", "window", "metric", "sensitive_attribute")
+        families = {
+            "value": _gauge("rollup_value", "Fairness metric value of the latest window of each "
+                            "rollup (a longer window merged from stored window summaries; "
+                            "window is the rollup, e.g. 1d).", *labels),
+            "lower": _gauge("rollup_lower_bound", "Lower end of the confidence interval of each "
+                            "rollup value.", *labels),
+            "upper": _gauge("rollup_upper_bound", "Upper end of the confidence interval of each "
+                            "rollup value.", *labels),
+            "compared": _gauge("rollup_compared", "What the alert threshold of each rollup value "
+                               "compares (the value, or the bound for compare: bound).",
+                               *labels),
+        }
+        state = _gauge("rollup_alert_state", "Threshold verdict of each rollup value: 0 ok, "
+                       "1 warning, 2 critical.", *labels)
+        undefined = _gauge("rollup_undefined", "1 for each rollup value that is undefined (NaN), "
+                           "with the reason.", *labels, "reason")
+        end = _gauge("rollup_window_end_timestamp_seconds", "End of the latest evaluated window "
+                     "of each rollup.", "model", "window")
+        merged = _gauge("rollup_windows_merged", "Windows of the model whose stored summaries "
+                        "the latest rollup window merged (fewer than it spans: some had no "
+                        "rows or no summary).", "model", "window")
+        for model, m in models.items():
+            for (rollup, metric, attr), v in sorted(m.rollups.items()):
+                key = [model, v.version, rollup, metric, attr]
+                if math.isnan(v.value):
+                    undefined.add_metric([*key, v.reason], 1.0)
+                    continue
+                for part, family in families.items():
+                    number = getattr(v, part)
+                    if math.isfinite(number):
+                        family.add_metric(key, number)
+                if v.severity is not None:
+                    state.add_metric(key, float(v.severity))
+            for rollup, (t, n) in sorted(m.rollup_windows.items()):
+                end.add_metric([model, rollup], t)
+                merged.add_metric([model, rollup], float(n))
+        yield from (*families.values(), state, undefined, end, merged)
 
     def _row_families(self, models: Mapping[str, _Model]) -> Iterator[Metric]:
         rejected = _gauge("window_rejected_rows", "Rows of the latest window dropped before "

@@ -1,0 +1,204 @@
+"""Longer windows (a day, a week, a sliding day) merged from stored window summaries.
+
+A model's tumbling windows each leave a summary in the :mod:`.summary_store`; a rollup
+(``rollups: [1d]`` in the config) is evaluated by loading the summaries of the windows it
+covers, merging them (:func:`fairmonitor.summaries.merge_all`) and evaluating the merged
+summary (:func:`fairmonitor.report.evaluate_summary`): no raw row is read again. Counts, parity
+metrics and MADD equal the values on the rollup's raw rows; ABCC is within the certified error
+of the summaries' cells (at most 1e-6); ABPC within round-off; HFM and CFair are estimates on
+the merged row samples.
+
+A rollup window ``[end - window, end)`` (``end`` on the rollup's own grid, every ``every``) is
+evaluated once every window in it is done, labels included (``labels_after``): its label-free
+metrics merge the windows' ``predictions`` parts, its label metrics the ``labels`` parts. When
+late labels re-evaluate a window (``relabel_within``), the rollups already evaluated over it
+are evaluated again from the stored summaries (phase ``labels``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..report.evaluate import evaluate_summary
+from ..summaries import SummarySpec, WindowSummary, from_bytes, merge_all
+from .merge import merge_reports
+from .summary_store import SummaryStore
+from .windows import EPOCH
+
+if TYPE_CHECKING:
+    from ..report.evaluate import WindowReport
+    from .config import ModelConfig, RollupConfig
+
+__all__ = ["RollupEvaluation", "base_indices", "containing", "due_rollups", "evaluate_rollup",
+           "floor_to", "keep_from", "store_spec"]
+
+log = logging.getLogger(__name__)
+
+
+def store_spec(cfg: ModelConfig) -> SummarySpec:
+    """What a stored window summary of ``cfg``'s model keeps."""
+    return SummarySpec(max_raw=cfg.summary_max_raw, sample_size=cfg.summary_sample_size)
+
+
+def floor_to(t: datetime, every: timedelta) -> datetime:
+    """The latest grid point ``EPOCH + k * every`` at or before ``t``."""
+    return EPOCH + ((t - EPOCH) // every) * every
+
+
+def base_indices(cfg: ModelConfig, rollup: RollupConfig, end: datetime) -> range:
+    """Indices of the model's windows that tile the rollup window ending at ``end``."""
+    last = (end - EPOCH) // cfg.every
+    return range(last - rollup.window // cfg.every + 1, last + 1)
+
+
+def due_rollups(rollup: RollupConfig, *, after: datetime, done: datetime | None,
+                cap: int) -> tuple[list[datetime], int]:
+    """Ends of the rollup windows past ``after`` whose windows are all done (end <= ``done``).
+
+    At most ``cap`` (the newest); also returns how many older ones the cap skipped.
+    """
+    if done is None or done <= after:
+        return [], 0
+    first = floor_to(after, rollup.every) + rollup.every
+    ends = []
+    t = first
+    while t <= done:
+        ends.append(t)
+        t += rollup.every
+    skipped = max(0, len(ends) - cap)
+    return ends[skipped:], skipped
+
+
+def containing(cfg: ModelConfig, rollup: RollupConfig, index: int,
+               evaluated_until: datetime) -> list[datetime]:
+    """Ends of the already evaluated rollup windows that contain the model's window ``index``."""
+    end = EPOCH + index * cfg.every
+    t = floor_to(end - cfg.every, rollup.every) + rollup.every  # first grid end >= window end
+    out = []
+    while t - rollup.window < end and t <= evaluated_until:
+        out.append(t)
+        t += rollup.every
+    return out
+
+
+def keep_from(cfg: ModelConfig, after: Mapping[str, datetime],
+              watched: Iterable[int]) -> int | None:
+    """The oldest window index whose summary may still be read (older ones can be pruned).
+
+    The next window of every rollup needs its windows; a window still watched for late labels
+    needs every rollup window that contains it.
+    """
+    if not cfg.rollups:
+        return None
+    needed = []
+    for r in cfg.rollups:
+        if r.name not in after:
+            return None  # not started: keep everything
+        needed.append(base_indices(cfg, r, after[r.name] + r.every).start)
+    longest = max(r.window for r in cfg.rollups) // cfg.every
+    needed += [int(i) - longest for i in watched]
+    return min(needed)
+
+
+def _load(blobs: Mapping[int, bytes], spec: SummarySpec,
+          notes: list[str]) -> dict[int, WindowSummary]:
+    out, other = {}, 0
+    for index, blob in blobs.items():
+        summary = from_bytes(blob)
+        if summary.spec.fingerprint != spec.fingerprint:
+            other += 1  # summarized before `summaries:` changed: cannot merge with the others
+            continue
+        out[index] = summary
+    if other:
+        notes.append(f"{other} window(s) summarized under another `summaries` setting were "
+                     "left out (they cannot merge with the current ones)")
+    return out
+
+
+@dataclass(frozen=True)
+class RollupEvaluation:
+    """What :func:`evaluate_rollup` found; ``job`` turns it into a ``WindowResult``."""
+
+    end: datetime
+    index: int
+    metrics: tuple[str, ...]
+    phase: str
+    report: WindowReport | None = None
+    version: str = ""
+    n_rows: int = 0
+    labelled_rows: int = 0
+    merged_windows: int = 0
+    error: str | None = None
+
+
+def evaluate_rollup(cfg: ModelConfig, rollup: RollupConfig, end: datetime,
+                    store: SummaryStore, *, labels_only: bool = False) -> RollupEvaluation:
+    """Evaluate the rollup window ending at ``end`` from the stored summaries. Never raises.
+
+    ``index`` is the window's index on the rollup's grid; ``phase`` is ``full``, or
+    ``labels`` with ``labels_only`` (a re-evaluation after late labels: label metrics only).
+    An unreadable store or summary gives ``error`` and no report.
+    """
+    index = (end - EPOCH) // rollup.every
+    free = () if labels_only else cfg.label_free_metrics
+    label = cfg.label_metrics
+    base = dict(end=end, index=index, metrics=free + label,
+                phase="labels" if labels_only else "full",
+                version=cfg.model_version or cfg.model_alias or "")
+    indices = base_indices(cfg, rollup, end)
+    spec = store_spec(cfg)
+    notes: list[str] = []
+    try:
+        with_labels = _load(store.get(cfg.name, indices, "labels"), spec, notes)
+        without = _load(store.get(cfg.name, indices, "predictions"), spec, notes) if free \
+            else {}
+    except Exception as exc:  # store down, corrupt or newer-format summary
+        return RollupEvaluation(**base, error=f"cannot read the stored summaries: "
+                                              f"{type(exc).__name__}: {exc}")
+    # a window stored without a predictions part had every row labelled: its labelled
+    # summary serves the label-free metrics too
+    parts_free = {i: without.get(i) or with_labels[i].without_labels()
+                  for i in indices if i in without or i in with_labels} if free else {}
+    merged_windows = len(parts_free) if free else len(with_labels)
+    if not parts_free and not with_labels:
+        return RollupEvaluation(**base)
+    rng = np.random.default_rng([cfg.seed, max(index, 0), int(rollup.window.total_seconds())])
+    kw = dict(min_group_size=cfg.min_group_size, thresholds=cfg.thresholds,
+              options=cfg.options, threshold=cfg.decision_threshold, rng=rng,
+              confidence_level=cfg.confidence_level)
+    try:
+        report = labelled = None
+        if free and parts_free:
+            report = evaluate_summary(merge_all([parts_free[i] for i in sorted(parts_free)]),
+                                      metrics=free, **kw)
+        if label and with_labels:
+            labelled = evaluate_summary(
+                merge_all([with_labels[i] for i in sorted(with_labels)]), metrics=label, **kw)
+        if report is None:
+            report = labelled
+        elif labelled is not None:
+            report = merge_reports(report, labelled)
+    except Exception as exc:
+        return RollupEvaluation(**base, error=f"{type(exc).__name__}: {exc}")
+    assert report is not None
+    expected = len(indices)
+    if merged_windows < expected:
+        notes.append(f"merged {merged_windows} of {expected} windows (the others had no rows, "
+                     "or were evaluated before rollups were configured)")
+    latest = max([*parts_free, *with_labels])
+    # the version serving at the rollup's end (the label of its gauges)
+    base["version"] = (parts_free.get(latest) or with_labels[latest]).version or base["version"]
+    report = dataclasses.replace(report, notes=tuple(dict.fromkeys(report.notes + tuple(notes))),
+                                 start=end - rollup.window, end=end)
+    n_free = sum(s.n_rows for s in parts_free.values())
+    labelled_rows = sum(s.n_rows for s in with_labels.values())
+    return RollupEvaluation(**base, report=report, n_rows=n_free if free else labelled_rows,
+                            labelled_rows=labelled_rows if label else 0,
+                            merged_windows=merged_windows)
