@@ -12,9 +12,12 @@
 - ``import_above_numpy``: median over 7 fresh interpreters of ``import numpy, fairmonitor``
   minus ``import numpy``. Target <= 0.5 s.
 - ``madd_40_groups``: ``madd`` "auto" with 40 groups at 10^5 rows, seconds. Target <= 1 s.
-- ``madd_fixed_vs_two_histograms``: ``madd(bandwidth=0.05)`` at 10^7 rows (2 groups) over two
-  ``np.histogram`` calls on the already split groups (what maddlib's ``MADD`` costs). Target
-  <= 1.
+- ``madd_fixed_vs_two_histograms``: the whole public call ``madd(scores,
+  sensitive_features=groups, bandwidth=0.01)`` (100 bins; input checks, group encoding of the
+  0/1 integer column, the histograms, the pair) at 10^7 rows (2 groups, 70/30) over maddlib's
+  binning: two ``np.histogram(part, bins=100, range=(0, 1))`` calls on the already split
+  groups. Minimum CPU time of each over 5 interleaved repeats, numba loaded beforehand.
+  Target <= 1.
 
 Timings are process CPU times, minimum of interleaved repeats; the load average is printed:
 the machine is shared. Usage: ``python benchmarks/bench_window.py [--quick] [--full]``
@@ -116,12 +119,20 @@ def madd_fixed(n: int) -> None:
     a, b = scores[groups == 0], scores[groups == 1]
 
     def two() -> None:
-        np.histogram(a, bins=20, range=(0, 1))
-        np.histogram(b, bins=20, range=(0, 1))
+        np.histogram(a, bins=100, range=(0, 1))
+        np.histogram(b, bins=100, range=(0, 1))
 
-    ratios = [cpu(lambda: madd(scores, sensitive_features=groups, bandwidth=0.05), 1)
-              / cpu(two, 1) for _ in range(3)]
-    target(f"madd_fixed_vs_two_histograms_{n:.0e}", min(ratios), "<=", 1.0)
+    def ours() -> None:
+        madd(scores, sensitive_features=groups, bandwidth=0.01)
+
+    ours()  # loads numba (once a process) and the compiled kernel
+    best = {"madd": float("inf"), "two": float("inf")}
+    for _ in range(5):
+        best["madd"] = min(best["madd"], cpu(ours, 1))
+        best["two"] = min(best["two"], cpu(two, 1))
+    print(f"n = {n:.0e}: madd(bandwidth=0.01) {best['madd']:.4f} s, two np.histogram "
+          f"{best['two']:.4f} s")
+    target(f"madd_fixed_vs_two_histograms_{n:.0e}", best["madd"] / best["two"], "<=", 1.0)
 
 
 def main() -> None:

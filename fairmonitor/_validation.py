@@ -144,10 +144,13 @@ def check_sample_weight(sample_weight: ArrayLike | None, n: int) -> NDArray[np.f
     return w
 
 
-def check_scores(values: ArrayLike, name: str = "y_score") -> NDArray[np.float64]:
+def check_scores(values: ArrayLike, name: str = "y_score", *, copy: bool = True
+                 ) -> NDArray[np.float64]:
     """Return scores as floats in [0, 1], or raise naming the count and the fix.
 
-    Values within ``SCORE_TOLERANCE`` of the interval are clipped (float round-off).
+    Values within ``SCORE_TOLERANCE`` of the interval are clipped (float round-off). The result
+    is a new array unless ``copy=False``: then valid float64 input comes back as is (for callers
+    that only read it; clipped values are still a new array, never written into the input).
 
     >>> check_scores([0.2, 1.0 + 1e-12])
     array([0.2, 1. ])
@@ -159,12 +162,13 @@ def check_scores(values: ArrayLike, name: str = "y_score") -> NDArray[np.float64
     arr = check_1d(values, name)
     if not np.issubdtype(arr.dtype, np.number) or arr.dtype == bool:
         raise InvalidInputError(f"`{name}` must be numeric scores; got dtype {arr.dtype}.")
-    arr = arr.astype(np.float64)
+    owned = copy or arr.dtype != np.float64
+    arr = arr.astype(np.float64, copy=copy)
     lo, hi = arr.min(), arr.max()  # NaN propagates, so NaN never takes the fast path
     if lo >= -SCORE_TOLERANCE and hi <= 1 + SCORE_TOLERANCE:
         # valid scores, the common case: two reductions instead of five passes and a copy
         if lo < 0 or hi > 1:
-            np.clip(arr, 0.0, 1.0, out=arr)
+            return np.clip(arr, 0.0, 1.0, out=arr if owned else None)
         return arr
     check_finite(arr, name)
     bad = (arr < -SCORE_TOLERANCE) | (arr > 1 + SCORE_TOLERANCE)

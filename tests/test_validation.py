@@ -21,6 +21,16 @@ def test_check_scores_clips_round_off_only():
         check_scores([-0.1, 0.5])
 
 
+def test_check_scores_copy_false_returns_float64_input_and_never_writes_it():
+    scores = np.array([0.2, 0.5, 1.0])
+    assert check_scores(scores, copy=False) is scores
+    assert check_scores(scores) is not scores
+    rounded = np.array([1 + 5e-10, 0.5])
+    assert check_scores(rounded, copy=False).tolist() == [1.0, 0.5]
+    assert rounded[0] == 1 + 5e-10  # clipped into a new array
+    assert check_scores(np.array([0, 1]), copy=False).dtype == np.float64
+
+
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
 def test_check_scores_rejects_non_finite(bad):
     with pytest.raises(InvalidInputError, match=r"`y_score` has 1 NaN or infinite values \(rows 2\)"):

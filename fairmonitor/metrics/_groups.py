@@ -154,6 +154,8 @@ def missing_mask(col: NDArray[Any]) -> NDArray[np.bool_]:
 
 
 def _check_no_missing(col: NDArray[Any], name: str) -> None:
+    if col.dtype.kind not in "fcmMO":  # integers, booleans, strings: nothing can be missing
+        return
     missing = missing_mask(col)
     if missing.any():
         raise InvalidInputError(
@@ -258,16 +260,31 @@ def factorize(col: NDArray[Any]) -> tuple[NDArray[Any], NDArray[np.intp]]:
     >>> factorize(np.array([1, "a", 2, "a"], dtype=object))[0].tolist()
     [1, 2, 'a']
     """
+    uniques, codes, _ = _factorize_counted(col)
+    return uniques, codes
+
+
+def _factorize_counted(col: NDArray[Any]
+                       ) -> tuple[NDArray[Any], NDArray[np.intp], NDArray[np.intp] | None]:
+    """:func:`factorize`, plus each unique value's rows when counting found them, else None.
+
+    Small non-negative integers are counted while factorizing; other columns give None.
+    """
     if col.dtype.kind in "iub" and col.size:
         lo, hi = int(col.min()), int(col.max())
         if lo >= 0 and hi < 4 * col.size + 1024:
             index = col.astype(np.intp, copy=False)  # no copy for the usual int64 column
-            present = np.flatnonzero(np.bincount(index, minlength=hi + 1))
+            if hi <= 1:  # a 0/1 column (the usual binary attribute): no bincount needed
+                ones = int(np.count_nonzero(col))
+                counts = np.array([col.size - ones, ones][:hi + 1], dtype=np.intp)
+            else:
+                counts = np.bincount(index, minlength=hi + 1)
+            present = np.flatnonzero(counts)
             if present.size == hi + 1:  # every value 0..hi occurs: the codes are the values
-                return present.astype(col.dtype), index
+                return present.astype(col.dtype), index, counts
             remap = np.zeros(hi + 1, dtype=np.intp)
             remap[present] = np.arange(present.size)
-            return present.astype(col.dtype), remap[index]
+            return present.astype(col.dtype), remap[index], counts[present]
     if col.dtype.kind == "O":
         values = col.tolist()
         distinct = list(dict.fromkeys(values))
@@ -281,9 +298,9 @@ def factorize(col: NDArray[Any]) -> tuple[NDArray[Any], NDArray[np.intp]]:
         uniques[:] = distinct  # element by element: tuples stay objects
         index = {v: i for i, v in enumerate(distinct)}
         return uniques, np.fromiter(map(index.__getitem__, values), dtype=np.intp,
-                                    count=len(values))
+                                    count=len(values)), None
     uniques = np.unique(col)
-    return uniques, np.searchsorted(uniques, col).astype(np.intp)
+    return uniques, np.searchsorted(uniques, col).astype(np.intp), None
 
 
 def encode_groups(
@@ -323,9 +340,12 @@ def encode_groups(
         )
     if n == 0:
         raise InvalidInputError("`sensitive_features` is empty; pass at least one row.")
-    per_column = [factorize(col) for col in columns.values()]
-    labels, codes = _combine(per_column, n)
-    counts = np.bincount(codes, minlength=len(labels))
+    per_column = [_factorize_counted(col) for col in columns.values()]
+    labels, codes = _combine([(u, c) for u, c, _ in per_column], n)
+    # one small-integer column was counted by factorizing it; otherwise count the codes
+    counts = per_column[0][2] if len(per_column) == 1 else None
+    if counts is None:
+        counts = np.bincount(codes, minlength=len(labels))
     name = INTERSECTION_SEPARATOR.join(columns)
     return _exclude_small(codes, labels, counts, name, min_group_size)
 

@@ -104,6 +104,19 @@ def test_boolean_and_integer_columns_take_the_counting_path():
     assert g.codes.tolist() == [1, 0, 1, 2]
 
 
+@pytest.mark.parametrize("col", [[0, 1, 1, 0, 1], [1, 1, 1], [0, 0], [2, 0, 2], [True, True],
+                                 [False, True, False], [0, 3, 3, 5, 0, 5, 5]])
+@pytest.mark.parametrize("dtype", [None, np.int8, np.uint8, bool])
+def test_counts_of_small_integer_columns_are_the_codes_counts(col, dtype):
+    """One integer column is counted once, while factorizing (0/1 by count_nonzero)."""
+    arr = np.asarray(col, dtype=dtype)
+    g = encode_groups(arr)
+    labels = np.unique(arr)
+    assert g.labels == tuple(labels.tolist())
+    assert np.array_equal(g.codes, np.searchsorted(labels, arr))
+    assert g.counts.tolist() == np.bincount(g.codes).tolist()
+
+
 def test_mixed_type_group_labels_are_groups_not_a_crash():
     """Issue 15 item 10: ints and strings in one sensitive column raised
     ``'<' not supported between 'str' and 'int'`` in every metric and in evaluate_window."""

@@ -7,6 +7,7 @@ reconstructed: cases A-D) and §2.2 (the paper's simulated data).
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import math
 import warnings
@@ -282,6 +283,64 @@ def test_edge_counts_equal_numpy_histogram_on_edge_valued_scores(rng):
     grid = _grid(499, None)
     expected = np.concatenate([np.histogram(scores, m, (0, 1))[0] for m in grid.bins])
     assert np.array_equal(_edge_counts(np.sort(scores), grid), expected)
+
+
+def _edge_valued_scores(rng, m):
+    """Random scores plus every edge value of m bins (numpy's edges, k/m, k*(1/m), their float
+    neighbours), 0.0 and 1.0, shuffled."""
+    k = np.arange(m + 1) if m <= 5000 else np.r_[0, rng.integers(0, m + 1, 5000), m]
+    edges = np.linspace(0.0, 1.0, m + 1)[k]
+    exact = np.r_[edges, k / m, k * (1.0 / m), np.round(rng.random(500) * m) / m]
+    exact = np.clip(np.r_[exact, np.nextafter(exact, 0.0), np.nextafter(exact, 1.0)], 0.0, 1.0)
+    return rng.permutation(np.r_[exact, 0.0, 1.0, 1.0, rng.random(3000), rng.beta(2, 5, 1000)])
+
+
+def _check_histograms_by_group(rng, m, k, dtype, monkeypatch):
+    from fairmonitor.metrics._groups import Groups
+    from fairmonitor.metrics._madd.compiled import histograms_by_group
+
+    module = importlib.import_module("fairmonitor.metrics._madd.madd")
+    scores = _edge_valued_scores(rng, m)
+    codes = rng.integers(-1, k, scores.size).astype(dtype)  # -1: rows of an excluded group
+    expected = np.array([np.histogram(scores[codes == g], m, (0, 1))[0] for g in range(k)])
+    compiled = histograms_by_group(scores, codes, m, k, np.linspace(0.0, 1.0, m + 1))
+    assert compiled.dtype == np.int64 and np.array_equal(compiled, expected)
+    groups = Groups(codes, tuple(range(k)), np.bincount(codes[codes >= 0], minlength=k), "g",
+                    {"left out": int(np.sum(codes < 0))})
+    for rows in (0, 10**9):  # the compiled pass and numpy's block passes, through the wrapper
+        monkeypatch.setattr(module, "_COMPILED_MIN_ROWS", rows)
+        assert np.array_equal(module._histograms_by_group(groups, scores, m), expected)
+
+
+@pytest.mark.parametrize("m", [1, 2, 3, 7, 10, 20, 49, 100, 333, 1000])
+@pytest.mark.parametrize("k", [1, 2, 3, 7])
+@pytest.mark.parametrize("dtype", [np.intp, np.int16, np.int8])
+def test_fixed_histograms_by_group_equal_numpy_histogram(rng, m, k, dtype, monkeypatch):
+    _check_histograms_by_group(rng, m, k, dtype, monkeypatch)
+
+
+@pytest.mark.parametrize("m", [65537, 999_983, 10**6])
+def test_fixed_histograms_by_group_equal_numpy_histogram_with_many_bins(rng, m, monkeypatch):
+    _check_histograms_by_group(rng, m, 2, np.intp, monkeypatch)
+
+
+def test_fixed_bandwidth_compiled_and_numpy_paths_give_the_same_bits(rng, monkeypatch):
+    module = importlib.import_module("fairmonitor.metrics._madd.madd")
+    scores = np.r_[_edge_valued_scores(rng, 20), rng.beta(2, 5, 2000)]
+    groups = rng.integers(0, 4, scores.size)
+    results = []
+    for rows in (0, 10**9):
+        monkeypatch.setattr(module, "_COMPILED_MIN_ROWS", rows)
+        results.append([madd(scores, sensitive_features=groups, bandwidth=h, agg=agg)
+                        for h in (0.01, 0.05, 0.3, 1.0) for agg in ("max", "mean")])
+    for r, s in zip(*results, strict=True):
+        assert r.value == s.value and r.pairs == s.pairs
+        assert np.array_equal(r.matrix.matrix, s.matrix.matrix)
+    for r in results[0]:
+        for pair in r.pairs:
+            a, b = (scores[groups == g] for g in pair.groups)
+            d = [np.histogram(p, pair.n_bins, (0, 1))[0] / p.size for p in (a, b)]
+            assert pair.value == float(np.sum(np.abs(d[0] - d[1])))
 
 
 def test_compat_grid_uses_maddlibs_bin_counts():

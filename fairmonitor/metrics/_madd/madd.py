@@ -259,6 +259,9 @@ def _auto_pair(a: _Prepared, b: _Prepared, grid: _Grid, compat: str | None) -> M
 
 #: Rows binned per block by :func:`_histograms_by_group` (numpy's own histogram block size).
 _BLOCK = 65536
+#: From this many rows the fixed-bandwidth histograms are compiled (one pass, ~3x faster than
+#: numpy's block passes); below, numpy's passes avoid loading numba (~1 s, once a process).
+_COMPILED_MIN_ROWS = 1 << 17
 
 
 def _histograms_by_group(groups: Groups, scores: NDArray[np.float64], m: int
@@ -266,11 +269,17 @@ def _histograms_by_group(groups: Groups, scores: NDArray[np.float64], m: int
     """``np.histogram(group's scores, bins=m, range=(0, 1))`` of every group at once.
 
     numpy's uniform-bin index computation (scale, truncate, then correct against the exact
-    edges, so the counts are np.histogram's to the last row), then one ``bincount`` of
-    ``group * m + bin``: no argsort to split the groups, and block-sized temporaries only.
+    edges, so the counts are np.histogram's to the last row), counted at ``group * m + bin``:
+    no argsort to split the groups. Many rows: one compiled pass; few: block-sized numpy
+    passes and one ``bincount`` per block.
     """
     edges = np.linspace(0.0, 1.0, m + 1)
     k = groups.n_groups
+    if scores.size >= _COMPILED_MIN_ROWS:
+        from .compiled import histograms_by_group
+
+        return histograms_by_group(np.ascontiguousarray(scores),
+                                   np.ascontiguousarray(groups.codes), m, k, edges)
     counts = np.zeros(k * m, dtype=np.int64)
     for lo in range(0, scores.size, _BLOCK):
         x = scores[lo:lo + _BLOCK]
@@ -353,7 +362,7 @@ def _madd_matrix(
 def _evaluate(y_score: ArrayLike, sensitive_features: Any, bandwidth: Any, n_bins: Any,
               compat: Any, max_bins: Any, min_group_size: int
               ) -> tuple[Groups, PairwiseMatrix | None, list[MADDPair]]:
-    scores = check_scores(y_score, "y_score")
+    scores = check_scores(y_score, "y_score", copy=False)  # read only: no copy of the input
     plan = _plan(bandwidth, n_bins, compat, max_bins)
     groups = encode_groups(sensitive_features, n_samples=scores.size,
                            min_group_size=min_group_size)
