@@ -71,7 +71,7 @@ from ._common import (
 
 __all__ = [
     "ALERTS", "AlertOptions", "BREACH", "BREACH_START", "CADENCE", "COMPARED", "METRIC_VALUE",
-    "ROUTING",
+    "ROLLUP_COMPARED", "ROUTING",
     "breach_expr", "prometheus_rules", "render_prometheus_rules",
 ]
 
@@ -80,6 +80,8 @@ METRIC_VALUE = f"{NAMESPACE}:metric_value"
 #: Exported by the monitor: what each value's threshold compares (the value, or its confidence
 #: bound on the unfair side for ``compare: bound``), with a ``metric`` label.
 COMPARED = f"{NAMESPACE}_metric_compared"
+#: Exported by the monitor for each rollup value (a longer window merged from stored summaries).
+ROLLUP_COMPARED = f"{NAMESPACE}_rollup_compared"
 #: Recording rule: seconds between two evaluations of a model, the last value exported.
 CADENCE = f"{NAMESPACE}:window_cadence_seconds"
 #: Recording rule: one series per model carrying its routing labels (team, owner).
@@ -97,7 +99,7 @@ ROUTING_LABELS = ("team", "owner")
 UNDEFINED_REASONS = ("insufficient_data", "too_few_groups", "error")
 #: Every alert name, in the order of the rule file (the runbook has one section per name).
 ALERTS = (
-    "FairnessThresholdBreached", "FairnessMetricUndefined", "FairmonitorNoTraffic",
+    "FairnessThresholdBreached", "FairnessRollupThresholdBreached", "FairnessMetricUndefined", "FairmonitorNoTraffic",
     "FairmonitorWindowStale", "FairmonitorNeverEvaluated", "FairmonitorLabelsOverdue",
     "FairmonitorErrors", "FairmonitorDown", "FairmonitorAbsent",
     "FairmonitorRuleEvaluationFailures",
@@ -181,12 +183,14 @@ class AlertOptions:
         return self.windows_warning if severity == "warning" else self.windows_critical
 
 
-def breach_expr(severity: str) -> str:
+def breach_expr(severity: str, compared: str = COMPARED, series: str | None = None) -> str:
     """The PromQL of the threshold breaches of ``severity`` (recorded as :data:`BREACH`).
 
     Four branches joined by ``or``: general and per-attribute thresholds, upper and lower
     bounds. Each branch returns the worst value of a (model, metric, attribute) beyond its
     threshold, with those labels plus ``bound``; duplicates on either side are aggregated.
+    ``compared`` and ``series`` (the labels kept) default to the windows' values; the rollups'
+    are :data:`ROLLUP_COMPARED` by ``model, window, metric, sensitive_attribute``.
 
     >>> print(*breach_expr("critical").splitlines()[:8], sep=chr(10))
     (
@@ -199,21 +203,22 @@ sensitive_attribute) fairmonitor_threshold_by_attribute
         fairmonitor_threshold{severity="critical", bound="upper"}
       )
     """
+    series = series or _SERIES
     # a general threshold governs each attribute but not the automatic intersection ("a:b"),
     # whose many small cells cross any bound on noise alone: as Threshold.applies_to
-    general = (f'{COMPARED}{{sensitive_attribute!~"{_INTERSECTION}"}} '
+    general = (f'{compared}{{sensitive_attribute!~"{_INTERSECTION}"}} '
                f"unless on({_SERIES}) {NAMESPACE}_threshold_by_attribute")
     branches = []
-    for left, on, series in ((general, "model, metric", "threshold"),
-                             (COMPARED, _SERIES, "threshold_by_attribute")):
+    for left, on, threshold in ((general, "model, metric", "threshold"),
+                                (compared, _SERIES, "threshold_by_attribute")):
         for bound, op in _OPERATOR.items():
             # the worst value against the strictest threshold: max/min for upper/lower bounds
             worst, strict = ("max", "min") if bound == "upper" else ("min", "max")
             branches.append(
-                f"(\n  {worst} by ({_SERIES}) (\n    {left}\n  )\n"
+                f"(\n  {worst} by ({series}) (\n    {left}\n  )\n"
                 f"  {op} on({on}) group_left(bound)\n"
                 f"  {strict} by ({on}, bound) (\n"
-                f'    {NAMESPACE}_{series}{{severity="{severity}", bound="{bound}"}}\n  )\n)')
+                f'    {NAMESPACE}_{threshold}{{severity="{severity}", bound="{bound}"}}\n  )\n)')
     return "\nor\n".join(branches)
 
 
@@ -321,6 +326,31 @@ def _threshold_alert(severity: str, options: AlertOptions) -> dict[str, Any]:
     if options.keep_firing_for > timedelta(0):
         rule["keep_firing_for"] = promql_duration(options.keep_firing_for)
     return rule
+
+
+def _rollup_alert(severity: str, options: AlertOptions) -> dict[str, Any]:
+    """A rollup value (a day, a week...) beyond its threshold: fires on the one window.
+
+    A rollup window already spans many of the model's windows, so no persistence is asked; it
+    resolves when the next rollup window is inside the threshold. An undefined value or a
+    missing series resolves it (a rollup keeps no breach state).
+    """
+    side = '{{ if eq $labels.bound "lower" }}below{{ else }}above{{ end }}'
+    expr = breach_expr(severity, ROLLUP_COMPARED, "model, window, metric, sensitive_attribute")
+    return {
+        "alert": "FairnessRollupThresholdBreached",
+        "expr": _routed(expr),
+        "labels": {"severity": severity},
+        "annotations": _annotations(
+            options, "FairnessRollupThresholdBreached",
+            f"{{{{ $labels.metric }}}} over {{{{ $labels.window }}}} {side} its {severity} "
+            "threshold for {{ $labels.sensitive_attribute }} (model {{ $labels.model }})",
+            f"{{{{ $labels.metric }}}} = {{{{ $value | printf \"%.4g\" }}}} over the latest "
+            "{{ $labels.window }} rollup on sensitive attribute "
+            "{{ $labels.sensitive_attribute }} of model {{ $labels.model }}, "
+            f"{side} the {severity} threshold {_threshold_template(severity)}.",
+            _link(options, model="model", attribute="sensitive_attribute", metric="metric")),
+    }
 
 
 def _records() -> list[dict[str, Any]]:
@@ -475,6 +505,7 @@ def prometheus_rules(config: Any, options: AlertOptions) -> dict[str, Any]:
     del config  # every per-model fact comes from the exported series
     rules = _records()
     rules += [_threshold_alert("warning", options), _threshold_alert("critical", options)]
+    rules += [_rollup_alert("warning", options), _rollup_alert("critical", options)]
     rules += _health_alerts(options)
     return {"groups": [{"name": f"{NAMESPACE}.rules", "rules": rules}]}
 
