@@ -27,7 +27,7 @@ DEFAULT_MLFLOW_SPOOL = "fairmonitor-mlflow-pending.jsonl"
 class SourceConfig:
     """Where a model's logged predictions are read from (:mod:`fairmonitor.monitor.sources`)."""
 
-    kind: Literal["sql", "files"]
+    kind: Literal["sql", "files", "spark"]
     url: str | None = None
     table: str = "predictions"
     path: Path | None = None
@@ -38,6 +38,10 @@ class SourceConfig:
     features_column: str | None = "features"
     #: most time one window's fetch may take before it counts as a source error
     timeout: timedelta = timedelta(minutes=5)
+    #: kind spark: the session's master (e.g. ``local[2]``) or Spark Connect URL (``sc://...``);
+    #: neither: the session spark-submit or SPARK_REMOTE set up
+    master: str | None = None
+    remote: str | None = None
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,7 @@ _MODEL_KEYS = (
     "reference", "team", "owner", "missing", "rollups", "summaries",
 )
 _SOURCE_KEYS = ("kind", "url", "table", "path", "pattern", "timestamp_column", "model_column",
-                "version_column", "features_column", "timeout")
+                "version_column", "features_column", "timeout", "master", "remote")
 _THRESHOLD_KEYS = ("warning", "critical", "bound", "attribute", "against_direction", "compare")
 _REFERENCE_KEYS = ("path", "metrics", "label", "score", "prediction", "features")
 
@@ -368,15 +368,35 @@ def _registered_model(r: Reader, at: str, raw: Any) -> tuple[str | None, str | N
 
 def _source(r: Reader, at: str, raw: Any, base: Path) -> SourceConfig:
     if not isinstance(raw, Mapping):
-        r.error(at, "required; give {kind: sql, url: ...} or {kind: files, path: ...}"
+        r.error(at, "required; give {kind: sql, url: ...}, {kind: files, path: ...} or "
+                    "{kind: spark, table: ...}"
                 if raw is None else f"must be a mapping; got {raw!r}")
         return SourceConfig("sql", url="sqlite://")
     r.keys(at, raw, _SOURCE_KEYS)
-    kind = r.choice(raw, "kind", ("sql", "files"), None, path=at, required=True)
+    kind = r.choice(raw, "kind", ("sql", "files", "spark"), None, path=at, required=True)
     opt = {k: r.get(raw, k, str, None, path=at, nullable=True) for k in
            ("model_column", "version_column", "features_column") if k in raw}
     common = dict(timestamp_column=r.get(raw, "timestamp_column", str, "timestamp", path=at),
                   timeout=r.duration(raw, "timeout", timedelta(minutes=5), path=at), **opt)
+    if kind == "spark":
+        table = r.get(raw, "table", str, None, path=at)
+        where = r.get(raw, "path", str, None, path=at)
+        if (table is None) == (where is None):
+            r.error(at, "kind spark: give 'table' (a Hive, Unity Catalog or Delta table) or "
+                        "'path' (Parquet files), not both")
+        master = r.get(raw, "master", str, None, path=at)
+        remote = r.get(raw, "remote", str, None, path=at)
+        if master is not None and remote is not None:
+            r.error(at, "kind spark: give 'master' or 'remote' (Spark Connect), not both")
+        if remote is not None and not remote.startswith("sc://"):
+            r.error(f"{at}.remote", f"must be a Spark Connect URL like 'sc://host:15002'; "
+                                    f"got {remote!r}")
+        # a relative Parquet path resolves against the config file, as every path here
+        path = str(base / where) if where is not None and "://" not in where else where
+        return SourceConfig("spark", table=table or "", path=Path(path) if path and
+                            "://" not in path else None,
+                            url=path if path and "://" in path else None,
+                            master=master, remote=remote, **common)
     if kind == "files":
         path = r.get(raw, "path", str, None, path=at, required=True) or "."
         pattern = r.get(raw, "pattern", str, "**/*.parquet", path=at)

@@ -47,6 +47,14 @@ def build_source(model_cfg: ModelConfig) -> WindowSource:
                   features_column=src.features_column,
                   expand_features=model_cfg.needs_features and src.features_column is not None)
     timeout = src.timeout.total_seconds()
+    if src.kind == "spark":
+        from .spark import SparkSource
+
+        data = src.table or str(src.url or src.path)
+        return DeadlineSource(SparkSource(data, timestamp_column=src.timestamp_column,
+                                          model_column=src.model_column or "",
+                                          columns=needed_columns(model_cfg),
+                                          master=src.master, remote=src.remote), timeout)
     if src.kind == "files":
         assert src.path is not None
         return DeadlineSource(FileSource(src.path, src.pattern, **common),  # type: ignore[arg-type]

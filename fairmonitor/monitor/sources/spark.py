@@ -36,6 +36,11 @@ class SparkSource:
         Column names; a source without the model column holds one model's rows.
     columns : sequence of str, optional
         Read only these columns (and the timestamp); default all.
+    master, remote : str, optional
+        Without ``spark`` and without an active session, the session to start on the first
+        fetch: a master URL (``local[2]``, ``yarn``) or a Spark Connect URL (``sc://host:15002``).
+        Neither: ``SparkSession.builder.getOrCreate()`` (what spark-submit or ``SPARK_REMOTE``
+        set up).
 
     Examples
     --------
@@ -49,9 +54,11 @@ class SparkSource:
     """
 
     def __init__(self, data: Any, *, spark: Any = None, timestamp_column: str = "timestamp",
-                 model_column: str = "model", columns: Sequence[str] | None = None) -> None:
+                 model_column: str = "model", columns: Sequence[str] | None = None,
+                 master: str | None = None, remote: str | None = None) -> None:
         self.data = data
         self.spark = spark
+        self.master, self.remote = master, remote
         self.timestamp_column = timestamp_column
         self.model_column = model_column
         self.columns = None if columns is None else tuple(columns)
@@ -63,10 +70,27 @@ class SparkSource:
         try:
             return window_rows(self.data, timestamp=self.timestamp_column, start=start,
                                end=end, model=model, model_column=self.model_column,
-                               columns=self.columns, spark=self.spark)
+                               columns=self.columns, spark=self._session())
         except Exception as exc:  # Spark down, table or path missing: retry next tick
             raise WindowUnavailableError(
                 f"Spark source {self.data if isinstance(self.data, str) else 'DataFrame'!s} "
                 f"cannot give {model}'s window {start.isoformat()}..{end.isoformat()}: "
                 f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
             ) from exc
+
+    def _session(self) -> Any:
+        """The given session, the active one, or one started from ``master``/``remote``."""
+        if self.spark is not None or not isinstance(self.data, str):
+            return self.spark
+        from pyspark.sql import SparkSession
+
+        active = SparkSession.getActiveSession()
+        if active is not None and self.master is None and self.remote is None:
+            return active
+        builder = SparkSession.builder.appName("fairmonitor")
+        if self.remote is not None:
+            builder = builder.remote(self.remote)
+        elif self.master is not None:
+            builder = builder.master(self.master)
+        self.spark = builder.getOrCreate()
+        return self.spark
