@@ -8,7 +8,7 @@ from typing import Any
 
 from .summarize import read_table
 
-__all__ = ["window_rows"]
+__all__ = ["session", "window_rows"]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -42,3 +42,22 @@ def window_rows(data: Any, *, timestamp: str, start: datetime, end: datetime,
                                   micros.alias(timestamp)).toPandas()
     frame[timestamp] = pd.to_datetime(frame[timestamp].astype("int64"), unit="us", utc=True)
     return frame
+
+
+def session(*, master: str | None = None, remote: str | None = None) -> Any:
+    """The active SparkSession, or a new one on ``master`` or Spark Connect ``remote``.
+
+    Neither given: the active session, else ``SparkSession.builder.getOrCreate()`` (what
+    spark-submit or the ``SPARK_REMOTE`` variable set up).
+    """
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None and master is None and remote is None:
+        return active
+    builder = SparkSession.builder.appName("fairmonitor")
+    if remote is not None:
+        builder = builder.remote(remote)
+    elif master is not None:
+        builder = builder.master(master)
+    return builder.getOrCreate()

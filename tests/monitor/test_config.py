@@ -175,7 +175,7 @@ models:
         "catch_up: must be a positive integer; got 0",
         "models.credit.model: must be 'models:/<name>@<alias>', 'models:/<name>/<version>', a "
         "registered model name or a mapping; got 'models:/credit/x'",
-        "models.credit.source.kind: must be one of ['sql', 'files']; got 'kafka'",
+        "models.credit.source.kind: must be one of ['sql', 'files', 'spark']; got 'kafka'",
         "models.credit.source.url: required; give a string",
         "models.credit.metrics[1]: unknown metric 'dp'; allowed: demographic_parity_difference, "
         "demographic_parity_ratio, equalized_odds_difference, equal_opportunity_difference"

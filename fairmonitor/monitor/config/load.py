@@ -67,7 +67,7 @@ def load_config(source: str | os.PathLike[str], *, base_dir: Path | None = None)
     Traceback (most recent call last):
     ...
     fairmonitor.exceptions.ConfigError: monitor config has 5 errors:
-      models.credit.source: required; give {kind: sql, url: ...} or {kind: files, path: ...}
+      models.credit.source: required; give e.g. {kind: sql, url: ...} (kinds: sql, files, spark)
       models.credit.sensitive_features: required; give a list of column names
       models.credit: give at least one of 'score' or 'prediction' (column names)
       models.credit.metrics: required; give a list of metric names

@@ -368,8 +368,7 @@ def _registered_model(r: Reader, at: str, raw: Any) -> tuple[str | None, str | N
 
 def _source(r: Reader, at: str, raw: Any, base: Path) -> SourceConfig:
     if not isinstance(raw, Mapping):
-        r.error(at, "required; give {kind: sql, url: ...}, {kind: files, path: ...} or "
-                    "{kind: spark, table: ...}"
+        r.error(at, "required; give e.g. {kind: sql, url: ...} (kinds: sql, files, spark)"
                 if raw is None else f"must be a mapping; got {raw!r}")
         return SourceConfig("sql", url="sqlite://")
     r.keys(at, raw, _SOURCE_KEYS)
