@@ -49,7 +49,7 @@ __all__ = ["DYADIC_BITS", "SUMMARY_VERSION", "AttributeSummary", "GroupSummary",
            "SummarySpec", "WindowSummary", "cell_edges", "merge_all", "summarize"]
 
 #: Format version of a serialized summary; bumped when the meaning of a field changes.
-SUMMARY_VERSION = 1
+SUMMARY_VERSION = 2
 #: The cells include every edge ``k / 2**DYADIC_BITS``: ABPC grids up to 2**13 cells bin exactly.
 DYADIC_BITS = 14
 
