@@ -273,13 +273,14 @@ class _AbccTable:
         extended = self.right - np.r_[0.0, self.right[:-1]]
         self.cells = cells
         self.at = [where[part[0]] for part in self.sparse]  # each group's cells among them
-        self.F, self.G, self.m = [], [], []
+        self.F, self.G, self.m, self.minus_m = [], [], [], []
         for part, at, n in zip(self.sparse, self.at, self.n, strict=True):
             count, total = np.zeros(cells.size), np.zeros(cells.size)
             count[at], total[at] = part[1], part[2]
             F = (np.cumsum(count) - count) / n
             self.F.append(F)
             self.m.append(count / n)
+            self.minus_m.append(-self.m[-1])
             self.G.append(F * extended + (count * self.right - total) / n)
 
     def _dense(self, k: int, ia: NDArray[np.intp]) -> tuple[NDArray[np.float64], ...]:
@@ -296,10 +297,12 @@ class _AbccTable:
     def pair(self, i: int, j: int) -> tuple[float, float]:
         """ABCC of groups i and j, and its certified error."""
         d0 = self.F[i] - self.F[j]
-        signed = self.G[i] - self.G[j]
         # F_a - F_b stays within [d0 - m_b, d0 + m_a] in a cell: ambiguous if that holds 0
-        ia = np.flatnonzero((d0 < self.m[j]) & (d0 > -self.m[i]))
-        area = np.abs(signed)
+        amb = np.less(d0, self.m[j])
+        amb &= d0 > self.minus_m[i]
+        ia = np.flatnonzero(amb)
+        area = np.subtract(self.G[i], self.G[j])
+        np.abs(area, out=area)
         area[ia] = 0.0
         exact = float(area.sum())
         if not ia.size:
@@ -318,9 +321,11 @@ def _ambiguous(d: NDArray[np.float64], lo_edge: NDArray[np.float64], r: NDArray[
                na: int, nb: int, a: tuple[NDArray[np.float64], ...],
                b: tuple[NDArray[np.float64], ...]
                ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """The area and its certified error in cells where the CDFs may cross (see
-    :func:`_abcc_cells`): ``d`` is ``F_a - F_b`` at the cells' left edges ``lo_edge``,
-    ``a`` and ``b`` each group's count, sum, min and max in the cells."""
+    """Estimate the area, and its certified error, in cells where the CDFs may cross.
+
+    As :func:`_abcc_cells`: ``d`` is ``F_a - F_b`` at the cells' left edges ``lo_edge``,
+    ``a`` and ``b`` each group's count, sum, min and max in the cells.
+    """
     count_a, sum_a, low_a, high_a = a
     count_b, sum_b, low_b, high_b = b
     ja, jb = count_a / na, count_b / nb

@@ -354,7 +354,7 @@ def _check_compatible(a: WindowSummary, b: WindowSummary) -> None:
 
 
 def _merge_many_cells(groups: list[GroupSummary], edges: NDArray[np.float64]) -> Cells:
-    """The cells of many groups' scores at once, on dense per-cell arrays.
+    """Merge many groups' cells (and raw scores) at once, on dense per-cell arrays.
 
     Raw parts are binned one by one (sorted already: no sort of the union) or, if they hold
     fewer scores than there are cells, sorted together and binned once; every part then adds

@@ -174,7 +174,7 @@ def _refuse(version: Any) -> InvalidInputError:
 
 
 def _old_version(data: bytes) -> Any:
-    """The format version of a format-1 archive (an ``.npz``), or raise: not a summary."""
+    """Read the format version of a format-1 archive (an ``.npz``); raise if not a summary."""
     try:
         archive = np.load(io.BytesIO(data), allow_pickle=False)
         header = json.loads(archive["header"].tobytes().decode())

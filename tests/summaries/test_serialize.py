@@ -12,8 +12,14 @@ import pytest
 
 from fairmonitor import InvalidInputError
 from fairmonitor.report import evaluate_summary
-from fairmonitor.summaries import SUMMARY_VERSION, SummarySpec, from_bytes, merge_all, summarize
-from fairmonitor.summaries import to_bytes
+from fairmonitor.summaries import (
+    SUMMARY_VERSION,
+    SummarySpec,
+    from_bytes,
+    merge_all,
+    summarize,
+    to_bytes,
+)
 
 from .test_summaries import assert_same, rows
 
