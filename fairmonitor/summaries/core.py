@@ -49,7 +49,7 @@ __all__ = ["DYADIC_BITS", "SUMMARY_VERSION", "AttributeSummary", "GroupSummary",
            "SummarySpec", "WindowSummary", "cell_edges", "merge_all", "summarize"]
 
 #: Format version of a serialized summary; bumped when the meaning of a field changes.
-SUMMARY_VERSION = 1
+SUMMARY_VERSION = 2
 #: The cells include every edge ``k / 2**DYADIC_BITS``: ABPC grids up to 2**13 cells bin exactly.
 DYADIC_BITS = 14
 
@@ -106,18 +106,32 @@ def cell_edges(max_bins: int) -> NDArray[np.float64]:
 def _cells_of(sorted_scores: NDArray[np.float64], edges: NDArray[np.float64]) -> Cells:
     """Non-empty cells of sorted scores: index, count, sum, min, max.
 
-    Cell k is ``[e_k, e_k+1)``, the last one closed at 1.
+    Cell k is ``[e_k, e_k+1)``, the last one closed at 1. Many scores: the edges are
+    looked up among the scores (O(cells log n), not O(n log cells)); few: the scores among
+    the edges. Either way a cell's scores are one run of the sorted scores, summed by the
+    same ``np.add.reduceat``.
     """
-    cell = np.searchsorted(edges, sorted_scores, side="right") - 1
-    np.minimum(cell, edges.size - 2, out=cell)  # 1.0 belongs to the last (closed) cell
-    starts = np.flatnonzero(np.r_[True, cell[1:] != cell[:-1]]) if cell.size else cell[:0]
-    counts = np.diff(np.r_[starts, cell.size]).astype(np.int64)
-    if not cell.size:
-        return cell[:0].astype(np.int32), counts, np.zeros(0), np.zeros(0), np.zeros(0)
+    n = sorted_scores.size
+    if not n:
+        return (np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int64), np.zeros(0),
+                np.zeros(0), np.zeros(0))
+    if n * 16 >= edges.size:
+        below = np.searchsorted(sorted_scores, edges)  # scores < each edge
+        below[-1] = n  # 1.0 belongs to the last (closed) cell
+        counts = np.diff(below)
+        index = np.flatnonzero(counts)
+        counts = counts[index].astype(np.int64)
+        starts = below[index]
+    else:
+        cell = np.searchsorted(edges, sorted_scores, side="right") - 1
+        np.minimum(cell, edges.size - 2, out=cell)  # 1.0 belongs to the last (closed) cell
+        starts = np.flatnonzero(np.r_[True, cell[1:] != cell[:-1]])
+        counts = np.diff(np.r_[starts, n]).astype(np.int64)
+        index = cell[starts]
     sums = np.add.reduceat(sorted_scores, starts)
-    last = np.r_[starts[1:], cell.size] - 1
     # sorted: a cell's min is its first score, its max its last
-    return cell[starts].astype(np.int32), counts, sums, sorted_scores[starts], sorted_scores[last]
+    return (index.astype(np.int32), counts, sums, sorted_scores[starts],
+            sorted_scores[starts + counts - 1])
 
 
 #: A group's non-empty cells: index, count, sum, min and max of the scores in each.
@@ -359,6 +373,34 @@ def _check_compatible(a: WindowSummary, b: WindowSummary) -> None:
         )
 
 
+def _merge_many_cells(groups: list[GroupSummary], edges: NDArray[np.float64]) -> Cells:
+    """Merge many groups' cells (and raw scores) at once, on dense per-cell arrays.
+
+    Raw parts are binned one by one (sorted already: no sort of the union) or, if they hold
+    fewer scores than there are cells, sorted together and binned once; every part then adds
+    into dense per-cell arrays with numpy's indexed loops (``np.add.at`` and co.), part
+    after part, left to right.
+    """
+    size = edges.size - 1
+    parts = [g.cells for g in groups if g.cells is not None]
+    raw = [g.scores for g in groups if g.cells is None]
+    if raw and sum(r.size for r in raw) <= size:  # few scores: sort them together, bin once
+        parts.append(_cells_of(np.sort(np.concatenate(raw)), edges))
+    else:
+        parts += [_cells_of(r, edges) for r in raw]  # type: ignore[arg-type]
+    count = np.zeros(size, dtype=np.int64)
+    total = np.zeros(size)
+    low, high = np.full(size, np.inf), np.full(size, -np.inf)
+    for index, c, t, lo, hi in parts:
+        at = index.astype(np.intp)  # the indexed loops' own index type: no per-call cast
+        np.add.at(count, at, c)
+        np.add.at(total, at, t)
+        np.minimum.at(low, at, lo)
+        np.maximum.at(high, at, hi)
+    index = np.flatnonzero(count)
+    return index.astype(np.int32), count[index], total[index], low[index], high[index]
+
+
 def _merge_groups(groups: list[GroupSummary], spec: SummarySpec) -> GroupSummary:
     """Many groups at once: what folding :func:`_merge_group` gives, in one pass per array."""
     if len(groups) == 1:
@@ -381,22 +423,7 @@ def _merge_groups(groups: list[GroupSummary], spec: SummarySpec) -> GroupSummary
                 spec.max_raw is None or n <= spec.max_raw):
             scores = np.sort(np.concatenate([g.scores for g in groups]), kind="stable")
         else:
-            edges = cell_edges(spec.max_bins)
-            parts = [g.sparse_cells(edges) for g in groups]
-            mark = np.zeros(edges.size - 1, dtype=bool)
-            for p in parts:
-                mark[p[0]] = True
-            index = np.flatnonzero(mark)
-            where = np.cumsum(mark) - 1
-            at = np.concatenate([where[p[0]] for p in parts])
-            count = np.zeros(index.size, dtype=np.int64)
-            add = np.zeros(index.size)
-            low, high = np.full(index.size, np.inf), np.full(index.size, -np.inf)
-            np.add.at(count, at, np.concatenate([p[1] for p in parts]))
-            np.add.at(add, at, np.concatenate([p[2] for p in parts]))
-            np.minimum.at(low, at, np.concatenate([p[3] for p in parts]))
-            np.maximum.at(high, at, np.concatenate([p[4] for p in parts]))
-            cells = (index.astype(np.int32), count, add, low, high)
+            cells = _merge_many_cells(groups, cell_edges(spec.max_bins))
     keys = np.concatenate([g.sample_keys for g in groups])
     order = np.argsort(keys, kind="stable")[: spec.sample_size]
     sample = {c: np.concatenate([g.sample[c] for g in groups])[order] for c in first.sample}

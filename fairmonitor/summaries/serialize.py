@@ -1,18 +1,28 @@
 """Summaries as bytes: versioned, with the spec's fingerprint, no pickle.
 
-One ``.npz`` archive: a JSON header (format version, spec, fingerprint, attributes, group
-labels, counts, moments) and one array per score summary and sample column. Loading checks the
-version (a newer format is refused with the fix) and rebuilds an equal summary.
+Format 2: an 8-byte magic, the length of a JSON header (little-endian uint64), the header
+(format version, spec, fingerprint, attributes, group labels, counts, moments, and where each
+array block lies), then the blocks, each 8-byte aligned. An attribute's arrays are stored as
+a few contiguous blocks, every group's part one after the other: its raw scores, its cells'
+index / count / sum / min / max, its sample keys and each sample column. Loading is then a
+handful of ``np.frombuffer`` calls per attribute (no copy; each group's arrays are read-only
+views of the blocks), not one archive member per group (format 1, an ``.npz``: its per-member
+parsing cost more than the day's merge).
+
+Loading checks the format version: an older or a newer format is refused with the fix
+(re-summarize, or upgrade fairmonitor); summaries are never converted between formats.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import struct
 from datetime import datetime
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ..exceptions import InvalidInputError
 from .core import (
@@ -25,6 +35,8 @@ from .core import (
 
 __all__ = ["from_bytes", "to_bytes"]
 
+_MAGIC = b"FMWSUM\x00\x00"
+_FORMAT = "fairmonitor-window-summary"
 _CELLS = ("index", "count", "sum", "min", "max")
 
 
@@ -51,6 +63,32 @@ def _time(t: datetime | None) -> str | None:
     return None if t is None else t.isoformat()
 
 
+class _Blocks:
+    """The data area being written: arrays laid out 8-byte aligned, described by the header."""
+
+    def __init__(self) -> None:
+        self.parts: list[bytes | memoryview] = []
+        self.table: list[list[Any]] = []  # [dtype, offset, count] per block
+        self.size = 0
+
+    def add(self, parts: list[NDArray[Any]]) -> int:
+        """One block: ``parts`` concatenated (same dtype). Returns its number."""
+        arr = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        arr = np.ascontiguousarray(arr)
+        self.table.append([arr.dtype.str, self.size, int(arr.size)])
+        if arr.nbytes:
+            self.parts.append(memoryview(arr).cast("B"))
+            pad = -arr.nbytes % 8
+            if pad:
+                self.parts.append(b"\x00" * pad)
+            self.size += arr.nbytes + pad
+        return len(self.table) - 1
+
+
+def _sample_column(col: NDArray[Any]) -> NDArray[Any]:
+    return col.astype(str) if col.dtype == object else col
+
+
 def to_bytes(summary: WindowSummary) -> bytes:
     """Serialize ``summary`` (see :func:`from_bytes`).
 
@@ -59,84 +97,175 @@ def to_bytes(summary: WindowSummary) -> bytes:
     >>> from_bytes(to_bytes(s)).attributes["g"].groups["b"].scores.tolist()
     [0.75]
     """
-    arrays: dict[str, np.ndarray] = {}
+    blocks = _Blocks()
     attributes = []
-    for a, attr in enumerate(summary.attributes.values()):
-        groups = []
-        for k, (label, g) in enumerate(attr.groups.items()):
-            prefix = f"{a}/{k}/"
-            if g.scores is not None:
-                arrays[prefix + "scores"] = g.scores
-            if g.cells is not None:
-                for name, arr in zip(_CELLS, g.cells, strict=True):
-                    if name == "count" and arr.size and arr.max() < 2**32:
-                        arr = arr.astype(np.uint32)  # 4 bytes a cell; read back as int64
-                    arrays[prefix + name] = arr
-            arrays[prefix + "keys"] = g.sample_keys
-            for c, col in g.sample.items():
-                arrays[prefix + "sample/" + c] = col.astype(str) if col.dtype == object else col
-            groups.append({"label": _label(label), "n": g.n, "pos": g.predicted_positive,
-                           "confusion": g.confusion, "moments": g.moments,
-                           "sample": list(g.sample)})
-        attributes.append({"name": attr.name, "groups": groups})
+    for attr in summary.attributes.values():
+        groups, entry = [], {"name": attr.name}
+        values = list(attr.groups.values())
+        raw = [g.scores for g in values if g.scores is not None]
+        cells = [g.cells for g in values if g.cells is not None]
+        if raw:
+            entry["scores"] = blocks.add([np.asarray(s, dtype=np.float64) for s in raw])
+        if cells:
+            count = [c[1] for c in cells]
+            # 4 bytes a cell when the counts fit (read back as int64)
+            small = all(not c.size or int(c.max()) < 2**32 for c in count)
+            entry["cells"] = [
+                blocks.add([c[0].astype(np.int32, copy=False) for c in cells]),
+                blocks.add([c.astype(np.uint32 if small else np.int64, copy=False)
+                            for c in count]),
+                *(blocks.add([c[k].astype(np.float64, copy=False) for c in cells])
+                  for k in (2, 3, 4))]
+        entry["keys"] = blocks.add([g.sample_keys.astype(np.uint64, copy=False)
+                                    for g in values] or [np.zeros(0, np.uint64)])
+        columns = list(values[0].sample) if values else []
+        if any(list(g.sample) != columns for g in values):
+            raise InvalidInputError("the groups of an attribute must sample the same columns")
+        entry["sample"] = {}
+        for c in columns:
+            parts = [_sample_column(g.sample[c]) for g in values]
+            kinds = {p.dtype.kind for p in parts}
+            if len(kinds) > 1 or kinds & {"O", "V"}:
+                raise InvalidInputError(f"sample column {c!r} mixes dtypes {sorted(kinds)}")
+            entry["sample"][c] = blocks.add(parts)
+        for label, g in attr.groups.items():
+            groups.append({
+                "label": _label(label), "n": g.n, "pos": g.predicted_positive,
+                "confusion": g.confusion, "moments": g.moments,
+                # which score summary, and its length (scores or cells) in the block
+                "mode": "raw" if g.scores is not None else
+                        "cells" if g.cells is not None else None,
+                "size": int(g.scores.size if g.scores is not None else
+                            g.cells[0].size if g.cells is not None else 0),
+                "keys": int(g.sample_keys.size),
+                "dtypes": [_sample_column(g.sample[c]).dtype.str for c in columns]})
+        entry["groups"] = groups
+        attributes.append(entry)
     spec = summary.spec
     header = {
-        "format": "fairmonitor-window-summary", "version": SUMMARY_VERSION,
-        "fingerprint": spec.fingerprint,
+        "format": _FORMAT, "version": SUMMARY_VERSION, "fingerprint": spec.fingerprint,
         "spec": {"max_raw": spec.max_raw, "max_bins": spec.max_bins,
                  "sample_size": spec.sample_size},
         "n_rows": summary.n_rows, "inputs": list(summary.inputs),
         "features": list(summary.features), "model": summary.model, "version_": summary.version,
         "start": _time(summary.start), "end": _time(summary.end), "attributes": attributes,
+        "blocks": blocks.table,
     }
-    arrays["header"] = np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)
-    buffer = io.BytesIO()
-    # not compressed: scores and sums barely compress, and inflating 24 hourly archives cost
-    # more than the day's merge itself
-    np.savez(buffer, allow_pickle=False, **arrays)
-    return buffer.getvalue()
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)  # the data area starts 8-byte aligned
+    out = io.BytesIO()
+    out.write(_MAGIC)
+    out.write(struct.pack("<Q", len(text)))
+    out.write(text)
+    for part in blocks.parts:
+        out.write(part)
+    return out.getvalue()
 
 
-def from_bytes(data: bytes) -> WindowSummary:
-    """Load a summary written by :func:`to_bytes`.
+def _refuse(version: Any) -> InvalidInputError:
+    if isinstance(version, int) and version < SUMMARY_VERSION:
+        return InvalidInputError(
+            f"window summary format version {version} was written by an older fairmonitor; "
+            f"this one reads format {SUMMARY_VERSION} only (summaries are not converted "
+            "between formats): re-summarize the window's rows")
+    return InvalidInputError(
+        f"window summary format version {version} is not readable by this fairmonitor "
+        f"(format {SUMMARY_VERSION}); upgrade fairmonitor, or re-summarize the window's rows")
 
-    Raises
-    ------
-    InvalidInputError
-        Not a summary, or written by a newer format version, or its fingerprint does not
-        match its spec (corrupted or hand-edited).
-    """
+
+def _old_version(data: bytes) -> Any:
+    """Read the format version of a format-1 archive (an ``.npz``); raise if not a summary."""
     try:
         archive = np.load(io.BytesIO(data), allow_pickle=False)
         header = json.loads(archive["header"].tobytes().decode())
     except Exception as exc:
         raise InvalidInputError(f"not a fairmonitor window summary ({exc})") from None
-    if header.get("format") != "fairmonitor-window-summary":
+    if not isinstance(header, dict) or header.get("format") != _FORMAT:
         raise InvalidInputError("not a fairmonitor window summary (no summary header)")
-    if header["version"] != SUMMARY_VERSION:
-        raise InvalidInputError(
-            f"window summary format version {header['version']} is not readable by this "
-            f"fairmonitor (format {SUMMARY_VERSION}); upgrade fairmonitor, or re-summarize "
-            "the window's rows")
+    return header.get("version")
+
+
+def _header(data: bytes) -> dict[str, Any]:
+    if data[:2] == b"PK":  # a zip archive: format 1 (.npz)
+        raise _refuse(_old_version(data))
+    if data[:len(_MAGIC)] != _MAGIC or len(data) < len(_MAGIC) + 8:
+        raise InvalidInputError("not a fairmonitor window summary (no summary header)")
+    (size,) = struct.unpack_from("<Q", data, len(_MAGIC))
+    start = len(_MAGIC) + 8
+    try:
+        header = json.loads(data[start:start + size].decode())
+    except Exception as exc:
+        raise InvalidInputError(f"not a fairmonitor window summary ({exc})") from None
+    if not isinstance(header, dict) or header.get("format") != _FORMAT:
+        raise InvalidInputError("not a fairmonitor window summary (no summary header)")
+    if header.get("version") != SUMMARY_VERSION:
+        raise _refuse(header.get("version"))
+    header["_data"] = start + size
+    return header
+
+
+def from_bytes(data: bytes) -> WindowSummary:
+    """Load a summary written by :func:`to_bytes`.
+
+    The groups' arrays are read-only views of ``data``.
+
+    Raises
+    ------
+    InvalidInputError
+        Not a summary, or written in another format version (older: re-summarize; newer:
+        upgrade), or its fingerprint does not match its spec (corrupted or hand-edited).
+    """
+    data = bytes(data) if not isinstance(data, bytes) else data
+    header = _header(data)
     spec = SummarySpec(**header["spec"])
     if spec.fingerprint != header["fingerprint"]:
         raise InvalidInputError(
             f"window summary fingerprint {header['fingerprint']} does not match its spec "
             f"({spec.fingerprint}); the data is corrupted: re-summarize the window")
+    base = header["_data"]
+    table = header["blocks"]
+
+    def block(k: int) -> NDArray[Any]:
+        dtype, offset, count = table[k]
+        if base + offset + count * np.dtype(dtype).itemsize > len(data):
+            raise InvalidInputError("window summary is truncated: re-summarize the window")
+        if not count:
+            return np.zeros(0, dtype=dtype)
+        return np.frombuffer(data, dtype=dtype, count=count, offset=base + offset)
+
     attributes = {}
-    for a, attr in enumerate(header["attributes"]):
+    for attr in header["attributes"]:
+        entries = attr["groups"]
+        scores = block(attr["scores"]) if "scores" in attr else None
+        cells = None
+        if "cells" in attr:
+            cells = [block(k) for k in attr["cells"]]
+            if cells[1].dtype != np.int64:
+                cells[1] = cells[1].astype(np.int64)
+        keys = block(attr["keys"])
+        columns = {c: block(k) for c, k in attr["sample"].items()}
+        at_raw = at_cells = at_keys = 0
         groups = {}
-        for k, g in enumerate(attr["groups"]):
-            prefix = f"{a}/{k}/"
-            scores = archive.get(prefix + "scores")
-            cells = (tuple(archive[prefix + n].astype(np.int64) if n == "count"
-                           else archive[prefix + n] for n in _CELLS)
-                     if prefix + "index" in archive else None)
+        for g in entries:
+            size, mode = g["size"], g["mode"]
+            raw_part = cell_part = None
+            if mode == "raw":
+                raw_part = scores[at_raw:at_raw + size]  # type: ignore[index]
+                at_raw += size
+            elif mode == "cells":
+                cell_part = tuple(c[at_cells:at_cells + size]  # type: ignore[union-attr]
+                                  for c in cells)  # type: ignore[union-attr]
+                at_cells += size
+            m = g["keys"]
+            sample = {}
+            for (c, col), dtype in zip(columns.items(), g["dtypes"], strict=True):
+                part = col[at_keys:at_keys + m]
+                sample[c] = part if part.dtype.str == dtype else part.astype(dtype)
             groups[_unlabel(g["label"])] = GroupSummary(
                 g["n"], g["pos"], None if g["confusion"] is None else tuple(g["confusion"]),
-                None if g["moments"] is None else tuple(g["moments"]), scores, cells,
-                archive[prefix + "keys"],
-                {c: archive[prefix + "sample/" + c] for c in g["sample"]})
+                None if g["moments"] is None else tuple(g["moments"]), raw_part,
+                cell_part, keys[at_keys:at_keys + m], sample)  # type: ignore[arg-type]
+            at_keys += m
         attributes[attr["name"]] = AttributeSummary(attr["name"], groups)
 
     def when(text: str | None) -> datetime | None:
