@@ -175,7 +175,8 @@ def _report(cfg: ModelConfig, frame: pd.DataFrame, metrics: Sequence[str], *, la
             parts["labels" if labels else "predictions"] = to_bytes(summarize(
                 window.sensitive_features, y_pred=window.y_pred, y_score=window.y_score,
                 y_true=window.y_true, X=window.X, threshold=window.threshold,
-                intersection=cfg.intersection, spec=_rollups.store_spec(cfg),
+                intersection=cfg.intersection, groups=window.groups(cfg.intersection),
+                spec=_rollups.store_spec(cfg),
                 model=cfg.name, version=version, start=start, end=end))
         except Exception as exc:
             parts["error"] = f"cannot summarize the window: {type(exc).__name__}: {exc}"

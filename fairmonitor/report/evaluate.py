@@ -111,6 +111,8 @@ class Window:
     missing_counts: Mapping[str, tuple[str, int]] = field(init=False, default_factory=dict)
     #: True when ``y_pred`` was derived from ``y_score``: invalid scores then void both
     pred_from_score: bool = field(init=False, default=False, repr=False)
+    _encoded: dict[bool, Any] = field(init=False, default_factory=dict, repr=False,
+                                      compare=False)
 
     def __post_init__(self) -> None:
         columns, keep, counts = apply_missing_policy(
@@ -149,6 +151,18 @@ class Window:
     def get(self, name: str) -> Any:
         """The window field ``name`` (one of the registry's inputs), or None."""
         return getattr(self, name)
+
+    def groups(self, intersection: bool = True) -> dict[str, Any]:
+        """Every attribute's encoded groups (and the intersection), computed once per window.
+
+        What :func:`evaluate_window` and a summary of the same rows
+        (:func:`fairmonitor.summaries.summarize` with ``groups=``) share.
+        """
+        if intersection not in self._encoded:
+            self._encoded[intersection] = encode_attributes(
+                self.sensitive_features, intersection=intersection,
+                validated=True)  # checked in __post_init__
+        return self._encoded[intersection]
 
     @classmethod
     def from_frame(
@@ -471,9 +485,7 @@ def evaluate_window(
     # option of every metric applies and the values are the raw rows' values.
     inputs, failed = _checked_inputs(window)
     summary = summarize(window.sensitive_features, **inputs, threshold=window.threshold,
-                        groups=encode_attributes(window.sensitive_features,
-                                                 intersection=intersection,
-                                                 validated=True),  # Window checked them
+                        groups=window.groups(intersection),
                         intersection=intersection, spec=_IN_PROCESS, model=window.model,
                         version=window.version, start=window.start, end=window.end)
     attrs = _attributes(window, intersection)
