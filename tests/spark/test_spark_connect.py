@@ -1,0 +1,67 @@
+"""The Spark adapter over Spark Connect (issue 17 item 4: "it must also run over Spark Connect").
+
+A Spark Connect client has no SparkContext, no RDD and no JVM handle: only the DataFrame API
+crosses the wire. `SparkSession.builder.remote("local[2]")` starts a local Spark Connect server
+(pyspark 4 bundles it) and connects to it, so `evaluate_spark` is run here exactly as against a
+remote cluster. It runs in a subprocess: one process cannot hold both the suite's classic
+session and a Spark Connect one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from fairmonitor.report import Window, evaluate_window
+
+ROOT = Path(__file__).resolve().parents[2]
+METRICS = ["demographic_parity_difference", "equalized_odds_difference", "abcc", "madd"]
+SCRIPT = """
+import json, sys
+from pyspark.sql import SparkSession
+from fairmonitor.spark import evaluate_spark
+
+spark = (SparkSession.builder.remote("local[2]")
+         .config("spark.sql.session.timeZone", "UTC").getOrCreate())
+assert type(spark).__module__.startswith("pyspark.sql.connect"), type(spark)
+reports = evaluate_spark(sys.argv[1], spark=spark, sensitive_features=["sex", "race"],
+                         label="label", score="score", metrics=json.loads(sys.argv[2]))
+report = reports[None]
+print("RESULT " + json.dumps({"values": [[m, a, v] for (m, a), v in report.values.items()],
+                              "counts": {a: {str(k): int(v) for k, v in c.items()}
+                                         for a, c in report.group_counts.items()}}))
+spark.stop()
+"""
+
+
+def test_evaluate_spark_runs_over_spark_connect(tmp_path):
+    rng = np.random.default_rng(3)
+    n = 6000
+    log = pd.DataFrame({"sex": rng.choice(["F", "M"], n), "race": rng.choice(list("abc"), n),
+                        "score": rng.beta(2, 2, n)})
+    log["label"] = (rng.random(n) < log["score"]).astype(int)
+    path = tmp_path / "log.parquet"
+    log.to_parquet(path)
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1",
+           "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "plugins"),
+                                          os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", SCRIPT, str(path), json.dumps(METRICS)],
+                          capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
+    lines = [x for x in done.stdout.splitlines() if x.startswith("RESULT ")]
+    assert done.returncode == 0 and lines, done.stdout[-2000:] + done.stderr[-4000:]
+    got = json.loads(lines[0][len("RESULT "):])
+    local = evaluate_window(Window({"sex": log["sex"].to_numpy(), "race": log["race"].to_numpy()},
+                                   y_score=log["score"].to_numpy(),
+                                   y_true=log["label"].to_numpy()), metrics=METRICS)
+    assert got["counts"] == {a: {str(k): v for k, v in c.items()}
+                             for a, c in local.group_counts.items()}
+    values = {(m, a): v for m, a, v in got["values"]}
+    assert set(values) == set(local.values)
+    for key, expected in local.values.items():
+        assert abs(values[key] - expected) <= 1e-12, (key, values[key], expected)
