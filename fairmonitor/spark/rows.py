@@ -8,7 +8,7 @@ from typing import Any
 
 from .summarize import read_table
 
-__all__ = ["window_rows"]
+__all__ = ["session", "window_rows"]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -17,6 +17,25 @@ def _micros(t: datetime) -> int:
     if t.tzinfo is None:
         raise ValueError(f"window bounds must be timezone-aware (UTC); got {t.isoformat()}")
     return (t - _EPOCH) // timedelta(microseconds=1)
+
+
+def session(*, master: str | None = None, remote: str | None = None) -> Any:
+    """The active session when neither ``master`` nor ``remote`` is given, else one started.
+
+    ``remote`` is a Spark Connect URL (``sc://host:15002``), ``master`` a cluster master
+    (``local[2]``, ``yarn``).
+    """
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None and master is None and remote is None:
+        return active
+    builder = SparkSession.builder.appName("fairmonitor")
+    if remote is not None:
+        builder = builder.remote(remote)
+    elif master is not None:
+        builder = builder.master(master)
+    return builder.getOrCreate()
 
 
 def window_rows(data: Any, *, timestamp: str, start: datetime, end: datetime,

@@ -82,15 +82,7 @@ class SparkSource:
         """The given session, the active one, or one started from ``master``/``remote``."""
         if self.spark is not None or not isinstance(self.data, str):
             return self.spark
-        from pyspark.sql import SparkSession
+        from ...spark.rows import session
 
-        active = SparkSession.getActiveSession()
-        if active is not None and self.master is None and self.remote is None:
-            return active
-        builder = SparkSession.builder.appName("fairmonitor")
-        if self.remote is not None:
-            builder = builder.remote(self.remote)
-        elif self.master is not None:
-            builder = builder.master(self.master)
-        self.spark = builder.getOrCreate()
+        self.spark = session(master=self.master, remote=self.remote)
         return self.spark
