@@ -574,7 +574,8 @@ def evaluate_summary(
     results : mapping of (metric, attribute) to (result, warnings), optional
         Metric results computed elsewhere (e.g. ``hfm_average`` scanned over all rows on
         Spark), with the warnings their computation raised: used instead of calling the
-        metric on the row sample; value, interval, reason and thresholds follow as usual.
+        metric on the row sample; value, interval, reason and thresholds follow as usual. An
+        exception as the result is the metric's failure (``errors`` decides).
 
     Returns
     -------
@@ -668,6 +669,8 @@ def _evaluate(summary: WindowSummary, specs: list[MetricSpec], skipped: dict[str
             try:
                 if key in given:  # computed elsewhere: not shared with the specs of its function
                     result, caught = given[key]
+                    if isinstance(result, Exception):  # it failed there: as if it failed here
+                        raise result
                 elif cache_key not in cache:
                     with warnings.catch_warnings(record=True) as caught:
                         warnings.simplefilter("always")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
@@ -16,6 +17,8 @@ from .summarize import SparkSummaries, summarize_spark
 __all__ = ["evaluate_spark", "log_reports"]
 
 _BATCH = 1000  # MLflow's MAX_METRICS_PER_BATCH
+
+log = logging.getLogger(__name__)
 
 
 def evaluate_spark(
@@ -101,7 +104,14 @@ def evaluate_spark(
     if summaries is None:
         summaries = summarize_spark(data, **summarize_kwargs)
     threshold = float(summarize_kwargs.get("threshold", 0.5))
-    scanned = _hfm_scan(data, metrics, hfm_queries, min_group_size, rng, summarize_kwargs)
+    try:
+        scanned = _hfm_scan(data, metrics, hfm_queries, min_group_size, rng, summarize_kwargs)
+    except Exception as exc:  # as any failing metric: NaN with the error, unless "raise"
+        if errors == "raise":
+            raise
+        log.warning("hfm_average scan over all rows failed: %s", exc)
+        scanned = {key: {attr: (exc, []) for attr in summary.attributes}
+                   for key, summary in summaries.windows.items()}
     reports = {}
     for key, summary in summaries.windows.items():
         given = {("hfm_average", attr): found
@@ -109,7 +119,8 @@ def evaluate_spark(
         report = evaluate_summary(summary, metrics=metrics, min_group_size=min_group_size,
                                   thresholds=list(thresholds), options=options, predict=predict,
                                   threshold=threshold, rng=rng, errors=errors, results=given)
-        if given and any(k in report.values for k in given):
+        if given and any(not isinstance(r, Exception) and k in report.values
+                         for k, (r, _) in given.items()):
             report = replace(report, notes=(*report.notes, _HFM_NOTE.format(hfm_queries)))
         reports[key] = report
     if run_id is not None:

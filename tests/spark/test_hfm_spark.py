@@ -202,3 +202,14 @@ def test_invalid_features_are_named_before_the_scan(spark, rows):
         hfm_average_spark(spark.createDataFrame(bad), **COLUMNS)
     with pytest.raises(InvalidInputError, match="features"):
         hfm_average_spark(spark.createDataFrame(bad), **{**COLUMNS, "features": []})
+
+
+def test_a_failing_scan_is_a_nan_with_its_reason_in_evaluate_spark(spark, rows):
+    bad = rows.drop(columns="timestamp").assign(x1=rows["x1"].where(rows.index % 50 > 0))
+    frame = spark.createDataFrame(bad)
+    report = evaluate_spark(frame, **COLUMNS, metrics=["hfm_average"])[None]
+    for attr in ATTRS:
+        assert math.isnan(report.values[("hfm_average", attr)])
+        assert report.reasons[("hfm_average", attr)].startswith("error: feature 'x1' has 24")
+    with pytest.raises(InvalidInputError, match="feature 'x1'"):
+        evaluate_spark(frame, **COLUMNS, metrics=["hfm_average"], errors="raise")
