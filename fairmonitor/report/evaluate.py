@@ -563,6 +563,7 @@ def evaluate_summary(
     rng: Any = None,
     errors: Literal["coerce", "raise"] = "coerce",
     confidence_level: float | None = DEFAULT_LEVEL,
+    results: Mapping[tuple[str, str], tuple[Any, list[Any]]] | None = None,
 ) -> WindowReport:
     """Evaluate a (possibly merged) window summary: the report :func:`evaluate_window` gives.
 
@@ -582,6 +583,11 @@ def evaluate_summary(
     metrics, min_group_size, thresholds, options, threshold, rng, errors, confidence_level
         As :func:`evaluate_window`. Intervals come from the summary's counts and score
         summaries (the same as on the raw rows, up to the cells' resolution).
+    results : mapping of (metric, attribute) to (result, warnings), optional
+        Metric results computed elsewhere (e.g. ``hfm_average`` scanned over all rows on
+        Spark), with the warnings their computation raised: used instead of calling the
+        metric on the row sample; value, interval, reason and thresholds follow as usual. An
+        exception as the result is the metric's failure (``errors`` decides).
 
     Returns
     -------
@@ -620,7 +626,8 @@ def evaluate_summary(
 
     return _evaluate(summary, specs, skipped, rows, has, min_group_size=min_group_size,
                      thresholds=thresholds, options=options, rng=rng, errors=errors,
-                     threshold=threshold, started=started, notes=notes, level=confidence_level)
+                     threshold=threshold, started=started, notes=notes, level=confidence_level,
+                     results=results)
 
 
 def _evaluate(summary: WindowSummary, specs: list[MetricSpec], skipped: dict[str, str],
@@ -630,9 +637,12 @@ def _evaluate(summary: WindowSummary, specs: list[MetricSpec], skipped: dict[str
               threshold: float, started: float, notes: list[str],
               failed: Mapping[str, Exception] | None = None,
               level: float | None = DEFAULT_LEVEL,
-              weights: NDArray[np.float64] | None = None) -> WindowReport:
+              weights: NDArray[np.float64] | None = None,
+              results: Mapping[tuple[str, str], tuple[Any, list[Any]]] | None = None
+              ) -> WindowReport:
     """The one evaluation loop behind evaluate_window and evaluate_summary."""
     failed = failed or {}
+    given = results or {}
     options = options or {}
     values: dict[tuple[str, str], float] = {}
     reasons: dict[tuple[str, str], str] = {}
@@ -669,7 +679,11 @@ def _evaluate(summary: WindowSummary, specs: list[MetricSpec], skipped: dict[str
             # attribute, and the warnings it raised
             cache_key = (id(spec.func), attr)
             try:
-                if cache_key not in cache:
+                if key in given:  # computed elsewhere: not shared with the specs of its function
+                    result, caught = given[key]
+                    if isinstance(result, Exception):  # it failed there: as if it failed here
+                        raise result
+                elif cache_key not in cache:
                     with warnings.catch_warnings(record=True) as caught:
                         warnings.simplefilter("always")
                         if spec.name in SUMMARY_METRICS and weights is None:
@@ -681,7 +695,8 @@ def _evaluate(summary: WindowSummary, specs: list[MetricSpec], skipped: dict[str
                             window, sf = rows(attr)
                             result = _call(spec, window, sf, kwargs)
                         cache[cache_key] = (result, list(caught))
-                result, caught = cache[cache_key]
+                if key not in given:
+                    result, caught = cache[cache_key]
                 value = float(getattr(result, spec.field or "value", result))
             except Exception as exc:  # a failing metric must not take the window down
                 if errors == "raise":

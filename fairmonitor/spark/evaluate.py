@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, Literal
 
 from ..report import Threshold, WindowReport, evaluate_summary
 from ..report.thresholds import worst
+from .hfm import _hfm_average
 from .summarize import SparkSummaries, summarize_spark
 
 __all__ = ["evaluate_spark", "log_reports"]
 
 _BATCH = 1000  # MLflow's MAX_METRICS_PER_BATCH
+
+log = logging.getLogger(__name__)
 
 
 def evaluate_spark(
@@ -28,9 +33,10 @@ def evaluate_spark(
     errors: Literal["coerce", "raise"] = "coerce",
     run_id: str | None = None,
     summaries: SparkSummaries | None = None,
+    hfm_queries: int | None = 2000,
     **summarize_kwargs: Any,
 ) -> dict[Any, WindowReport]:
-    """Fairness reports of a Spark DataFrame, one per window, computed from merged summaries.
+    """Fairness reports of a Spark DataFrame, one per window, from merged summaries and scans.
 
     :func:`summarize_spark` summarizes every row on the cluster; the driver evaluates each
     window's merged summary with :func:`fairmonitor.report.evaluate_summary`: the
@@ -38,12 +44,22 @@ def evaluate_spark(
     Counts and the parity metrics are exact; MADD is exact; ABCC and ABPC equal the raw-row
     values while each group holds at most ``spec.max_raw`` rows (2^19 by default), and above
     that ABPC is within round-off and ABCC within the error the summary certifies
-    (``report.details[("abcc", attr)].error``). HFM, CFair and robustness need rows: they run
-    on each group's row sample (``SummarySpec.sample_size`` rows, 256 by default; give
-    ``features=[...]``) and are estimates; the report's notes say so. ``hfm_average`` is a
-    mean over rows and the sample estimates it; the maximal ``hfm`` is **not estimable from a
-    sample** (a maximum over all pairs of rows depends on rows the sample left out): on this
-    path it is the sample's own maximum, with no error bound. Robustness needs ``predict``.
+    (``report.details[("abcc", attr)].error``).
+
+    ``hfm_average`` (with ``features=[...]`` and labels) is by default the sampled estimator
+    of ``hfm(..., method="sampled")`` run over **all** rows (:func:`hfm_average_spark`):
+    ``hfm_queries`` query rows per window and attribute, drawn uniformly, each one's nearest
+    row of another group found exactly among every row of the window (three more Spark jobs
+    over ``data``; cache it if reading it is costly). The value is unbiased for the average
+    distances, ``report.intervals`` holds its 95% interval, and with ``hfm_queries`` at least
+    the window's rows it equals ``evaluate_window``'s exact value. ``hfm_queries=None`` (or
+    ``summaries`` given without ``data``) estimates it on the row sample instead.
+
+    The other row metrics, the maximal ``hfm``, CFair and robustness, run on each group's row
+    sample (``SummarySpec.sample_size`` rows, 256 by default) and are estimates; the report's
+    notes say so. The maximal ``hfm`` is **not estimable from a sample** (a maximum over all
+    pairs of rows depends on rows the sample left out): on this path it is the sample's own
+    maximum, with no error bound. Robustness needs ``predict``.
 
     Parameters
     ----------
@@ -56,7 +72,11 @@ def evaluate_spark(
     run_id : str, optional
         Log the reports to this MLflow run (:func:`log_reports`).
     summaries : SparkSummaries, optional
-        Already computed summaries (``data`` and ``summarize_kwargs`` are then not read).
+        Already computed summaries (``summarize_kwargs`` then only describe ``data`` for
+        ``hfm_average``; with ``data=None`` nothing is read).
+    hfm_queries : int or None, default=2000
+        Query rows per window and attribute of ``hfm_average``'s scan over all rows (seeded
+        by ``rng`` when it is an int, else 0); None: on the row sample.
 
     Returns
     -------
@@ -80,17 +100,64 @@ def evaluate_spark(
                                  score="score", metrics=["demographic_parity_difference"])
         reports[None].flat()  # {'fairness/demographic_parity_difference/sex': 0.5}
     """
+    metrics = None if metrics is None else list(metrics)
     if summaries is None:
         summaries = summarize_spark(data, **summarize_kwargs)
     threshold = float(summarize_kwargs.get("threshold", 0.5))
-    reports = {
-        key: evaluate_summary(summary, metrics=metrics, min_group_size=min_group_size,
-                              thresholds=list(thresholds), options=options, predict=predict,
-                              threshold=threshold, rng=rng, errors=errors)
-        for key, summary in summaries.windows.items()}
+    try:
+        scanned = _hfm_scan(data, metrics, hfm_queries, min_group_size, rng, summarize_kwargs)
+    except Exception as exc:  # as any failing metric: NaN with the error, unless "raise"
+        if errors == "raise":
+            raise
+        log.warning("hfm_average scan over all rows failed: %s", exc)
+        scanned = {key: {attr: (exc, []) for attr in summary.attributes}
+                   for key, summary in summaries.windows.items()}
+    reports = {}
+    for key, summary in summaries.windows.items():
+        given = {("hfm_average", attr): found
+                 for attr, found in scanned.get(key, {}).items()}
+        report = evaluate_summary(summary, metrics=metrics, min_group_size=min_group_size,
+                                  thresholds=list(thresholds), options=options, predict=predict,
+                                  threshold=threshold, rng=rng, errors=errors, results=given)
+        if given and any(not isinstance(r, Exception) and k in report.values
+                         for k, (r, _) in given.items()):
+            report = replace(report, notes=(*report.notes, _HFM_NOTE.format(hfm_queries)))
+        reports[key] = report
     if run_id is not None:
         log_reports(reports, run_id)
     return reports
+
+
+_HFM_NOTE = ("hfm_average: up to {} query rows per attribute scanned exactly against every "
+             "row (unbiased, with its 95% interval), not on the row sample")
+
+
+def _hfm_scan(data: Any, metrics: list[str] | None, hfm_queries: int | None,
+              min_group_size: int, rng: Any, kwargs: Mapping[str, Any]
+              ) -> dict[Any, dict[str, Any]]:
+    """``hfm_average`` of every window and attribute over all rows, when it applies."""
+    wanted = metrics is None or "hfm_average" in metrics
+    if (hfm_queries is None or data is None or not wanted or not kwargs.get("features")
+            or kwargs.get("label") is None
+            or (kwargs.get("prediction") is None and kwargs.get("score") is None)):
+        return {}
+    if isinstance(rng, int) and not isinstance(rng, bool):
+        seed = rng
+    elif rng is None:
+        seed = 0
+    else:
+        import numpy as np
+
+        seed = int(np.random.default_rng(rng).integers(2**63))
+    keys = ("sensitive_features", "label", "prediction", "score", "threshold", "features",
+            "timestamp", "window", "window_column", "intersection", "missing", "spark")
+    found, _, _ = _hfm_average(data, n_queries=hfm_queries, seed=seed,
+                               min_group_size=min_group_size,
+                               **{"threshold": 0.5, "intersection": True, "missing": "raise",
+                                  "prediction": None, "score": None, "timestamp": None,
+                                  "window": None, "window_column": None, "spark": None,
+                                  **{k: kwargs[k] for k in keys if k in kwargs}})
+    return found
 
 
 def log_reports(reports: Mapping[Any, WindowReport], run_id: str, *,

@@ -19,7 +19,7 @@ from ..summaries import SummarySpec, WindowSummary, from_bytes, merge_all
 from ._partition import KEY, PartitionPlan, summarize_partition, window_bounds
 
 __all__ = ["SparkSummaries", "merge_partials", "partial_summaries", "read_table",
-           "summarize_spark"]
+           "summarize_spark", "window_key"]
 
 
 @dataclass(frozen=True)
@@ -95,6 +95,27 @@ def _micros(window: Any) -> int:
     return us
 
 
+def window_key(df: Any, timestamp: str | None, window: timedelta | str | None,
+               window_column: str | None) -> tuple[Any, str, int | None, bool]:
+    """Each row's window key: ``(column, its Spark type, window length in us, key is long)``.
+
+    A window's start in microseconds on the epoch-anchored grid (as the monitor's windows),
+    in exact integer arithmetic, null for a null timestamp; or ``window_column``; or 0 (the
+    whole data).
+    """
+    from pyspark.sql import functions as F
+
+    if window is not None:
+        window_us = _micros(window)
+        micros = F.unix_micros(F.col(timestamp).cast("timestamp"))  # type: ignore[arg-type]
+        return micros - F.pmod(micros, F.lit(window_us)), "long", window_us, True
+    if window_column is not None:
+        key_type = df.schema[window_column].dataType.simpleString()
+        key_is_long = key_type in ("bigint", "long")
+        return F.col(window_column), "long" if key_is_long else key_type, None, key_is_long
+    return F.lit(0).cast("long"), "long", None, True
+
+
 def partial_summaries(
     data: Any,
     *,
@@ -139,23 +160,7 @@ def partial_summaries(
             f"column(s) {missing_cols} not in the data; available columns: {list(df.columns)}")
     from pyspark.sql import functions as F
 
-    window_us = None
-    key_is_long = True
-    if window is not None:
-        window_us = _micros(window)
-        micros = F.unix_micros(F.col(timestamp).cast("timestamp"))  # type: ignore[arg-type]
-        # the window's start on the epoch-anchored grid (as the monitor's windows), in exact
-        # integer arithmetic; null for a null timestamp
-        key = micros - F.pmod(micros, F.lit(window_us))
-        key_type = "long"
-    elif window_column is not None:
-        key = F.col(window_column)
-        key_type = df.schema[window_column].dataType.simpleString()
-        key_is_long = key_type in ("bigint", "long")
-        key_type = "long" if key_is_long else key_type
-    else:
-        key = F.lit(0).cast("long")
-        key_type = "long"
+    key, key_type, window_us, key_is_long = window_key(df, timestamp, window, window_column)
     plan = PartitionPlan(tuple(sensitive_features), label, score, prediction, tuple(features),
                          float(threshold), bool(intersection), spec or SummarySpec(), missing,
                          model, version, window_us, key_is_long)

@@ -41,7 +41,8 @@ from ..._validation import _first_rows, check_finite
 from ...exceptions import InvalidInputError
 from .._groups import factorize
 
-__all__ = ["FeatureSpace", "exact_cross_group_distances", "feature_space", "missing_values"]
+__all__ = ["FeatureSpace", "exact_cross_group_distances", "feature_space", "missing_values",
+           "scale_columns"]
 
 log = logging.getLogger(__name__)
 
@@ -222,6 +223,17 @@ def missing_values(col: NDArray[Any]) -> NDArray[np.bool_]:
                      for v in col], dtype=bool)
 
 
+def scale_columns(num: NDArray[np.float64], lo: NDArray[np.float64], span: NDArray[np.float64]
+                  ) -> NDArray[np.float64]:
+    """Min-max scale the columns of ``num`` given each column's minimum and ``max - min``.
+
+    Elementwise, so rows scaled apart (a Spark partition's, with the minima and spans of all
+    rows) get the same bits as rows scaled together.
+    """
+    # a constant column carries no distance; map it to 0 rather than divide by zero
+    return np.where(span > 0, (num - lo) / np.where(span > 0, span, 1.0), 0.0)
+
+
 def feature_space(X: Any, *, scale: bool) -> FeatureSpace:
     """Build the feature space of ``X``: numeric columns (min-max scaled) and categories.
 
@@ -260,9 +272,7 @@ def feature_space(X: Any, *, scale: bool) -> FeatureSpace:
         levels.append(uniques.size)
     num = np.column_stack(numeric) if numeric else np.empty((n, 0))
     if scale and num.shape[1]:
-        lo, span = num.min(axis=0), np.ptp(num, axis=0)
-        # a constant column carries no distance; map it to 0 rather than divide by zero
-        num = np.where(span > 0, (num - lo) / np.where(span > 0, span, 1.0), 0.0)
+        num = scale_columns(num, num.min(axis=0), np.ptp(num, axis=0))
     cat = np.column_stack(codes).astype(np.intp) if codes else np.empty((n, 0), dtype=np.intp)
     return FeatureSpace.build(num, cat, tuple(levels))
 

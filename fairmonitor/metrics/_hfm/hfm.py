@@ -47,7 +47,7 @@ from ...exceptions import InvalidInputError
 from .._groups import encode_groups, sensitive_columns
 from .approx import approx_distances, default_m2
 from .exact import exact_cross_group_distances, feature_space, missing_values
-from .sampled import log_ratio_interval, sampled_average_distances
+from .sampled import SampledAverage, log_ratio_interval, sampled_average_distances
 
 __all__ = ["HFMAttribute", "HFMResult", "hfm"]
 
@@ -380,6 +380,18 @@ def _sampled(space: Any, label_true: NDArray[np.float64], label_pred: NDArray[np
     """``method="sampled"``: the average version with its interval; the maximal one is NaN."""
     averages = sampled_average_distances(space, label_true, label_pred, codes,
                                          n_queries=n_queries, rng=rng)
+    return sampled_result(averages, groups, defined, version, n_queries, n)
+
+
+def sampled_result(averages: list[SampledAverage], groups: list[Any], defined: list[Any],
+                   version: Version, n_queries: int, n: int) -> HFMResult:
+    """The ``method="sampled"`` result from each defined attribute's sampled averages.
+
+    ``groups`` are every attribute's :class:`~fairmonitor.metrics._groups.Groups` (only their
+    name, labels, counts and excluded groups are read), ``defined`` those with two kept
+    groups, in order, one ``averages`` entry each; ``n`` is the number of rows. Shared by
+    :func:`hfm` and the Spark scan (:mod:`fairmonitor.spark.hfm`).
+    """
     if version == "max":
         warn_undefined("hfm", "method='sampled' estimates the average version only (a max over "
                               "every row cannot be sampled); use version='average', or "

@@ -27,7 +27,8 @@ from numpy.typing import NDArray
 
 from .exact import FeatureSpace
 
-__all__ = ["SampledAverage", "sampled_average_distances"]
+__all__ = ["SampledAverage", "average_of_distances", "log_ratio_interval", "nearest_sqdist",
+           "sampled_average_distances"]
 
 #: Float64 elements of one distance block (32 MiB).
 _BLOCK_ELEMENTS = 1 << 22
@@ -85,32 +86,80 @@ def sampled_average_distances(
     averages : list of SampledAverage
     """
     out = []
-    zero = np.zeros(space.n_samples)
     for s in range(attributes.shape[1]):
         codes = attributes[:, s]
         kept = np.flatnonzero(codes >= 0)
         n = kept.size
         q = min(n_queries, n)
         queries = kept if q == n else np.sort(rng.choice(kept, size=q, replace=False))
-        delta = np.empty((2, q))
-        block = max(1, _BLOCK_ELEMENTS // n)
-        for start in range(0, q, block):
-            rows = queries[start : start + block]
-            # feature part once; the two label versions differ only in the label term
-            base = space.sqdist(rows[:, None], kept[None, :], zero)
-            base[codes[kept][None, :] == codes[rows][:, None]] = np.inf  # same group: no
-            for v, label in enumerate((label_true, label_pred)):
-                term = label[kept][None, :] - label[rows][:, None]
-                delta[v, start : start + rows.size] = np.sqrt((base + term * term).min(axis=1))
-        fpc = (1.0 - q / n) / q  # finite-population correction over q
-        if q > 1:
-            cov = np.cov(delta, ddof=1)
-            var_t, var_p, c = cov[0, 0] * fpc, cov[1, 1] * fpc, cov[0, 1] * fpc
-        else:
-            var_t = var_p = c = float("nan") if q < n else 0.0
-        out.append(SampledAverage(float(delta[0].mean()), float(delta[1].mean()), float(var_t),
-                                  float(var_p), float(c), q, n))
+        delta = np.sqrt(nearest_sqdist(space, label_true, label_pred, codes, queries, kept))
+        out.append(average_of_distances(delta, n))
     return out
+
+
+def nearest_sqdist(
+    space: FeatureSpace,
+    label_true: NDArray[np.float64],
+    label_pred: NDArray[np.float64],
+    codes: NDArray[np.intp],
+    queries: NDArray[np.intp],
+    candidates: NDArray[np.intp],
+) -> NDArray[np.float64]:
+    """Squared distance of each query row to its nearest candidate row of another group.
+
+    Parameters
+    ----------
+    space : FeatureSpace
+        The features of every row (queries and candidates index into it).
+    label_true, label_pred : ndarray of shape (n,)
+        Class codes of the labels and the predictions, as floats.
+    codes : ndarray of shape (n,)
+        Group code of each row for one attribute; a candidate of the query's own group is
+        never its neighbour.
+    queries, candidates : ndarray of int
+        Rows measured, and the rows they are measured against.
+
+    Returns
+    -------
+    sqdist : ndarray of shape (2, n_queries)
+        With the labels (row 0) and the predictions (row 1); ``inf`` where no candidate is of
+        another group. The minimum over candidates is taken before any square root, so the
+        minimum of the minima over parts of the candidates (a Spark partition's rows) is the
+        minimum over all of them, bit for bit.
+    """
+    q = queries.size
+    out = np.full((2, q), np.inf)
+    if not candidates.size or not q:
+        return out
+    zero = np.zeros(space.n_samples)
+    block = max(1, _BLOCK_ELEMENTS // candidates.size)
+    for start in range(0, q, block):
+        rows = queries[start : start + block]
+        # feature part once; the two label versions differ only in the label term
+        base = space.sqdist(rows[:, None], candidates[None, :], zero)
+        base[codes[candidates][None, :] == codes[rows][:, None]] = np.inf  # same group: no
+        for v, label in enumerate((label_true, label_pred)):
+            term = label[candidates][None, :] - label[rows][:, None]
+            out[v, start : start + rows.size] = (base + term * term).min(axis=1)
+    return out
+
+
+def average_of_distances(delta: NDArray[np.float64], n: int) -> SampledAverage:
+    """Means and (co)variances of the query rows' distances ``delta`` (shape ``(2, q)``).
+
+    ``n`` is the number of rows the ``q`` queries were drawn from, uniformly without
+    replacement: the variances carry the finite-population correction ``1 - q/n`` (0 when
+    every row is a query).
+    """
+    q = delta.shape[1]
+    fpc = (1.0 - q / n) / q  # finite-population correction over q
+    if q > 1:
+        cov = np.cov(delta, ddof=1)
+        var_t, var_p, c = cov[0, 0] * fpc, cov[1, 1] * fpc, cov[0, 1] * fpc
+    else:
+        var_t = var_p = c = float("nan") if q < n else 0.0
+    return SampledAverage(float(delta[0].mean()), float(delta[1].mean()), float(var_t),
+                          float(var_p), float(c), q, n)
 
 
 def log_ratio_interval(mean_true: float, mean_pred: float, var_true: float, var_pred: float,
