@@ -21,7 +21,10 @@ import pandas as pd
 from fairmonitor.report import Window, evaluate_window
 
 ROOT = Path(__file__).resolve().parents[2]
-METRICS = ["demographic_parity_difference", "equalized_odds_difference", "abcc", "madd"]
+# hfm_average scans every row (its three Spark jobs), exactly while the window has at most
+# hfm_queries (2000) rows
+METRICS = ["demographic_parity_difference", "equalized_odds_difference", "abcc", "madd",
+           "hfm_average"]
 SCRIPT = """
 import json, sys
 from pyspark.sql import SparkSession
@@ -31,7 +34,8 @@ spark = (SparkSession.builder.remote("local[2]")
          .config("spark.sql.session.timeZone", "UTC").getOrCreate())
 assert type(spark).__module__.startswith("pyspark.sql.connect"), type(spark)
 reports = evaluate_spark(sys.argv[1], spark=spark, sensitive_features=["sex", "race"],
-                         label="label", score="score", metrics=json.loads(sys.argv[2]))
+                         label="label", score="score", features=["x1"],
+                         metrics=json.loads(sys.argv[2]))
 report = reports[None]
 print("RESULT " + json.dumps({"values": [[m, a, v] for (m, a), v in report.values.items()],
                               "counts": {a: {str(k): int(v) for k, v in c.items()}
@@ -42,10 +46,11 @@ spark.stop()
 
 def test_evaluate_spark_runs_over_spark_connect(tmp_path):
     rng = np.random.default_rng(3)
-    n = 6000
+    n = 1500
     log = pd.DataFrame({"sex": rng.choice(["F", "M"], n), "race": rng.choice(list("abc"), n),
                         "score": rng.beta(2, 2, n)})
     log["label"] = (rng.random(n) < log["score"]).astype(int)
+    log["x1"] = rng.normal(size=n) + log["score"]
     path = tmp_path / "log.parquet"
     log.to_parquet(path)
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1",
@@ -58,7 +63,8 @@ def test_evaluate_spark_runs_over_spark_connect(tmp_path):
     got = json.loads(lines[0][len("RESULT "):])
     local = evaluate_window(Window({"sex": log["sex"].to_numpy(), "race": log["race"].to_numpy()},
                                    y_score=log["score"].to_numpy(),
-                                   y_true=log["label"].to_numpy()), metrics=METRICS)
+                                   y_true=log["label"].to_numpy(), X=log[["x1"]]),
+                           metrics=METRICS)
     assert got["counts"] == {a: {str(k): v for k, v in c.items()}
                              for a, c in local.group_counts.items()}
     values = {(m, a): v for m, a, v in got["values"]}
