@@ -99,7 +99,8 @@ ROUTING_LABELS = ("team", "owner")
 UNDEFINED_REASONS = ("insufficient_data", "too_few_groups", "error")
 #: Every alert name, in the order of the rule file (the runbook has one section per name).
 ALERTS = (
-    "FairnessThresholdBreached", "FairnessRollupThresholdBreached", "FairnessMetricUndefined", "FairmonitorNoTraffic",
+    "FairnessThresholdBreached", "FairnessRollupThresholdBreached", "FairnessMetricUndefined",
+    "FairmonitorNoTraffic",
     "FairmonitorWindowStale", "FairmonitorNeverEvaluated", "FairmonitorLabelsOverdue",
     "FairmonitorErrors", "FairmonitorDown", "FairmonitorAbsent",
     "FairmonitorRuleEvaluationFailures",

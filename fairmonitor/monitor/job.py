@@ -507,7 +507,7 @@ def _rollup_windows(name: str, cfg: ModelConfig, state: ModelState, store: Summa
                 result = dataclasses.replace(result, skipped_before=skipped)
                 skipped = 0
             result, state, stop = _complete_rollup(name, result, state, rollup.name,
-                                                   checkpoint, durable, others, moved=end)
+                                                   checkpoint, durable, others, end=end)
             _log(result)
             out.append(result)
             if stop:
@@ -537,31 +537,16 @@ def _rollup_result(cfg: ModelConfig, rollup: Any, end: datetime, store: SummaryS
 
 def _complete_rollup(name: str, result: WindowResult, state: ModelState, rollup: str,
                      checkpoint: Checkpoint, durable: list[tuple[str, Hook]],
-                     others: list[tuple[str, Hook]], *, moved: datetime | None = None
+                     others: list[tuple[str, Hook]], *, end: datetime | None = None
                      ) -> tuple[WindowResult, ModelState, bool]:
     """:func:`_complete` for a rollup window: its watermark is ``state.rollups[rollup]``."""
     result = _deliver(result, durable)
     failed = [stage for stage, _ in durable if stage in result.errors]
-    problem = None
-    if failed:
-        problem = (f"not moved: the {'/'.join(failed)} values of this rollup window are not "
-                   "durable yet; it is evaluated again next tick")
-    else:
-        new = dataclasses.replace(state, last=fold(state.last, result))
-        if moved is not None:
-            new = dataclasses.replace(new, rollups={**state.rollups, rollup: moved})
-        try:
-            checkpoint.save(name, new)
-            state = new
-        except Exception as exc:
-            problem = (f"cannot save: {type(exc).__name__}: {exc}; the rollup window is "
-                       "evaluated again next tick (free space or fix permissions of the "
-                       "checkpoint)")
-            log.error("%s: checkpoint %s", name, problem)
-    if problem is not None:
-        result = dataclasses.replace(
-            result, errors=MappingProxyType({**result.errors, "checkpoint": problem}))
-    return _deliver(result, others), state, problem is not None
+    moved = dataclasses.replace(state, last=fold(state.last, result))
+    if end is not None:
+        moved = dataclasses.replace(moved, rollups={**state.rollups, rollup: end})
+    return _save_and_deliver(name, result, state, moved, checkpoint, others, failed,
+                             "rollup window")
 
 
 def next_run(config: MonitorConfig, now: datetime) -> datetime | None:
@@ -666,7 +651,6 @@ def _complete(name: str, result: WindowResult, state: ModelState, attr: str, end
         return _deliver(result, durable + others), state, True
     result = _deliver(result, durable)
     failed = [stage for stage, _ in durable if stage in result.errors]
-    problem = None
     if not failed and summaries is not None:
         try:
             for part, blob in result.summaries.items():
@@ -674,19 +658,27 @@ def _complete(name: str, result: WindowResult, state: ModelState, attr: str, end
         except Exception as exc:  # full disk, database down: the rollups would miss it
             failed = ["rollup summary"]
             log.error("%s: cannot store window #%d's summary: %s", name, result.index, exc)
+    # the watermark and what was reported move together, in one checkpoint write
+    moved = dataclasses.replace(state, **{attr: end, "last": fold(state.last, result)})
+    if relabel is not None:
+        moved = dataclasses.replace(moved, relabel=relabel(state.relabel, result))
+    return _save_and_deliver(name, result, state, moved, checkpoint, others, failed, "window")
+
+
+def _save_and_deliver(name: str, result: WindowResult, state: ModelState, moved: ModelState,
+                      checkpoint: Checkpoint, others: list[tuple[str, Hook]],
+                      failed: list[str], what: str) -> tuple[WindowResult, ModelState, bool]:
+    """Steps 2 and 3 of :func:`_complete`: save ``moved`` unless ``failed``, then deliver."""
+    problem = None
     if failed:
-        problem = (f"not moved: the {'/'.join(failed)} values of this window are not durable "
-                   "yet; the window is evaluated again next tick")
+        problem = (f"not moved: the {'/'.join(failed)} values of this {what} are not durable "
+                   f"yet; the {what} is evaluated again next tick")
     else:
-        # the watermark and what was reported move together, in one checkpoint write
-        moved = dataclasses.replace(state, **{attr: end, "last": fold(state.last, result)})
-        if relabel is not None:
-            moved = dataclasses.replace(moved, relabel=relabel(state.relabel, result))
         try:
             checkpoint.save(name, moved)
             state = moved
         except Exception as exc:  # full disk, read-only mount, database down
-            problem = (f"cannot save: {type(exc).__name__}: {exc}; the window is evaluated "
+            problem = (f"cannot save: {type(exc).__name__}: {exc}; the {what} is evaluated "
                        "again next tick (free space or fix permissions of the checkpoint)")
             log.error("%s: checkpoint %s", name, problem)
     if problem is not None:
