@@ -129,6 +129,17 @@ def _kept(values: NDArray[Any], excluded: tuple[Any, ...]) -> NDArray[np.bool_]:
     return ~pd.Series(values).isin(list(excluded)).to_numpy()
 
 
+def _planned_windows(plan: HFMPlan, batches: Iterator[Any]) -> Iterator[tuple[WindowPlan, Any]]:
+    """The partition's rows, one frame per window the plan knows (others are skipped)."""
+    frame = _frame(batches)
+    if frame is None:
+        return
+    for key, part in frame.groupby(KEY, sort=False):
+        w = plan.windows.get(key)
+        if w is not None:
+            yield w, part
+
+
 def query_candidates(plan: HFMPlan, batches: Iterator[Any]) -> Iterator[Any]:
     """``mapInPandas`` function: this partition's candidate query rows.
 
@@ -138,14 +149,8 @@ def query_candidates(plan: HFMPlan, batches: Iterator[Any]) -> Iterator[Any]:
     """
     import pandas as pd
 
-    frame = _frame(batches)
-    if frame is None:
-        return
     out = []
-    for key, part in frame.groupby(KEY, sort=False):
-        w = plan.windows.get(key)
-        if w is None:
-            continue
+    for w, part in _planned_windows(plan, batches):
         part = part.reset_index(drop=True)
         base = _row_keys({c: part[c].to_numpy() for c in _hashed_columns(plan)}, len(part))
         for s, q in enumerate(w.n_queries):
@@ -202,14 +207,8 @@ def scan_partition(plan: HFMPlan, batches: Iterator[Any]) -> Iterator[Any]:
     """
     import pandas as pd
 
-    frame = _frame(batches)
-    if frame is None:
-        return
     out = []
-    for key, part in frame.groupby(KEY, sort=False):
-        w = plan.windows.get(key)
-        if w is None:
-            continue
+    for w, part in _planned_windows(plan, batches):
         columns = {c: part[c].to_numpy() for c in part.columns}
         for s, queries in enumerate(w.queries):
             if queries is None or not len(queries[LABEL]):
