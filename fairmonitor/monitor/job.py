@@ -457,11 +457,9 @@ def run_once(
                     stopped = True
                     break  # later windows wait for this one: the watermark never jumps a gap
         if not stopped:  # source and checkpoint work: look for late labels
-            late = _late_labels(name, cfg, sources[name], state, checkpoint, now, durable,
-                                others, summaries)
+            late, state = _late_labels(name, cfg, sources[name], state, checkpoint, now,
+                                       durable, others, summaries)
             results += late
-            if late:
-                state = checkpoint.load(name)
             if cfg.rollups and summaries is not None:
                 relabelled = [r.index for r in late if r.ok]
                 results += _rollup_windows(name, cfg, state, summaries, checkpoint, now,
@@ -497,12 +495,20 @@ def _rollup_windows(name: str, cfg: ModelConfig, state: ModelState, store: Summa
             out.append(result)
             if stop:
                 return out
-        ends, skipped = _rollups.due_rollups(rollup, after=after, done=done, cap=cap)
+        # the rollup's own grid, due once every window in it is done (labels included)
+        spans, skipped = due_windows(rollup.window, rollup.every, after=after, now=done,
+                                     cap=cap) if done is not None else ([], 0)
         if skipped:
             log.warning("%s: %d missed %s rollup window(s) beyond the catch-up cap (%d) were "
                         "skipped", name, skipped, rollup.name, cap)
-        for end in ends:
+        for end in (sp.end for sp in spans):
             result = _rollup_result(cfg, rollup, end, store, now=now)
+            if "rollup" in result.errors:
+                # the stored summaries could not be read: the rollup window waits for the next
+                # tick (its watermark stays), the fault is counted and logged
+                out.append(_deliver(result, durable + others))
+                _log(result)
+                break
             if skipped:
                 result = dataclasses.replace(result, skipped_before=skipped)
                 skipped = 0
@@ -590,18 +596,19 @@ def _watched(cfg: ModelConfig, pending: Mapping[str, int], now: datetime) -> dic
 
 def _late_labels(name: str, cfg: ModelConfig, source: WindowSource, state: ModelState,
                  checkpoint: Checkpoint, now: datetime, durable: list[tuple[str, Hook]],
-                 others: list[tuple[str, Hook]],
-                 summaries: SummaryStore | None = None) -> list[WindowResult]:
+                 others: list[tuple[str, Hook]], summaries: SummaryStore | None = None
+                 ) -> tuple[list[WindowResult], ModelState]:
     """Evaluate the label metrics of watched windows again where more labels have arrived.
 
     A window evaluated with some labels missing is watched for ``relabel_within`` after its
     labelled evaluation; each tick its rows are fetched again, and when more of them carry a
     label its label metrics are recomputed and delivered (same MLflow step: the newer value
-    follows the older one in the metric's history; the gauges show the newer one).
+    follows the older one in the metric's history; the gauges show the newer one). Returns the
+    results and the model's state after them.
     """
     out: list[WindowResult] = []
     if not state.relabel or not cfg.label_metrics:
-        return out
+        return out, state
     rule = _relabel_rule(cfg, now)
     watched = _watched(cfg, state.relabel, now)
     if watched != dict(state.relabel):  # some windows are past the bound: stop watching them
@@ -627,7 +634,7 @@ def _late_labels(name: str, cfg: ModelConfig, source: WindowSource, state: Model
         out.append(result)
         if stop:
             break
-    return out
+    return out, state
 
 
 def _complete(name: str, result: WindowResult, state: ModelState, attr: str, end: datetime,

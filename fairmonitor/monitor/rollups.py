@@ -30,14 +30,14 @@ from ..report.evaluate import evaluate_summary
 from ..summaries import SummarySpec, WindowSummary, from_bytes, merge_all
 from .merge import merge_reports
 from .summary_store import SummaryStore
-from .windows import EPOCH
+from .windows import EPOCH, window_index
 
 if TYPE_CHECKING:
     from ..report.evaluate import WindowReport
     from .config import ModelConfig, RollupConfig
 
-__all__ = ["RollupEvaluation", "base_indices", "containing", "due_rollups", "evaluate_rollup",
-           "floor_to", "keep_from", "store_spec"]
+__all__ = ["RollupEvaluation", "base_indices", "containing", "evaluate_rollup", "floor_to",
+           "keep_from", "store_spec"]
 
 log = logging.getLogger(__name__)
 
@@ -49,31 +49,13 @@ def store_spec(cfg: ModelConfig) -> SummarySpec:
 
 def floor_to(t: datetime, every: timedelta) -> datetime:
     """The latest grid point ``EPOCH + k * every`` at or before ``t``."""
-    return EPOCH + ((t - EPOCH) // every) * every
+    return EPOCH + window_index(every, t) * every
 
 
 def base_indices(cfg: ModelConfig, rollup: RollupConfig, end: datetime) -> range:
     """Indices of the model's windows that tile the rollup window ending at ``end``."""
     last = (end - EPOCH) // cfg.every
     return range(last - rollup.window // cfg.every + 1, last + 1)
-
-
-def due_rollups(rollup: RollupConfig, *, after: datetime, done: datetime | None,
-                cap: int) -> tuple[list[datetime], int]:
-    """Ends of the rollup windows past ``after`` whose windows are all done (end <= ``done``).
-
-    At most ``cap`` (the newest); also returns how many older ones the cap skipped.
-    """
-    if done is None or done <= after:
-        return [], 0
-    first = floor_to(after, rollup.every) + rollup.every
-    ends = []
-    t = first
-    while t <= done:
-        ends.append(t)
-        t += rollup.every
-    skipped = max(0, len(ends) - cap)
-    return ends[skipped:], skipped
 
 
 def containing(cfg: ModelConfig, rollup: RollupConfig, index: int,

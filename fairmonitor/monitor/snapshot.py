@@ -41,30 +41,27 @@ def _number(v: Any) -> float | None:
 
 
 def _rollup(previous: Mapping[str, Any], result: Any) -> dict[str, Any]:
-    """A rollup window's values go under ``rollups[<name>]``: the model's own stay as they are."""
-    snap = dict(previous)
+    """A rollup window's values go under ``rollups[<name>]``: the model's own stay as they are.
+
+    As the exporter shows them: a store fault (no report, an error) changes nothing, and a
+    re-evaluation after late labels (phase ``labels``) does not move the rollup's window end.
+    """
+    if result.report is None and result.errors:
+        return dict(previous)
     rollups = dict(previous.get("rollups") or {})
-    before = rollups.get(result.rollup) or {}
-    inner = fold({"values": before.get("values") or {}}, _as_window(result))
-    rollups[result.rollup] = {"values": inner["values"], "window_end": result.end.isoformat(),
-                              "merged_windows": int(getattr(result, "merged_windows", 0)),
-                              "samples": int(result.n_rows)}
-    snap["rollups"] = rollups
-    return snap
+    entry = dict(rollups.get(result.rollup) or {})
+    entry["values"] = _fold_values(entry.get("values") or {}, result)
+    if result.phase != "labels":
+        entry.update(window_end=result.end.isoformat(),
+                     merged_windows=int(getattr(result, "merged_windows", 0)),
+                     samples=int(result.n_rows))
+    rollups[result.rollup] = entry
+    return {**previous, "rollups": rollups}
 
 
-def _as_window(result: Any) -> Any:
-    from dataclasses import replace
-
-    return replace(result, rollup="")
-
-
-def fold(previous: Mapping[str, Any], result: Any) -> dict[str, Any]:
-    """The snapshot after ``result`` (a ``WindowResult``) on top of ``previous``."""
-    if getattr(result, "rollup", ""):
-        return _rollup(previous, result)
-    snap = {k: v for k, v in previous.items() if k != "values"}
-    values = {m: dict(attrs) for m, attrs in (previous.get("values") or {}).items()}
+def _fold_values(previous: Mapping[str, Any], result: Any) -> dict[str, Any]:
+    """Per metric and attribute, what ``result`` reported on top of ``previous``."""
+    values = {m: dict(attrs) for m, attrs in previous.items()}
     report = result.report
     window = {"window_start": result.start.isoformat(), "window_end": result.end.isoformat(),
               "phase": result.phase}
@@ -83,6 +80,16 @@ def fold(previous: Mapping[str, Any], result: Any) -> dict[str, Any]:
                 values[metric][attr] = {"value": None, "version": result.version,
                                         "reason": "no rows in the window", "status": None,
                                         **window}
+    return values
+
+
+def fold(previous: Mapping[str, Any], result: Any) -> dict[str, Any]:
+    """The snapshot after ``result`` (a ``WindowResult``) on top of ``previous``."""
+    if getattr(result, "rollup", ""):
+        return _rollup(previous, result)
+    snap = {k: v for k, v in previous.items() if k != "values"}
+    values = _fold_values(previous.get("values") or {}, result)
+    report = result.report
     snap["values"] = values
     if result.phase != "labels":  # the model-level gauges follow the latest closed window
         snap.update(version=result.version or snap.get("version", ""),

@@ -335,3 +335,40 @@ def test_row_metrics_on_rollups_are_estimates_on_the_row_sample(tmp_path):
     # an estimate on 64 rows per group of the day's 1,920 (its error: see evaluate_summary)
     assert math.isfinite(value)
     assert any("row sample of at most 64 rows per group" in n for n in day.report.notes)
+
+
+class UnreadableStore(MemorySummaryStore):
+    """Stores, but cannot be read while ``down`` (a database outage)."""
+
+    down = False
+
+    def get(self, model, indices, part):
+        if self.down:
+            raise ConnectionError("summary database unreachable")
+        return super().get(model, indices, part)
+
+
+def test_a_rollup_whose_summaries_cannot_be_read_waits_for_the_next_tick(tmp_path):
+    frame = traffic(25, rows=60, seed=6)
+    cfg = load_config(config_text(), base_dir=tmp_path)
+    checkpoint, store = MemoryCheckpoint(), UnreadableStore()
+    registry = CollectorRegistry()
+    collector = FairnessCollector(registry, models=cfg.models)
+    hooks = {"export": collector.observe}
+    run_once(cfg, {"credit": MemorySource(frame)}, checkpoint, now=T0 + 23 * HOUR,
+             summaries=store, on_result=hooks)
+    store.down = True
+    failed = run_once(cfg, {"credit": MemorySource(frame)}, checkpoint, now=T0 + 25 * HOUR,
+                      summaries=store, on_result=hooks)
+    day = [r for r in failed if r.rollup]
+    assert len(day) == 1 and "summary database unreachable" in day[0].errors["rollup"]
+    assert checkpoint.load("credit").rollups == {"1d": T0}  # not moved past the day
+    assert "rollups" not in checkpoint.load("credit").last  # nothing reported, nothing kept
+    assert registry.get_sample_value("fairmonitor_errors_total",
+                                     {"model": "credit", "stage": "rollup"}) == 1
+    store.down = False
+    again = run_once(cfg, {"credit": MemorySource(frame)}, checkpoint, now=T0 + 25 * HOUR,
+                     summaries=store, on_result=hooks)
+    day = [r for r in again if r.rollup]
+    assert len(day) == 1 and day[0].ok and day[0].merged_windows == 24
+    assert checkpoint.load("credit").rollups == {"1d": T0 + DAY}
