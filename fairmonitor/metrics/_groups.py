@@ -9,6 +9,7 @@ only numpy.
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -149,6 +150,14 @@ def missing_mask(col: NDArray[Any]) -> NDArray[np.bool_]:
     if col.dtype.kind in "mM":
         return np.isnat(col)
     if col.dtype.kind == "O":
+        if col.size >= COMPILED_MIN_ROWS:
+            # one look at each distinct object instead of two comparisons per row
+            from ._groups_compiled import identity_codes
+
+            by_object, first = identity_codes(col)
+            flags = np.fromiter(map(_is_missing, col[first].tolist()), dtype=bool,
+                                count=first.size)
+            return flags[by_object] if flags.any() else np.zeros(col.size, dtype=bool)
         try:
             # two C loops (x != x marks NaN and NaT, x == None marks None): ~4x faster than a
             # Python call per value on the usual all-string column
@@ -252,10 +261,11 @@ def factorize(col: NDArray[Any]) -> tuple[NDArray[Any], NDArray[np.intp]]:
     """Sorted unique values and each row's index into them.
 
     Faster than ``np.unique(return_inverse=True)``, which argsorts the whole column: small
-    non-negative integers are counted (O(n)); Python objects (strings) are hashed, one dict
-    pass, then only the K distinct values are sorted (sorting 10^5 strings compares Python
-    objects ~10^6 times, 5-10x slower); anything else is sorted once and looked up with
-    ``searchsorted`` (O(n log K) for K groups).
+    non-negative integers are counted (O(n)); Python objects (strings) are hashed, then only
+    the K distinct values are sorted (sorting 10^5 strings compares Python objects ~10^6
+    times, 5-10x slower): long columns by object identity in one compiled pass
+    (:mod:`._groups_compiled`), short ones by value in one dict pass; anything else is sorted
+    once and looked up with ``searchsorted`` (O(n log K) for K groups).
 
     >>> uniques, codes = factorize(np.array(["b", "a", "b"], dtype=object))
     >>> uniques.tolist(), codes.tolist()
@@ -268,14 +278,43 @@ def factorize(col: NDArray[Any]) -> tuple[NDArray[Any], NDArray[np.intp]]:
     [1, 2, 'a']
     """
     uniques, codes, _ = _factorize_counted(col)
-    return uniques, codes
+    return uniques, codes.astype(np.intp, copy=False)
+
+
+#: Columns of at least this many rows are encoded by the compiled kernels of
+#: :mod:`._groups_compiled`; below, numpy and a dict pass cost less than loading numba.
+COMPILED_MIN_ROWS = 1 << 15
+
+
+def _narrowest(k: int) -> type[np.signedinteger[Any]]:
+    """The smallest signed integer type holding codes ``-1..k-1``: a code column is n long."""
+    return np.int8 if k < 2**7 else np.int16 if k < 2**15 else np.int32 if k < 2**31 \
+        else np.int64
+
+
+def _factorize_values(values: list[Any]) -> tuple[NDArray[Any], NDArray[np.intp]]:
+    """Sorted distinct values of a list of Python objects, and each one's index into them."""
+    distinct = list(dict.fromkeys(values))
+    try:
+        distinct.sort()
+    except TypeError:
+        # a mixed column (ints and strings, as databases and CSV readers produce): a
+        # deterministic order by type, then value; 1 and "1" stay two distinct groups
+        distinct.sort(key=_mixed_key)
+    uniques = np.empty(len(distinct), dtype=object)
+    uniques[:] = distinct  # element by element: tuples stay objects
+    index = {v: i for i, v in enumerate(distinct)}
+    return uniques, np.fromiter(map(index.__getitem__, values), dtype=np.intp,
+                                count=len(values))
 
 
 def _factorize_counted(col: NDArray[Any]
-                       ) -> tuple[NDArray[Any], NDArray[np.intp], NDArray[np.intp] | None]:
+                       ) -> tuple[NDArray[Any], NDArray[np.integer[Any]],
+                                  NDArray[np.intp] | None]:
     """:func:`factorize`, plus each unique value's rows when counting found them, else None.
 
-    Small non-negative integers are counted while factorizing; other columns give None.
+    Small non-negative integers and long object columns are counted while factorizing (the
+    latter's codes come in the narrowest integer type); other columns give None.
     """
     if col.dtype.kind in "iub" and col.size:
         lo, hi = int(col.min()), int(col.max())
@@ -293,19 +332,19 @@ def _factorize_counted(col: NDArray[Any]
             remap[present] = np.arange(present.size)
             return present.astype(col.dtype), remap[index], counts[present]
     if col.dtype.kind == "O":
-        values = col.tolist()
-        distinct = list(dict.fromkeys(values))
-        try:
-            distinct.sort()
-        except TypeError:
-            # a mixed column (ints and strings, as databases and CSV readers produce): a
-            # deterministic order by type, then value; 1 and "1" stay two distinct groups
-            distinct.sort(key=_mixed_key)
-        uniques = np.empty(len(distinct), dtype=object)
-        uniques[:] = distinct  # element by element: tuples stay objects
-        index = {v: i for i, v in enumerate(distinct)}
-        return uniques, np.fromiter(map(index.__getitem__, values), dtype=np.intp,
-                                    count=len(values)), None
+        if col.size < COMPILED_MIN_ROWS:
+            uniques, codes = _factorize_values(col.tolist())
+            return uniques, codes, None
+        from ._groups_compiled import count_codes, identity_codes, remap_codes
+
+        # rows by object identity, then the distinct objects by value (equal strings held
+        # by distinct objects meet there)
+        by_object, first = identity_codes(col)
+        uniques, object_codes = _factorize_values(col[first].tolist())
+        dtype = _narrowest(uniques.size)
+        codes = remap_codes(by_object, object_codes.astype(dtype),
+                            np.empty(col.size, dtype=dtype))
+        return uniques, codes, count_codes(codes, uniques.size)
     uniques = np.unique(col)
     return uniques, np.searchsorted(uniques, col).astype(np.intp), None
 
@@ -347,12 +386,7 @@ def encode_groups(
         )
     if n == 0:
         raise InvalidInputError("`sensitive_features` is empty; pass at least one row.")
-    per_column = [_factorize_counted(col) for col in columns.values()]
-    labels, codes = _combine([(u, c) for u, c, _ in per_column], n)
-    # one small-integer column was counted by factorizing it; otherwise count the codes
-    counts = per_column[0][2] if len(per_column) == 1 else None
-    if counts is None:
-        counts = np.bincount(codes, minlength=len(labels))
+    labels, codes, counts = _cross([_factorize_counted(col) for col in columns.values()], n)
     name = INTERSECTION_SEPARATOR.join(columns)
     return _exclude_small(codes, labels, counts, name, min_group_size)
 
@@ -361,35 +395,79 @@ def _plain(u: Any) -> Any:
     return u.item() if hasattr(u, "item") else u
 
 
-def _combine(per_column: list[tuple[NDArray[Any], NDArray[np.intp]]], n: int
-             ) -> tuple[list[Any], NDArray[np.intp]]:
-    """Labels and codes of the intersection of factorized columns (one column: itself)."""
+Factorized = tuple[NDArray[Any], NDArray[np.integer[Any]], NDArray[np.intp] | None]
+
+
+def _cross(per_column: list[Factorized], n: int
+           ) -> tuple[list[Any], NDArray[np.integer[Any]], NDArray[np.intp]]:
+    """Labels, codes (narrowest type) and counts of the intersection of factorized columns.
+
+    One column: itself. Several: the mixed-radix code of the per-column codes, compressed to
+    the observed cells; the radix is small, so the cells are counted rather than sorted
+    (``np.unique``), in one compiled pass for long columns.
+    """
     if len(per_column) == 1:
-        uniques, codes = per_column[0]
-        return [_plain(u) for u in uniques], codes.reshape(-1).astype(np.intp, copy=False)
-    # Mixed-radix code of the per-column codes, then compress to the observed cells; the
-    # radix is small, so the cells are counted (bincount) rather than sorted (np.unique).
-    combined = np.zeros(n, dtype=np.int64)
-    radix = 1
-    for uniques, inv in per_column:
-        combined *= len(uniques)
-        combined += inv.reshape(-1)
-        radix *= len(uniques)
-    if radix <= 4 * n + 1024:
-        present = np.flatnonzero(np.bincount(combined, minlength=radix))
-        remap = np.zeros(radix, dtype=np.intp)
-        remap[present] = np.arange(present.size)
-        cells, codes = present, remap[combined]
+        uniques, codes, counts = per_column[0]
+        if counts is None:
+            counts = np.bincount(codes, minlength=uniques.size)
+        labels = [_plain(u) for u in uniques]
+        return labels, codes.astype(_narrowest(len(labels)), copy=False), counts
+    radix = math.prod(len(u) for u, _, _ in per_column)
+    if radix <= 4 * n + 1024 and radix < 2**62:
+        if n >= COMPILED_MIN_ROWS:
+            from ._groups_compiled import remap_codes
+
+            combined = per_column[0][1]
+            cell_counts = np.zeros(0, dtype=np.int64)
+            radix = 1
+            for k, (uniques, codes, _) in enumerate(per_column):
+                if k == 0:
+                    radix = uniques.size
+                    continue
+                radix *= uniques.size
+                combined, cell_counts = _crossed(combined, codes, uniques.size, radix)
+            present = np.flatnonzero(cell_counts)
+            dtype = _narrowest(present.size)
+            remap = np.zeros(radix, dtype=dtype)
+            remap[present] = np.arange(present.size)
+            codes = remap_codes(combined, remap, np.empty(n, dtype=dtype))
+            counts = cell_counts[present]
+        else:
+            combined = np.zeros(n, dtype=np.int64)
+            for uniques, inv, _ in per_column:
+                combined *= len(uniques)
+                combined += inv.reshape(-1)
+            cell_counts = np.bincount(combined, minlength=radix)
+            present = np.flatnonzero(cell_counts)
+            remap = np.zeros(radix, dtype=np.intp)
+            remap[present] = np.arange(present.size)
+            codes, counts = remap[combined], cell_counts[present]
+        cells = present
     else:
-        cells, codes = np.unique(combined, return_inverse=True)
+        combined = np.zeros(n, dtype=np.int64)
+        for uniques, inv, _ in per_column:
+            combined *= len(uniques)
+            combined += inv.reshape(-1)
+        cells, codes, counts = np.unique(combined, return_inverse=True, return_counts=True)
     labels = []
     for cell in cells:
         parts = []
-        for uniques, _ in reversed(per_column):
+        for uniques, _, _ in reversed(per_column):
             cell, j = divmod(int(cell), len(uniques))
             parts.append(_plain(uniques[j]))
         labels.append(tuple(reversed(parts)))
-    return labels, codes.reshape(-1).astype(np.intp, copy=False)
+    codes = codes.reshape(-1)
+    return labels, codes.astype(_narrowest(len(labels)), copy=False), counts
+
+
+def _crossed(left: NDArray[Any], right: NDArray[Any], k_right: int, radix: int
+             ) -> tuple[NDArray[np.integer[Any]], NDArray[np.int64]]:
+    """One compiled mixed-radix step: codes ``left * k_right + right`` and each cell's count."""
+    from ._groups_compiled import cross_codes
+
+    out = np.empty(left.size, dtype=np.int32 if radix < 2**31 else np.int64)
+    counts = cross_codes(left, right, np.int64(k_right), np.int64(radix), out)
+    return out, counts
 
 
 def encode_attributes(columns: Any, *, intersection: bool = True, validated: bool = False
@@ -399,7 +477,8 @@ def encode_attributes(columns: Any, *, intersection: bool = True, validated: boo
     The intersection's codes are derived from the attributes' codes (mixed radix), not by
     factorizing the string columns again: one pass per column per window, shared by every
     metric (pass a :class:`Groups` as ``sensitive_features``). ``validated`` skips the
-    missing-value check for columns that already passed :func:`sensitive_columns`.
+    missing-value check for columns that already passed :func:`sensitive_columns`. Codes come
+    in the narrowest integer type (1 byte a row for < 128 groups, not 8).
 
     >>> g = encode_attributes({"sex": np.array(["F", "M", "F"]),
     ...                        "race": np.array(["a", "a", "b"])})
@@ -410,29 +489,16 @@ def encode_attributes(columns: Any, *, intersection: bool = True, validated: boo
     n = len(next(iter(columns.values())))
     if n == 0:
         raise InvalidInputError("`sensitive_features` is empty; pass at least one row.")
-    per_column = {name: factorize(col) for name, col in columns.items()}
+    per_column = {name: _factorize_counted(col) for name, col in columns.items()}
     out = {}
     for name, fact in per_column.items():
-        labels, codes = _combine([fact], n)
-        out[name] = _narrow(codes, labels, name)
+        labels, codes, counts = _cross([fact], n)
+        out[name] = Groups(codes, tuple(labels), counts, name, {})
     if intersection and len(columns) > 1:
-        labels, codes = _combine(list(per_column.values()), n)
-        out[INTERSECTION_SEPARATOR.join(columns)] = _narrow(
-            codes, labels, INTERSECTION_SEPARATOR.join(columns))
+        name = INTERSECTION_SEPARATOR.join(columns)
+        labels, codes, counts = _cross(list(per_column.values()), n)
+        out[name] = Groups(codes, tuple(labels), counts, name, {})
     return out
-
-
-def _narrow(codes: NDArray[np.intp], labels: list[Any], name: str) -> Groups:
-    """Build Groups with codes in the narrowest integer type.
-
-    1 byte a row for < 128 groups, not 8: a window holds one code column per attribute and
-    intersection.
-    """
-    k = len(labels)
-    dtype = np.int8 if k < 2**7 else np.int16 if k < 2**15 else np.int32 if k < 2**31 else None
-    counts = np.bincount(codes, minlength=k)
-    return Groups(codes if dtype is None else codes.astype(dtype), tuple(labels), counts, name,
-                  {})
 
 
 def contiguous_groups(labels: tuple[Any, ...], counts: NDArray[np.intp], name: str) -> Groups:

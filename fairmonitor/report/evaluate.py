@@ -521,7 +521,11 @@ def _checked_inputs(window: Window) -> tuple[dict[str, Any], dict[str, Exception
     with its error (NaN plus the reason, as when each metric checked its own input), the
     others are unaffected.
     """
-    checks = (("y_pred", check_binary), ("y_true", check_binary), ("y_score", check_scores))
+    # 0/1 as a byte a row, not a float; the scores are only read (the summary lays out its
+    # own copy), so valid float64 scores are not copied
+    checks: tuple[tuple[str, Callable[[Any, str], NDArray[Any]]], ...] = (
+        ("y_pred", _binary_int8), ("y_true", _binary_int8),
+        ("y_score", functools.partial(check_scores, copy=False)))
     inputs: dict[str, Any] = {}
     failed: dict[str, Exception] = {}
     for name, check in checks:
@@ -530,8 +534,6 @@ def _checked_inputs(window: Window) -> tuple[dict[str, Any], dict[str, Exception
             continue
         try:
             checked = check(value, name)
-            if name != "y_score":
-                checked = checked.astype(np.int8)  # 0/1: a byte a row, not a float
             if checked.size != window.n_rows:
                 raise InvalidInputError(
                     f"`sensitive_features` has {window.n_rows} rows but `{name}` has "
@@ -545,6 +547,15 @@ def _checked_inputs(window: Window) -> tuple[dict[str, Any], dict[str, Exception
         inputs.pop("y_pred", None)
         failed["y_pred"] = failed["y_score"]
     return inputs, failed
+
+
+def _binary_int8(value: Any, name: str) -> NDArray[np.int8]:
+    """0/1 labels or predictions as int8, checked (integers and booleans in two reductions)."""
+    arr = np.asarray(value)
+    if arr.ndim == 1 and arr.size and arr.dtype.kind in "biu" \
+            and arr.min() >= 0 and arr.max() <= 1:
+        return arr.astype(np.int8, copy=False)
+    return check_binary(arr, name).astype(np.int8)
 
 
 #: evaluate_window's summary: raw scores, no row sample (the rows are at hand).

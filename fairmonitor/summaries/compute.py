@@ -113,7 +113,27 @@ def pseudo_rows(attr: AttributeSummary) -> tuple[NDArray[np.float64], Groups]:
     parts = [g.scores for g in attr.groups.values()]
     if any(p is None for p in parts):
         raise InvalidInputError(f"attribute '{attr.name}' keeps cells, not raw scores")
-    return np.concatenate(parts), contiguous_groups(attr.labels, attr.counts, attr.name)
+    return _joined(parts), contiguous_groups(attr.labels, attr.counts, attr.name)
+
+
+def _joined(parts: list[NDArray[np.float64]]) -> NDArray[np.float64]:
+    """``np.concatenate(parts)``, or the buffer they are consecutive views of (no copy).
+
+    :func:`~fairmonitor.summaries.summarize` lays a window's scores out group after group in
+    one buffer per attribute and keeps views of it: the rows are already there.
+    """
+    base = parts[0].base
+    if isinstance(base, np.ndarray) and base.ndim == 1 and base.dtype == np.float64 \
+            and base.flags.c_contiguous and all(p.base is base for p in parts) \
+            and base.size == sum(p.size for p in parts):
+        at = base.__array_interface__["data"][0]
+        for p in parts:
+            if p.__array_interface__["data"][0] != at or p.strides != base.strides:
+                break
+            at += p.nbytes
+        else:
+            return base
+    return np.concatenate(parts)
 
 
 def _two_groups(metric: str, kept: Groups) -> bool:

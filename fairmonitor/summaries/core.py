@@ -42,7 +42,7 @@ from numpy.typing import NDArray
 
 from .._validation import check_scores
 from ..exceptions import InvalidInputError
-from ..metrics._groups import Groups, encode_attributes
+from ..metrics._groups import COMPILED_MIN_ROWS, Groups, encode_attributes
 from ..metrics._madd.bandwidth import _grid
 
 __all__ = ["DYADIC_BITS", "SUMMARY_VERSION", "AttributeSummary", "GroupSummary",
@@ -505,6 +505,10 @@ def _feature_columns(X: Any) -> dict[str, NDArray[Any]]:
 def _outcome_counts(codes: NDArray[np.intp], pred: NDArray[np.int8],
                     true: NDArray[np.int8] | None, k: int) -> NDArray[np.int64]:
     """Rows per (group, label * 2 + prediction), in blocks: no n-long temporary."""
+    if codes.size >= COMPILED_MIN_ROWS:  # one compiled pass
+        from ..metrics._groups_compiled import outcome_counts
+
+        return outcome_counts(codes, k, pred, np.zeros(0, np.int8) if true is None else true)
     counts = np.zeros(4 * k, dtype=np.int64)
     for lo in range(0, codes.size, 1 << 16):
         cell = codes[lo:lo + (1 << 16)].astype(np.intp) * 4 + pred[lo:lo + (1 << 16)]
@@ -512,6 +516,27 @@ def _outcome_counts(codes: NDArray[np.intp], pred: NDArray[np.int8],
             cell += 2 * true[lo:lo + (1 << 16)]
         counts += np.bincount(cell, minlength=4 * k)
     return counts.reshape(k, 4)
+
+
+def _group_rows(codes: NDArray[np.integer[Any]], counts: NDArray[np.intp],
+                score: NDArray[np.float64] | None, *, need_rows: bool
+                ) -> tuple[NDArray[np.float64] | None, NDArray[np.intp] | None]:
+    """``score`` laid out group after group (each group's rows in row order), and the rows.
+
+    The stable argsort of the codes, by counting (compiled, O(n)) for long windows: no
+    sort, and no row index unless ``need_rows`` (the row sample needs it).
+    """
+    if codes.size < COMPILED_MIN_ROWS:
+        order = np.argsort(codes.astype(np.int16) if counts.size < 2**15 else codes,
+                           kind="stable")
+        return (None if score is None else score[order]), order
+    from ..metrics._groups_compiled import group_layout, group_order
+
+    order = group_order(codes, counts, np.empty(codes.size, dtype=np.intp)) if need_rows \
+        else None
+    if score is None:
+        return None, order
+    return group_layout(codes, counts, score, np.empty(codes.size)), order
 
 
 def _smallest(keys: NDArray[np.uint64], k: int) -> NDArray[np.intp]:
@@ -571,12 +596,13 @@ def summarize(
     if groups is None:
         groups = encode_attributes(sensitive_features, intersection=intersection)
     n = next(iter(groups.values())).codes.size
-    score = None if y_score is None else check_scores(y_score, "y_score")
+    # read only: the scores are laid out group by group into the summary's own buffers
+    score = None if y_score is None else check_scores(y_score, "y_score", copy=False)
     if y_pred is None and score is not None:
         y_pred = (score >= threshold).astype(np.int8)
-    # 0/1 as int8: 1 byte a row, not 8 (the window may hold 10^7 rows)
-    pred = None if y_pred is None else np.asarray(y_pred).astype(np.int8)
-    true = None if y_true is None else np.asarray(y_true).astype(np.int8)
+    # 0/1 as int8: 1 byte a row, not 8 (the window may hold 10^7 rows); int8 input is not copied
+    pred = None if y_pred is None else np.asarray(y_pred).astype(np.int8, copy=False)
+    true = None if y_true is None else np.asarray(y_true).astype(np.int8, copy=False)
     for name, arr in (("y_pred", pred), ("y_score", score), ("y_true", true)):
         if arr is not None and arr.size != n:
             raise InvalidInputError(
@@ -599,26 +625,36 @@ def summarize(
             pos = both[:, 1] + both[:, 3]  # predicted 1, either label
             if true is not None:
                 conf = both[:, [3, 1, 2, 0]]  # (tp, fp, fn, tn)
-        order = np.argsort(codes.astype(np.int16) if k < 2**15 else codes, kind="stable")
+        # each group's scores in one buffer, group after group (views of it are the groups'
+        # raw scores: no copy per group), and the rows behind them when a sample is drawn
+        grouped, order = _group_rows(codes, g.counts, score, need_rows=keys is not None)
         bounds = np.r_[0, np.cumsum(g.counts)]
+        parts = []
+        for j in range(k):
+            part = None
+            if grouped is not None:
+                part = grouped[bounds[j]:bounds[j + 1]]
+                part.sort()
+            parts.append(part)
+        # a group summarized as cells must not pin the buffer through a small raw neighbour
+        raw_only = spec.max_raw is None or all(int(c) <= spec.max_raw for c in g.counts)
         per_group = {}
         for j, label in enumerate(g.labels):
-            rows = order[bounds[j]:bounds[j + 1]]
             moments = scores = cells = None
-            if score is not None:
-                part = score[rows]  # a fresh gathered copy: sort it in place
-                part.sort()
+            part = parts[j]
+            if part is not None:
                 # einsum, not np.dot: BLAS threads stall on a busy machine
                 moments = (float(part.sum()), float(np.einsum("i,i->", part, part)),
                            float(part[0]),
                            float(part[-1]))
                 if spec.max_raw is None or part.size <= spec.max_raw:
-                    scores = part
+                    scores = part if raw_only else part.copy()
                 else:
                     cells = _cells_of(part, edges)  # type: ignore[arg-type]
-            if keys is None:
-                group_keys, chosen = np.zeros(0, dtype=np.uint64), rows[:0]
+            if keys is None or order is None:
+                group_keys, chosen = np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.intp)
             else:
+                rows = order[bounds[j]:bounds[j + 1]]
                 group_keys = keys[rows]
                 pick = _smallest(group_keys, spec.sample_size)
                 group_keys, chosen = group_keys[pick], rows[pick]

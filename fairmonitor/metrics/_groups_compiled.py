@@ -1,0 +1,168 @@
+"""Compiled group-encoding kernels (numba): one pass over the rows where numpy makes several.
+
+A window is encoded once (:func:`~fairmonitor.metrics._groups.encode_attributes`) and every
+metric reads the codes, so this is the part of a window's cost that grows with its rows
+whatever the metrics. Three kernels:
+
+- :func:`identity_codes` factorizes an object column (strings, as pandas hands them out) by
+  the identity of its objects: an object array is a C array of ``PyObject *``, and rows
+  holding the same object hold the same value. A hash table of the K distinct pointers
+  gives every row a code in one pass (~3 ns a row), and only the K distinct objects are
+  compared as values afterwards: the dict pass over 10^6 Python strings it replaces costs
+  ~45 ms a column. Columns whose equal strings are distinct objects (no interning) still
+  give the same codes, through the value pass over the distinct objects.
+- :func:`cross_codes` derives an intersection's codes from its attributes' codes (mixed
+  radix), counting each cell in the same pass: no ``int64`` temporary per row.
+- :func:`group_layout` and :func:`group_order` lay rows out group after group (a stable
+  counting sort, O(n)) instead of a stable argsort of the codes.
+
+numba is already a dependency (HFM, MADD); this module is imported only for columns of at
+least ``_groups.COMPILED_MIN_ROWS`` rows, so ``import fairmonitor`` does not load numba.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ._madd.compiled import _compiled
+
+#: Fibonacci hashing's multiplier (2^64 / golden ratio): spreads aligned pointers over the
+#: table's slots (their low 4 bits are always zero).
+_SPREAD = np.uint64(0x9E3779B97F4A7C15)
+
+
+@_compiled
+def _identity_pass(words, capacity, codes):  # pragma: no cover - compiled
+    """Codes of ``words`` by first occurrence, with a table of ``capacity`` slots.
+
+    Returns the number of distinct words and the row of each one's first occurrence, or -1
+    when more than ``capacity // 2`` distinct words turn up (the caller retries with a larger
+    table: growing inside the loop keeps numba from keeping the table in registers).
+    """
+    table = np.full(capacity, -1, np.int64)
+    keys = np.empty(capacity // 2, np.uint64)
+    first = np.empty(capacity // 2, np.int64)
+    mask = np.uint64(capacity - 1)
+    k = 0
+    for i in range(words.size):
+        w = words[i]
+        slot = ((w * _SPREAD) >> np.uint64(32)) & mask
+        while True:
+            t = table[slot]
+            if t >= 0:
+                if keys[t] == w:
+                    codes[i] = t
+                    break
+                slot = (slot + np.uint64(1)) & mask  # linear probing
+            else:
+                if k == capacity // 2:
+                    return -1, first
+                table[slot] = k
+                keys[k] = w
+                first[k] = i
+                codes[i] = k
+                k += 1
+                break
+    return k, first
+
+
+def identity_codes(col: NDArray[Any]) -> tuple[NDArray[np.int32], NDArray[np.int64]]:
+    """Codes of an object column's rows by object identity, and each object's first row.
+
+    >>> a, b = "x" * 3, "y" * 3
+    >>> codes, first = identity_codes(np.array([a, b, a, a], dtype=object))
+    >>> codes.tolist(), first.tolist()
+    ([0, 1, 0, 0], [0, 1])
+    """
+    if col.dtype != object or col.ndim != 1:
+        raise TypeError("identity_codes takes a 1-D object array")
+    col = np.ascontiguousarray(col)
+    # the pointers themselves, read in place: valid while `col` (which holds a reference to
+    # every object) is alive, i.e. for this function's duration
+    words = np.frombuffer((ctypes.c_size_t * col.size).from_address(col.ctypes.data),
+                          dtype=np.uint64) if col.size else np.zeros(0, np.uint64)
+    codes = np.empty(col.size, dtype=np.int32)
+    capacity = 256
+    while True:
+        k, first = _identity_pass(words, capacity, codes)
+        if k >= 0:
+            return codes, first[:k].copy()
+        capacity *= 16
+
+
+@_compiled
+def count_codes(codes, k):  # pragma: no cover - compiled
+    """``np.bincount(codes, minlength=k)`` for codes in ``0..k-1`` (negative codes skipped),
+    without bincount's ``intp`` copy of narrow codes."""
+    counts = np.zeros(k, np.int64)
+    for i in range(codes.size):
+        c = codes[i]
+        if c >= 0:
+            counts[c] += 1
+    return counts
+
+
+@_compiled
+def cross_codes(left, right, k_right, radix, out):  # pragma: no cover - compiled
+    """``out = left * k_right + right`` and the count of every cell ``0..radix-1``."""
+    counts = np.zeros(radix, np.int64)
+    for i in range(left.size):
+        c = np.int64(left[i]) * k_right + np.int64(right[i])
+        out[i] = c
+        counts[c] += 1
+    return counts
+
+
+@_compiled
+def remap_codes(codes, remap, out):  # pragma: no cover - compiled
+    """``out[i] = remap[codes[i]]`` without numpy's ``intp`` copy of the index."""
+    for i in range(codes.size):
+        out[i] = remap[codes[i]]
+    return out
+
+
+@_compiled
+def group_order(codes, counts, out):  # pragma: no cover - compiled
+    """The stable argsort of ``codes`` (kept rows, code >= 0), by counting: O(n), no sort."""
+    at = np.zeros(counts.size, np.int64)
+    for j in range(1, counts.size):
+        at[j] = at[j - 1] + counts[j - 1]
+    for i in range(codes.size):
+        c = codes[i]
+        if c >= 0:
+            out[at[c]] = i
+            at[c] += 1
+    return out
+
+
+@_compiled
+def group_layout(codes, counts, values, out):  # pragma: no cover - compiled
+    """``values`` laid out group after group, each group's rows in row order (stable)."""
+    at = np.zeros(counts.size, np.int64)
+    for j in range(1, counts.size):
+        at[j] = at[j - 1] + counts[j - 1]
+    for i in range(codes.size):
+        c = codes[i]
+        if c >= 0:
+            out[at[c]] = values[i]
+            at[c] += 1
+    return out
+
+
+@_compiled
+def outcome_counts(codes, k, pred, true):  # pragma: no cover - compiled
+    """Rows per (group, ``2 * label + prediction``); ``true`` empty when there are no labels."""
+    counts = np.zeros((k, 4), np.int64)
+    labelled = true.size > 0
+    for i in range(codes.size):
+        c = codes[i]
+        if c >= 0:
+            cell = np.int64(pred[i])
+            if labelled:
+                cell += 2 * np.int64(true[i])
+            counts[c, cell] += 1
+    return counts
