@@ -96,8 +96,10 @@ def identity_codes(col: NDArray[Any]) -> tuple[NDArray[np.int32], NDArray[np.int
 
 @_compiled
 def count_codes(codes, k):  # pragma: no cover - compiled
-    """``np.bincount(codes, minlength=k)`` for codes in ``0..k-1`` (negative codes skipped),
-    without bincount's ``intp`` copy of narrow codes."""
+    """``np.bincount(codes, minlength=k)`` without bincount's ``intp`` copy of narrow codes.
+
+    Negative codes (rows of excluded groups) are skipped.
+    """
     counts = np.zeros(k, np.int64)
     for i in range(codes.size):
         c = codes[i]
