@@ -49,7 +49,7 @@ def _identity_pass(words, capacity, codes):  # pragma: no cover - compiled
     mask = np.uint64(capacity - 1)
     k = 0
     for i in range(words.size):
-        w = words[i]
+        w = np.uint64(words[i])  # a pointer (size_t) widened: 32-bit platforms too
         slot = ((w * _SPREAD) >> np.uint64(32)) & mask
         while True:
             t = table[slot]
@@ -84,7 +84,7 @@ def identity_codes(col: NDArray[Any]) -> tuple[NDArray[np.int32], NDArray[np.int
     # the pointers themselves, read in place: valid while `col` (which holds a reference to
     # every object) is alive, i.e. for this function's duration
     words = np.frombuffer((ctypes.c_size_t * col.size).from_address(col.ctypes.data),
-                          dtype=np.uint64) if col.size else np.zeros(0, np.uint64)
+                          dtype=np.uintp) if col.size else np.zeros(0, np.uintp)
     codes = np.empty(col.size, dtype=np.int32)
     capacity = 256
     while True:
