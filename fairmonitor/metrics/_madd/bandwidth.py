@@ -2,9 +2,10 @@
 
 MADD is computed on the grid ``h = 1/m`` for ``m = max_bins..1``; the value is the mean over the
 interval of ``h`` (width >= 0.45 * h_sup, >= 50 grid steps) where MADD is most stable.
-:func:`_grid` lays out the bins of every ``m`` among all distinct edges, so one
-``searchsorted`` per group gives every histogram (:func:`_edge_counts`); :func:`_stable_interval`
-finds the interval with cumulative sums, compiled (:mod:`.compiled`).
+:func:`_grid` lays out the bins of every ``m`` among all distinct edges, so one merge walk of
+the edges against a group's sorted scores gives every histogram (:func:`_edges_below`,
+:func:`_edge_shares`); :func:`_stable_interval` finds the interval with cumulative sums. The
+loops are compiled (:mod:`.compiled`).
 """
 
 from __future__ import annotations

@@ -1,20 +1,30 @@
-"""MADD's compiled kernels (numba): "auto"'s curve and interval search, fixed-bandwidth bins.
+"""MADD's compiled kernels (numba): "auto"'s groups and pairs, fixed-bandwidth bins.
 
-A pair of groups costs two things whatever the rows: the MADD curve (one sum per bin count
-``m``, 499 of them) and Algorithm 1's search over every interval ``[i, j]`` of the curve
-(~10^5 intervals). In numpy the search is a dozen passes over an ``N x N`` table (~10 ms a
-pair, 95% of a 10^4-row window with an intersection of 10 groups) and the curve 499 Python-level
-``np.sum`` calls (~1 ms). Compiled, both are one pass over registers, well under 1 ms.
+"auto" works on a grid of ~125k bins (every bin of every ``m`` in 1..499). A group costs two
+passes: :func:`edges_below` locates the ~79k distinct edges among its sorted scores by a
+galloping merge walk (O(E + n), not a binary search per edge), and :func:`bin_shares` turns the
+positions into every bin's share ``count / n`` in one pass. A pair costs one call,
+:func:`auto_pair`: the MADD curve (one pairwise sum of ``|share_a - share_b|`` per ``m``, no
+array of gaps), Algorithm 1's search over every interval ``[i, j]`` of the curve
+(:func:`stable_interval_search`), the mean over the interval and its null terms. Per pair the
+numpy steps cost more in call overhead than in arithmetic, hence the single call.
+
+The search skips most of the ~10^5 intervals: a row (start ``i``) whose shortest interval
+``[i, first]`` already has too many squared deviations cannot hold the answer, and a prefix-sum
+floor of them (:func:`_deviations_floor`, with a bound on its round-off) tells so in O(1);
+only the remaining rows (a few dozen) are computed, with the table's arithmetic.
 
 **Bit for bit the numpy results.** No fast-math (LLVM neither reassociates nor fuses a
-multiply-add then); :func:`_pairwise_sum` is numpy's own pairwise summation (8 accumulators,
+multiply-add then); :func:`_tree_sum` is numpy's own pairwise summation (8 accumulators,
 blocks of 128, halves rounded to multiples of 8, started from the identity 0.0), so each curve
 value is the bits ``np.sum`` gives for that slice, i.e. the bits of a fixed-bandwidth
-:func:`~fairmonitor.metrics.madd` call; the search runs the same operations on each interval
-in the same order as the former numpy table (a cumulative sum of ``values - values[i]`` and of
-its square from ``i``, divided by the size, mean squared subtracted), so the chosen interval and
-its standard deviation are unchanged. ``tests/metrics/test_madd.py`` keeps the numpy versions
-as oracles.
+:func:`~fairmonitor.metrics.madd` call; the shares are numpy's IEEE division ``counts / n``;
+the search runs the same operations on each interval it computes in the same order as the
+former numpy table (a cumulative sum of ``values - values[i]`` and of its square from ``i``,
+divided by the size, mean squared subtracted), so the chosen interval and its standard
+deviation are unchanged; the mean is ``np.mean``'s (the pairwise sum over the size) and the
+null terms ``np.add.reduceat``'s (each segment's first term plus the pairwise sum of the rest).
+``tests/metrics/test_madd.py`` keeps the numpy versions as oracles.
 
 A fixed bandwidth costs one pass over the rows: :func:`histograms_by_group` bins every score
 with ``np.histogram``'s rule (the counts are numpy's to the last row, edge ties included) at its
@@ -393,7 +403,7 @@ def first_ends(h, min_length, extend, min_points):  # pragma: no cover - compile
 
 @_compiled
 def _reduceat_sum(a, lo, n):  # pragma: no cover - compiled
-    """One segment of ``np.add.reduceat``: its first value plus numpy's pairwise sum of the rest."""
+    """One segment of ``np.add.reduceat``: its first value plus the pairwise sum of the rest."""
     return a[lo] + _pairwise_sum(a, lo + 1, n - 1)
 
 
@@ -424,13 +434,13 @@ def auto_pair(share_a, share_b, below_a, below_b, n_a, n_b, scale, grid, first_e
               ):  # pragma: no cover - compiled
     """MADD "auto" of one pair: ``(i, j, variance, value, null, rep)``, or ``i = -1``.
 
-    ``share_*`` and ``below_*`` are :func:`bin_shares` and :func:`edges_below` of each group,
-    ``grid`` the grid's ``(lo, hi, start, stop)``.
     The curve, Algorithm 1's interval ``[i, j]`` with its variance, the mean MADD over it
     (``np.mean``'s bits: the identity plus the pairwise sum, divided by the size), the mean
     null term (``scale`` is ``sqrt(2/pi * (1/n_a + 1/n_b))``) and ``rep``, the first grid
-    point whose MADD is closest to the mean (``np.argmin``). One call per pair: the numpy
-    steps it replaces cost more in call overhead than in arithmetic.
+    point whose MADD is closest to the mean (``np.argmin``). ``share_*`` and ``below_*`` are
+    each group's :func:`bin_shares` and :func:`edges_below`, ``grid`` the grid's ``(lo, hi,
+    start, stop)``. One call per pair: the numpy steps it replaces cost more in call overhead
+    than in arithmetic.
     """
     curve = madd_curve(share_a, share_b, grid[2], grid[3])
     i, j, variance = stable_interval_search(curve, first_end, tie)
