@@ -153,7 +153,8 @@ def _stable_interval(h: NDArray[np.float64], values: NDArray[np.float64], min_le
     first_end = _first_ends(h, min_length, extend=extend)
     # the std of values[i..j] for every start i and end j: cumulative sums of values - values[i]
     # (centring on the interval's first value keeps the sums small, no cancellation, and makes
-    # a flat run exactly 0), one compiled pass per start instead of an N x N numpy table
+    # a flat run exactly 0), one compiled pass per start that can hold the answer instead of an
+    # N x N numpy table (the other starts are skipped in O(1))
     row, col, variance = stable_interval_search(
         np.ascontiguousarray(values, dtype=np.float64), first_end, _STD_TIE)
     return int(row), int(col), math.sqrt(max(float(variance), 0.0))

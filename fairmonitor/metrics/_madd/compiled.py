@@ -87,6 +87,7 @@ def _block_sum(a, lo, n):  # pragma: no cover - compiled
 
 @_compiled
 def _gap(a, b, i):  # pragma: no cover - compiled
+    """One MADD term ``|a[i] - b[i]|``."""
     return abs(a[i] - b[i])
 
 
