@@ -30,14 +30,8 @@ import numpy as np
 from fairmonitor._validation import check_scores
 from fairmonitor.metrics import madd, madd_h_sup
 from fairmonitor.metrics._groups import encode_groups
-from fairmonitor.metrics._madd.madd import (
-    LENGTH_FRACTION,
-    _auto_pair,
-    _edge_counts,
-    _grid,
-    _Prepared,
-    _stable_interval,
-)
+from fairmonitor.metrics._madd.bandwidth import _edge_shares, _stable_interval
+from fairmonitor.metrics._madd.madd import LENGTH_FRACTION, _auto_pair, _grid, _Prepared
 
 
 def data(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -58,7 +52,8 @@ def best_of(funcs: dict[str, Callable[[], Any]], repeats: int) -> dict[str, floa
 
 def kernel(parts: list[np.ndarray]) -> float:
     grid = _grid(499, None)
-    a, b = (_Prepared(k, p.size, _edge_counts(np.sort(p), grid)) for k, p in enumerate(parts))
+    a, b = (_Prepared(k, p.size, None, *_edge_shares(np.sort(p), grid))
+            for k, p in enumerate(parts))
     return _auto_pair(a, b, grid, None).value
 
 

@@ -34,6 +34,7 @@ from ..metrics._abpc_abcc import kde as _kde
 from ..metrics._abpc_abcc.areas import _pairs, _w1_sorted
 from ..metrics._calibration import calibration_from_sums
 from ..metrics._groups import Groups, _exclude_small, contiguous_groups
+from ..metrics._madd.bandwidth import _shares_below
 from ..metrics._madd.madd import (
     MADDResult,
     _auto_pair,
@@ -183,18 +184,19 @@ def madd_from_summary(attr: AttributeSummary, *, max_bins_cells: int, agg: str =
         # values < each wanted edge: the counts of the cells below it
         below = np.r_[0, np.cumsum(count)][np.searchsorted(index, where)]
         below[-1] = g.n  # the last bin is closed at 1
-        per_bin = np.diff(below) if grid is None else below[grid.hi] - below[grid.lo]
         # "auto": the shares once per group, not once per pair (as the raw path prepares)
-        prepared.append(_Prepared(k, g.n, per_bin, None if grid is None else per_bin / g.n))
+        prepared.append(_Prepared(k, g.n, np.diff(below)) if grid is None
+                        else _Prepared(k, g.n, None, *_shares_below(below, grid, g.n)))
     pairs = []
     size = len(prepared)
     matrix = np.zeros((size, size))
     for i in range(size):
         for j in range(i + 1, size):
             a, b = prepared[i], prepared[j]
-            pair = (_fixed_pair(a, b, plan.n_bins) if grid is None
-                    else _auto_pair(a, b, grid, plan.compat))
-            pairs.append(replace(pair, groups=(kept.labels[i], kept.labels[j])))
+            labels = (kept.labels[i], kept.labels[j])
+            pair = (replace(_fixed_pair(a, b, plan.n_bins), groups=labels) if grid is None
+                    else _auto_pair(a, b, grid, plan.compat, labels))
+            pairs.append(pair)
             matrix[i, j] = matrix[j, i] = pair.value
     pm = PairwiseMatrix("madd", attr.name, kept.labels, kept.counts, matrix)
     worst = max(pairs, key=lambda p: p.value)

@@ -709,5 +709,136 @@ def test_compiled_curve_equals_numpy_sums(seed, n_a, n_b, decimals):
     ca, cb = _edge_counts(a, grid), _edge_counts(b, grid)
     per_bin = np.abs(ca / n_a - cb / n_b)
     expected = [per_bin[lo:hi].sum() for lo, hi in zip(grid.start.tolist(), grid.stop, strict=True)]
-    got = madd_curve(ca / n_a, cb / n_b, grid.start, grid.start + grid.bins, np.empty(ca.size))
+    got = madd_curve(ca / n_a, cb / n_b, grid.start, grid.start + grid.bins)
     assert got.tolist() == expected  # bit for bit, as a fixed-bandwidth call
+
+
+# --------------------------------------------------------------------------- compiled "auto"
+# The numpy implementation of "auto" before the pair became one compiled call (issue 18,
+# second pass), kept as the oracle: per-group counts by one searchsorted (or, for few scores,
+# a bincount over the edges) and ``counts / n``; per pair the curve of np.sum per m, the numpy
+# table's interval, np.mean, np.add.reduceat of the null terms and np.argmin. Every MADDPair
+# field must keep its bits.
+
+
+def _former_edge_counts(sorted_scores, grid):
+    if sorted_scores.size * 8 < grid.edges.size:
+        ahead = np.searchsorted(grid.edges, sorted_scores, side="right")
+        below = np.cumsum(np.bincount(ahead, minlength=grid.edges.size + 1)[:-1])
+    else:
+        below = np.searchsorted(sorted_scores, grid.edges, side="left")
+    below[-1] = sorted_scores.size
+    return below[grid.hi] - below[grid.lo]
+
+
+def _former_auto_pair(a, b, grid, compat):
+    from fairmonitor.metrics._madd.bandwidth import (
+        COMPAT_MIN_LENGTH,
+        LENGTH_FRACTION,
+        _null_terms,
+    )
+
+    n_a, n_b = a.size, b.size
+    ca, cb = _former_edge_counts(np.sort(a), grid), _former_edge_counts(np.sort(b), grid)
+    per_bin = np.abs(ca / n_a - cb / n_b)
+    curve = np.array([per_bin[lo:hi].sum() for lo, hi in zip(grid.start, grid.stop, strict=True)])
+    h_sup = madd_h_sup(n_a, n_b)
+    if compat == "maddlib":
+        found = _table_interval(grid.h, curve, COMPAT_MIN_LENGTH, extend=False)
+    else:
+        found = _table_interval(grid.h, curve, LENGTH_FRACTION * h_sup, extend=True)
+    if found is None:
+        return None
+    i, j, std = found
+    value = float(np.mean(curve[i : j + 1]))
+    lo, hi = int(grid.start[i]), int(grid.stop[j])
+    nulls = np.add.reduceat(_null_terms(ca[lo:hi], cb[lo:hi], n_a, n_b),
+                            grid.start[i : j + 1] - lo)
+    m = int(grid.bins[i + int(np.argmin(np.abs(curve[i : j + 1] - value)))])
+    upper = float(grid.h[j + 1]) if j + 1 < grid.h.size else 1.0
+    return ((n_a, n_b), value, m, 1.0 / m, (float(grid.h[i]), upper), std, h_sup,
+            float(np.mean(nulls)))
+
+
+def _kernel_scores(r, n, kind):
+    """Scores that stress the kernels: smooth, on the grid's edges (ties), or 0 and 1 only."""
+    if kind == "beta":
+        return r.beta(2, 5, n)
+    if kind == "edges":  # every value an edge k/m of some m, or a rounded one
+        m = r.integers(1, 500, n)
+        return np.where(r.random(n) < 0.5, np.round(r.random(n), 2),
+                        np.array([np.linspace(0, 1, k + 1)[r.integers(0, k + 1)] for k in m]))
+    return r.choice(np.array([0.0, 1.0]), n)  # the first and the closed last bin
+
+
+@pytest.mark.parametrize("max_bins, compat", [(499, None), (499, "maddlib"), (1000, None),
+                                              (51, None), (120, "maddlib")])
+@pytest.mark.parametrize("n", [1, 2, 7, 50, 499, 5000, 70000])
+@pytest.mark.parametrize("kind", ["beta", "edges", "zero_one"])
+def test_edge_kernels_equal_the_former_counts(max_bins, compat, n, kind):
+    from fairmonitor.metrics._madd.bandwidth import _edge_shares, _edges_below
+
+    grid = _grid(max_bins, compat)
+    scores = np.sort(_kernel_scores(np.random.default_rng(n), n, kind))
+    expected = _former_edge_counts(scores, grid)
+    assert np.array_equal(_edge_counts(scores, grid), expected)
+    below = np.searchsorted(scores, grid.edges, side="left")
+    below[-1] = n
+    assert np.array_equal(_edges_below(scores, grid), below)
+    share, _ = _edge_shares(scores, grid)
+    assert share.tobytes() == (expected / n).tobytes()  # numpy's division, to the bit
+
+
+@pytest.mark.parametrize("compat, max_bins", [(None, 499), ("maddlib", 499), (None, 1000),
+                                              (None, 51), ("maddlib", 77)])
+@pytest.mark.parametrize("sizes", [(1, 1), (1, 9), (3, 40), (10, 10), (200, 1000), (5000, 3000),
+                                   (40000, 7), (2, 5, 300, 60)])
+@pytest.mark.parametrize("kind", ["beta", "edges", "zero_one"])
+def test_auto_pairs_equal_the_former_numpy_version(compat, max_bins, sizes, kind):
+    r = np.random.default_rng(sum(sizes))
+    parts = [_kernel_scores(r, n, kind) for n in sizes]
+    if kind == "beta":
+        parts = [np.clip(p + 0.1 * k, 0.0, 1.0) for k, p in enumerate(parts)]
+    groups = np.repeat(np.arange(len(sizes)), sizes)
+    grid = _grid(max_bins, compat)
+    expected = [_former_auto_pair(parts[a], parts[b], grid, compat)
+                for a, b in itertools.combinations(range(len(sizes)), 2)]
+    if any(e is None for e in expected):
+        with pytest.raises(InvalidInputError, match="raise `max_bins`"):
+            madd(np.concatenate(parts), sensitive_features=groups, compat=compat,
+                 max_bins=max_bins)
+        return
+    result = madd(np.concatenate(parts), sensitive_features=groups, compat=compat,
+                  max_bins=max_bins)
+    got = [(p.counts, p.value, p.n_bins, p.bandwidth, p.interval, p.interval_std, p.h_sup,
+            p.null_expected) for p in result.pairs]
+    assert repr(got) == repr(expected)  # repr: every float to its last bit
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 8, 9, 127, 128, 129, 240, 241, 255, 256, 257, 499,
+                               912, 1000, 4099, 100_003])
+def test_compiled_pairwise_sums_equal_numpy(n):
+    from fairmonitor.metrics._madd.compiled import _pairwise_sum, madd_curve
+
+    r = np.random.default_rng(n)
+    a, b = r.random(n + 5), r.random(n + 5)
+    assert _pairwise_sum(a, 3, n) == a[3 : n + 3].sum()  # the explicit stack past 128
+    start, stop = np.array([3]), np.array([n + 3])
+    assert madd_curve(a, b, start, stop)[0] == np.abs(a - b)[3 : n + 3].sum()
+
+
+def test_compiled_kernels_load_from_a_warm_cache(tmp_path):
+    # numba's on-disk cache once crashed (a segmentation fault) loading a caller of a recursive
+    # function reached along two paths: run "auto" in two fresh processes sharing a cache
+    import os
+    import subprocess
+    import sys
+
+    code = ("import numpy as np; from fairmonitor.metrics import madd; "
+            "r = np.random.default_rng(0); "
+            "print(madd(r.random(500), sensitive_features=r.integers(0, 3, 500)).value)")
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    runs = [subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                           text=True, timeout=300) for _ in range(2)]
+    assert [run.returncode for run in runs] == [0, 0], runs[-1].stderr[-2000:]
+    assert runs[0].stdout == runs[1].stdout

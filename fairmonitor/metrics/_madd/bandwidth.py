@@ -2,9 +2,10 @@
 
 MADD is computed on the grid ``h = 1/m`` for ``m = max_bins..1``; the value is the mean over the
 interval of ``h`` (width >= 0.45 * h_sup, >= 50 grid steps) where MADD is most stable.
-:func:`_grid` lays out the bins of every ``m`` among all distinct edges, so one
-``searchsorted`` per group gives every histogram (:func:`_edge_counts`); :func:`_stable_interval`
-finds the interval with cumulative sums, compiled (:mod:`.compiled`).
+:func:`_grid` lays out the bins of every ``m`` among all distinct edges, so one merge walk of
+the edges against a group's sorted scores gives every histogram (:func:`_edges_below`,
+:func:`_edge_shares`); :func:`_stable_interval` finds the interval with cumulative sums. The
+loops are compiled (:mod:`.compiled`).
 """
 
 from __future__ import annotations
@@ -52,8 +53,11 @@ class _Grid(NamedTuple):
     edges: NDArray[np.float64]  # every distinct edge np.linspace(0, 1, m + 1)[k], sorted
     lo: NDArray[np.intp]  # for every bin of every m (concatenated): its left edge in `edges`
     hi: NDArray[np.intp]  # ... and its right edge
+    # every edge of every m (concatenated, m + 1 each): its place in `edges`; the bin k of the
+    # q-th m runs from where[k + q] to where[k + q + 1] (a quarter of lo and hi's bytes)
+    where: NDArray[np.int32]
     start: NDArray[np.intp]  # first bin of each m among all bins
-    stop: tuple[int, ...]  # one past its last bin
+    stop: NDArray[np.intp]  # one past its last bin
 
 
 @functools.lru_cache(maxsize=8)
@@ -73,26 +77,54 @@ def _grid(max_bins: int, compat: str | None) -> _Grid:
     first = np.concatenate([[0], np.cumsum(bins + 1)[:-1]])
     start = np.concatenate([[0], np.cumsum(bins)[:-1]])
     left = np.arange(int(bins.sum())) + np.repeat(first - start, bins)
-    grid = _Grid(h, bins, edges, where[left], where[left + 1], start,
-                 tuple(int(x) for x in start + bins))
-    for array in grid[:-1]:
+    grid = _Grid(h, bins, edges, where[left], where[left + 1], where.astype(np.int32), start,
+                 start + bins)
+    for array in grid:
         array.flags.writeable = False  # cached and shared between calls
     return grid
 
 
 def _edge_counts(sorted_scores: NDArray[np.float64], grid: _Grid) -> NDArray[np.int64]:
     """Counts per bin for every m of the grid, identical to ``np.histogram`` per m."""
-    if sorted_scores.size * 8 < grid.edges.size:
-        # few scores: locate each score among the edges and count, O(E) cheap passes instead
-        # of a binary search per edge; the same integers (values < edge)
-        ahead = np.searchsorted(grid.edges, sorted_scores, side="right")  # edges <= value
-        below = np.cumsum(np.bincount(ahead, minlength=grid.edges.size + 1)[:-1])
-    else:
-        below = np.searchsorted(sorted_scores, grid.edges, side="left")  # values < edge
-    below[-1] = sorted_scores.size  # the last edge is 1.0, and the last bin is closed
-    from .compiled import bin_counts  # numba: only when "auto" runs
+    below = _edges_below(sorted_scores, grid)
+    return below[grid.hi] - below[grid.lo]
 
-    return bin_counts(below.astype(np.int64, copy=False), grid.lo, grid.hi)
+
+def _edges_below(sorted_scores: NDArray[np.float64], grid: _Grid,
+                 out: NDArray[np.int64] | None = None) -> NDArray[np.int64]:
+    """The scores below each edge of ``grid.edges`` (the last edge, 1.0, closes the last bin).
+
+    One compiled merge walk of the sorted edges against the sorted scores: O(E + n), instead
+    of a binary search per edge (or, for few scores, per score and a count over the edges).
+    """
+    from .compiled import edges_below  # numba: only when "auto" runs
+
+    below = np.empty(grid.edges.size, dtype=np.int64) if out is None else out
+    edges_below(np.ascontiguousarray(sorted_scores, dtype=np.float64), grid.edges, below)
+    below[-1] = sorted_scores.size  # the last edge is 1.0, and the last bin is closed
+    return below
+
+
+def _edge_shares(sorted_scores: NDArray[np.float64], grid: _Grid,
+                 out: tuple[NDArray[np.float64], NDArray[np.int64]] | None = None
+                 ) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+    """Every bin's share ``counts / n`` (numpy's bits) and :func:`_edges_below` of a group.
+
+    ``out``: arrays to fill (``grid.lo.size`` shares, ``grid.edges.size`` positions).
+    """
+    below = _edges_below(sorted_scores, grid, None if out is None else out[1])
+    return _shares_below(below, grid, sorted_scores.size, None if out is None else out[0])
+
+
+def _shares_below(below: NDArray[np.int64], grid: _Grid, n: int,
+                  out: NDArray[np.float64] | None = None
+                  ) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+    """The shares of every bin from the rows below each edge (the last one must be ``n``)."""
+    from .compiled import bin_shares  # numba: only when "auto" runs
+
+    share = np.empty(grid.lo.size) if out is None else out
+    bin_shares(below, grid.where, grid.start, grid.bins, n, share)
+    return share, below
 
 
 def _null_terms(counts_a: NDArray[Any], counts_b: NDArray[Any], n_a: int, n_b: int
@@ -116,25 +148,26 @@ def _stable_interval(h: NDArray[np.float64], values: NDArray[np.float64], min_le
     end ``j`` from there to the last grid point is a candidate; the first interval (smallest
     ``i``, then ``j``) with the smallest population standard deviation wins.
     """
-    n = h.size
-    # h ascends, so the starts that fit are a prefix; the reference's loop stops at the first
-    # start that does not fit.
-    n_starts = int(np.count_nonzero(h <= h[-1] - min_length))
-    starts = np.arange(n_starts)
-    reach = np.searchsorted(h, h[:n_starts] + min_length, side="right") - 1
-    if extend:
-        first_end = np.maximum(reach, starts + MIN_POINTS)
-    else:
-        first_end = np.where(reach - starts >= MIN_POINTS, reach, n)
-    if not (first_end < n).any():
+    from .compiled import stable_interval_search  # numba: only when "auto" runs
+
+    first_end = _first_ends(h, min_length, extend=extend)
+    # the std of values[i..j] for every start i and end j: cumulative sums of values - values[i]
+    # (centring on the interval's first value keeps the sums small, no cancellation, and makes
+    # a flat run exactly 0), one compiled pass per start that can hold the answer instead of an
+    # N x N numpy table (the other starts are skipped in O(1))
+    row, col, variance = stable_interval_search(
+        np.ascontiguousarray(values, dtype=np.float64), first_end, _STD_TIE)
+    return int(row), int(col), math.sqrt(max(float(variance), 0.0))
+
+
+def _first_ends(h: NDArray[np.float64], min_length: float, *, extend: bool
+                ) -> NDArray[np.int64]:
+    """Each start's first admissible end (``h.size``: none); raises if no start has one."""
+    from .compiled import first_ends  # numba: only when "auto" runs
+
+    first_end = first_ends(h, float(min_length), extend, MIN_POINTS)
+    if not (first_end < h.size).any():
         raise InvalidInputError(
             f"madd: no bandwidth interval holds {MIN_POINTS + 1} grid points; raise `max_bins`."
         )
-    # the std of values[i..j] for every start i and end j: cumulative sums of values - values[i]
-    # (centring on the interval's first value keeps the sums small, no cancellation, and makes
-    # a flat run exactly 0), one compiled pass per start instead of an N x N numpy table
-    from .compiled import stable_interval_search  # numba: only when "auto" runs
-
-    row, col, variance = stable_interval_search(
-        np.ascontiguousarray(values, dtype=np.float64), first_end.astype(np.int64), _STD_TIE)
-    return int(row), int(col), math.sqrt(max(float(variance), 0.0))
+    return first_end
