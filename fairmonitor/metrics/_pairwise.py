@@ -77,8 +77,12 @@ def aggregate_pairs(matrix: NDArray[np.float64], agg: Aggregation, *, metric: st
 
 def scores_and_groups(metric: str, y_score: ArrayLike, sensitive_features: Any,
                       min_group_size: int) -> tuple[NDArray[np.float64], Groups] | None:
-    """Validated scores and their groups, or None (after the warning) with fewer than two groups."""
-    scores = check_scores(y_score)
+    """Validated scores and their groups, or None (after the warning) with fewer than two groups.
+
+    The scores may be the caller's own float64 array (``check_scores(copy=False)``): read them,
+    never write into them.
+    """
+    scores = check_scores(y_score, copy=False)
     groups = encode_groups(sensitive_features, n_samples=scores.size,
                            min_group_size=min_group_size)
     reason = groups.two_group_reason()
