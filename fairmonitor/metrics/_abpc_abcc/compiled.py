@@ -11,13 +11,14 @@ time instead of ~16.
 **Bit for bit the numpy results.** No fast-math (LLVM neither reassociates nor fuses a
 multiply-add then), and every float operation is the one numpy performed, in the same order:
 
-* Sums are numpy's pairwise summation (:func:`_pairwise`, :func:`_leaf`: halves rounded down to
-  multiples of 8 down to leaves of at most 128 terms, 8 accumulators per leaf, started from the
-  identity 0.0), with each term computed as it is added (:func:`_term`), so no term array
-  exists. :func:`w1_units` sums each block of ``block`` x-steps so, the block's first-part
-  terms then its second-part terms added to the running total, block after block, as the numpy
-  loop did; :func:`mean_abs_gap` is ``np.abs(a - b).mean()`` and :func:`std` is
-  ``values.std(ddof=ddof)`` (numpy's ``_var``: mean, then the squared deviations from it).
+* Sums are numpy's pairwise summation (:func:`_pairwise_terms`, :func:`_leaf_sum`: halves
+  rounded down to multiples of 8 down to leaves of at most 128 terms, 8 accumulators per leaf,
+  started from the identity 0.0); each leaf's terms are computed into a 128-long buffer just
+  before it is summed (:func:`_leaf_terms`), so no longer term array exists. :func:`w1_units`
+  sums each block of ``block`` x-steps so, the block's first-part terms then its second-part
+  terms added to the running total, block after block, as the numpy loop did;
+  :func:`mean_abs_gap` is ``np.abs(a - b).mean()`` and :func:`std` is ``values.std(ddof=ddof)``
+  (numpy's ``_var``: mean, then the squared deviations from it).
 * W1's step arithmetic is integer (uint64): the former float64 branch (below 2^52 units)
   computed the same integers exactly, and y's step index advances by at most one per x-step
   (``uy >= ux``), so a comparison per step replaces the division.
@@ -43,7 +44,7 @@ __all__ = ["is_sorted", "linear_binning", "mean_abs_gap", "std", "w1_units"]
 
 #: numpy's pairwise summation: leaves of at most this many terms, 8 accumulators each.
 _LEAF = 128
-#: The terms a pairwise sum adds (see :func:`_term`).
+#: The terms a pairwise sum adds (see :func:`_leaf_terms`).
 _VALUE, _SQUARED, _GAP, _STEPS = 0, 1, 2, 3
 
 
@@ -55,128 +56,89 @@ def _compiled(func):  # type: ignore[no-untyped-def]
         return numba.njit(nogil=True)(func)
 
 
-@numba.njit(inline="always")
-def _term(kind, x, y, k, center, start, q, nxt, fixed):  # pragma: no cover - compiled
-    """Step k's terms (the second is 0.0 but for ``_STEPS``) and the W1 state after it.
-
-    ``kind`` picks them: ``_VALUE`` ``x[k]``, ``_SQUARED`` ``(x[k] - center)**2``, ``_GAP``
-    ``|x[k] - y[k]|``, ``_STEPS`` the W1 step terms: x-step k spans the units ``[start, start
-    + ux)``, ``start = k ux``; y's step there is ``q = start // uy`` up to y's next breakpoint
-    ``nxt = (q + 1) uy`` (the first term), and ``q + 1`` after it (the second; zero length
-    where the x-step ends first, or where y has no next value). ``fixed`` is ``(ux, uy, last
-    index of y, float(ux))``; the lengths are integers, so ``whole - length`` is exact.
-    """
-    if kind == _STEPS:
-        step_x, step_y, last, whole = fixed
-        if start >= nxt:  # ux <= uy: y advances by at most one step per x-step
-            q += np.uint64(1)
-            nxt += step_y
-        length = np.float64(np.int64(min(nxt - start, step_x)))  # from int64: one instruction
-        xv = x[k]
-        after = abs(xv - y[min(q + np.uint64(1), last)]) * (whole - length)
-        return abs(xv - y[q]) * length, after, start + step_x, q, nxt
-    if kind == _GAP:
-        term = abs(x[k] - y[k])
-    elif kind == _SQUARED:
-        deviation = x[k] - center
-        term = deviation * deviation
-    else:
-        term = x[k]
-    return term, 0.0, start, q, nxt
+@_compiled
+def _leaf_sum(t, n):  # pragma: no cover - compiled
+    """``np.sum(t[:n])`` for ``n <= 128``: numpy's leaf of the pairwise sum, to the last bit."""
+    if n < 8:
+        res = 0.0
+        for i in range(n):
+            res += t[i]
+        return res
+    r0, r1, r2, r3 = t[0], t[1], t[2], t[3]
+    r4, r5, r6, r7 = t[4], t[5], t[6], t[7]
+    i = 8
+    end = n - (n % 8)
+    while i < end:
+        r0 += t[i]
+        r1 += t[i + 1]
+        r2 += t[i + 2]
+        r3 += t[i + 3]
+        r4 += t[i + 4]
+        r5 += t[i + 5]
+        r6 += t[i + 6]
+        r7 += t[i + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += t[i]
+        i += 1
+    return res
 
 
 @_compiled
-def _leaf(kind, x, y, k0, count, ux, uy, center):  # pragma: no cover - compiled
-    """``(np.sum(first terms), np.sum(second terms))`` of steps ``k0 .. k0 + count - 1``.
+def _leaf_terms(kind, x, y, k0, count, ux, uy, center, first, second):  # pragma: no cover
+    """The terms of steps ``k0 .. k0 + count - 1`` into ``first`` (and ``second``).
 
-    ``count <= 128``: numpy's leaf of the pairwise sum, to the last bit (8 accumulators over
-    the multiples of 8, combined pairwise, then the rest added one by one; a plain loop below 8
-    terms), with the terms computed as they are added.
+    ``kind`` picks them: ``_VALUE`` ``x[k]``, ``_SQUARED`` ``(x[k] - center)**2``, ``_GAP``
+    ``|x[k] - y[k]|``, ``_STEPS`` the W1 step terms: x-step k spans the units
+    ``[k ux, (k + 1) ux)``; y's step there is ``q = k ux // uy`` up to y's next breakpoint
+    ``(q + 1) uy`` (``first``), and ``q + 1`` after it (``second``; zero length where the
+    x-step ends first, or where y has no next value).
     """
     one = np.uint64(1)
     k = np.uint64(k0)  # unsigned indices: numba adds no negative-index wraparound to the loads
-    last = np.uint64(y.size - 1)
-    step_x, step_y = np.uint64(ux), np.uint64(uy)
-    whole = np.float64(np.int64(ux))
-    start = k * step_x
-    q = start // step_y  # one division per leaf, then one comparison per step
-    nxt = (q + one) * step_y
-    fixed = (step_x, step_y, last, whole)
-    if count < 8:
-        r = 0.0
-        s = 0.0
-        for _ in range(count):
-            t1, t2, start, q, nxt = _term(kind, x, y, k, center, start, q, nxt, fixed)
-            r += t1
-            s += t2
+    if kind == _VALUE:
+        for i in range(count):
+            first[i] = x[k]
             k += one
-        return r, s
-    r0, s0, start, q, nxt = _term(kind, x, y, k, center, start, q, nxt, fixed)
-    r1, s1, start, q, nxt = _term(kind, x, y, k + one, center, start, q, nxt, fixed)
-    k += np.uint64(2)
-    r2, s2, start, q, nxt = _term(kind, x, y, k, center, start, q, nxt, fixed)
-    r3, s3, start, q, nxt = _term(kind, x, y, k + one, center, start, q, nxt, fixed)
-    k += np.uint64(2)
-    r4, s4, start, q, nxt = _term(kind, x, y, k, center, start, q, nxt, fixed)
-    r5, s5, start, q, nxt = _term(kind, x, y, k + one, center, start, q, nxt, fixed)
-    k += np.uint64(2)
-    r6, s6, start, q, nxt = _term(kind, x, y, k, center, start, q, nxt, fixed)
-    r7, s7, start, q, nxt = _term(kind, x, y, k + one, center, start, q, nxt, fixed)
-    k += np.uint64(2)
-    end = np.uint64(k0 + count - count % 8)
-    while k < end:  # the accumulators stay in registers: no term buffer
-        t1, t2, start, q, nxt = _term(kind, x, y, k, center, start, q, nxt, fixed)
-        r0 += t1
-        s0 += t2
-        k += one
-        t1, t2, start, q, nxt = _term(kind, x, y, k, center, start, q, nxt, fixed)
-        r1 += t1
-        s1 += t2
-        k += one
-        t1, t2, start, q, nxt = _term(kind, x, y, k, center, start, q, nxt, fixed)
-        r2 += t1
-        s2 += t2
-        k += one
-        t1, t2, start, q, nxt = _term(kind, x, y, k, center, start, q, nxt, fixed)
-        r3 += t1
-        s3 += t2
-        k += one
-        t1, t2, start, q, nxt = _term(kind, x, y, k, center, start, q, nxt, fixed)
-        r4 += t1
-        s4 += t2
-        k += one
-        t1, t2, start, q, nxt = _term(kind, x, y, k, center, start, q, nxt, fixed)
-        r5 += t1
-        s5 += t2
-        k += one
-        t1, t2, start, q, nxt = _term(kind, x, y, k, center, start, q, nxt, fixed)
-        r6 += t1
-        s6 += t2
-        k += one
-        t1, t2, start, q, nxt = _term(kind, x, y, k, center, start, q, nxt, fixed)
-        r7 += t1
-        s7 += t2
-        k += one
-    r = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
-    s = ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
-    end = np.uint64(k0 + count)
-    while k < end:
-        t1, t2, start, q, nxt = _term(kind, x, y, k, center, start, q, nxt, fixed)
-        r += t1
-        s += t2
-        k += one
-    return r, s
+    elif kind == _SQUARED:
+        for i in range(count):
+            d = x[k] - center
+            first[i] = d * d
+            k += one
+    elif kind == _GAP:
+        for i in range(count):
+            first[i] = abs(x[k] - y[k])
+            k += one
+    else:
+        last = np.uint64(y.size - 1)
+        step_x, step_y = np.uint64(ux), np.uint64(uy)
+        whole = np.float64(np.int64(ux))  # from int64: one instruction, unlike from uint64
+        start = k * step_x
+        q = start // step_y  # one division per leaf; then at most one step per x-step
+        nxt = (q + one) * step_y
+        for i in range(count):
+            if start >= nxt:  # ux <= uy: y advances by at most one step
+                q += one
+                nxt += step_y
+            length = np.float64(np.int64(min(nxt - start, step_x)))
+            xv = x[k]
+            first[i] = abs(xv - y[q]) * length
+            second[i] = abs(xv - y[min(q + one, last)]) * (whole - length)  # exact: integers
+            start += step_x
+            k += one
 
 
 @_compiled
-def _pairwise(kind, x, y, k0, count, ux, uy, center):  # pragma: no cover - compiled
-    """``np.sum`` of the first and of the second terms (:func:`_term`) of steps ``k0 ..``.
+def _pairwise_terms(kind, x, y, k0, count, ux, uy, center, first, second):  # pragma: no cover
+    """``np.sum`` of the terms (see :func:`_leaf_terms`) of steps ``k0 .. k0 + count - 1``.
 
-    numpy's pairwise tree over ``count`` terms (halves rounded down to multiples of 8 until at
-    most 128 terms, see :func:`_leaf`), over both term sequences at once: they have the same
-    length, so the same tree. An explicit stack, not recursion: numba's on-disk cache of a
-    recursive function crashes when a call site types an argument differently (numba issue
-    6061).
+    Returns the sums of ``first`` and of ``second`` (0.0 unless ``kind == _STEPS``). numpy's
+    pairwise tree (halves rounded down to multiples of 8 until at most 128 terms) over both
+    term arrays at once, which have the same length, so the same tree; the leaves are computed
+    on the fly into the 128-long ``first`` and ``second``. An explicit stack, not recursion:
+    numba's on-disk cache of a recursive function crashes when a call site types an argument
+    differently (numba issue 6061).
     """
     # node stack (start, count, halves summed?) and value stack: depth <= 64, 2 nodes a level
     node_lo = np.empty(130, np.int64)
@@ -191,7 +153,9 @@ def _pairwise(kind, x, y, k0, count, ux, uy, center):  # pragma: no cover - comp
         nodes -= 1
         lo, n, done = node_lo[nodes], node_n[nodes], node_done[nodes]
         if n <= _LEAF:
-            sums1[values], sums2[values] = _leaf(kind, x, y, lo, n, ux, uy, center)
+            _leaf_terms(kind, x, y, lo, n, ux, uy, center, first, second)
+            sums1[values] = _leaf_sum(first, n)
+            sums2[values] = _leaf_sum(second, n) if kind == _STEPS else 0.0
             values += 1
         elif done:  # both halves summed: the left's value lies below the right's
             values -= 1
@@ -215,9 +179,12 @@ def w1_units(x, y, ux, uy, block):  # pragma: no cover - compiled
     The former numpy loop's total, block of ``block`` x-steps after block, to the last bit.
     """
     n = x.size
+    first = np.empty(_LEAF)
+    second = np.empty(_LEAF)
     total = 0.0
     for lo in range(0, n, block):
-        s1, s2 = _pairwise(_STEPS, x, y, lo, min(block, n - lo), ux, uy, 0.0)
+        s1, s2 = _pairwise_terms(_STEPS, x, y, lo, min(block, n - lo), ux, uy, 0.0, first,
+                                 second)
         total += 0.0 + s1  # np.sum starts from the identity
         total += 0.0 + s2
     return total
@@ -226,7 +193,8 @@ def w1_units(x, y, ux, uy, block):  # pragma: no cover - compiled
 @_compiled
 def mean_abs_gap(a, b):  # pragma: no cover - compiled
     """``np.abs(a - b).mean()`` of two equally long arrays, to the last bit."""
-    total, _ = _pairwise(_GAP, a, b, 0, a.size, 0, 1, 0.0)
+    terms = np.empty(_LEAF)
+    total, _ = _pairwise_terms(_GAP, a, b, 0, a.size, 0, 0, 0.0, terms, terms)
     return (0.0 + total) / np.float64(a.size)
 
 
@@ -238,9 +206,10 @@ def std(values, ddof):  # pragma: no cover - compiled
     squared deviations divided by ``n - ddof``, then the square root.
     """
     n = values.size
-    total, _ = _pairwise(_VALUE, values, values, 0, n, 0, 1, 0.0)
+    terms = np.empty(_LEAF)
+    total, _ = _pairwise_terms(_VALUE, values, values, 0, n, 0, 0, 0.0, terms, terms)
     mean = (0.0 + total) / np.float64(n)
-    squares, _ = _pairwise(_SQUARED, values, values, 0, n, 0, 1, mean)
+    squares, _ = _pairwise_terms(_SQUARED, values, values, 0, n, 0, 0, mean, terms, terms)
     return np.sqrt((0.0 + squares) / np.float64(n - ddof))
 
 
