@@ -77,11 +77,12 @@ def aggregate_pairs(matrix: NDArray[np.float64], agg: Aggregation, *, metric: st
 
 def scores_and_groups(metric: str, y_score: ArrayLike, sensitive_features: Any,
                       min_group_size: int) -> tuple[NDArray[np.float64], Groups] | None:
-    """Validated scores and their groups, or None (after the warning) with fewer than two groups."""
-    # a summary's rows (contiguous groups, each group's scores sorted) are only read: no copy;
-    # other inputs are copied, because ABCC's packed sort writes into its scores
-    contiguous = isinstance(sensitive_features, Groups) and sensitive_features.contiguous
-    scores = check_scores(y_score, copy=not contiguous)
+    """Validated scores and their groups, or None (after the warning) with fewer than two groups.
+
+    The scores may be the caller's own float64 array (``check_scores(copy=False)``): read them,
+    never write into them.
+    """
+    scores = check_scores(y_score, copy=False)
     groups = encode_groups(sensitive_features, n_samples=scores.size,
                            min_group_size=min_group_size)
     reason = groups.two_group_reason()

@@ -626,3 +626,177 @@ def test_registered(name, upper):
     spec = METRICS[name]
     assert (spec.inputs, spec.direction, spec.lower, spec.upper) == (
         ("y_score",), "lower_is_fairer", 0.0, upper)
+
+
+# --------------------------------------------------------------------------- compiled kernels
+# The numpy versions the compiled kernels replaced, kept as oracles: ABCC's W1 sum, ABPC's
+# linear binning and its bandwidth's std must give the same bits.
+
+_ORACLE_BLOCK, _ORACLE_BIN_BLOCK = 1 << 14, 1 << 16
+
+
+def _numpy_w1_sorted(a, b, exact_units=float(1 << 52)):
+    """The former block-wise numpy ``_w1_sorted``; ``exact_units=0`` forces its int64 branch."""
+    import math
+
+    if a.size == b.size:
+        return float(np.abs(a - b).mean())
+    x, y = (a, b) if a.size > b.size else (b, a)
+    n, m = x.size, y.size
+    g = math.gcd(n, m)
+    total_units = float(n) * (m // g)
+    exact_float = total_units < exact_units
+    dtype = np.float64 if exact_float else np.int64
+    ux, uy = dtype(m // g), dtype(n // g)
+    width = min(_ORACLE_BLOCK, n)
+    offsets = np.arange(width, dtype=dtype) * ux
+    start, split, first = (np.empty(width, dtype) for _ in range(3))
+    index, gap, gap_next = np.empty(width, np.intp), np.empty(width), np.empty(width)
+    total = 0.0
+    for lo in range(0, n, _ORACLE_BLOCK):
+        w = min(_ORACLE_BLOCK, n - lo)
+        s, sp, ln, ix, gp, gn = start[:w], split[:w], first[:w], index[:w], gap[:w], gap_next[:w]
+        np.add(offsets[:w], dtype(lo) * ux, out=s)
+        if exact_float:
+            np.divide(s, uy, out=sp)
+            np.floor(sp, out=sp)
+        else:
+            np.floor_divide(s, uy, out=sp)
+        ix[...] = sp
+        sp += 1
+        sp *= uy
+        np.subtract(sp, s, out=ln)
+        np.minimum(ln, ux, out=ln)
+        xs = x[lo:lo + w]
+        np.take(y, ix, out=gp)
+        np.subtract(xs, gp, out=gp)
+        np.abs(gp, out=gp)
+        gp *= ln
+        total += float(gp.sum())
+        ix += 1
+        np.minimum(ix, m - 1, out=ix)
+        np.take(y, ix, out=gn)
+        np.subtract(xs, gn, out=gn)
+        np.abs(gn, out=gn)
+        np.subtract(ux, ln, out=ln)
+        gn *= ln
+        total += float(gn.sum())
+    return total / total_units
+
+
+def _numpy_linear_binning(scores, cells):
+    """The former numpy ``linear_binning``: two weighted bincounts per block of 2^16 rows."""
+    w = np.zeros(cells)
+    for lo in range(0, scores.size, _ORACLE_BIN_BLOCK):
+        u = scores[lo:lo + _ORACLE_BIN_BLOCK] * cells - 0.5
+        left = np.floor(u)
+        frac = u - left
+        left_i = left.astype(np.intp)
+        w += np.bincount(np.clip(left_i, 0, cells - 1), weights=1.0 - frac, minlength=cells)
+        w += np.bincount(np.clip(left_i + 1, 0, cells - 1), weights=frac, minlength=cells)
+    return w
+
+
+def _bits(value):
+    return np.asarray(value, dtype=np.float64).view(np.uint64)
+
+
+def _sorted_sample(rng, n, decimals):
+    """Sorted scores with ties (rounded), exact 0 and 1 at the ends when there is room."""
+    values = np.round(rng.beta(rng.uniform(.3, 4), rng.uniform(.3, 4), n), decimals)
+    if n >= 3:
+        values[:2] = rng.permutation([0.0, 1.0])
+    return np.sort(values)
+
+
+# n == m, coprime, tiny groups, one or many blocks of the ABCC sum (2^14 steps) and of numpy's
+# pairwise leaves (128 terms; fewer than 8)
+W1_SIZES = [(1, 1), (1, 2), (2, 3), (3, 1), (3, 3), (7, 5), (8, 9), (127, 128), (129, 100),
+            (1000, 1000), (1001, 999), (16384, 3), (16385, 16384), (40000, 39999),
+            (50021, 70001), (100003, 2)]
+
+
+@pytest.mark.parametrize(("n_a", "n_b"), W1_SIZES)
+@pytest.mark.parametrize("decimals", [1, 3, 17])
+def test_compiled_w1_equals_numpy_bits(n_a, n_b, decimals):
+    from fairmonitor.metrics._abpc_abcc.areas import _w1_sorted
+
+    rng = np.random.default_rng([n_a, n_b, decimals])
+    a, b = _sorted_sample(rng, n_a, decimals), _sorted_sample(rng, n_b, decimals)
+    expected = _numpy_w1_sorted(a, b)
+    assert _bits(_w1_sorted(a, b)) == _bits(expected)
+    assert _bits(_w1_sorted(b, a)) == _bits(_numpy_w1_sorted(b, a))
+    if n_a != n_b:  # the oracle's int64 branch (lcm >= 2^52 units) gives the same bits too
+        assert _bits(_numpy_w1_sorted(a, b, exact_units=0.0)) == _bits(expected)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n_a=st.integers(1, 3000), n_b=st.integers(1, 3000),
+       decimals=st.sampled_from([0, 1, 2, 17]))
+def test_compiled_w1_equals_numpy_bits_random_sizes(seed, n_a, n_b, decimals):
+    from fairmonitor.metrics._abpc_abcc.areas import _w1_sorted
+
+    rng = np.random.default_rng(seed)
+    a, b = _sorted_sample(rng, n_a, decimals), _sorted_sample(rng, n_b, decimals)
+    assert _bits(_w1_sorted(a, b)) == _bits(_numpy_w1_sorted(a, b))
+
+
+def test_compiled_w1_beyond_2_52_units_is_exact():
+    # lcm(n, m) > 2^52 units, where float64 unit arithmetic would round: the integer steps stay
+    # exact. Constant samples (broadcast views: no memory) 1/2 apart make every term a multiple
+    # of 1/2 below 2^53, so the sum is exact and the value exactly 1/2.
+    import math
+
+    from fairmonitor.metrics._abpc_abcc.areas import _w1_sorted
+
+    n, m = 2**26 + 3, 2**26 + 1
+    assert math.gcd(n, m) == 1 and n * m > 2**52
+    x, y = np.broadcast_to(0.75, n), np.broadcast_to(0.25, m)
+    assert _w1_sorted(x, y) == 0.5
+    assert _w1_sorted(y, x) == 0.5
+
+
+def test_compiled_is_sorted_and_std_equal_numpy():
+    from fairmonitor.metrics._abpc_abcc import compiled
+
+    rng = np.random.default_rng(15)
+    for n in (2, 3, 7, 8, 9, 128, 129, 1023, 1024, 1025, 2049, 100003):
+        for values in (rng.random(n), np.round(rng.random(n), 1), np.full(n, 0.5),
+                       np.sort(rng.random(n)), rng.random(2 * n)[::2]):
+            assert compiled.is_sorted(values) == bool(np.all(values[1:] >= values[:-1]))
+            assert _bits(compiled.std(values, 1)) == _bits(values.std(ddof=1))
+            assert _bits(compiled.std(values, 0)) == _bits(values.std())
+    descent = np.arange(3000.0)
+    descent[2047] = -1.0  # the only descent, in the second block of 1024
+    assert not compiled.is_sorted(descent)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 100, 65535, 65536, 65537, 200001])
+@pytest.mark.parametrize("cells", [1024, 4096, 1 << 20])
+def test_compiled_linear_binning_equals_numpy_bits(n, cells):
+    from fairmonitor.metrics._abpc_abcc.kde import linear_binning
+
+    rng = np.random.default_rng([n, cells])
+    values = np.round(rng.beta(2, 5, n), 3)  # ties
+    values[: min(n, 2)] = [0.0, 1.0][: min(n, 2)]
+    for scores in (values, np.sort(values), np.sort(values)[::-1], rng.random(n)):
+        assert np.array_equal(_bits(linear_binning(scores, cells)),
+                              _bits(_numpy_linear_binning(scores, cells)))
+
+
+@pytest.mark.parametrize("metric", [abcc, abpc])
+@pytest.mark.parametrize("groups", [2, 6])
+def test_score_metrics_read_the_callers_scores_without_writing(metric, groups):
+    # the scores are validated without a copy (check_scores(copy=False)): no path may write
+    # into them, with or without a group left out (min_group_size)
+    rng = np.random.default_rng(16)
+    y = rng.random(400)
+    y[:3] = [-0.0, 0.0, 1.0]
+    s = np.arange(400) % groups
+    s[-1] = groups  # a one-row group
+    before = y.copy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", GroupExclusionWarning)
+        metric(y, sensitive_features=s)
+        metric(y, sensitive_features=s, min_group_size=2)
+    assert np.array_equal(y.view(np.uint64), before.view(np.uint64))

@@ -1,7 +1,8 @@
 """ABPC and ABCC (Han et al., paper 001): distribution-level demographic parity.
 
 ``areas`` holds the two estimators (ABCC exactly, as the 1-D Wasserstein-1 distance by sorting;
-ABPC on reflected kernel density estimates), ``kde`` the binned FFT density they share.
+ABPC on reflected kernel density estimates), ``kde`` the binned FFT density ABPC and the
+summaries share, ``compiled`` their numba kernels (ABCC's pass over a pair, the binning).
 """
 
 from .areas import abcc, abpc

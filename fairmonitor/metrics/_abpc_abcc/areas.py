@@ -38,10 +38,9 @@ from . import kde as _kde
 
 __all__ = ["abcc", "abpc"]
 
-#: Block length of the ABCC sum: temporaries stay in cache instead of 10^7-long arrays.
+#: x-steps per block of the ABCC sum: each block's two sums are added to the total in turn, the
+#: rounding of the former numpy loop over blocks of this length (kept bit for bit).
 _BLOCK = 1 << 14
-#: Below this many units (1/lcm of the group sizes) float64 step arithmetic is exact.
-_EXACT_UNITS = float(1 << 52)
 #: Groups sorted with one packed integer sort (2 spare bits), and the mask of the value bits.
 _PACKED_GROUPS = 4
 _VALUE_BITS = np.uint64((1 << 62) - 1)
@@ -57,65 +56,33 @@ def _w1_sorted(a: NDArray[np.float64], b: NDArray[np.float64]) -> float:
     k/n, y (m <= n points) at l/m. In integer units of 1/lcm(n, m) an x-step is
     ``ux = lcm/n`` long and a y-step ``uy = lcm/m >= ux``, so each x-step
     ``[k ux, (k+1) ux)`` holds at most one y-breakpoint in its interior: it pairs x[k] with
-    y[q], q = floor(k ux / uy), up to that breakpoint and with y[q+1] after it. One pass over
-    x, two gathers from y, in cache-sized blocks. Units are integers: float64 holds them
-    exactly below 2^52 (and a correctly rounded quotient of such integers floors exactly);
-    beyond that, int64 arithmetic takes over.
+    y[q], q = floor(k ux / uy), up to that breakpoint and with y[q+1] after it. One compiled
+    pass over x (:func:`~fairmonitor.metrics._abpc_abcc.compiled.w1_units`), O(n + m) with no
+    temporaries. Units are integers, computed exactly in uint64 (``lcm < 2^64``, i.e. groups
+    below ~4 * 10^9 rows); every length is at most ``ux <= m``, so it and its products are the
+    float64 values the former numpy loop computed (in float64 below 2^52 units, where floor of
+    a correctly rounded quotient of integers is exact, in int64 above), and the sums are numpy's
+    pairwise sums of its blocks of ``_BLOCK`` steps, added in its order: the same bits.
     """
+    from . import compiled  # numba: loaded at the first ABCC pair, not with fairmonitor
+
     if a.size == b.size:  # the steps coincide: the mean gap between order statistics
-        return float(np.abs(a - b).mean())
+        return float(compiled.mean_abs_gap(a, b))
     x, y = (a, b) if a.size > b.size else (b, a)
     n, m = x.size, y.size
     g = math.gcd(n, m)
-    total_units = float(n) * (m // g)
-    exact_float = total_units < _EXACT_UNITS
-    dtype = np.float64 if exact_float else np.int64
-    ux, uy = dtype(m // g), dtype(n // g)
-    width = min(_BLOCK, n)
-    offsets = np.arange(width, dtype=dtype) * ux
-    # preallocated block buffers: no allocation (or page fault) per block
-    start, split, first = (np.empty(width, dtype) for _ in range(3))
-    index, gap, gap_next = np.empty(width, np.intp), np.empty(width), np.empty(width)
-    total = 0.0
-    for lo in range(0, n, _BLOCK):
-        w = min(_BLOCK, n - lo)
-        s, sp, ln, ix, gp, gn = start[:w], split[:w], first[:w], index[:w], gap[:w], gap_next[:w]
-        np.add(offsets[:w], dtype(lo) * ux, out=s)
-        if exact_float:
-            np.divide(s, uy, out=sp)
-            np.floor(sp, out=sp)
-        else:
-            np.floor_divide(s, uy, out=sp)
-        ix[...] = sp  # y's step at the start of x's step
-        sp += 1
-        sp *= uy  # y's next breakpoint
-        np.subtract(sp, s, out=ln)
-        np.minimum(ln, ux, out=ln)  # the part of x's step before it (all of it if beyond)
-        xs = x[lo:lo + w]
-        np.take(y, ix, out=gp)
-        np.subtract(xs, gp, out=gp)
-        np.abs(gp, out=gp)
-        gp *= ln  # multiply + sum, not np.dot: BLAS threads stall on a busy machine
-        total += float(gp.sum())
-        # the rest of x's step, paired with y's next value (zero length where there is none)
-        ix += 1
-        np.minimum(ix, m - 1, out=ix)
-        np.take(y, ix, out=gn)
-        np.subtract(xs, gn, out=gn)
-        np.abs(gn, out=gn)
-        np.subtract(ux, ln, out=ln)
-        gn *= ln
-        total += float(gn.sum())
-    return total / total_units
+    return float(compiled.w1_units(x, y, m // g, n // g, _BLOCK)) / (float(n) * (m // g))
 
 
 def _is_sorted(values: NDArray[np.float64]) -> bool:
-    """True if ascending: one O(n) pass, much cheaper than sorting again."""
-    return bool(np.all(values[1:] >= values[:-1]))
+    """True if ascending: one compiled pass, stopped at the first block of 1024 with a descent."""
+    from . import compiled
+
+    return bool(compiled.is_sorted(values))
 
 
 def _sorted_by_group(scores: NDArray[np.float64], groups: Groups) -> list[NDArray[np.float64]]:
-    """Each kept group's scores, sorted ascending; ``scores`` is a private copy (reused).
+    """Each kept group's scores, sorted ascending; ``scores`` (maybe the caller's) is not written.
 
     Up to four groups take one integer sort: a float64 in [0, 1] has bits 62 and 63 clear
     (its pattern is at most 0x3FF0...0), and non-negative floats order like their patterns,
@@ -133,7 +100,9 @@ def _sorted_by_group(scores: NDArray[np.float64], groups: Groups) -> list[NDArra
     if groups.excluded:
         kept = codes >= 0
         scores, codes = scores[kept], codes[kept]
-    scores += 0.0  # -0.0 becomes +0.0: its sign bit would sort it after every group
+        scores += 0.0  # -0.0 becomes +0.0: its sign bit would sort it after every group
+    else:
+        scores = scores + 0.0  # the same, into the private copy the keys are built in
     keys = scores.view(np.uint64)
     # kept codes are >= 0, so their int64 bits are their uint64 bits
     codes_bits = codes.view(np.uint64) if codes.itemsize == 8 else codes.astype(np.uint64)

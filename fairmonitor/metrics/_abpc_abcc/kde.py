@@ -103,13 +103,16 @@ def bandwidth_or_reason(scores: NDArray[np.float64], bandwidth: str | float, *,
         return float("nan"), (f"has constant scores (all {lo:.6g}), so the {bandwidth} "
                               "bandwidth is 0 and the density is a spike; pass an absolute "
                               "bandwidth (e.g. bandwidth=0.05) or use abcc")
+    from . import compiled  # numba: loaded at the first density, not with fairmonitor
+
     factor = n ** -0.2 if bandwidth == "scott" else (0.75 * n) ** -0.2
-    h = float(scores.std(ddof=1)) * factor
+    std = float(compiled.std(scores, 1))  # scores.std(ddof=1) bit for bit, no n-long temporary
+    h = std * factor
     floor = min_bandwidth(compat=compat)
     if h < floor:
         grid = f"the {REFERENCE_GRID}-point reference grid" if compat else "the finest grid"
         return float("nan"), (
-            f"has nearly constant scores (std {scores.std(ddof=1):.3g}): its {bandwidth} "
+            f"has nearly constant scores (std {std:.3g}): its {bandwidth} "
             f"bandwidth {h:.3g} is below {floor:.3g}, the smallest {grid} resolves without "
             "aliasing; pass an absolute bandwidth or use abcc")
     return h, None
@@ -141,24 +144,24 @@ def reflected_density(scores: NDArray[np.float64], h: float, cells: int) -> NDAr
     return density_from_binned(linear_binning(scores, cells), h, scores.size)
 
 
-#: Scores binned per block: the temporaries stay block-sized, not six n-long arrays.
+#: Rows per block of the binning: each block's left and right weights are added to the grid
+#: in turn, the rounding of the former numpy loop over blocks of this length (kept bit for bit).
 _BLOCK = 1 << 16
 
 
 def linear_binning(scores: NDArray[np.float64], cells: int) -> NDArray[np.float64]:
     """Linear-binning weights of ``scores`` on ``cells`` cell centres (they sum to n).
 
-    The half cells beyond the outer centres fold back (the reflection).
+    The half cells beyond the outer centres fold back (the reflection). One compiled pass
+    (:func:`~fairmonitor.metrics._abpc_abcc.compiled.linear_binning`), the bits of the former
+    numpy blocks (two weighted ``np.bincount`` calls per block of ``_BLOCK`` rows).
+
+    >>> linear_binning(np.array([0.0, 0.25, 0.3, 1.0]), 4)
+    array([1.8, 1.2, 0. , 1. ])
     """
-    w = np.zeros(cells)
-    for lo in range(0, scores.size, _BLOCK):
-        u = scores[lo:lo + _BLOCK] * cells - 0.5  # position in cell-centre units
-        left = np.floor(u)
-        frac = u - left
-        left_i = left.astype(np.intp)
-        w += np.bincount(np.clip(left_i, 0, cells - 1), weights=1.0 - frac, minlength=cells)
-        w += np.bincount(np.clip(left_i + 1, 0, cells - 1), weights=frac, minlength=cells)
-    return w
+    from . import compiled  # numba: loaded at the first density, not with fairmonitor
+
+    return compiled.linear_binning(np.asarray(scores, dtype=np.float64), int(cells), _BLOCK)
 
 
 def density_from_binned(w: NDArray[np.float64], h: float, n: int) -> NDArray[np.float64]:
