@@ -378,9 +378,12 @@ def _merge_many_cells(groups: list[GroupSummary], edges: NDArray[np.float64]) ->
 
     Raw parts are binned one by one (sorted already: no sort of the union) or, if they hold
     fewer scores than there are cells, sorted together and binned once; every part then adds
-    into dense per-cell arrays with numpy's indexed loops (``np.add.at`` and co.), part
-    after part, left to right.
+    into dense per-cell arrays, part after part, left to right: one compiled pass per part
+    (:func:`._compiled.add_cells`, the bits of ``np.add.at`` and co., which made four passes
+    of indexed loops), so a day's merge runs at the speed of reading its parts.
     """
+    from ._compiled import add_cells  # numba: only when cells merge, not at import
+
     size = edges.size - 1
     parts = [g.cells for g in groups if g.cells is not None]
     raw = [g.scores for g in groups if g.cells is None]
@@ -392,11 +395,7 @@ def _merge_many_cells(groups: list[GroupSummary], edges: NDArray[np.float64]) ->
     total = np.zeros(size)
     low, high = np.full(size, np.inf), np.full(size, -np.inf)
     for index, c, t, lo, hi in parts:
-        at = index.astype(np.intp)  # the indexed loops' own index type: no per-call cast
-        np.add.at(count, at, c)
-        np.add.at(total, at, t)
-        np.minimum.at(low, at, lo)
-        np.maximum.at(high, at, hi)
+        add_cells(count, total, low, high, index, c, t, lo, hi)
     index = np.flatnonzero(count)
     return index.astype(np.int32), count[index], total[index], low[index], high[index]
 
