@@ -30,13 +30,13 @@ from ..metrics._madd.compiled import _compiled, _pairwise_sum
 @_compiled
 def _min(a, b):  # pragma: no cover - compiled
     """``np.minimum(a, b)`` of floats (and ``.at``, ``np.clip``): ``b`` on ties, NaN wins."""
-    return a if (a < b or a != a) else b
+    return a if (a < b) | (a != a) else b  # | not or: one select, no branch
 
 
 @_compiled
 def _max(a, b):  # pragma: no cover - compiled
     """``np.maximum(a, b)`` of floats (and ``.at``, ``np.clip``): ``b`` on ties, NaN wins."""
-    return a if (a > b or a != a) else b
+    return a if (a > b) | (a != a) else b  # | not or: one select, no branch
 
 
 @_compiled

@@ -20,6 +20,7 @@ every option. Where some group keeps cells, this module computes them from the c
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from dataclasses import dataclass, replace
@@ -132,6 +133,23 @@ def _need_scores(attr: AttributeSummary) -> None:
 # --------------------------------------------------------------------------- MADD
 
 
+@functools.lru_cache(maxsize=16)
+def _bin_edges_among_cells(max_bins_cells: int, n_bins: int, compat: str | None,
+                           auto: bool) -> NDArray[np.intp] | None:
+    """Where MADD's bin edges lie among the cell edges; None if some are not cell edges.
+
+    The bin edges: every m of ``"auto"``'s grid, or ``n_bins``'. Cached: ~2 ms a call, the
+    same for every attribute and window.
+    """
+    edges = cell_edges(max_bins_cells)
+    wanted = _grid(n_bins, compat).edges if auto else np.linspace(0.0, 1.0, n_bins + 1)
+    where = np.searchsorted(edges, wanted)
+    if where.max() >= edges.size or not np.array_equal(edges[where], wanted):
+        return None
+    where.flags.writeable = False
+    return where
+
+
 def madd_from_summary(attr: AttributeSummary, *, max_bins_cells: int, agg: str = "max",
                       bandwidth: float | str = "auto", n_bins: int | None = None,
                       compat: str | None = None, max_bins: int = 499,
@@ -141,14 +159,9 @@ def madd_from_summary(attr: AttributeSummary, *, max_bins_cells: int, agg: str =
     _need_scores(attr)
     plan = _plan(bandwidth, n_bins, compat, max_bins)
     edges = cell_edges(max_bins_cells)
-    if plan.auto:
-        grid = _grid(plan.n_bins, plan.compat)
-        wanted = grid.edges
-    else:
-        grid = None
-        wanted = np.linspace(0.0, 1.0, plan.n_bins + 1)
-    where = np.searchsorted(edges, wanted)
-    if where.max() >= edges.size or not np.array_equal(edges[where], wanted):
+    grid = _grid(plan.n_bins, plan.compat) if plan.auto else None
+    where = _bin_edges_among_cells(max_bins_cells, plan.n_bins, plan.compat, plan.auto)
+    if where is None:
         raise InvalidInputError(
             f"madd: the summary's cells resolve bin counts up to {max_bins_cells}; this call "
             f"needs {plan.n_bins}. Summarize with SummarySpec(max_bins={plan.n_bins}) or keep "
