@@ -74,6 +74,25 @@ def test_add_cells_ties_of_signed_zeros_as_numpy():
             assert np.array_equal(_bits(g), _bits(w))
 
 
+@pytest.mark.parametrize("n", [0, 1, 2, 7, 9, 50, 5_000, 6_000, 200_000])
+@pytest.mark.parametrize("kind", ["uniform", "on_edges", "rounded", "zeros", "u_shaped"])
+def test_cells_of_sorted_is_cells_of_bit_for_bit(n, kind):
+    """Both of _cells_of's searches (few and many scores), scores on edges, at 0 and 1,
+    runs of -0.0 and 0.0 (reduceat's sum of zeros keeps the sign), long runs per cell."""
+    from fairmonitor.summaries._compiled import cells_of_sorted
+
+    rng = np.random.default_rng(n)
+    edges = cell_edges(499)
+    scores = {"uniform": lambda: rng.random(n), "on_edges": lambda: rng.choice(edges, n),
+              "rounded": lambda: np.round(rng.random(n), 2),
+              "zeros": lambda: rng.choice(np.array([0.0, -0.0, 1.0, 0.5]), n),
+              "u_shaped": lambda: rng.beta(0.1, 0.1, n)}[kind]()
+    scores.sort()
+    for got, want in zip(cells_of_sorted(scores, edges), _cells_of(scores, edges), strict=True):
+        assert got.dtype == want.dtype
+        assert np.array_equal(got.view(np.uint8), want.view(np.uint8))
+
+
 def test_merge_many_cells_from_blobs_equals_the_numpy_merge():
     """Read-only parts (as :func:`from_bytes` gives) and raw groups beside cell groups."""
     sf, score, _ = rows(60_000, 2, groups=3)
