@@ -1,4 +1,4 @@
-"""Mergeable window summaries (numpy only): summarize rows, merge summaries, serialize them.
+"""Mergeable window summaries: summarize rows, merge summaries, serialize them.
 
 :func:`summarize` turns a window's rows into a :class:`WindowSummary`;
 :meth:`WindowSummary.merge` adds two; :func:`to_bytes` / :func:`from_bytes` store them;

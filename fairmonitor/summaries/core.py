@@ -377,26 +377,27 @@ def _merge_many_cells(groups: list[GroupSummary], edges: NDArray[np.float64]) ->
     """Merge many groups' cells (and raw scores) at once, on dense per-cell arrays.
 
     Raw parts are binned one by one (sorted already: no sort of the union) or, if they hold
-    fewer scores than there are cells, sorted together and binned once; every part then adds
-    into dense per-cell arrays with numpy's indexed loops (``np.add.at`` and co.), part
-    after part, left to right.
+    fewer scores than there are cells, sorted together and binned once, by a compiled walk
+    (:func:`._compiled.cells_of_sorted`: the bits of :func:`_cells_of`, ~3.5x faster than
+    its searches on 2 * 10^5 scores). Every part then adds into dense per-cell arrays, part
+    after part, left to right: one compiled pass per part (:func:`._compiled.add_cells`, the
+    bits of ``np.add.at`` and co., which made four passes of indexed loops), so a day's
+    merge runs at the speed of reading its parts.
     """
+    from ._compiled import add_cells, cells_of_sorted  # numba: only when cells merge
+
     size = edges.size - 1
     parts = [g.cells for g in groups if g.cells is not None]
     raw = [g.scores for g in groups if g.cells is None]
     if raw and sum(r.size for r in raw) <= size:  # few scores: sort them together, bin once
-        parts.append(_cells_of(np.sort(np.concatenate(raw)), edges))
+        parts.append(cells_of_sorted(np.sort(np.concatenate(raw)), edges))
     else:
-        parts += [_cells_of(r, edges) for r in raw]  # type: ignore[arg-type]
+        parts += [cells_of_sorted(r, edges) for r in raw]
     count = np.zeros(size, dtype=np.int64)
     total = np.zeros(size)
     low, high = np.full(size, np.inf), np.full(size, -np.inf)
     for index, c, t, lo, hi in parts:
-        at = index.astype(np.intp)  # the indexed loops' own index type: no per-call cast
-        np.add.at(count, at, c)
-        np.add.at(total, at, t)
-        np.minimum.at(low, at, lo)
-        np.maximum.at(high, at, hi)
+        add_cells(count, total, low, high, index, c, t, lo, hi)
     index = np.flatnonzero(count)
     return index.astype(np.int32), count[index], total[index], low[index], high[index]
 

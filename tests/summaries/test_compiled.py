@@ -1,0 +1,315 @@
+"""The compiled cell kernels (:mod:`fairmonitor.summaries._compiled`) against the numpy code
+they replaced, kept here as oracles, bit for bit: merging cells (``np.add.at`` and co., signed
+zeros included), ABCC's table and pairs, ABPC's linear binning of cells, MADD's bin counts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fairmonitor.metrics import madd
+from fairmonitor.summaries import SummarySpec, cell_edges, merge_all, summarize
+from fairmonitor.summaries._compiled import add_cells, linear_binning_cells
+from fairmonitor.summaries.compute import _AbccTable, _binned, _spread, madd_from_summary
+from fairmonitor.summaries.core import _cells_of, _merge_many_cells
+
+from .test_summaries import rows
+
+
+def _bits(a):
+    return np.asarray(a, dtype=np.float64).view(np.uint64)
+
+
+def _merge_numpy(parts, size):
+    """The former ``_merge_many_cells`` loop: numpy's indexed loops, part after part."""
+    count, total = np.zeros(size, dtype=np.int64), np.zeros(size)
+    low, high = np.full(size, np.inf), np.full(size, -np.inf)
+    for index, c, t, lo, hi in parts:
+        at = index.astype(np.intp)
+        np.add.at(count, at, c)
+        np.add.at(total, at, t)
+        np.minimum.at(low, at, lo)
+        np.maximum.at(high, at, hi)
+    return count, total, low, high
+
+
+def _parts(n_parts=24, seed=0, decimals=None):
+    rng = np.random.default_rng(seed)
+    edges = cell_edges(499)
+    parts = []
+    for k in range(n_parts):
+        scores = np.sort(rng.beta(2, 5, rng.integers(1, 40_000)))
+        if decimals is not None:
+            scores = np.round(scores, decimals)
+        if k % 3 == 0:  # signed zeros: -0.0 and 0.0 tie in min/max, numpy keeps one
+            scores[: scores.size // 50] = -0.0 if k % 2 else 0.0
+        parts.append(_cells_of(scores, edges))
+    return parts, edges.size - 1
+
+
+@pytest.mark.parametrize("decimals", [None, 2])
+def test_add_cells_is_numpys_indexed_loops_bit_for_bit(decimals):
+    parts, size = _parts(decimals=decimals)
+    want = _merge_numpy(parts, size)
+    count, total = np.zeros(size, dtype=np.int64), np.zeros(size)
+    low, high = np.full(size, np.inf), np.full(size, -np.inf)
+    for index, c, t, lo, hi in parts:
+        add_cells(count, total, low, high, index, c, t, lo, hi)
+    assert np.array_equal(count, want[0])
+    for got, ref in zip((total, low, high), want[1:], strict=True):
+        assert np.array_equal(_bits(got), _bits(ref))  # -0.0 vs 0.0 too
+
+
+def test_add_cells_ties_of_signed_zeros_as_numpy():
+    for first, second in ((0.0, -0.0), (-0.0, 0.0)):
+        index = np.array([0], dtype=np.int32)
+        got = [np.zeros(1, dtype=np.int64), np.zeros(1), np.full(1, np.inf), np.full(1, -np.inf)]
+        want = [a.copy() for a in got]
+        for v in (first, second):
+            add_cells(*got, index, np.ones(1, dtype=np.int64), np.full(1, v), np.full(1, v),
+                      np.full(1, v))
+        want = _merge_numpy([(index, np.ones(1, dtype=np.int64), np.full(1, v), np.full(1, v),
+                              np.full(1, v)) for v in (first, second)], 1)
+        for g, w in zip(got, want, strict=True):
+            assert np.array_equal(_bits(g), _bits(w))
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 7, 9, 50, 5_000, 6_000, 200_000])
+@pytest.mark.parametrize("kind", ["uniform", "on_edges", "rounded", "zeros", "u_shaped"])
+def test_cells_of_sorted_is_cells_of_bit_for_bit(n, kind):
+    """Both of _cells_of's searches (few and many scores), scores on edges, at 0 and 1,
+    runs of -0.0 and 0.0 (reduceat's sum of zeros keeps the sign), long runs per cell."""
+    from fairmonitor.summaries._compiled import cells_of_sorted
+
+    rng = np.random.default_rng(n)
+    edges = cell_edges(499)
+    scores = {"uniform": lambda: rng.random(n), "on_edges": lambda: rng.choice(edges, n),
+              "rounded": lambda: np.round(rng.random(n), 2),
+              "zeros": lambda: rng.choice(np.array([0.0, -0.0, 1.0, 0.5]), n),
+              "u_shaped": lambda: rng.beta(0.1, 0.1, n)}[kind]()
+    scores.sort()
+    for got, want in zip(cells_of_sorted(scores, edges), _cells_of(scores, edges), strict=True):
+        assert got.dtype == want.dtype
+        assert np.array_equal(got.view(np.uint8), want.view(np.uint8))
+
+
+def test_merge_many_cells_from_blobs_equals_the_numpy_merge():
+    """Read-only parts (as :func:`from_bytes` gives) and raw groups beside cell groups."""
+    sf, score, _ = rows(60_000, 2, groups=3)
+    spec = SummarySpec(max_raw=3_000, sample_size=0)
+    from fairmonitor.summaries import from_bytes, to_bytes
+
+    hours = [from_bytes(to_bytes(summarize({k: v[a:a + 5_000] for k, v in sf.items()},
+                                           y_score=score[a:a + 5_000], spec=spec)))
+             for a in range(0, score.size, 5_000)]
+    edges = cell_edges(spec.max_bins)
+    for name in hours[0].attributes:
+        for label in hours[0].attributes[name].groups:
+            groups = [h.attributes[name].groups[label] for h in hours
+                      if label in h.attributes[name].groups]
+            got = _merge_many_cells(groups, edges)
+            # the parts as _merge_many_cells lays them out: cells first, then the raw scores
+            parts = [g.cells for g in groups if g.cells is not None]
+            raw = [g.scores for g in groups if g.cells is None]
+            if raw and sum(r.size for r in raw) <= edges.size - 1:
+                parts.append(_cells_of(np.sort(np.concatenate(raw)), edges))
+            else:
+                parts += [_cells_of(r, edges) for r in raw]
+            count, total, low, high = _merge_numpy(parts, edges.size - 1)
+            index = np.flatnonzero(count)
+            assert np.array_equal(got[0], index) and np.array_equal(got[1], count[index])
+            for g, w in zip(got[2:], (total, low, high), strict=True):
+                assert np.array_equal(_bits(g), _bits(w[index]))
+
+
+# --------------------------------------------------------------------------- ABCC
+
+
+class _NumpyTable:
+    """The former numpy ``_AbccTable`` (its ``__init__``, ``_dense``, ``pair``)."""
+
+    def __init__(self, groups, edges):
+        self.sparse = [g.sparse_cells(edges) for g in groups]
+        self.n = [g.n for g in groups]
+        mark = np.zeros(edges.size - 1, dtype=bool)
+        for part in self.sparse:
+            mark[part[0]] = True
+        cells = np.flatnonzero(mark)
+        where = np.cumsum(mark) - 1
+        self.left, self.right = edges[cells], edges[cells + 1]
+        self.gaps = self.left - np.r_[0.0, self.right[:-1]]
+        extended = self.right - np.r_[0.0, self.right[:-1]]
+        self.at = [where[part[0]] for part in self.sparse]
+        self.F, self.G, self.m, self.minus_m = [], [], [], []
+        for part, at, n in zip(self.sparse, self.at, self.n, strict=True):
+            count, total = np.zeros(cells.size), np.zeros(cells.size)
+            count[at], total[at] = part[1], part[2]
+            F = (np.cumsum(count) - count) / n
+            self.F.append(F)
+            self.m.append(count / n)
+            self.minus_m.append(-self.m[-1])
+            self.G.append(F * extended + (count * self.right - total) / n)
+
+    def _dense(self, k, ia):
+        at, part = self.at[k], self.sparse[k]
+        pos = np.minimum(np.searchsorted(at, ia), max(at.size - 1, 0))
+        hit = at[pos] == ia if at.size else np.zeros(ia.size, dtype=bool)
+        count = np.where(hit, part[1][pos], 0).astype(float) if at.size else np.zeros(ia.size)
+        total = np.where(hit, part[2][pos], 0.0) if at.size else np.zeros(ia.size)
+        low = np.where(hit, part[3][pos], self.left[ia]) if at.size else self.left[ia]
+        high = np.where(hit, part[4][pos], self.right[ia]) if at.size else self.right[ia]
+        return count, total, low, high
+
+    def pair(self, i, j):
+        d0 = self.F[i] - self.F[j]
+        amb = np.less(d0, self.m[j])
+        amb &= d0 > self.minus_m[i]
+        ia = np.flatnonzero(amb)
+        area = np.subtract(self.G[i], self.G[j])
+        np.abs(area, out=area)
+        area[ia] = 0.0
+        exact = float(area.sum())
+        if not ia.size:
+            return exact, 0.0
+        d = d0[ia]
+        flat = float(np.abs(d * self.gaps[ia]).sum())
+        estimate, error = _ambiguous(d, self.left[ia], self.right[ia], self.n[i], self.n[j],
+                                     self._dense(i, ia), self._dense(j, ia))
+        return exact + flat + float(estimate.sum()), float(error.sum())
+
+
+def _ambiguous(d, lo_edge, r, na, nb, a, b):
+    count_a, sum_a, low_a, high_a = a
+    count_b, sum_b, low_b, high_b = b
+    ja, jb = count_a / na, count_b / nb
+    signed = d * (r - lo_edge) + (count_a * r - sum_a) / na - (count_b * r - sum_b) / nb
+    lower, upper = d - jb, d + ja
+    lo = np.abs(signed)
+    hi = (r - lo_edge) * np.maximum(np.abs(lower), np.abs(upper))
+    mid, mid_err = (lo + hi) / 2, (hi - lo) / 2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mu_a = np.clip(np.where(count_a > 0, sum_a / count_a, lo_edge), lo_edge, r)
+        mu_b = np.clip(np.where(count_b > 0, sum_b / count_b, lo_edge), lo_edge, r)
+    first, second = np.minimum(mu_a, mu_b), np.maximum(mu_a, mu_b)
+    between = np.where(mu_a <= mu_b, d + ja, d - jb)
+    step = (np.abs(d) * (first - lo_edge) + np.abs(between) * (second - first)
+            + np.abs(d + ja - jb) * (r - second))
+    step_err = _spread(ja, mu_a, low_a, high_a) + _spread(jb, mu_b, low_b, high_b)
+    use_step = step_err < mid_err
+    return np.where(use_step, step, mid), np.where(use_step, step_err, mid_err)
+
+
+def _day(max_raw, decimals=None, n=60_000, groups=6, with_rows=False):
+    sf, score, _ = rows(n, 4, groups=groups, decimals=decimals)
+    score = np.where(sf["race"] == "f", score ** 3, score)  # one group far from the others
+    sf["race"] = sf["race"].astype("<U1")
+    sf["race"][::600] = "g"  # a small group: raw scores beside the cells
+    s = merge_all([summarize({k: v[a:a + 5_000] for k, v in sf.items()},
+                             y_score=score[a:a + 5_000], intersection=False,
+                             spec=SummarySpec(max_raw=max_raw, sample_size=0))
+                   for a in range(0, score.size, 5_000)])
+    return (sf, score, s) if with_rows else s
+
+
+@pytest.mark.parametrize(("decimals", "max_raw"), [(None, 100), (2, 100), (3, 2000), (None, 0)])
+def test_abcc_table_is_the_numpy_table_bit_for_bit(decimals, max_raw):
+    s = _day(max_raw, decimals)
+    edges = cell_edges(499)
+    ambiguous = 0
+    for attr in s.attributes.values():
+        groups = list(attr.groups.values())
+        table, oracle = _AbccTable(groups, edges), _NumpyTable(groups, edges)
+        for k in range(len(groups)):
+            for name in ("F", "G", "m"):
+                assert np.array_equal(_bits(getattr(table, name)[k]),
+                                      _bits(getattr(oracle, name)[k]))
+        wanted = [(i, j) for i in range(len(groups)) for j in range(len(groups)) if i != j]
+        blocked = table.pairs(wanted)
+        for i, j in wanted:
+            want = _bits(oracle.pair(i, j)).tolist()
+            assert _bits(table.pair(i, j)).tolist() == want, (attr.name, i, j)
+            assert _bits(blocked[i, j]).tolist() == want, (attr.name, i, j)
+            ambiguous += oracle.pair(i, j)[1] > 0
+    assert ambiguous  # the ambiguous cells' estimates were compared too
+
+
+def test_blocked_pairs_with_few_kept_ambiguous_cells_and_odd_blocks(monkeypatch):
+    """Pairs with more ambiguous cells than kept run alone; any block size, same bits."""
+    s = _day(100, 2)
+    groups = list(s.attributes["race"].groups.values())
+    table = _AbccTable(groups, cell_edges(499))
+    wanted = [(i, j) for i in range(len(groups)) for j in range(i + 1, len(groups))]
+    want = {p: _bits(table.pair(*p)).tolist() for p in wanted}
+    for block, cap in ((1, 1), (3, 5), (10_000, 0)):
+        monkeypatch.setattr(_AbccTable, "BLOCK", block)
+        monkeypatch.setattr(_AbccTable, "CAP", cap)
+        got = table.pairs(wanted)
+        assert {p: _bits(v).tolist() for p, v in got.items()} == want
+
+
+@pytest.mark.parametrize("n", [1, 7, 8, 128, 129, 1000, 96_001])
+def test_leaves_sum_as_numpy(n):
+    """Leaf sums combined by _tree_sum: the bits of numpy's sum of the whole array."""
+    from fairmonitor.summaries._compiled import _tree_sum
+    from fairmonitor.summaries.compute import _leaves
+
+    rng = np.random.default_rng(n)
+    a = rng.random(n) * 10.0 ** rng.integers(-8, 8, n)  # magnitudes apart: order matters
+    leaves = _leaves(0, n, [])
+    assert [lo for lo, _ in leaves] == np.cumsum([0] + [k for _, k in leaves])[:-1].tolist()
+    leaf_at = np.zeros(n, dtype=np.intp)
+    leaf_at[[lo for lo, _ in leaves]] = np.arange(len(leaves))
+    sums = np.array([a[lo:lo + k].sum() for lo, k in leaves])
+    assert _bits(0.0 + _tree_sum(sums, leaf_at, n - n, n)) == _bits(a.sum())
+
+
+# --------------------------------------------------------------------------- ABPC, MADD
+
+
+def _binned_numpy(g, edges, cells):
+    index, count, total = g.cells[:3]
+    mid = (edges[index] + edges[index + 1]) / 2
+    left_i = np.floor(mid * cells - 0.5).astype(np.intp)
+    frac_sum = cells * total - (0.5 + left_i) * count
+    w = np.bincount(np.clip(left_i, 0, cells - 1), weights=count - frac_sum, minlength=cells)
+    w += np.bincount(np.clip(left_i + 1, 0, cells - 1), weights=frac_sum, minlength=cells)
+    return w
+
+
+@pytest.mark.parametrize("decimals", [None, 2])
+def test_binned_cells_are_the_numpy_bincounts_bit_for_bit(decimals):
+    s = _day(100, decimals)
+    edges = cell_edges(499)
+    checked = 0
+    for attr in s.attributes.values():
+        for g in attr.groups.values():
+            if g.cells is None:
+                continue
+            for cells in (2, 64, 1000, 4096, (1 << 14) - 1):
+                assert np.array_equal(_bits(_binned(g, edges, cells)),
+                                      _bits(_binned_numpy(g, edges, cells)))
+                checked += 1
+    assert checked
+    empty = np.zeros(0, dtype=np.int32)
+    assert linear_binning_cells(empty, empty.astype(np.int64), np.zeros(0), edges, 8).tolist() \
+        == [0.0] * 8
+
+
+@pytest.mark.parametrize("n_bins", [None, 10, 499])
+def test_madd_bin_counts_from_dense_cells_equal_the_searched_ones(n_bins):
+    """Each group's counts below every edge as the former search of the edges among its
+    cells, and every pair's MADD the raw rows' (cells and a raw group mixed)."""
+    sf, score, s = _day(100, with_rows=True)
+    edges = cell_edges(499)
+    kw = {} if n_bins is None else {"n_bins": n_bins}
+    for name, attr in s.attributes.items():
+        for g in attr.groups.values():
+            index, count = g.sparse_cells(edges)[:2]
+            wanted = np.arange(edges.size)
+            want = np.r_[0, np.cumsum(count)][np.searchsorted(index, wanted)]
+            dense = np.zeros(edges.size, dtype=np.int64)
+            dense[index + 1] = count
+            assert np.array_equal(np.cumsum(dense)[wanted], want)
+        got = madd_from_summary(attr, max_bins_cells=499, **kw)
+        want = madd(score, sensitive_features=sf[name], **kw)
+        assert np.array_equal(got.matrix.matrix, want.matrix.matrix), name
