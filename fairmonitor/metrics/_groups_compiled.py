@@ -17,7 +17,8 @@ whatever the metrics. Three kernels:
   counting sort, O(n)) instead of a stable argsort of the codes.
 
 numba is already a dependency (HFM, MADD); this module is imported only for columns of at
-least ``_groups.COMPILED_MIN_ROWS`` rows, so ``import fairmonitor`` does not load numba.
+least ``_groups.COMPILED_MIN_ROWS`` rows, so ``import fairmonitor`` does not load numba
+(:mod:`._numba`).
 """
 
 from __future__ import annotations
@@ -28,14 +29,14 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ._madd.compiled import _compiled
+from ._numba import compiled
 
 #: Fibonacci hashing's multiplier (2^64 / golden ratio): spreads aligned pointers over the
 #: table's slots (their low 4 bits are always zero).
 _SPREAD = np.uint64(0x9E3779B97F4A7C15)
 
 
-@_compiled
+@compiled
 def _identity_pass(words, capacity, codes):  # pragma: no cover - compiled
     """Codes of ``words`` by first occurrence, with a table of ``capacity`` slots.
 
@@ -94,7 +95,7 @@ def identity_codes(col: NDArray[Any]) -> tuple[NDArray[np.int32], NDArray[np.int
         capacity *= 16
 
 
-@_compiled
+@compiled
 def count_codes(codes, k):  # pragma: no cover - compiled
     """``np.bincount(codes, minlength=k)`` without bincount's ``intp`` copy of narrow codes.
 
@@ -108,7 +109,7 @@ def count_codes(codes, k):  # pragma: no cover - compiled
     return counts
 
 
-@_compiled
+@compiled
 def cross_codes(left, right, k_right, radix, out):  # pragma: no cover - compiled
     """``out = left * k_right + right`` and the count of every cell ``0..radix-1``."""
     counts = np.zeros(radix, np.int64)
@@ -119,7 +120,7 @@ def cross_codes(left, right, k_right, radix, out):  # pragma: no cover - compile
     return counts
 
 
-@_compiled
+@compiled
 def remap_codes(codes, remap, out):  # pragma: no cover - compiled
     """``out[i] = remap[codes[i]]`` without numpy's ``intp`` copy of the index."""
     for i in range(codes.size):
@@ -127,12 +128,19 @@ def remap_codes(codes, remap, out):  # pragma: no cover - compiled
     return out
 
 
-@_compiled
-def group_order(codes, counts, out):  # pragma: no cover - compiled
-    """The stable argsort of ``codes`` (kept rows, code >= 0), by counting: O(n), no sort."""
+@compiled
+def _group_starts(counts):  # pragma: no cover - compiled
+    """Where each group's rows start when laid out group after group."""
     at = np.zeros(counts.size, np.int64)
     for j in range(1, counts.size):
         at[j] = at[j - 1] + counts[j - 1]
+    return at
+
+
+@compiled
+def group_order(codes, counts, out):  # pragma: no cover - compiled
+    """The stable argsort of ``codes`` (kept rows, code >= 0), by counting: O(n), no sort."""
+    at = _group_starts(counts)
     for i in range(codes.size):
         c = codes[i]
         if c >= 0:
@@ -141,12 +149,10 @@ def group_order(codes, counts, out):  # pragma: no cover - compiled
     return out
 
 
-@_compiled
+@compiled
 def group_layout(codes, counts, values, out):  # pragma: no cover - compiled
     """``values`` laid out group after group, each group's rows in row order (stable)."""
-    at = np.zeros(counts.size, np.int64)
-    for j in range(1, counts.size):
-        at[j] = at[j - 1] + counts[j - 1]
+    at = _group_starts(counts)
     for i in range(codes.size):
         c = codes[i]
         if c >= 0:
@@ -155,7 +161,7 @@ def group_layout(codes, counts, values, out):  # pragma: no cover - compiled
     return out
 
 
-@_compiled
+@compiled
 def outcome_counts(codes, k, pred, true):  # pragma: no cover - compiled
     """Rows per (group, ``2 * label + prediction``); ``true`` empty when there are no labels."""
     counts = np.zeros((k, 4), np.int64)

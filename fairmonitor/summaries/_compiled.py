@@ -24,22 +24,23 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..metrics._madd.compiled import _compiled, _pairwise_sum
+from ..metrics._madd.compiled import _pairwise_sum
+from ..metrics._numba import compiled
 
 
-@_compiled
+@compiled
 def _min(a, b):  # pragma: no cover - compiled
     """``np.minimum(a, b)`` of floats (and ``.at``, ``np.clip``): ``b`` on ties, NaN wins."""
     return a if (a < b) | (a != a) else b  # | not or: one select, no branch
 
 
-@_compiled
+@compiled
 def _max(a, b):  # pragma: no cover - compiled
     """``np.maximum(a, b)`` of floats (and ``.at``, ``np.clip``): ``b`` on ties, NaN wins."""
     return a if (a > b) | (a != a) else b  # | not or: one select, no branch
 
 
-@_compiled
+@compiled
 def _sum(a, n):  # pragma: no cover - compiled
     """``float(a[:n].sum())``: numpy's add.reduce starts from the identity 0.0."""
     # an int64 start, not the literal 0: numba links a cached recursive callee typed with a
@@ -48,7 +49,7 @@ def _sum(a, n):  # pragma: no cover - compiled
     return 0.0 + _pairwise_sum(a, start, n)
 
 
-@_compiled
+@compiled
 def add_cells(count, total, low, high, index, c, t, lo, hi):  # pragma: no cover - compiled
     """Add one part's cells into dense per-cell arrays, in place.
 
@@ -64,7 +65,7 @@ def add_cells(count, total, low, high, index, c, t, lo, hi):  # pragma: no cover
         high[i] = _max(high[i], hi[k])
 
 
-@_compiled
+@compiled
 def cells_of_sorted(scores, edges):  # pragma: no cover - compiled
     """``core._cells_of``: the non-empty cells of sorted scores, in one walk of both arrays.
 
@@ -117,7 +118,7 @@ def cells_of_sorted(scores, edges):  # pragma: no cover - compiled
     return index[:k], count[:k], total[:k], low[:k], high[:k]
 
 
-@_compiled
+@compiled
 def abcc_curves(at, count, total, right, extended, n, F, m, G):  # pragma: no cover - compiled
     """One group's ``F``, ``m`` and ``G`` on the attribute's cells (``_AbccTable``), in place.
 
@@ -143,7 +144,7 @@ def abcc_curves(at, count, total, right, extended, n, F, m, G):  # pragma: no co
         G[k] = F[k] * extended[k] + (c * right[k] - t) / nf
 
 
-@_compiled
+@compiled
 def _spread(mass, mu, lo, hi):  # pragma: no cover - compiled
     """``compute._spread`` of one cell: ``np.clip`` then ``2 * mass * (mu - lo) * ...``."""
     mu = _min(_max(mu, lo), hi)
@@ -151,7 +152,7 @@ def _spread(mass, mu, lo, hi):  # pragma: no cover - compiled
     return 2 * mass * (mu - lo) * (hi - mu) / width if width > 0 else 0.0
 
 
-@_compiled
+@compiled
 def _dense(at, part_count, part_total, part_low, part_high, ia, namb, left, right,
            out_count, out_total, out_low, out_high):  # pragma: no cover - compiled
     """``_AbccTable._dense``: a group's count, sum, min, max in the ambiguous cells ``ia``.
@@ -188,7 +189,7 @@ def _dense(at, part_count, part_total, part_low, part_high, ia, namb, left, righ
             out_high[q] = right[c]
 
 
-@_compiled
+@compiled
 def _ambiguous_part(F_i, F_j, gaps, left, right, n_i, n_j, at_i, count_i, total_i, low_i,
                     high_i, at_j, count_j, total_j, low_j, high_j, ia, namb, scratch
                     ):  # pragma: no cover - compiled
@@ -233,7 +234,7 @@ def _ambiguous_part(F_i, F_j, gaps, left, right, n_i, n_j, at_i, count_i, total_
     return flat, _sum(estimate, namb), _sum(error, namb)
 
 
-@_compiled
+@compiled
 def _fixed_cells(F_i, F_j, m_i, m_j, G_i, G_j, lo, n, area, ia, namb):  # pragma: no cover
     """Areas of the fixed cells ``lo .. lo + n``, and the ambiguous ones listed.
 
@@ -255,7 +256,7 @@ def _fixed_cells(F_i, F_j, m_i, m_j, G_i, G_j, lo, n, area, ia, namb):  # pragma
     return namb
 
 
-@_compiled
+@compiled
 def abcc_pair(F_i, F_j, m_i, m_j, G_i, G_j, gaps, left, right, n_i, n_j,
               at_i, count_i, total_i, low_i, high_i,
               at_j, count_j, total_j, low_j, high_j, area, ia):  # pragma: no cover - compiled
@@ -276,7 +277,7 @@ def abcc_pair(F_i, F_j, m_i, m_j, G_i, G_j, gaps, left, right, n_i, n_j,
     return exact + flat + estimate, error
 
 
-@_compiled
+@compiled
 def _tree_sum(leaf_sums, leaf_at, lo, n):  # pragma: no cover - compiled
     """``_pairwise_sum`` of an array of which only the sums of its leaves are known.
 
@@ -291,7 +292,7 @@ def _tree_sum(leaf_sums, leaf_at, lo, n):  # pragma: no cover - compiled
                                                              n - n2)
 
 
-@_compiled
+@compiled
 def abcc_pairs(F, m, G, first, second, leaf_lo, leaf_n, leaf_at, block, cap
                ):  # pragma: no cover - compiled
     """The fixed cells of many pairs in one call, leaf by leaf of the pairwise summation.
@@ -345,7 +346,7 @@ def abcc_pairs(F, m, G, first, second, leaf_lo, leaf_n, leaf_at, block, cap
     return exact, ambiguous, count
 
 
-@_compiled
+@compiled
 def linear_binning_cells(index, count, total, edges, cells):  # pragma: no cover - compiled
     """``compute._binned`` of cells: their linear-binning weights on ``cells`` KDE cells.
 

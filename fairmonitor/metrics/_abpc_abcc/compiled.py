@@ -37,8 +37,9 @@ numba.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
+
+from .._numba import compiled
 
 __all__ = ["is_sorted", "linear_binning", "mean_abs_gap", "std", "w1_units"]
 
@@ -48,15 +49,9 @@ _LEAF = 128
 _VALUE, _SQUARED, _GAP, _STEPS = 0, 1, 2, 3
 
 
-def _compiled(func):  # type: ignore[no-untyped-def]
-    """``numba.njit``, caching the machine code on disk where it can (as ``_madd.compiled``)."""
-    try:
-        return numba.njit(cache=True, nogil=True)(func)
-    except RuntimeError:  # no writable cache location: compile once per process instead
-        return numba.njit(nogil=True)(func)
 
 
-@_compiled
+@compiled
 def _leaf_sum(t, n):  # pragma: no cover - compiled
     """``np.sum(t[:n])`` for ``n <= 128``: numpy's leaf of the pairwise sum, to the last bit."""
     if n < 8:
@@ -85,7 +80,7 @@ def _leaf_sum(t, n):  # pragma: no cover - compiled
     return res
 
 
-@_compiled
+@compiled
 def _leaf_terms(kind, x, y, k0, count, ux, uy, center, first, second):  # pragma: no cover
     """The terms of steps ``k0 .. k0 + count - 1`` into ``first`` (and ``second``).
 
@@ -129,7 +124,7 @@ def _leaf_terms(kind, x, y, k0, count, ux, uy, center, first, second):  # pragma
             k += one
 
 
-@_compiled
+@compiled
 def _pairwise_terms(kind, x, y, k0, count, ux, uy, center, first, second):  # pragma: no cover
     """``np.sum`` of the terms (see :func:`_leaf_terms`) of steps ``k0 .. k0 + count - 1``.
 
@@ -172,7 +167,7 @@ def _pairwise_terms(kind, x, y, k0, count, ux, uy, center, first, second):  # pr
     return sums1[0], sums2[0]
 
 
-@_compiled
+@compiled
 def w1_units(x, y, ux, uy, block):  # pragma: no cover - compiled
     """``∫|Q_x − Q_y|`` in units of ``1 / lcm``: x has the more points, ``ux = lcm / x.size``.
 
@@ -190,7 +185,7 @@ def w1_units(x, y, ux, uy, block):  # pragma: no cover - compiled
     return total
 
 
-@_compiled
+@compiled
 def mean_abs_gap(a, b):  # pragma: no cover - compiled
     """``np.abs(a - b).mean()`` of two equally long arrays, to the last bit."""
     terms = np.empty(_LEAF)
@@ -198,7 +193,7 @@ def mean_abs_gap(a, b):  # pragma: no cover - compiled
     return (0.0 + total) / np.float64(a.size)
 
 
-@_compiled
+@compiled
 def std(values, ddof):  # pragma: no cover - compiled
     """``values.std(ddof=ddof)`` (``values.size > ddof``), to the last bit, with no temporary.
 
@@ -213,7 +208,7 @@ def std(values, ddof):  # pragma: no cover - compiled
     return np.sqrt((0.0 + squares) / np.float64(n - ddof))
 
 
-@_compiled
+@compiled
 def is_sorted(values):  # pragma: no cover - compiled
     """True if ascending; blocks of 1024 without an early exit, so that the loop vectorizes."""
     n = values.size
@@ -226,7 +221,7 @@ def is_sorted(values):  # pragma: no cover - compiled
     return True
 
 
-@_compiled
+@compiled
 def linear_binning(scores, cells, block):  # pragma: no cover - compiled
     """:func:`~fairmonitor.metrics._abpc_abcc.kde.linear_binning`'s weights, bit for bit.
 

@@ -38,19 +38,14 @@ does not load numba.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
-
-def _compiled(func):  # type: ignore[no-untyped-def]
-    """``numba.njit``, caching the machine code on disk where it can (as ``_hfm.accele``)."""
-    try:
-        return numba.njit(cache=True, nogil=True)(func)
-    except RuntimeError:  # no writable cache location: compile once per process instead
-        return numba.njit(nogil=True)(func)
+from .._numba import compiled
 
 
-@_compiled
+
+
+@compiled
 def _block_sum(a, lo, n):  # pragma: no cover - compiled
     """numpy's pairwise sum of ``n <= 128`` values: 8 accumulators, then the rest in turn.
 
@@ -85,13 +80,13 @@ def _block_sum(a, lo, n):  # pragma: no cover - compiled
     return res
 
 
-@_compiled
+@compiled
 def _gap(a, b, i):  # pragma: no cover - compiled
     """One MADD term ``|a[i] - b[i]|``."""
     return abs(a[i] - b[i])
 
 
-@_compiled
+@compiled
 def _block_gap_sum(a, b, lo, n):  # pragma: no cover - compiled
     """:func:`_block_sum` of the gaps ``|a - b|``, without an array of them."""
     i = np.uintp(lo)
@@ -130,13 +125,13 @@ def _block_gap_sum(a, b, lo, n):  # pragma: no cover - compiled
 _DEPTH = 64
 
 
-@_compiled
+@compiled
 def _stack():  # pragma: no cover - compiled
     """Work space of :func:`_tree_sum` (allocated once by its callers, not once per sum)."""
     return np.empty((3, _DEPTH), dtype=np.int64), np.empty(_DEPTH)
 
 
-@_compiled
+@compiled
 def _tree_sum(a, b, lo, n, gap, stack):  # pragma: no cover - compiled
     """numpy's pairwise summation of ``a[lo:lo + n]`` (or of ``|a - b|``), to the last bit.
 
@@ -179,7 +174,7 @@ def _tree_sum(a, b, lo, n, gap, stack):  # pragma: no cover - compiled
     return sums[0]
 
 
-@_compiled
+@compiled
 def _pairwise_sum(a, lo, n):  # pragma: no cover - compiled
     """``np.sum(a[lo:lo + n])`` with numpy's pairwise summation, to the last bit."""
     if n <= 128:  # no work space needed
@@ -187,7 +182,7 @@ def _pairwise_sum(a, lo, n):  # pragma: no cover - compiled
     return _tree_sum(a, a, lo, n, False, _stack())
 
 
-@_compiled
+@compiled
 def edges_below(sorted_scores, edges, below):  # pragma: no cover - compiled
     """``np.searchsorted(sorted_scores, edges, side="left")`` for ascending ``edges``.
 
@@ -220,7 +215,7 @@ def edges_below(sorted_scores, edges, below):  # pragma: no cover - compiled
         below[k] = p
 
 
-@_compiled
+@compiled
 def bin_shares(below, where, start, bins, n, share):  # pragma: no cover - compiled
     """Every bin's share ``count / n`` of every m (numpy's ``counts / n``), into ``share``.
 
@@ -242,7 +237,7 @@ def bin_shares(below, where, start, bins, n, share):  # pragma: no cover - compi
             left = right
 
 
-@_compiled
+@compiled
 def madd_curve(share_a, share_b, start, stop):  # pragma: no cover - compiled
     """MADD at every bin count of the grid: ``np.sum(|d_a - d_b|)`` over each m's bins.
 
@@ -261,7 +256,7 @@ def madd_curve(share_a, share_b, start, stop):  # pragma: no cover - compiled
 _EPS = 2.0 ** -53
 
 
-@_compiled
+@compiled
 def _prefix_sums(values):  # pragma: no cover - compiled
     """Prefix sums of ``values - mean`` and of its square, and a bound on their round-off.
 
@@ -290,20 +285,20 @@ def _prefix_sums(values):  # pragma: no cover - compiled
     return p1, p2, slack
 
 
-@_compiled
+@compiled
 def _deviations_floor(p1, p2, slack, i, j):  # pragma: no cover - compiled
     """A lower bound on the sum of squared deviations of ``values[i..j]`` (see above)."""
     s1 = p1[j + 1] - p1[i]
     return (p2[j + 1] - p2[i]) - s1 * s1 / np.float64(j + 1 - i) - slack
 
 
-@_compiled
+@compiled
 def _cannot_reach(floor, skip_above):  # pragma: no cover - compiled
     """Whether a variance floor stays above ``skip_above`` beyond the round-off of the rows."""
     return floor - (1e-9 * abs(floor) + 1e-13) > skip_above
 
 
-@_compiled
+@compiled
 def _row(values, i, first, n, skip_above, out):  # pragma: no cover - compiled
     """Variances of ``values[i..j]`` into ``out[j]`` for ``j < n``, the table's arithmetic.
 
@@ -333,7 +328,7 @@ def _row(values, i, first, n, skip_above, out):  # pragma: no cover - compiled
     return smallest
 
 
-@_compiled
+@compiled
 def stable_interval_search(values, first_end, tie):  # pragma: no cover - compiled
     """``(row, col, variance)`` of the first interval within ``tie`` of the smallest std.
 
@@ -374,7 +369,7 @@ def stable_interval_search(values, first_end, tie):  # pragma: no cover - compil
     return -1, -1, np.inf  # unreachable when some first_end < n
 
 
-@_compiled
+@compiled
 def first_ends(h, min_length, extend, min_points):  # pragma: no cover - compiled
     """Each start's first admissible end (``h.size`` when skipped), as ``_stable_interval``.
 
@@ -402,13 +397,13 @@ def first_ends(h, min_length, extend, min_points):  # pragma: no cover - compile
     return out
 
 
-@_compiled
+@compiled
 def _reduceat_sum(a, lo, n):  # pragma: no cover - compiled
     """One segment of ``np.add.reduceat``: its first value plus the pairwise sum of the rest."""
     return a[lo] + _pairwise_sum(a, lo + 1, n - 1)
 
 
-@_compiled
+@compiled
 def _interval_null(below_a, below_b, n_a, n_b, scale, grid, i, j):  # pragma: no cover
     """``np.mean`` over the interval's m of the summed null terms, numpy's bits (see madd.py).
 
@@ -430,7 +425,7 @@ def _interval_null(below_a, below_b, n_a, n_b, scale, grid, i, j):  # pragma: no
     return (0.0 + _pairwise_sum(per_m, 0, per_m.size)) / np.float64(per_m.size)
 
 
-@_compiled
+@compiled
 def auto_pair(share_a, share_b, below_a, below_b, n_a, n_b, scale, grid, first_end, tie
               ):  # pragma: no cover - compiled
     """MADD "auto" of one pair: ``(i, j, variance, value, null, rep)``, or ``i = -1``.
@@ -463,7 +458,7 @@ def auto_pair(share_a, share_b, below_a, below_b, n_a, n_b, scale, grid, first_e
 _EDGE_MARGIN = 1e-6
 
 
-@_compiled
+@compiled
 def histograms_by_group(scores, codes, m, k, edges):  # pragma: no cover - compiled
     """``np.histogram(scores[codes == g], bins=m, range=(0, 1))[0]`` for every group ``g < k``.
 
