@@ -43,8 +43,6 @@ import numpy as np
 from .._numba import compiled
 
 
-
-
 @compiled
 def _block_sum(a, lo, n):  # pragma: no cover - compiled
     """numpy's pairwise sum of ``n <= 128`` values: 8 accumulators, then the rest in turn.
