@@ -25,6 +25,9 @@ Choices:
 - A per-attribute override gets its own rule, and the general rule excludes that attribute
   (``sensitive_attribute!="sex"``): the most specific threshold wins, as in the monitor.
 - Persistence in windows: ``for`` is ``N - 1`` cadences of the model (``every``).
+- A model with ``rollups`` gets the same thresholds on ``fairmonitor_rollup_compared`` (one
+  instance per rollup ``window`` and attribute, no persistence), as the Prometheus rule
+  ``FairnessRollupThresholdBreached``.
 - Limitation against the Prometheus path: an undefined window makes the series disappear from
   the query, and Grafana resolves a missing series after a few evaluations; the Prometheus rules
   keep the state instead. ``noDataState: OK`` because ``FairmonitorAbsent`` covers a monitor
@@ -107,7 +110,8 @@ def _rule(uid: str, title: str, expr: str, evaluator: str, level: float, *,
     return rule
 
 
-def _selector(model: str, t: Threshold, overridden: Iterable[str]) -> str:
+def _selector(model: str, t: Threshold, overridden: Iterable[str], *,
+              rollup: bool = False) -> str:
     matchers = [f"model={promql_string(model)}"]
     if t.attribute is not None:
         matchers.append(f"sensitive_attribute={promql_string(t.attribute)}")
@@ -116,12 +120,16 @@ def _selector(model: str, t: Threshold, overridden: Iterable[str]) -> str:
         # not the automatic intersection ("a:b"): only a threshold naming it governs it
         matchers.append(f'sensitive_attribute!~"{_INTERSECTION}"')
     series = f"{NAMESPACE}_{t.metric}"
-    if t.compare == "bound":  # the evidence: the confidence bound on the unfair side
+    by = "model, sensitive_attribute"
+    if rollup:  # what the monitor compares: the value, or the bound for compare: bound
+        series = f"{NAMESPACE}_rollup_compared"
+        matchers.insert(1, f"metric={promql_string(t.metric)}")
+        by = "model, window, sensitive_attribute"  # one instance per rollup (1d, 7d, ...)
+    elif t.compare == "bound":  # the evidence: the confidence bound on the unfair side
         series = f"{NAMESPACE}_metric_{'lower' if t.bound == 'upper' else 'upper'}_bound"
         matchers.insert(1, f"metric={promql_string(t.metric)}")
     # the worst value over replicas and versions: one instance per (model, attribute)
-    return (f"{_WORST[t.bound]} by (model, sensitive_attribute) "
-            f"({series}{{{', '.join(matchers)}}})")
+    return f"{_WORST[t.bound]} by ({by}) ({series}{{{', '.join(matchers)}}})"
 
 
 def _routing(cfg: Any) -> dict[str, str]:
@@ -166,6 +174,51 @@ def _threshold_rules(model: str, cfg: Any, options: AlertOptions) -> list[dict[s
                     "dashboard": link,
                     "runbook_url": runbook_link(options.runbook_url,
                                                 "FairnessThresholdBreached"),
+                }))
+    return rules
+
+
+def _rollup_rules(model: str, cfg: Any, options: AlertOptions) -> list[dict[str, Any]]:
+    """The model's thresholds on its rollups (``fairmonitor_rollup_compared``), if it has any.
+
+    As the Prometheus rule ``FairnessRollupThresholdBreached``: no persistence (a rollup window
+    already spans many windows), one instance per rollup (``window`` label) and attribute.
+    """
+    if not getattr(cfg, "rollups", ()):
+        return []
+    thresholds: tuple[Threshold, ...] = tuple(cfg.thresholds)
+    rules = []
+    for t in thresholds:
+        overridden = {o.attribute for o in thresholds
+                      if o.metric == t.metric and o.attribute is not None}
+        scope = t.attribute or "{{ $labels.sensitive_attribute }}"
+        for severity in ("warning", "critical"):
+            level = getattr(t, severity)
+            if level is None:
+                continue
+            side = "above" if t.bound == "upper" else "below"
+            rules.append(_rule(
+                _uid("rollup", model, t.metric, t.attribute or "", severity),
+                f"{model}: {t.metric} {severity} over rollups"
+                + (f" ({t.attribute})" if t.attribute else ""),
+                _selector(model, t, overridden, rollup=True), _EVALUATOR[t.bound],
+                float(level), for_="0s",
+                labels={"severity": severity, "model": model, "metric": t.metric,
+                        "bound": t.bound, **_routing(cfg)},
+                panel=ALERT_STATE_PANEL_ID,
+                annotations={
+                    "summary": (f"{t.metric} over {{{{ $labels.window }}}} {side} its "
+                                f"{severity} threshold for {scope} (model {model})"),
+                    "description": (
+                        f"{t.metric} = {{{{ printf \"%.4g\" $values.B.Value }}}} over the "
+                        "latest {{ $labels.window }} rollup on sensitive attribute "
+                        f"{{{{ $labels.sensitive_attribute }}}} of model {model}, {side} the "
+                        f"{severity} threshold {level:g}."),
+                    "dashboard": dashboard_url(
+                        options.grafana_url, model=model, metric=t.metric,
+                        attribute="{{ $labels.sensitive_attribute | urlquery }}"),
+                    "runbook_url": runbook_link(options.runbook_url,
+                                                "FairnessRollupThresholdBreached"),
                 }))
     return rules
 
@@ -240,15 +293,16 @@ def _health_rules(options: AlertOptions) -> list[dict[str, Any]]:
 def grafana_alert_rules(config: Any, options: AlertOptions) -> dict[str, Any]:
     """The Grafana alerting provisioning file (as a mapping) for a monitor config.
 
-    One rule group per model (its thresholds) and one ``fairmonitor-health`` group (undefined
-    values, no traffic, staleness, errors, monitor down or absent), all in the ``Fairness``
-    folder; a webhook contact point whose URL is read from ``$FAIRMONITOR_WEBHOOK_URL`` when
+    One rule group per model (its thresholds, on its windows and its rollups) and one
+    ``fairmonitor-health`` group (undefined values, no traffic, staleness, errors, monitor down
+    or absent), all in the ``Fairness`` folder; a webhook contact point whose URL is read from ``$FAIRMONITOR_WEBHOOK_URL`` when
     Grafana starts, and a notification policy tree routing everything to it.
     """
     groups = []
     for name, m in config.models.items():
         groups.append({"orgId": 1, "name": f"fairmonitor-{name}", "folder": FOLDER,
-                       "interval": "1m", "rules": _threshold_rules(name, m, options)})
+                       "interval": "1m", "rules": [*_threshold_rules(name, m, options),
+                                                    *_rollup_rules(name, m, options)]})
     groups.append({"orgId": 1, "name": "fairmonitor-health", "folder": FOLDER,
                    "interval": "1m", "rules": _health_rules(options)})
     return {

@@ -183,3 +183,50 @@ def test_compare_bound_queries_the_unfair_side_bound(example_config):
     assert exprs[("equalized_odds_difference", "warning", True)] == (
         'max by (model, sensitive_attribute) (fairmonitor_metric_lower_bound{model="credit", '
         'metric="equalized_odds_difference", sensitive_attribute="sex"})')
+
+
+def _with_rollups(example_config):
+    import dataclasses
+    from datetime import timedelta
+
+    from fairmonitor.monitor.config.model import RollupConfig
+
+    cfg = example_config.models["credit"]
+    day = RollupConfig("1d", timedelta(days=1), timedelta(days=1))
+    return dataclasses.replace(example_config, models={
+        "credit": dataclasses.replace(cfg, rollups=(day,)),
+        "fraud": example_config.models["fraud"]})
+
+
+def test_rollups_get_the_model_thresholds_without_persistence(example_config):
+    # the Prometheus rules alert on rollups (FairnessRollupThresholdBreached); the Grafana
+    # path did not, so a team alerting in Grafana never heard of a breaching day
+    doc = grafana_alert_rules(_with_rollups(example_config), OPTIONS)
+    credit = next(g for g in doc["groups"] if g["name"] == "fairmonitor-credit")
+    window_rules = [r for r in credit["rules"] if "over rollups" not in r["title"]]
+    rollup_rules = [r for r in credit["rules"] if "over rollups" in r["title"]]
+    assert len(rollup_rules) == len(window_rules) > 0  # every threshold, every severity
+    cfg = example_config.models["credit"]
+    for rule in rollup_rules:
+        t = next(t for t in cfg.thresholds if t.metric == rule["labels"]["metric"]
+                 and (t.attribute is not None) == rule["title"].endswith(")"))
+        expr = rule["data"][0]["model"]["expr"]
+        assert expr.startswith(("max" if t.bound == "upper" else "min")
+                               + " by (model, window, sensitive_attribute) "
+                               "(fairmonitor_rollup_compared{")
+        assert f'metric="{t.metric}"' in expr and 'model="credit"' in expr
+        level = getattr(t, rule["labels"]["severity"])
+        assert rule["data"][2]["model"]["conditions"][0]["evaluator"]["params"] == [level]
+        assert rule["for"] == "0s"
+        assert rule["annotations"]["runbook_url"].endswith("#fairnessrollupthresholdbreached")
+    uids = [r["uid"] for r in _rules(doc)]
+    assert len(uids) == len(set(uids))
+    fraud = next(g for g in doc["groups"] if g["name"] == "fairmonitor-fraud")
+    assert not [r for r in fraud["rules"] if "over rollups" in r["title"]]  # no rollups there
+
+
+def test_rollup_queries_are_valid_promql(example_config, promtool, tmp_path):
+    doc = grafana_alert_rules(_with_rollups(example_config), OPTIONS)
+    exprs = [r["data"][0]["model"]["expr"] for r in _rules(doc) if "over rollups" in r["title"]]
+    result = check_promql(promtool, exprs, tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
