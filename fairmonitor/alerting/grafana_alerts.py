@@ -295,8 +295,9 @@ def grafana_alert_rules(config: Any, options: AlertOptions) -> dict[str, Any]:
 
     One rule group per model (its thresholds, on its windows and its rollups) and one
     ``fairmonitor-health`` group (undefined values, no traffic, staleness, errors, monitor down
-    or absent), all in the ``Fairness`` folder; a webhook contact point whose URL is read from ``$FAIRMONITOR_WEBHOOK_URL`` when
-    Grafana starts, and a notification policy tree routing everything to it.
+    or absent), all in the ``Fairness`` folder; a webhook contact point whose URL is read from
+    ``$FAIRMONITOR_WEBHOOK_URL`` when Grafana starts, and a notification policy tree routing
+    everything to it.
     """
     groups = []
     for name, m in config.models.items():
