@@ -160,8 +160,14 @@ def _feature_columns(cfg: ModelConfig, frame: pd.DataFrame) -> list[str]:
 
 def _report(cfg: ModelConfig, frame: pd.DataFrame, metrics: Sequence[str], *, labels: bool,
             version: str, start: datetime, end: datetime, rng: Any,
-            parts: dict[str, Any] | None = None) -> WindowReport:
-    # Window converts object columns of strings to a numpy string array once (fast grouping)
+            parts: dict[str, Any] | None = None,
+            faults: dict[str, str] | None = None) -> WindowReport:
+    """The window's report; with rollups, its summary (bytes) into ``parts[phase]``.
+
+    A summary that cannot be made is said in ``faults["rollup"]``: it costs the rollups this
+    window, never the window's own values.
+    """
+    # the group columns are encoded once (Window.groups), for the report and the summary
     features = _feature_columns(cfg, frame)
     window = Window.from_frame(
         frame, sensitive_features=list(cfg.sensitive_features),
@@ -179,7 +185,8 @@ def _report(cfg: ModelConfig, frame: pd.DataFrame, metrics: Sequence[str], *, la
                 spec=_rollups.store_spec(cfg),
                 model=cfg.name, version=version, start=start, end=end))
         except Exception as exc:
-            parts["error"] = f"cannot summarize the window: {type(exc).__name__}: {exc}"
+            if faults is not None:
+                faults["rollup"] = f"cannot summarize the window: {type(exc).__name__}: {exc}"
     return evaluate_window(window, metrics=metrics, min_group_size=cfg.min_group_size,
                            intersection=cfg.intersection, thresholds=cfg.thresholds,
                            options=cfg.options, rng=rng, confidence_level=cfg.confidence_level)
@@ -287,18 +294,19 @@ def evaluate_model_window(
                     n_rows=0, report=None)
     if rng is None:
         rng = np.random.default_rng([model_cfg.seed, max(index, 0)])
-    parts: dict[str, Any] = {}
+    parts: dict[str, Any] = {}  # the window's summaries for the rollups, by phase
+    faults: dict[str, str] = {}  # stage -> what went wrong making them
     try:
         report, with_labels = _evaluate_frame(model_cfg, frame, phase, metrics, version=version,
-                                              start=start, end=end, rng=rng, parts=parts)
+                                              start=start, end=end, rng=rng, parts=parts,
+                                              faults=faults)
     except Exception as exc:  # missing columns, unparseable values: the data is at fault
         return done(version=version, versions=versions, labels_included=False,
                     n_rows=len(frame), report=None,
                     errors={"data": f"{type(exc).__name__}: {exc}"})
     failed = [f"{m}/{a}: {r}" for (m, a), r in report.reasons.items() if r.startswith("error:")]
     errors = {"metric": "; ".join(failed)} if failed else {}
-    if "error" in parts:
-        errors["rollup"] = parts.pop("error")
+    errors.update(faults)
     _warn_many_groups(model_cfg.name, report)
     return done(version=version, versions=versions, labels_included=with_labels,
                 n_rows=len(frame), report=report, errors=errors,
