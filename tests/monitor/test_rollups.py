@@ -372,3 +372,26 @@ def test_a_rollup_whose_summaries_cannot_be_read_waits_for_the_next_tick(tmp_pat
     day = [r for r in again if r.rollup]
     assert len(day) == 1 and day[0].ok and day[0].merged_windows == 24
     assert checkpoint.load("credit").rollups == {"1d": T0 + DAY}
+
+
+def test_a_window_that_cannot_be_summarized_keeps_its_values(tmp_path, monkeypatch):
+    import fairmonitor.monitor.job as job
+
+    def broken(*args, **kwargs):
+        raise MemoryError("summary buffer")
+
+    monkeypatch.setattr(job, "summarize", broken)
+    frame = traffic(1, rows=120)
+    cfg = load_config(config_text(), base_dir=tmp_path)
+    store = MemorySummaryStore()
+    results = run_once(cfg, {"credit": MemorySource(frame)}, MemoryCheckpoint(),
+                       now=T0 + HOUR, summaries=store)
+    assert len(results) == 1
+    result = results[0]
+    # the window's own values are there; the rollups lose this window, said as stage "rollup"
+    assert result.errors == {
+        "rollup": "cannot summarize the window: MemoryError: summary buffer"}
+    assert not result.summaries
+    assert result.report is not None
+    assert result.report.values[("demographic_parity_difference", "sex")] >= 0.0
+    assert not store.blobs  # nothing stored for the rollups
