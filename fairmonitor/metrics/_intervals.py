@@ -37,7 +37,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["Interval", "KAPPA", "N_DRAWS", "RESOLUTION", "fine_histogram", "rate_gap_interval",
+__all__ = ["Interval", "KAPPA", "N_DRAWS", "RESOLUTION", "fine_histogram",
+           "fine_histogram_sorted", "rate_gap_interval",
            "ScoreBootstrap", "mean_gap_interval", "score_gap_interval", "wald_interval"]
 
 #: Standard errors within which a pair's difference counts as "possibly 0" and a pair as
@@ -413,6 +414,26 @@ def fine_histogram(scores: ArrayLike, resolution: int = RESOLUTION) -> NDArray[n
     s = np.asarray(scores, dtype=float)
     return np.bincount(np.minimum((s * resolution).astype(np.intp), resolution - 1),
                        minlength=resolution).astype(float)
+
+
+def fine_histogram_sorted(sorted_scores: NDArray[np.float64], resolution: int = RESOLUTION
+                          ) -> NDArray[np.float64]:
+    """:func:`fine_histogram` of ascending scores, in O(resolution log n) instead of O(n).
+
+    A row's bin ``min(floor(s * R), R - 1)`` is at least ``k`` (for ``k < R``) iff ``s * R >=
+    k``; with ``R`` a power of two ``s * R`` is exact, so that is ``s >= k / R`` (also exact),
+    and each bin's first row is one binary search. Other resolutions bin every row, as
+    :func:`fine_histogram` does. The same counts either way (a summary's raw scores are sorted;
+    at 10^7 rows binning them cost 0.14 s a window).
+
+    >>> fine_histogram_sorted(np.array([0.0, 0.1, 0.99, 1.0]), 4).tolist()
+    [2.0, 0.0, 0.0, 2.0]
+    """
+    s = np.asarray(sorted_scores, dtype=float)
+    if resolution & (resolution - 1):  # not a power of two: s * R may round
+        return fine_histogram(s, resolution)
+    first = np.searchsorted(s, np.arange(1, resolution) / resolution, side="left")
+    return np.diff(first, prepend=0, append=s.size).astype(float)
 
 
 def score_gap_interval(

@@ -36,6 +36,7 @@ from ..metrics._intervals import (
     Interval,
     ScoreBootstrap,
     fine_histogram,
+    fine_histogram_sorted,
     mean_gap_interval,
     rate_gap_interval,
     score_gap_interval,
@@ -108,8 +109,8 @@ def _calibration(groups: list[GroupSummary], n: NDArray[np.float64],
 
 def _fine(g: GroupSummary) -> NDArray[np.float64]:
     """The group's fine score histogram, from raw scores or from cells (their mean score)."""
-    if g.scores is not None:
-        return fine_histogram(g.scores)
+    if g.scores is not None:  # sorted, as a summary keeps them
+        return fine_histogram_sorted(g.scores)
     _, count, total, _, _ = g.cells  # type: ignore[misc]
     res = fine_histogram([]).size
     where = np.minimum((total / count * res).astype(np.intp), res - 1)

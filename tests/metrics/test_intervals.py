@@ -21,6 +21,7 @@ from fairmonitor.metrics._abpc_abcc.kde import density_from_binned
 from fairmonitor.metrics._intervals import (
     ScoreBootstrap,
     fine_histogram,
+    fine_histogram_sorted,
     rate_gap_interval,
     score_gap_interval,
     wald_interval,
@@ -202,3 +203,14 @@ def test_score_gap_interval_errs_on_the_wide_side_between_parity_and_a_settled_g
     # below the nominal rate
     dists = [stats.beta(2, 5), stats.beta(3, 4)]
     assert _score_coverage(dists, 300, kind, reps=300) >= 0.95
+
+
+@pytest.mark.parametrize("resolution", [512, 4, 1024, 500])
+def test_fine_histogram_of_sorted_scores_equals_binning_every_row(resolution):
+    # the summary's raw scores are sorted: a binary search per bin replaces a pass over rows
+    rng = np.random.default_rng(11)
+    edges = np.arange(resolution + 1) / resolution  # scores exactly on bin edges, 0 and 1
+    for scores in (np.sort(rng.random(10_007)), np.sort(np.r_[edges, edges, rng.beta(2, 5, 999)]),
+                   np.array([1.0]), np.array([0.0, 0.0]), np.zeros(0)):
+        assert np.array_equal(fine_histogram_sorted(scores, resolution),
+                              fine_histogram(scores, resolution))
