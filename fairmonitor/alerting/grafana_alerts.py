@@ -39,7 +39,7 @@ Choices:
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -138,43 +138,52 @@ def _routing(cfg: Any) -> dict[str, str]:
             if getattr(cfg, name, None)}
 
 
-def _threshold_rules(model: str, cfg: Any, options: AlertOptions) -> list[dict[str, Any]]:
+def _levels(cfg: Any) -> Iterator[tuple[Threshold, set[str], str, float]]:
+    """Each configured bound: (threshold, attributes overriding its metric, severity, level)."""
     thresholds: tuple[Threshold, ...] = tuple(cfg.thresholds)
-    cadence = cadence_seconds(cfg)
-    rules = []
     for t in thresholds:
         overridden = {o.attribute for o in thresholds
                       if o.metric == t.metric and o.attribute is not None}
-        scope = t.attribute or "{{ $labels.sensitive_attribute }}"
         for severity in ("warning", "critical"):
             level = getattr(t, severity)
-            if level is None:
-                continue
-            n = options.windows(severity)
-            side = "above" if t.bound == "upper" else "below"
-            title = f"{model}: {t.metric} {severity}" + (
-                f" ({t.attribute})" if t.attribute else "")
-            labels = {"severity": severity, "model": model, "metric": t.metric,
-                      "bound": t.bound, **_routing(cfg)}
-            link = dashboard_url(options.grafana_url, model=model, metric=t.metric,
-                                 attribute="{{ $labels.sensitive_attribute | urlquery }}")
-            rules.append(_rule(
-                _uid("threshold", model, t.metric, t.attribute or "", severity),
-                title, _selector(model, t, overridden), _EVALUATOR[t.bound], float(level),
-                for_=promql_duration(timedelta(seconds=(n - 1) * cadence)), labels=labels,
-                panel=ALERT_STATE_PANEL_ID,
-                annotations={
-                    "summary": (f"{t.metric} {side} its {severity} threshold for {scope} "
-                                f"(model {model})"),
-                    "description": (
-                        f"{t.metric} = {{{{ printf \"%.4g\" $values.B.Value }}}} on sensitive "
-                        f"attribute {{{{ $labels.sensitive_attribute }}}} of model {model}, "
-                        f"{side} the {severity} threshold {level:g} for {n} window"
-                        f"{'s' if n > 1 else ''} or more."),
-                    "dashboard": link,
-                    "runbook_url": runbook_link(options.runbook_url,
-                                                "FairnessThresholdBreached"),
-                }))
+            if level is not None:
+                yield t, overridden, severity, float(level)
+
+
+def _threshold_labels(model: str, cfg: Any, t: Threshold, severity: str) -> dict[str, str]:
+    return {"severity": severity, "model": model, "metric": t.metric, "bound": t.bound,
+            **_routing(cfg)}
+
+
+def _threshold_link(options: AlertOptions, model: str, t: Threshold) -> str:
+    return dashboard_url(options.grafana_url, model=model, metric=t.metric,
+                         attribute="{{ $labels.sensitive_attribute | urlquery }}")
+
+
+def _threshold_rules(model: str, cfg: Any, options: AlertOptions) -> list[dict[str, Any]]:
+    cadence = cadence_seconds(cfg)
+    rules = []
+    for t, overridden, severity, level in _levels(cfg):
+        scope = t.attribute or "{{ $labels.sensitive_attribute }}"
+        n = options.windows(severity)
+        side = "above" if t.bound == "upper" else "below"
+        title = f"{model}: {t.metric} {severity}" + (f" ({t.attribute})" if t.attribute else "")
+        rules.append(_rule(
+            _uid("threshold", model, t.metric, t.attribute or "", severity),
+            title, _selector(model, t, overridden), _EVALUATOR[t.bound], level,
+            for_=promql_duration(timedelta(seconds=(n - 1) * cadence)),
+            labels=_threshold_labels(model, cfg, t, severity), panel=ALERT_STATE_PANEL_ID,
+            annotations={
+                "summary": (f"{t.metric} {side} its {severity} threshold for {scope} "
+                            f"(model {model})"),
+                "description": (
+                    f"{t.metric} = {{{{ printf \"%.4g\" $values.B.Value }}}} on sensitive "
+                    f"attribute {{{{ $labels.sensitive_attribute }}}} of model {model}, "
+                    f"{side} the {severity} threshold {level:g} for {n} window"
+                    f"{'s' if n > 1 else ''} or more."),
+                "dashboard": _threshold_link(options, model, t),
+                "runbook_url": runbook_link(options.runbook_url, "FairnessThresholdBreached"),
+            }))
     return rules
 
 
@@ -186,40 +195,29 @@ def _rollup_rules(model: str, cfg: Any, options: AlertOptions) -> list[dict[str,
     """
     if not getattr(cfg, "rollups", ()):
         return []
-    thresholds: tuple[Threshold, ...] = tuple(cfg.thresholds)
     rules = []
-    for t in thresholds:
-        overridden = {o.attribute for o in thresholds
-                      if o.metric == t.metric and o.attribute is not None}
+    for t, overridden, severity, level in _levels(cfg):
         scope = t.attribute or "{{ $labels.sensitive_attribute }}"
-        for severity in ("warning", "critical"):
-            level = getattr(t, severity)
-            if level is None:
-                continue
-            side = "above" if t.bound == "upper" else "below"
-            rules.append(_rule(
-                _uid("rollup", model, t.metric, t.attribute or "", severity),
-                f"{model}: {t.metric} {severity} over rollups"
-                + (f" ({t.attribute})" if t.attribute else ""),
-                _selector(model, t, overridden, rollup=True), _EVALUATOR[t.bound],
-                float(level), for_="0s",
-                labels={"severity": severity, "model": model, "metric": t.metric,
-                        "bound": t.bound, **_routing(cfg)},
-                panel=ALERT_STATE_PANEL_ID,
-                annotations={
-                    "summary": (f"{t.metric} over {{{{ $labels.window }}}} {side} its "
-                                f"{severity} threshold for {scope} (model {model})"),
-                    "description": (
-                        f"{t.metric} = {{{{ printf \"%.4g\" $values.B.Value }}}} over the "
-                        "latest {{ $labels.window }} rollup on sensitive attribute "
-                        f"{{{{ $labels.sensitive_attribute }}}} of model {model}, {side} the "
-                        f"{severity} threshold {level:g}."),
-                    "dashboard": dashboard_url(
-                        options.grafana_url, model=model, metric=t.metric,
-                        attribute="{{ $labels.sensitive_attribute | urlquery }}"),
-                    "runbook_url": runbook_link(options.runbook_url,
-                                                "FairnessRollupThresholdBreached"),
-                }))
+        side = "above" if t.bound == "upper" else "below"
+        rules.append(_rule(
+            _uid("rollup", model, t.metric, t.attribute or "", severity),
+            f"{model}: {t.metric} {severity} over rollups"
+            + (f" ({t.attribute})" if t.attribute else ""),
+            _selector(model, t, overridden, rollup=True), _EVALUATOR[t.bound], level,
+            for_="0s", labels=_threshold_labels(model, cfg, t, severity),
+            panel=ALERT_STATE_PANEL_ID,
+            annotations={
+                "summary": (f"{t.metric} over {{{{ $labels.window }}}} {side} its "
+                            f"{severity} threshold for {scope} (model {model})"),
+                "description": (
+                    f"{t.metric} = {{{{ printf \"%.4g\" $values.B.Value }}}} over the "
+                    "latest {{ $labels.window }} rollup on sensitive attribute "
+                    f"{{{{ $labels.sensitive_attribute }}}} of model {model}, {side} the "
+                    f"{severity} threshold {level:g}."),
+                "dashboard": _threshold_link(options, model, t),
+                "runbook_url": runbook_link(options.runbook_url,
+                                            "FairnessRollupThresholdBreached"),
+            }))
     return rules
 
 
