@@ -42,14 +42,14 @@ def fresh(text: str) -> str:
 
 
 def columns(rng: np.random.Generator) -> dict[str, np.ndarray]:
-    """Object columns in the shapes users have: shared objects, equal distinct objects, mixed."""
-    shared = rng.choice(np.array(["F", "M"], dtype=object), N)
+    """Object columns in the shapes users have: one object per value, equal distinct objects, mixed."""
+    reused = rng.choice(np.array(["F", "M"], dtype=object), N)
     distinct = np.array([fresh(v) for v in rng.choice(["white", "black", "asian"], N)],
                         dtype=object)
     mixed = np.empty(N, dtype=object)
     mixed[:] = [1 if v < 0.3 else "1" if v < 0.6 else 2.5 for v in rng.random(N)]
     many = np.array([f"id{v}" for v in rng.integers(0, 3000, N)], dtype=object)
-    return {"shared": shared, "distinct": distinct, "mixed": mixed, "many": many}
+    return {"reused": reused, "distinct": distinct, "mixed": mixed, "many": many}
 
 
 def test_identity_codes_number_objects_by_first_occurrence():
@@ -71,7 +71,7 @@ def test_identity_codes_grow_their_table_and_take_strided_columns():
     assert identity_codes(np.empty(0, dtype=object))[0].size == 0
 
 
-@pytest.mark.parametrize("kind", ["shared", "distinct", "mixed", "many"])
+@pytest.mark.parametrize("kind", ["reused", "distinct", "mixed", "many"])
 def test_factorize_long_object_columns_as_the_dict_path(kind, numpy_path):
     col = columns(np.random.default_rng(0))[kind]
     uniques, codes = factorize(col)
@@ -99,17 +99,17 @@ def test_encode_attributes_as_the_numpy_path(numpy_path):
     rng = np.random.default_rng(2)
     cols = columns(rng)
     cols["code"] = rng.integers(0, 4, N)  # an integer column beside the objects
-    cols = {k: cols[k] for k in ("shared", "distinct", "code")}
+    cols = {k: cols[k] for k in ("reused", "distinct", "code")}
     got = encode_attributes(cols)
     want = numpy_path(encode_attributes, cols)
-    assert list(got) == list(want) == ["shared", "distinct", "code", "shared:distinct:code"]
+    assert list(got) == list(want) == ["reused", "distinct", "code", "reused:distinct:code"]
     for name, g in got.items():
         w = want[name]
         assert g.labels == w.labels
         assert np.array_equal(g.codes, w.codes)
         assert np.array_equal(g.counts, w.counts)
         assert g.codes.dtype == np.int8  # 1 byte a row for < 128 groups
-    assert len(got["shared:distinct:code"].labels) == 2 * 3 * 4
+    assert len(got["reused:distinct:code"].labels) == 2 * 3 * 4
 
 
 def _assert_same_summary(got, want):
