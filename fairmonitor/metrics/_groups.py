@@ -413,42 +413,33 @@ def _cross(per_column: list[Factorized], n: int
         labels = [_plain(u) for u in uniques]
         return labels, codes.astype(_narrowest(len(labels)), copy=False), counts
     radix = math.prod(len(u) for u, _, _ in per_column)
-    if radix <= 4 * n + 1024 and radix < 2**62:
-        if n >= COMPILED_MIN_ROWS:
-            from ._groups_compiled import remap_codes
+    counted = radix <= 4 * n + 1024  # few cells: count them instead of sorting (np.unique)
+    if counted and n >= COMPILED_MIN_ROWS:  # one compiled pass per column, no int64 temporary
+        from ._groups_compiled import remap_codes
 
-            combined = per_column[0][1]
-            cell_counts = np.zeros(0, dtype=np.int64)
-            radix = 1
-            for k, (uniques, codes, _) in enumerate(per_column):
-                if k == 0:
-                    radix = uniques.size
-                    continue
-                radix *= uniques.size
-                combined, cell_counts = _crossed(combined, codes, uniques.size, radix)
-            present = np.flatnonzero(cell_counts)
-            dtype = _narrowest(present.size)
-            remap = np.zeros(radix, dtype=dtype)
-            remap[present] = np.arange(present.size)
-            codes = remap_codes(combined, remap, np.empty(n, dtype=dtype))
-            counts = cell_counts[present]
-        else:
-            combined = np.zeros(n, dtype=np.int64)
-            for uniques, inv, _ in per_column:
-                combined *= len(uniques)
-                combined += inv.reshape(-1)
-            cell_counts = np.bincount(combined, minlength=radix)
-            present = np.flatnonzero(cell_counts)
-            remap = np.zeros(radix, dtype=np.intp)
-            remap[present] = np.arange(present.size)
-            codes, counts = remap[combined], cell_counts[present]
-        cells = present
+        (first, combined, _), *rest = per_column
+        radix = first.size
+        for uniques, codes, _ in rest:
+            radix *= uniques.size
+            combined, cell_counts = _crossed(combined, codes, uniques.size, radix)
+        cells = np.flatnonzero(cell_counts)
+        dtype = _narrowest(cells.size)
+        remap = np.zeros(radix, dtype=dtype)
+        remap[cells] = np.arange(cells.size)
+        codes, counts = remap_codes(combined, remap, np.empty(n, dtype=dtype)), cell_counts[cells]
     else:
         combined = np.zeros(n, dtype=np.int64)
         for uniques, inv, _ in per_column:
             combined *= len(uniques)
             combined += inv.reshape(-1)
-        cells, codes, counts = np.unique(combined, return_inverse=True, return_counts=True)
+        if counted:
+            cell_counts = np.bincount(combined, minlength=radix)
+            cells = np.flatnonzero(cell_counts)
+            remap = np.zeros(radix, dtype=np.intp)
+            remap[cells] = np.arange(cells.size)
+            codes, counts = remap[combined], cell_counts[cells]
+        else:
+            cells, codes, counts = np.unique(combined, return_inverse=True, return_counts=True)
     labels = []
     for cell in cells:
         parts = []

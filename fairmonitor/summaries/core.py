@@ -630,20 +630,14 @@ def summarize(
         # raw scores: no copy per group), and the rows behind them when a sample is drawn
         grouped, order = _group_rows(codes, g.counts, score, need_rows=keys is not None)
         bounds = np.r_[0, np.cumsum(g.counts)]
-        parts = []
-        for j in range(k):
-            part = None
-            if grouped is not None:
-                part = grouped[bounds[j]:bounds[j + 1]]
-                part.sort()
-            parts.append(part)
         # a group summarized as cells must not pin the buffer through a small raw neighbour
         raw_only = spec.max_raw is None or all(int(c) <= spec.max_raw for c in g.counts)
         per_group = {}
         for j, label in enumerate(g.labels):
             moments = scores = cells = None
-            part = parts[j]
-            if part is not None:
+            if grouped is not None:
+                part = grouped[bounds[j]:bounds[j + 1]]
+                part.sort()
                 # einsum, not np.dot: BLAS threads stall on a busy machine
                 moments = (float(part.sum()), float(np.einsum("i,i->", part, part)),
                            float(part[0]),
