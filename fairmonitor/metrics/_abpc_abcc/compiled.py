@@ -11,9 +11,10 @@ time instead of ~16.
 **Bit for bit the numpy results.** No fast-math (LLVM neither reassociates nor fuses a
 multiply-add then), and every float operation is the one numpy performed, in the same order:
 
-* Sums are numpy's pairwise summation (:func:`_pairwise_terms`, :func:`_leaf_sum`: halves
-  rounded down to multiples of 8 down to leaves of at most 128 terms, 8 accumulators per leaf,
-  started from the identity 0.0); each leaf's terms are computed into a 128-long buffer just
+* Sums are numpy's pairwise summation (:func:`_pairwise_terms`, each leaf summed by MADD's
+  :func:`~fairmonitor.metrics._madd.compiled._block_sum`: halves rounded down to multiples of
+  8 down to leaves of at most 128 terms, 8 accumulators per leaf, started from the identity
+  0.0); each leaf's terms are computed into a 128-long buffer just
   before it is summed (:func:`_leaf_terms`), so no longer term array exists. :func:`w1_units`
   sums each block of ``block`` x-steps so, the block's first-part terms then its second-part
   terms added to the running total, block after block, as the numpy loop did;
@@ -39,6 +40,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._madd.compiled import _block_sum
 from .._numba import compiled
 
 __all__ = ["is_sorted", "linear_binning", "mean_abs_gap", "std", "w1_units"]
@@ -47,37 +49,6 @@ __all__ = ["is_sorted", "linear_binning", "mean_abs_gap", "std", "w1_units"]
 _LEAF = 128
 #: The terms a pairwise sum adds (see :func:`_leaf_terms`).
 _VALUE, _SQUARED, _GAP, _STEPS = 0, 1, 2, 3
-
-
-
-
-@compiled
-def _leaf_sum(t, n):  # pragma: no cover - compiled
-    """``np.sum(t[:n])`` for ``n <= 128``: numpy's leaf of the pairwise sum, to the last bit."""
-    if n < 8:
-        res = 0.0
-        for i in range(n):
-            res += t[i]
-        return res
-    r0, r1, r2, r3 = t[0], t[1], t[2], t[3]
-    r4, r5, r6, r7 = t[4], t[5], t[6], t[7]
-    i = 8
-    end = n - (n % 8)
-    while i < end:
-        r0 += t[i]
-        r1 += t[i + 1]
-        r2 += t[i + 2]
-        r3 += t[i + 3]
-        r4 += t[i + 4]
-        r5 += t[i + 5]
-        r6 += t[i + 6]
-        r7 += t[i + 7]
-        i += 8
-    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
-    while i < n:
-        res += t[i]
-        i += 1
-    return res
 
 
 @compiled
@@ -149,8 +120,8 @@ def _pairwise_terms(kind, x, y, k0, count, ux, uy, center, first, second):  # pr
         lo, n, done = node_lo[nodes], node_n[nodes], node_done[nodes]
         if n <= _LEAF:
             _leaf_terms(kind, x, y, lo, n, ux, uy, center, first, second)
-            sums1[values] = _leaf_sum(first, n)
-            sums2[values] = _leaf_sum(second, n) if kind == _STEPS else 0.0
+            sums1[values] = _block_sum(first, 0, n)
+            sums2[values] = _block_sum(second, 0, n) if kind == _STEPS else 0.0
             values += 1
         elif done:  # both halves summed: the left's value lies below the right's
             values -= 1
