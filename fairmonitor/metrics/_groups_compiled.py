@@ -37,16 +37,17 @@ _SPREAD = np.uint64(0x9E3779B97F4A7C15)
 
 
 @compiled
-def _identity_pass(words, capacity, codes):  # pragma: no cover - compiled
+def _identity_pass(words, capacity, most, codes):  # pragma: no cover - compiled
     """Codes of ``words`` by first occurrence, with a table of ``capacity`` slots.
 
     Returns the number of distinct words and the row of each one's first occurrence, or -1
-    when more than ``capacity // 2`` distinct words turn up (the caller retries with a larger
-    table: growing inside the loop keeps numba from keeping the table in registers).
+    when more than ``most`` (at most ``capacity // 2``) distinct words turn up (the caller
+    retries with a larger table, or gives up: growing inside the loop keeps numba from
+    keeping the table in registers).
     """
     table = np.full(capacity, -1, np.int64)
-    keys = np.empty(capacity // 2, np.uint64)
-    first = np.empty(capacity // 2, np.int64)
+    keys = np.empty(most, np.uint64)
+    first = np.empty(most, np.int64)
     mask = np.uint64(capacity - 1)
     k = 0
     for i in range(words.size):
@@ -60,7 +61,7 @@ def _identity_pass(words, capacity, codes):  # pragma: no cover - compiled
                     break
                 slot = (slot + np.uint64(1)) & mask  # linear probing
             else:
-                if k == capacity // 2:
+                if k == most:
                     return -1, first
                 table[slot] = k
                 keys[k] = w
@@ -71,13 +72,22 @@ def _identity_pass(words, capacity, codes):  # pragma: no cover - compiled
     return k, first
 
 
-def identity_codes(col: NDArray[Any]) -> tuple[NDArray[np.int32], NDArray[np.int64]]:
+def identity_codes(col: NDArray[Any], limit: int | None = None
+                   ) -> tuple[NDArray[np.int32], NDArray[np.int64]] | None:
     """Codes of an object column's rows by object identity, and each object's first row.
+
+    ``limit``: give up (return None) once more than about ``limit`` distinct objects turn up,
+    default a quarter of the rows. Identity pays only where rows share objects; a column that
+    holds a new object per row (pandas 3 hands out arrow strings so, and database drivers
+    their text) would otherwise build a table of every row (4 GB at 10^7 rows) and then
+    compare every row's value anyway. The caller then factorizes by value.
 
     >>> a, b = "x" * 3, "y" * 3
     >>> codes, first = identity_codes(np.array([a, b, a, a], dtype=object))
     >>> codes.tolist(), first.tolist()
     ([0, 1, 0, 0], [0, 1])
+    >>> identity_codes(np.array([f"{i % 2}x" for i in range(8)], dtype=object), limit=4) is None
+    True
     """
     if col.dtype != object or col.ndim != 1:
         raise TypeError("identity_codes takes a 1-D object array")
@@ -86,12 +96,26 @@ def identity_codes(col: NDArray[Any]) -> tuple[NDArray[np.int32], NDArray[np.int
     # every object) is alive, i.e. for this function's duration
     words = np.frombuffer((ctypes.c_size_t * col.size).from_address(col.ctypes.data),
                           dtype=np.uintp) if col.size else np.zeros(0, np.uintp)
-    codes = np.empty(col.size, dtype=np.int32)
+    return distinct_codes(words, col.size // 4 + 64 if limit is None else limit)
+
+
+def distinct_codes(words: NDArray[Any], limit: int
+                   ) -> tuple[NDArray[np.int32], NDArray[np.int64]] | None:
+    """Codes of 64-bit words by first occurrence (pointers or hashes), or None past ``limit``.
+
+    >>> codes, first = distinct_codes(np.array([7, 3, 7], dtype=np.uint64), 10)
+    >>> codes.tolist(), first.tolist()
+    ([0, 1, 0], [0, 1])
+    """
+    codes = np.empty(words.size, dtype=np.int32)
     capacity = 256
     while True:
-        k, first = _identity_pass(words, capacity, codes)
+        most = min(capacity // 2, limit + 1)
+        k, first = _identity_pass(words, capacity, most, codes)
         if k >= 0:
             return codes, first[:k].copy()
+        if most > limit:  # more than `limit` distinct words
+            return None
         capacity *= 16
 
 

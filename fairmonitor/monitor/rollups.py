@@ -157,12 +157,18 @@ def evaluate_rollup(cfg: ModelConfig, rollup: RollupConfig, end: datetime,
               confidence_level=cfg.confidence_level)
     try:
         report = labelled = None
+        # every row labelled (no predictions parts): one merge serves both metric sets, the
+        # label-free ones without the labels (the same summary as merging the parts without
+        # them); a day's merge reads every cell of every hour, so merge it once, not twice
+        merged = merge_all([with_labels[i] for i in sorted(with_labels)]) \
+            if with_labels and (label or not without) else None
         if free and parts_free:
-            report = evaluate_summary(merge_all([parts_free[i] for i in sorted(parts_free)]),
-                                      metrics=free, **kw)
-        if label and with_labels:
-            labelled = evaluate_summary(
-                merge_all([with_labels[i] for i in sorted(with_labels)]), metrics=label, **kw)
+            report = evaluate_summary(
+                merged.without_labels() if merged is not None and not without
+                else merge_all([parts_free[i] for i in sorted(parts_free)]),
+                metrics=free, **kw)
+        if label and merged is not None:
+            labelled = evaluate_summary(merged, metrics=label, **kw)
         if report is None:
             report = labelled
         elif labelled is not None:

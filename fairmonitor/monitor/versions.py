@@ -174,7 +174,7 @@ def evaluate_version(
     elif score_col and score_col in reference_frame.columns:
         y_score = reference_frame[score_col].to_numpy()
     common = dict(
-        sensitive_features={c: reference_frame[c].to_numpy() for c in sensitive},
+        sensitive_features={c: reference_frame[c] for c in sensitive},
         y_pred=predict(model_input), y_score=y_score,
         y_true=reference_frame[label].to_numpy() if label in reference_frame.columns else None,
         threshold=model_cfg.decision_threshold, model=model_cfg.name, version=version,

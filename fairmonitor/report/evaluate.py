@@ -195,7 +195,8 @@ class Window:
             return None if name is None else frame[name].to_numpy()
 
         return cls(
-            sensitive_features={c: frame[c].to_numpy() for c in sensitive_features},
+            # the columns themselves: text is encoded through its own factorize
+            sensitive_features={c: frame[c] for c in sensitive_features},
             y_true=col(label), y_score=col(score), y_pred=col(prediction),
             X=frame[list(features)] if features else None, **kwargs,
         )

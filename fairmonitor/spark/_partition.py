@@ -21,7 +21,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._validation import check_binary
-from ..metrics._groups import apply_missing_policy, encode_attributes
+from ..metrics._groups import apply_missing_policy, column_values, encode_attributes
 from ..summaries import SummarySpec, summarize, to_bytes
 
 __all__ = ["KEY", "PartitionPlan", "summarize_partition", "window_bounds"]
@@ -74,7 +74,8 @@ def _sensitive(plan: PartitionPlan, part: Any
     the columns pandas finds a missing value in: its per-value check of a text column costs
     about 1 s per 10^6 values, pandas' ``isna`` next to nothing.
     """
-    columns = {c: part[c].to_numpy() for c in plan.sensitive}
+    # text as a few shared objects (pandas' factorize): arrow strings are a new object a row
+    columns = {c: column_values(part[c]) for c in plan.sensitive}
     with_na = {c: columns[c] for c in plan.sensitive if part[c].isna().to_numpy().any()}
     for c in plan.sensitive:
         how = plan.missing.get(c, "raise") if isinstance(plan.missing, Mapping) else plan.missing

@@ -38,6 +38,7 @@ from numpy.typing import NDArray
 from fairmonitor import Window
 from fairmonitor._validation import check_scores
 from fairmonitor.exceptions import ConfigError, InvalidInputError
+from fairmonitor.metrics._groups import column_values
 from fairmonitor.report.registry import METRICS
 
 from .config import FairnessConfig
@@ -103,6 +104,8 @@ class _Columns:
 
     def get(self, name: str, key: str) -> NDArray[Any]:
         if name in self.frame.columns:
+            if key == "sensitive_features":  # text as a few shared objects: fast to encode
+                return column_values(self.frame[name])
             return np.asarray(self.frame[name].to_numpy())
         if name in self.extra:
             return np.asarray(self.extra[name])

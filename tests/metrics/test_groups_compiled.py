@@ -196,3 +196,90 @@ def test_evaluate_window_drops_missing_rows_of_long_columns(numpy_path):
     want = numpy_path(evaluate_window, Window({"sex": sex}, y_score=score, missing="drop"),
                       metrics=["abcc"], confidence_level=None)
     assert got.values == want.values
+
+
+# --------------------------------------------------------------------------- a new object a row
+# pandas 3 reads text as arrow strings and ``to_numpy()`` makes a new ``str`` a row (only
+# one-character strings are shared by Python); database drivers do the same. Identity then
+# finds nothing to share: the table grew to every row (4 GB at 10^7 rows) and every row's
+# value was compared in a dict pass anyway (~7 s for three columns at 10^7 rows).
+
+
+def test_identity_codes_give_up_on_a_new_object_per_row():
+    col = np.array([fresh(v) for v in np.random.default_rng(8).choice(["25-40", ">60"], N)],
+                   dtype=object)
+    assert identity_codes(col) is None  # a quarter of the rows in distinct objects: give up
+    assert identity_codes(col, limit=N) is not None  # a larger budget still codes them
+    shared = np.random.default_rng(8).choice(np.array(["25-40", ">60"], dtype=object), N)
+    assert identity_codes(shared)[1].size == 2
+
+
+@pytest.mark.parametrize("values", [["25-40", ">60", "<25"], [1, "1", 2.5, "x"]])
+def test_factorize_a_new_object_per_row_by_hash_as_the_dict_path(values, numpy_path):
+    rng = np.random.default_rng(9)
+    col = np.empty(N, dtype=object)
+    col[:] = [fresh(v) if isinstance(v, str) else float(v) if isinstance(v, float) else v
+              for v in (values[i] for i in rng.integers(0, len(values), N))]
+    assert groups_module._hash_codes(col) is not None  # the hash path ran, and was checked
+    uniques, codes, counts = groups_module._factorize_counted(col)
+    want_uniques, want_codes = numpy_path(factorize, col)
+    assert uniques.tolist() == want_uniques.tolist()
+    assert np.array_equal(codes, want_codes)
+    assert counts.tolist() == np.bincount(want_codes).tolist()
+
+
+def test_hash_codes_defer_to_the_dict_path_when_values_do_not_compare(numpy_path):
+    rng = np.random.default_rng(10)
+    col = np.array([fresh(v) for v in rng.choice(["ab", "cd"], N)], dtype=object)
+    col[[3, 99]] = float("nan")  # unequal to itself: the check fails, the dict pass decides
+    assert groups_module._hash_codes(col) is None
+    unhashable = col.copy()
+    unhashable[7] = ["a", "list"]
+    assert groups_module._hash_codes(unhashable) is None
+    uniques, codes = factorize(col)
+    want_uniques, want_codes = numpy_path(factorize, col)
+    assert [repr(u) for u in uniques] == [repr(u) for u in want_uniques]
+    assert np.array_equal(codes, want_codes)
+    with pytest.raises(TypeError, match="unhashable"):
+        factorize(unhashable)
+
+
+def test_missing_mask_of_a_new_object_per_row(numpy_path):
+    rng = np.random.default_rng(11)
+    col = np.array([fresh(v) for v in rng.choice(["ab", "cd"], N)], dtype=object)
+    col[[4, 40, N - 2]] = [None, float("nan"), pd.NA]
+    assert identity_codes(col) is None
+    mask = missing_mask(col)
+    assert np.flatnonzero(mask).tolist() == [4, 40, N - 2]
+    assert np.array_equal(mask, numpy_path(missing_mask, col))
+
+
+def test_column_values_share_one_object_per_value_of_arrow_text():
+    rng = np.random.default_rng(12)
+    text = pd.Series(rng.choice(["25-40", ">60", "<25"], N)).astype("string[pyarrow]")
+    text[[2, 50]] = pd.NA
+    col = groups_module.column_values(text)
+    assert col.dtype == object and col.size == N
+    assert identity_codes(col)[1].size == 4  # three values and the missing marker
+    assert col[[2, 50]].tolist() == [None, None]
+    assert [v for v in col.tolist() if v is not None] == \
+        [v for v in text.tolist() if v is not pd.NA]
+    assert missing_mask(col).sum() == 2
+    numbers = pd.Series(rng.integers(0, 3, N)).astype("category")
+    assert groups_module.column_values(numbers).dtype == np.int64  # numbers stay numbers
+    assert groups_module.column_values(text[:10]).tolist() == text[:10].to_numpy().tolist()
+
+
+def test_evaluate_window_from_arrow_text_as_from_shared_objects():
+    rng = np.random.default_rng(13)
+    age = rng.choice(np.array(["<25", "25-40", ">60"], dtype=object), N)
+    score = rng.random(N)
+    frame = pd.DataFrame({"age": pd.Series(age).astype("string[pyarrow]"), "score": score})
+    got = evaluate_window(Window.from_frame(frame, sensitive_features=["age"], score="score"),
+                          metrics=["abcc", "demographic_parity_difference"],
+                          confidence_level=None)
+    want = evaluate_window(Window({"age": age}, y_score=score),
+                           metrics=["abcc", "demographic_parity_difference"],
+                           confidence_level=None)
+    assert got.values == want.values
+    assert got.values[("demographic_parity_difference", "age")] > 0.0

@@ -97,6 +97,29 @@ def raw_report(frame: pd.DataFrame, start: datetime, end: datetime, metrics):
     return evaluate_window(window, metrics=metrics)
 
 
+def test_a_day_of_labelled_windows_is_merged_once(tmp_path, monkeypatch):
+    """Every row labelled: the windows store one (labelled) summary, and the rollup merged
+    those 24 twice, once for the label-free metrics and once for the label metrics; a day's
+    merge reads every cell of every hour (its largest cost with the store read)."""
+    import fairmonitor.monitor.rollups as rollups_module
+
+    calls = []
+    merge_all = rollups_module.merge_all
+    monkeypatch.setattr(rollups_module, "merge_all",
+                        lambda parts: calls.append(len(parts)) or merge_all(parts))
+    frame = traffic(24)
+    cfg = load_config(config_text(), base_dir=tmp_path)
+    results = run_once(cfg, {"credit": CountingSource(frame)}, MemoryCheckpoint(),
+                       now=T0 + DAY, summaries=MemorySummaryStore())
+    (day,) = [r for r in results if r.rollup]
+    assert calls == [24]
+    oracle = raw_report(frame, T0, T0 + DAY, FREE + LABELLED)
+    for (metric, attr), expected in oracle.values.items():
+        got = day.report.values[(metric, attr)]
+        tol = 1e-6 if metric == "abcc" else 1e-12 if metric == "abpc" else 0.0
+        assert abs(got - expected) <= tol, (metric, attr, got, expected)
+
+
 def test_a_day_merged_from_24_hourly_summaries_equals_the_day_on_raw_rows(tmp_path):
     frame = traffic(26)
     cfg = load_config(config_text(), base_dir=tmp_path)
