@@ -38,7 +38,7 @@ from ..exceptions import InvalidInputError
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["prepare", "to_binary", "to_score"]
+__all__ = ["duplicate_rows", "prepare", "to_binary", "to_score"]
 
 _TRUE = {"1", "true", "t", "yes", "y"}
 _FALSE = {"0", "false", "f", "no", "n"}
@@ -128,6 +128,45 @@ found ['maybe']. Map its values to 0/1 in the source (e.g. a SQL CASE or a view)
     return pd.Series(out, index=values.index, name=values.name)
 
 
+def duplicate_rows(frame: pd.DataFrame) -> int:
+    """How many rows equal an earlier row: ``frame.duplicated().sum()``, the same count.
+
+    ``duplicated`` factorizes every column (4.4 s CPU for a 10^7-row day of 6 columns, 45% of
+    its window's cost). A row hash first (pandas' vectorized ``hash_pandas_object``, ~1.7 s)
+    leaves it only the rows whose hash another row shares: equal rows hash equally, so no
+    duplicate is missed, and ``duplicated`` on those rows, in their order, finds exactly the
+    ones that equal an earlier row. Only columns whose equal values surely hash equally are
+    hashed: floats normalized as ``duplicated`` compares them (-0.0 is 0.0, every NaN one NaN);
+    object columns (where ``1 == 1.0`` but their text differs) are left to ``duplicated``.
+
+    >>> import pandas as pd
+    >>> duplicate_rows(pd.DataFrame({"a": [1.0, -0.0, 0.0, float("nan"), float("nan")],
+    ...                              "b": ["x", "y", "y", "z", "z"]}))
+    2
+    """
+    import pandas as pd
+
+    hashed = {}
+    for name in frame.columns:
+        col = frame[name]
+        if col.dtype == object:
+            continue
+        if col.dtype.kind == "f":  # as duplicated compares: -0.0 == 0.0, NaN == NaN
+            values = col.to_numpy(dtype=np.float64, na_value=np.nan) + 0.0
+            values[np.isnan(values)] = np.nan
+            col = pd.Series(values, copy=False)
+        hashed[name] = col.reset_index(drop=True)
+    if not hashed or len(frame) < 2:
+        return int(frame.duplicated().sum())
+    keys = pd.util.hash_pandas_object(pd.DataFrame(hashed, copy=False), index=False).to_numpy()
+    ordered = np.sort(keys)
+    shared = np.unique(ordered[1:][ordered[1:] == ordered[:-1]])
+    if not shared.size:
+        return 0
+    at = np.minimum(np.searchsorted(shared, keys), shared.size - 1)
+    return int(frame.loc[shared[at] == keys].duplicated().sum())
+
+
 def prepare(frame: pd.DataFrame, *, score: str | None = None, prediction: str | None = None,
             label: str | None = None) -> tuple[pd.DataFrame, dict[str, int], int]:
     """Convert the model-output and label columns and drop invalid rows (module docstring).
@@ -158,7 +197,7 @@ def prepare(frame: pd.DataFrame, *, score: str | None = None, prediction: str | 
             keep &= ~bad
     rejected = {k: v for k, v in rejected.items() if v}
     try:
-        duplicates = int(frame.duplicated().sum())
+        duplicates = duplicate_rows(frame)
     except TypeError:  # unhashable cells (e.g. parsed JSON features): not checked
         duplicates = 0
     if not keep.all():

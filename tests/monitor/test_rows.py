@@ -199,3 +199,33 @@ def test_an_identifier_like_attribute_is_counted_and_said_once(caplog):
     assert len(said) == 1 and f"has {n} distinct values" in said[0].getMessage()
     assert registry.get_sample_value("fairmonitor_groups", {
         "model": "credit", "sensitive_attribute": "sex"}) == float(n)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_duplicate_rows_count_what_duplicated_counts(seed):
+    """The row-hash prefilter changes the cost, never the count (``duplicated`` is the oracle),
+    whatever the column types: -0.0 beside 0.0, NaN and NA, arrow text, categoricals, mixed
+    objects, nullable integers, timestamps."""
+    from fairmonitor.monitor.rows import duplicate_rows
+
+    rng = np.random.default_rng(seed)
+    n = 3000
+    pick = lambda values: [values[i] for i in rng.integers(0, len(values), n)]  # noqa: E731
+    frame = pd.DataFrame({
+        "score": pick([0.0, -0.0, 0.25, np.nan, float("nan")]),
+        "sex": pd.Series(pick(["F", "M", None])).astype("string[pyarrow]"),
+        "race": pd.Series(pick(["a", "b"])).astype("category"),
+        "mixed": pd.Series(pick([1, 1.0, "1", None]), dtype=object),
+        "count": pd.Series(pick([1, 2, None]), dtype="Int64"),
+        "timestamp": pd.Series(pick([pd.Timestamp("2026-11-20", tz="UTC"), pd.NaT])),
+        "flag": pick([True, False]),
+    })
+    frame.index = rng.permutation(n) + 10  # not a default index
+    want = int(frame.duplicated().sum())
+    assert want > 0
+    assert duplicate_rows(frame) == want
+    for columns in (["score"], ["mixed"], ["sex", "count"], ["timestamp", "flag", "race"]):
+        assert duplicate_rows(frame[columns]) == int(frame[columns].duplicated().sum())
+    distinct = pd.DataFrame({"x": np.arange(n, dtype=float), "s": ["a"] * n})
+    assert duplicate_rows(distinct) == 0
+    assert duplicate_rows(distinct.iloc[:1]) == 0
