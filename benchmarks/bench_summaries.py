@@ -13,6 +13,13 @@ hourly windows.
   scores (no more than their raw scores), large ones cells.
 - The daily values from the merged summaries are checked against the raw-row values: counts
   and MADD equal, ABCC within the certified error, ABPC within 1e-9.
+- ``daily_from_hourly_speedup_monitor_<case>``: the same day as the monitor serves it, end to
+  end (:func:`monitor_day`): the day's rows are a Parquet log of 24 hourly files; its ``1d``
+  rollup (read the 24 summaries the hourly windows left in a SQLite summary store, load,
+  merge, evaluate) against the day recomputed from the raw rows as a ``1d`` window (read the
+  files, check the rows, evaluate). Target >= 20: the issue's figure ("a 10^7-row Parquet
+  log ... a daily window from 24 stored hourly summaries >= 20x faster than recomputing it
+  from raw rows"); the in-memory figure above leaves out reading either side.
 
 ``--max-raw``: the hourly summaries' ``SummarySpec.max_raw`` (default: the default spec's; the
 monitor stores its summaries with 8192, so most groups keep cells).
@@ -111,7 +118,7 @@ def run(sf, score, label, hour, intersection: bool, max_raw: int | None = None) 
           f"ABCC {worst['abcc']:.2e} (within its certified error), ABPC {worst['abpc']:.2e}")
 
 
-def monitor_day(sf, score, label, hour, max_raw: int | None) -> None:
+def monitor_day(sf, score, label, hour, max_raw: int | None, intersection: bool) -> None:
     """The monitor's two ways to a day, end to end: its rollup vs re-reading the Parquet log.
 
     The day's rows are a Parquet log (24 hourly files, ``dt=/hour=`` partitions, as
@@ -153,7 +160,7 @@ models:
   bench:
     source: {{kind: files, path: "{root}"}}
     sensitive_features: [{", ".join(sf)}]
-    intersection: false
+    intersection: {str(intersection).lower()}
     label: label
     score: score
     window: {window}
@@ -188,10 +195,12 @@ models:
         got = rolled.report.values[key]
         tol = 1e-6 if key[0] == "abcc" else 1e-9 if key[0] == "abpc" else 0.0
         assert abs(got - value) <= tol or (math.isnan(got) and math.isnan(value)), key
-    print(f"monitor, a day of {hour.size:.0e} rows: the 1d rollup from 24 stored hourly "
-          f"summaries {t_rollup:.3f} s, the day re-read from the Parquet log {t_raw:.3f} s")
+    tag = "with_intersection" if intersection else "3_attributes"
+    print(f"--- monitor, {tag}: a day of {hour.size:.0e} rows: the 1d rollup from 24 stored "
+          f"hourly summaries {t_rollup:.3f} s, the day re-read from the Parquet log "
+          f"{t_raw:.3f} s")
     speedup = t_raw / t_rollup
-    print(f"TARGET daily_from_hourly_speedup_monitor: {speedup:.1f} (target >= 20) "
+    print(f"TARGET daily_from_hourly_speedup_monitor_{tag}: {speedup:.1f} (target >= 20) "
           f"{'OK' if speedup >= 20 else 'FAIL'}")
 
 
@@ -208,7 +217,9 @@ def main() -> None:
     sf, score, label, hour = day(n)
     for intersection in (False, True):
         run(sf, score, label, hour, intersection, args.max_raw)
-    monitor_day(sf, score, label, hour, 8192 if args.max_raw is None else args.max_raw)
+    for intersection in (False, True):
+        monitor_day(sf, score, label, hour, 8192 if args.max_raw is None else args.max_raw,
+                    intersection)
     print(f"load average {os.getloadavg()[0]:.2f}")
 
 
