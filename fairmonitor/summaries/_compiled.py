@@ -5,7 +5,8 @@ and ~800 pairs of groups, so the cell passes dominate its cost: four of numpy's 
 (``np.add.at`` and co.) per part when merging, a dozen full passes over the cells and a few
 dozen small temporaries per ABCC pair, two weighted ``np.bincount`` per ABPC density.
 Compiled, each is one pass; ABCC's pairs share their passes over blocks of cells
-(:func:`abcc_pairs`).
+(:func:`abcc_pairs`); the merge reads the parts' compact cells as stored or loaded
+(:func:`add_compact`: a bitmap, narrow counts, uint8 bounds), decoding nothing.
 
 **Bit for bit the numpy results.** No fast-math (LLVM neither reassociates nor fuses a
 multiply-add then); every expression evaluates the same IEEE operations in the same order as
@@ -50,19 +51,38 @@ def _sum(a, n):  # pragma: no cover - compiled
 
 
 @compiled
-def add_cells(count, total, low, high, index, c, t, lo, hi):  # pragma: no cover - compiled
-    """Add one part's cells into dense per-cell arrays, in place.
+def add_compact(count, total, qlo, qhi, bitmap, c, t, ql, qh):  # pragma: no cover - compiled
+    """Add one part's compact cells (:class:`~.core.CompactCells`) into dense arrays, in place.
 
-    The bits of ``np.add.at(count, index, c)``, ``np.add.at(total, index, t)``,
-    ``np.minimum.at(low, index, lo)`` and ``np.maximum.at(high, index, hi)`` in that order,
-    in one pass (a part's cell indices are distinct, so each cell takes one value per part).
+    Walks the part's ``bitmap`` (bit ``k % 8`` of byte ``k // 8``: cell ``k`` is not empty)
+    and reads its arrays as stored: counts ``c`` of any integer dtype, sums ``t``, uint8
+    bounds ``ql``, ``qh``; ``qlo`` takes the min and ``qhi`` the max, per cell. The bits of
+    the former ``add_cells`` on the decoded cells (``np.add.at`` of the counts and sums in
+    the cells' order, ``np.minimum.at`` / ``np.maximum.at`` of the bounds, whose decoding
+    grows with ``q`` in each cell), from ~11 bytes a cell instead of 36. Returns the cells
+    read, or -1 if the bitmap marks more cells than the arrays hold or cells beyond the grid
+    (corrupted bytes): no write out of bounds.
     """
-    for k in range(index.size):
-        i = index[k]
-        count[i] += c[k]
-        total[i] += t[k]
-        low[i] = _min(low[i], lo[k])
-        high[i] = _max(high[i], hi[k])
+    n = c.size
+    size = count.size
+    k = 0
+    for j in range(bitmap.size):
+        b = np.int64(bitmap[j])
+        i = j * 8
+        while b:  # the set bits of the byte, lowest first
+            if b & 1:
+                if k == n or i >= size:
+                    return -1
+                count[i] += c[k]
+                total[i] += t[k]
+                if ql[k] < qlo[i]:
+                    qlo[i] = ql[k]
+                if qh[k] > qhi[i]:
+                    qhi[i] = qh[k]
+                k += 1
+            b >>= 1
+            i += 1
+    return k
 
 
 @compiled
