@@ -349,8 +349,10 @@ class GroupSummary:
     sample: Mapping[str, NDArray[Any]]
 
     def sparse_cells(self, edges: NDArray[np.float64]) -> Cells | CompactCells:
-        """The non-empty cells, as ``(index, count, sum, min, max)`` (raw scores binned on the
-        fly, with their exact min and max)."""
+        """The non-empty cells, as ``(index, count, sum, min, max)``.
+
+        Raw scores are binned on the fly (with their exact min and max).
+        """
         return self.cells if self.cells is not None else _cells_of(
             self.scores, edges)  # type: ignore[arg-type]
 

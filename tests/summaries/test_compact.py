@@ -21,7 +21,7 @@ from fairmonitor.summaries import (
     summarize,
     to_bytes,
 )
-from fairmonitor.summaries.core import QUANTA, _cells_of, _compact, _dequantize, _quantize
+from fairmonitor.summaries.core import QUANTA, _cells_of, _dequantize, _quantize
 
 from .test_summaries import assert_same, rows
 

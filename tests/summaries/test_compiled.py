@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from fairmonitor.metrics import madd
-from fairmonitor.summaries import SummarySpec, cell_edges, merge_all, summarize
 from fairmonitor.metrics._numba import compiled
+from fairmonitor.summaries import SummarySpec, cell_edges, merge_all, summarize
 from fairmonitor.summaries._compiled import _max, _min, add_compact, linear_binning_cells
 from fairmonitor.summaries.compute import _AbccTable, _binned, _spread, madd_from_summary
 from fairmonitor.summaries.core import _cells_of, _compact, _merge_many_cells
