@@ -50,39 +50,80 @@ def _sum(a, n):  # pragma: no cover - compiled
     return 0.0 + _pairwise_sum(a, start, n)
 
 
+def _bit_tables() -> tuple[np.ndarray, np.ndarray]:
+    """Per byte value: the positions of its set bits, lowest first (then 0s), and how many."""
+    values = np.arange(256)
+    bits = (values[:, None] >> np.arange(8)) & 1
+    positions = np.zeros((256, 8), dtype=np.uint32)
+    for b in range(256):
+        where = np.flatnonzero(bits[b])
+        positions[b, :where.size] = where
+    return positions, bits.sum(axis=1).astype(np.int64)
+
+
+#: ``_BIT_POSITIONS[b, :_BIT_COUNTS[b]]``: the set bits of byte ``b`` (bitmap walk, no branch).
+_BIT_POSITIONS, _BIT_COUNTS = _bit_tables()
+
+
 @compiled
-def add_compact(count, total, qlo, qhi, bitmap, c, t, ql, qh):  # pragma: no cover - compiled
+def add_compact(count, total, qlo, qhi, bitmap, c, t, ql, qh, positions, bit_counts,
+                scratch):  # pragma: no cover - compiled
     """Add one part's compact cells (:class:`~.core.CompactCells`) into dense arrays, in place.
 
-    Walks the part's ``bitmap`` (bit ``k % 8`` of byte ``k // 8``: cell ``k`` is not empty)
-    and reads its arrays as stored: counts ``c`` of any integer dtype, sums ``t``, uint8
-    bounds ``ql``, ``qh``; ``qlo`` takes the min and ``qhi`` the max, per cell. The bits of
-    the former ``add_cells`` on the decoded cells (``np.add.at`` of the counts and sums in
-    the cells' order, ``np.minimum.at`` / ``np.maximum.at`` of the bounds, whose decoding
-    grows with ``q`` in each cell), from ~11 bytes a cell instead of 36. Returns the cells
-    read, or -1 if the bitmap marks more cells than the arrays hold or cells beyond the grid
-    (corrupted bytes): no write out of bounds.
+    Reads the part's arrays as stored: its ``bitmap`` (bit ``k % 8`` of byte ``k // 8``: cell
+    ``k`` is not empty), counts ``c`` of any integer dtype, sums ``t``, uint8 bounds ``ql``,
+    ``qh``; ``qlo`` takes the min and ``qhi`` the max, per cell. The bits of the former
+    ``add_cells`` on the decoded cells (``np.add.at`` of the counts and sums in the cells'
+    order, ``np.minimum.at`` / ``np.maximum.at`` of the bounds, whose decoding grows with
+    ``q`` in each cell), from ~11 bytes a cell instead of 36.
+
+    Two passes: the bitmap to the cells' indices in ``scratch`` (uint32, at least ``8 *
+    bitmap.size + 8``), eight table entries a byte (``positions``, ``bit_counts``:
+    :data:`_BIT_POSITIONS`, :data:`_BIT_COUNTS`) with no branch (a bit-by-bit walk
+    mispredicts on every other cell: ~3x slower); then the updates, indexed by unsigned
+    integers (no wraparound test: ~25% faster). Returns the cells read, or -1 if the bitmap
+    marks more or fewer cells than the arrays hold, or cells beyond the grid (corrupted
+    bytes): nothing is written out of bounds.
     """
     n = c.size
-    size = count.size
+    if scratch.size < 8 * bitmap.size + 8:
+        return -1
     k = 0
     for j in range(bitmap.size):
-        b = np.int64(bitmap[j])
-        i = j * 8
-        while b:  # the set bits of the byte, lowest first
-            if b & 1:
-                if k == n or i >= size:
-                    return -1
-                count[i] += c[k]
-                total[i] += t[k]
-                if ql[k] < qlo[i]:
-                    qlo[i] = ql[k]
-                if qh[k] > qhi[i]:
-                    qhi[i] = qh[k]
-                k += 1
-            b >>= 1
-            i += 1
-    return k
+        b = bitmap[j]
+        base = np.uint32(8 * j)
+        for q in range(8):
+            scratch[k + q] = base + positions[b, q]
+        k += bit_counts[b]
+    if k != n or (k and scratch[k - 1] >= count.size):  # ascending: the last is the largest
+        return -1
+    for m in range(n):
+        i = scratch[m]
+        count[i] += c[m]
+        total[i] += t[m]
+        qlo[i] = min(qlo[i], ql[m])
+        qhi[i] = max(qhi[i], qh[m])
+    return n
+
+
+@compiled
+def decode_bounds(index, qlo, qhi, edges):  # pragma: no cover - compiled
+    """``core._dequantize`` of both bounds of cells ``index``: the bits of the numpy formula.
+
+    ``left + q * ((right - left) / 255)``, 255 the right edge: the same IEEE operations as
+    numpy's (``q`` widened to float64), in one pass instead of a dozen temporaries (decoding
+    a day's merged cells for evaluation cost as much as a quarter of its merge).
+    """
+    low = np.empty(index.size)
+    high = np.empty(index.size)
+    for k in range(index.size):
+        c = index[k]
+        left, right = edges[c], edges[c + 1]
+        step = (right - left) / 255
+        a, b = qlo[k], qhi[k]
+        low[k] = right if a == 255 else left + np.float64(a) * step
+        high[k] = right if b == 255 else left + np.float64(b) * step
+    return low, high
 
 
 @compiled

@@ -284,12 +284,14 @@ class CompactCells:
                 field_ = self.count.astype(np.int64, copy=False)
             elif k == 2:
                 field_ = self.total
-            else:
-                index = self.index
-                field_ = _dequantize(self.qlo if k == 3 else self.qhi, self.edges[index],
-                                     self.edges[index + 1])
+            else:  # both bounds in one compiled pass (numba: only when they are read)
+                from ._compiled import decode_bounds
+
+                self._fields[3], self._fields[4] = decode_bounds(self.index, self.qlo,
+                                                                 self.qhi, self.edges)
+                field_ = self._fields[k]
             self._fields[k] = field_
-        return field_
+        return field_  # type: ignore[return-value]
 
     def __len__(self) -> int:
         return 5
@@ -554,7 +556,8 @@ def _merge_many_cells(groups: list[GroupSummary], edges: NDArray[np.float64]) ->
     InvalidInputError
         A part's bitmap does not match its arrays (corrupted bytes).
     """
-    from ._compiled import add_compact, cells_of_sorted  # numba: only when cells merge
+    # numba: only when cells merge
+    from ._compiled import _BIT_COUNTS, _BIT_POSITIONS, add_compact, cells_of_sorted
 
     size = edges.size - 1
     parts = [g.cells for g in groups if g.cells is not None]
@@ -567,9 +570,10 @@ def _merge_many_cells(groups: list[GroupSummary], edges: NDArray[np.float64]) ->
     total = np.zeros(size)
     qlo = np.full(size, QUANTA, dtype=np.uint8)
     qhi = np.zeros(size, dtype=np.uint8)
+    scratch = np.empty(8 * (-(-size // 8)) + 8, dtype=np.uint32)  # a part's cell indices
     for p in parts:
-        if add_compact(count, total, qlo, qhi, p.bitmap, p.count, p.total, p.qlo,
-                       p.qhi) != p.size:
+        if add_compact(count, total, qlo, qhi, p.bitmap, p.count, p.total, p.qlo, p.qhi,
+                       _BIT_POSITIONS, _BIT_COUNTS, scratch) != p.size:
             raise InvalidInputError(
                 "a summary's cells do not match their bitmap: the data is corrupted; "
                 "re-summarize the window")

@@ -195,3 +195,18 @@ def test_abcc_certified_error_stays_small_with_rounded_scores(decimals):
         exact = abcc(score, sensitive_features=sf.get(attr, sf))
         assert detail.error < 1e-7, (attr, detail.error)
         assert abs(detail.value - exact) <= detail.error + 1e-12
+
+
+def test_compiled_decoding_is_the_numpy_formula_bit_for_bit():
+    from fairmonitor.summaries._compiled import decode_bounds
+
+    rng = np.random.default_rng(3)
+    edges = cell_edges(499)
+    index = np.sort(rng.choice(edges.size - 1, 20_000, replace=False)).astype(np.int32)
+    qlo = rng.integers(0, 256, index.size).astype(np.uint8)
+    qhi = rng.integers(0, 256, index.size).astype(np.uint8)
+    qlo[:50], qhi[:50] = 0, 255
+    low, high = decode_bounds(index, qlo, qhi, edges)
+    left, right = edges[index], edges[index + 1]
+    for got, q in ((low, qlo), (high, qhi)):
+        assert np.array_equal(got.view(np.uint64), _dequantize(q, left, right).view(np.uint64))

@@ -11,7 +11,14 @@ import pytest
 from fairmonitor.metrics import madd
 from fairmonitor.metrics._numba import compiled
 from fairmonitor.summaries import SummarySpec, cell_edges, merge_all, summarize
-from fairmonitor.summaries._compiled import _max, _min, add_compact, linear_binning_cells
+from fairmonitor.summaries._compiled import (
+    _BIT_COUNTS,
+    _BIT_POSITIONS,
+    _max,
+    _min,
+    add_compact,
+    linear_binning_cells,
+)
 from fairmonitor.summaries.compute import _AbccTable, _binned, _spread, madd_from_summary
 from fairmonitor.summaries.core import _cells_of, _compact, _merge_many_cells
 
@@ -365,8 +372,10 @@ def test_add_compact_is_the_former_add_cells_on_decoded_cells(seed):
         add_cells(count, total, low, high, index, c, t, lo, hi)
     got = [np.zeros(size, dtype=np.int64), np.zeros(size), np.full(size, 255, dtype=np.uint8),
            np.zeros(size, dtype=np.uint8)]
+    scratch = np.empty(size + 16, dtype=np.uint32)
     for p in parts:
-        assert add_compact(*got, p.bitmap, p.count, p.total, p.qlo, p.qhi) == p.size
+        assert add_compact(*got, p.bitmap, p.count, p.total, p.qlo, p.qhi, _BIT_POSITIONS,
+                           _BIT_COUNTS, scratch) == p.size
     assert np.array_equal(got[0], count)
     assert np.array_equal(_bits(got[1]), _bits(total))
     assert {p.count.dtype for p in parts} == {np.dtype(t) for t in ("u1", "u2", "u4", "i8")}
@@ -387,11 +396,17 @@ def test_add_compact_refuses_a_bitmap_that_does_not_match_its_arrays():
     size = edges.size - 1
     dense = [np.zeros(size, dtype=np.int64), np.zeros(size), np.full(size, 255, np.uint8),
              np.zeros(size, np.uint8)]
+    tables = (_BIT_POSITIONS, _BIT_COUNTS, np.empty(size + 16, dtype=np.uint32))
     short = p.count[:-1]
-    assert add_compact(*dense, p.bitmap, short, p.total, p.qlo, p.qhi) == -1
+    assert add_compact(*dense, p.bitmap, short, p.total, p.qlo, p.qhi, *tables) == -1
     beyond = p.bitmap.copy()
     beyond[-1] |= 0x80  # a padding bit past the grid's last cell
-    assert add_compact(*dense, beyond, p.count, p.total, p.qlo, p.qhi) == -1
+    assert add_compact(*dense, beyond, p.count, p.total, p.qlo, p.qhi, *tables) == -1
+    fewer = p.bitmap.copy()
+    fewer[np.flatnonzero(fewer)[0]] = 0  # fewer cells marked than the arrays hold
+    assert add_compact(*dense, fewer, p.count, p.total, p.qlo, p.qhi, *tables) == -1
+    small = (*tables[:2], np.empty(size // 2, dtype=np.uint32))  # too small a scratch
+    assert add_compact(*dense, p.bitmap, p.count, p.total, p.qlo, p.qhi, *small) == -1
     bad = type(p)(edges, short, p.total[:-1], p.qlo[:-1], p.qhi[:-1], bitmap=p.bitmap)
     with pytest.raises(InvalidInputError, match="corrupted"):
         _merge_many_cells([type("G", (), {"cells": bad, "scores": None})()], edges)
