@@ -6,7 +6,8 @@ and ~800 pairs of groups, so the cell passes dominate its cost: four of numpy's 
 dozen small temporaries per ABCC pair, two weighted ``np.bincount`` per ABPC density.
 Compiled, each is one pass; ABCC's pairs share their passes over blocks of cells
 (:func:`abcc_pairs`); the merge reads the parts' compact cells as stored or loaded
-(:func:`add_compact`: a bitmap, narrow counts, uint8 bounds), decoding nothing.
+(:func:`add_compact`: a bitmap, narrow counts, uint8 bounds), decoding nothing; the
+bounds are quantized (:func:`quantize_bounds`) and decoded (:func:`decode_bounds`) here too.
 
 **Bit for bit the numpy results.** No fast-math (LLVM neither reassociates nor fuses a
 multiply-add then); every expression evaluates the same IEEE operations in the same order as
@@ -18,7 +19,7 @@ propagates), so signed zeros come out as numpy's too. ``tests/summaries/test_com
 keeps the numpy versions as oracles.
 
 numba is already a dependency (HFM's ApproxDist); this module is imported only when cells are
-merged or evaluated, so ``import fairmonitor`` does not load numba.
+made, merged or evaluated, so ``import fairmonitor`` does not load numba.
 """
 
 from __future__ import annotations
@@ -107,22 +108,59 @@ def add_compact(count, total, qlo, qhi, bitmap, c, t, ql, qh, positions, bit_cou
 
 
 @compiled
-def decode_bounds(index, qlo, qhi, edges):  # pragma: no cover - compiled
-    """``core._dequantize`` of both bounds of cells ``index``: the bits of the numpy formula.
+def _bound(q, left, right, step):  # pragma: no cover - compiled
+    """The bound ``q`` of a cell: ``left + q * step``, ``step = (right - left) / 255``; 255
+    is ``right`` exactly (and 0 is ``left``)."""
+    return right if q == 255 else left + np.float64(q) * step
 
-    ``left + q * ((right - left) / 255)``, 255 the right edge: the same IEEE operations as
-    numpy's (``q`` widened to float64), in one pass instead of a dozen temporaries (decoding
-    a day's merged cells for evaluation cost as much as a quarter of its merge).
+
+@compiled
+def quantize_bounds(index, low, high, edges):  # pragma: no cover - compiled
+    """Bounds of cells ``index`` quantized outward: the largest ``qlo``, smallest ``qhi``.
+
+    ``_bound(qlo) <= low`` and ``_bound(qhi) >= high`` in float64, with the decoding formula
+    itself: the floor / ceil of the quotient is a first guess (it can be a step off after
+    rounding, and many steps in a cell one ulp wide, where the bounds round to its edges),
+    then stepped until the inequality holds and as far in as it still holds. Scores lie in
+    their cell, so 0 and 255 always hold. Both are monotone in their bound, so the bounds of
+    merged cells (min of ``qlo``, max of ``qhi``) are the union's quantized.
     """
+    n = index.size
+    qlo = np.empty(n, dtype=np.uint8)
+    qhi = np.empty(n, dtype=np.uint8)
+    for k in range(n):
+        c = index[k]
+        left, right = edges[c], edges[c + 1]
+        step = (right - left) / 255
+        x, y = low[k], high[k]
+        guess = np.floor((x - left) / step)
+        q = 0 if not guess > 0 else 255 if guess > 255 else np.int64(guess)  # NaN: 0
+        while q > 0 and _bound(q, left, right, step) > x:
+            q -= 1
+        while q < 255 and _bound(q + 1, left, right, step) <= x:
+            q += 1
+        qlo[k] = q
+        guess = np.ceil((y - left) / step)
+        q = 0 if not guess > 0 else 255 if guess > 255 else np.int64(guess)
+        while q < 255 and _bound(q, left, right, step) < y:
+            q += 1
+        while q > 0 and _bound(q - 1, left, right, step) >= y:
+            q -= 1
+        qhi[k] = q
+    return qlo, qhi
+
+
+@compiled
+def decode_bounds(index, qlo, qhi, edges):  # pragma: no cover - compiled
+    """The bounds ``qlo``, ``qhi`` of cells ``index`` as floats (:func:`_bound`), one pass."""
     low = np.empty(index.size)
     high = np.empty(index.size)
     for k in range(index.size):
         c = index[k]
         left, right = edges[c], edges[c + 1]
         step = (right - left) / 255
-        a, b = qlo[k], qhi[k]
-        low[k] = right if a == 255 else left + np.float64(a) * step
-        high[k] = right if b == 255 else left + np.float64(b) * step
+        low[k] = _bound(qlo[k], left, right, step)
+        high[k] = _bound(qhi[k], left, right, step)
     return low, high
 
 

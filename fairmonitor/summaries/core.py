@@ -144,74 +144,23 @@ Cells = tuple[NDArray[np.int32], NDArray[np.int64], NDArray[np.float64], NDArray
 QUANTA = 255
 
 
-def _dequantize(q: NDArray[np.integer[Any]], left: NDArray[np.float64],
-                right: NDArray[np.float64]) -> NDArray[np.float64]:
-    """The bound ``q`` of cells ``[left, right]``: ``left + q * (width / 255)``, 255: ``right``.
-
-    The one formula of a quantized bound (quantizing checks its candidates with it): 0 is the
-    left edge exactly, 255 the right edge exactly, and it grows with ``q`` (per cell).
-    """
-    step = (right - left) / QUANTA
-    return np.where(q == QUANTA, right, left + q * step)
-
-
-def _quantize(low: NDArray[np.float64], high: NDArray[np.float64],
-              left: NDArray[np.float64], right: NDArray[np.float64]
-              ) -> tuple[NDArray[np.uint8], NDArray[np.uint8]]:
-    """Bounds of cells quantized outward: the largest ``qlo``, smallest ``qhi`` that hold them.
-
-    ``_dequantize(qlo) <= low`` and ``_dequantize(qhi) >= high``, checked in float64 with
-    the decoding formula itself (the floor / ceil of the quotient can be off by a step after
-    rounding: stepped until it holds, then as far in as it still holds). Both are monotone in
-    their bound, so the bound of merged cells (min of ``qlo``, max of ``qhi``) is the bound of
-    the union's scores quantized: merges stay equal to the summary of the whole. Scores lie
-    within their cell (``left <= low``, ``high <= right``), so 0 and 255 always hold.
-    """
-    step = (right - left) / QUANTA
-    with np.errstate(invalid="ignore", divide="ignore"):  # cells one ulp wide: step ~ 0
-        qlo = np.nan_to_num(np.floor((low - left) / step), nan=0.0)
-        qhi = np.nan_to_num(np.ceil((high - left) / step), nan=QUANTA)
-    qlo = np.clip(qlo, 0, QUANTA).astype(np.int16)
-    qhi = np.clip(qhi, 0, QUANTA).astype(np.int16)
-    while True:  # too high: down until it holds (0, the left edge, always does)
-        bad = _dequantize(qlo, left, right) > low
-        if not bad.any():
-            break
-        qlo[bad] -= 1
-    while True:  # as high as it still holds
-        up = (qlo < QUANTA) & (_dequantize(qlo + 1, left, right) <= low)
-        if not up.any():
-            break
-        qlo[up] += 1
-    while True:
-        bad = _dequantize(qhi, left, right) < high
-        if not bad.any():
-            break
-        qhi[bad] += 1
-    while True:
-        down = (qhi > 0) & (_dequantize(qhi - 1, left, right) >= high)
-        if not down.any():
-            break
-        qhi[down] -= 1
-    return qlo.astype(np.uint8), qhi.astype(np.uint8)
-
-
 class CompactCells:
     """A group's non-empty cells, compact; reads as the tuple ``(index, count, sum, min, max)``.
 
-    What is stored, per non-empty cell (~11 bytes; format 2 kept 32):
+    What is stored, per non-empty cell (11 or 12 bytes serialized; format 2 kept 32):
 
     - which cells: a bitmap of the grid's cells (:attr:`bitmap`, bit ``k % 8`` of byte
       ``k // 8``; 12 KB for the ~96k cells) or their indices (:attr:`index`), whichever the
       summary was made or loaded with, the other derived when asked;
     - :attr:`count`: the scores in the cell, of any integer dtype (serialized in the narrowest
-      unsigned type that holds the block's largest, usually 1 byte);
+      unsigned type that holds the attribute's largest: 1 byte, or 2 once a cell holds 256
+      scores, e.g. scores clipped to 0 or 1);
     - :attr:`total`: their sum, float64 exactly (ABCC's integral of the CDF over a cell, and
       ABPC's linear binning, need it to the last bit);
     - :attr:`qlo`, :attr:`qhi`: bounds of the scores in the cell, uint8 steps of 1/255 of the
-      cell's width, rounded outward at summarize time (:func:`_quantize`): ``left + qlo *
-      (width / 255) <= min`` and ``left + qhi * (width / 255) >= max`` (0 and 255 the edges
-      exactly). Only ABCC's certified error on cells where two CDFs may cross reads them (the
+      cell's width, rounded outward at summarize time (the largest ``qlo`` and smallest
+      ``qhi`` with ``left + qlo * (width / 255) <= min`` and ``left + qhi * (width / 255) >=
+      max`` in float64, 0 and 255 the edges exactly: :func:`._compiled.quantize_bounds`). Only ABCC's certified error on cells where two CDFs may cross reads them (the
       mean absolute deviation of scores lying in [lo, hi]: any [lo, hi] holding the scores
       keeps it sound, a wider one only loosens it by at most ~1/510 of the cell's width a
       unit of mass), and they were half of the 32 bytes a cell. The bounds in memory are the
@@ -310,8 +259,10 @@ class CompactCells:
 
 def _compact(cells: Cells, edges: NDArray[np.float64]) -> CompactCells:
     """The compact form of exact cells (:func:`_cells_of`'s): bounds quantized outward."""
+    from ._compiled import quantize_bounds  # numba: only when cells are made
+
     index, count, total, low, high = cells
-    qlo, qhi = _quantize(low, high, edges[index], edges[index + 1])
+    qlo, qhi = quantize_bounds(index, low, high, edges)
     return CompactCells(edges, count, total, qlo, qhi, index=index.astype(np.int32, copy=False))
 
 

@@ -21,9 +21,33 @@ from fairmonitor.summaries import (
     summarize,
     to_bytes,
 )
-from fairmonitor.summaries.core import QUANTA, _cells_of, _dequantize, _quantize
+from fairmonitor.summaries._compiled import decode_bounds, quantize_bounds
+from fairmonitor.summaries.core import QUANTA, _cells_of
 
 from .test_summaries import assert_same, rows
+
+
+def _dequantize(q, left, right):
+    """The numpy formula of a quantized bound: ``left + q * (width / 255)``, 255: ``right``."""
+    step = (right - left) / QUANTA
+    return np.where(q == QUANTA, right, left + q * step)
+
+
+def _quantize(low, high, left, right):
+    """The numpy oracle of ``quantize_bounds``: the largest ``qlo`` with ``_dequantize(qlo) <=
+    low``, the smallest ``qhi`` with ``_dequantize(qhi) >= high`` (floor / ceil, then steps)."""
+    step = (right - left) / QUANTA
+    qlo = np.clip(np.floor((low - left) / step), 0, QUANTA).astype(np.int16)
+    qhi = np.clip(np.ceil((high - left) / step), 0, QUANTA).astype(np.int16)
+    for q, bound, outward in ((qlo, low, -1), (qhi, high, 1)):
+        def holds(v, b=bound, o=outward):
+            return v <= b if o < 0 else v >= b
+        while not (ok := holds(_dequantize(q, left, right))).all():
+            q[~ok] += outward
+        while (more := (q - outward >= 0) & (q - outward <= QUANTA)
+               & holds(_dequantize(q - outward, left, right))).any():
+            q[more] -= outward
+    return qlo.astype(np.uint8), qhi.astype(np.uint8)
 
 
 def _adversarial(edges, rng):
@@ -43,8 +67,11 @@ def _adversarial(edges, rng):
 def _check_sound_and_tight(edges, cells):
     index, _, _, low, high = cells
     left, right = edges[index], edges[index + 1]
-    qlo, qhi = _quantize(low, high, left, right)
+    qlo, qhi = quantize_bounds(index, low, high, edges)
+    want = _quantize(low, high, left, right)  # the numpy oracle finds the same steps
+    assert np.array_equal(qlo, want[0]) and np.array_equal(qhi, want[1])
     lo, hi = _dequantize(qlo, left, right), _dequantize(qhi, left, right)
+    assert np.array_equal(decode_bounds(index, qlo, qhi, edges)[0], lo)
     assert np.all(lo <= low) and np.all(hi >= high)  # sound: the scores lie in [lo, hi]
     assert np.all(left <= lo) and np.all(hi <= right)
     # tight: one step further in does not hold (the largest qlo, the smallest qhi)
@@ -93,7 +120,7 @@ def test_quantized_bounds_of_random_cells(seed):
     low[::11], high[::11] = left[::11], left[::11]
     low = np.minimum(np.maximum(low, left), high)
     high = np.maximum(np.minimum(high, np.nextafter(right, -np.inf)), low)
-    _check_sound_and_tight(edges, (index, None, None, low, high))
+    _check_sound_and_tight(edges, (index.astype(np.int32), None, None, low, high))
 
 
 def test_bounds_are_stored_quantized_and_merge_as_the_whole():
@@ -198,8 +225,6 @@ def test_abcc_certified_error_stays_small_with_rounded_scores(decimals):
 
 
 def test_compiled_decoding_is_the_numpy_formula_bit_for_bit():
-    from fairmonitor.summaries._compiled import decode_bounds
-
     rng = np.random.default_rng(3)
     edges = cell_edges(499)
     index = np.sort(rng.choice(edges.size - 1, 20_000, replace=False)).astype(np.int32)
