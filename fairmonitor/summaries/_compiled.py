@@ -51,6 +51,24 @@ def _sum(a, n):  # pragma: no cover - compiled
     return 0.0 + _pairwise_sum(a, start, n)
 
 
+@compiled
+def add_cells(count, total, low, high, index, c, t, lo, hi):  # pragma: no cover - compiled
+    """Add one part's exact cells (raw scores binned) into dense per-cell arrays, in place.
+
+    The bits of ``np.add.at(count, index, c)``, ``np.add.at(total, index, t)``,
+    ``np.minimum.at(low, index, lo)`` and ``np.maximum.at(high, index, hi)`` in that order,
+    in one pass (a part's cell indices are distinct, so each cell takes one value per part).
+    The merge adds raw parts so, with their exact min and max, and quantizes the bounds once
+    at the end (quantizing is monotone: the same steps as quantizing each part's).
+    """
+    for k in range(index.size):
+        i = index[k]
+        count[i] += c[k]
+        total[i] += t[k]
+        low[i] = _min(low[i], lo[k])
+        high[i] = _max(high[i], hi[k])
+
+
 def _bit_tables() -> tuple[np.ndarray, np.ndarray]:
     """Per byte value: the positions of its set bits, lowest first (then 0s), and how many."""
     values = np.arange(256)
@@ -109,8 +127,10 @@ def add_compact(count, total, qlo, qhi, bitmap, c, t, ql, qh, positions, bit_cou
 
 @compiled
 def _bound(q, left, right, step):  # pragma: no cover - compiled
-    """The bound ``q`` of a cell: ``left + q * step``, ``step = (right - left) / 255``; 255
-    is ``right`` exactly (and 0 is ``left``)."""
+    """The bound ``q`` of a cell: ``left + q * step``, ``step = (right - left) / 255``.
+
+    255 is ``right`` exactly (and 0 is ``left``).
+    """
     return right if q == 255 else left + np.float64(q) * step
 
 

@@ -158,14 +158,17 @@ class CompactCells:
     - :attr:`total`: their sum, float64 exactly (ABCC's integral of the CDF over a cell, and
       ABPC's linear binning, need it to the last bit);
     - :attr:`qlo`, :attr:`qhi`: bounds of the scores in the cell, uint8 steps of 1/255 of the
-      cell's width, rounded outward at summarize time (the largest ``qlo`` and smallest
+      cell's width, rounded outward at summarize time: the largest ``qlo`` and smallest
       ``qhi`` with ``left + qlo * (width / 255) <= min`` and ``left + qhi * (width / 255) >=
-      max`` in float64, 0 and 255 the edges exactly: :func:`._compiled.quantize_bounds`). Only ABCC's certified error on cells where two CDFs may cross reads them (the
-      mean absolute deviation of scores lying in [lo, hi]: any [lo, hi] holding the scores
-      keeps it sound, a wider one only loosens it by at most ~1/510 of the cell's width a
-      unit of mass), and they were half of the 32 bytes a cell. The bounds in memory are the
-      ones serialized (a round trip is lossless); merging takes the min of ``qlo`` and the max
-      of ``qhi`` (one grid per cell: exact).
+      max`` in float64, 0 and 255 the edges exactly (:func:`._compiled.quantize_bounds`).
+      Why: the exact min and max were half of the 32 bytes a cell, and only ABCC's certified
+      error on cells where two CDFs may cross reads them (the mean absolute deviation of
+      scores lying in [lo, hi]: any [lo, hi] holding the scores keeps it sound, a wider one
+      only loosens it, by at most 4/255 of the cell's width times the group's share of
+      rows in the cell, ~1/255 where the scores there are all equal). The bounds in
+      memory are the ones serialized (a round trip is lossless); merging takes the min of
+      ``qlo`` and the max of ``qhi`` (one grid per cell: exact, and the bounds of the
+      whole's scores quantized, as quantizing is monotone).
 
     The merge (:func:`_merge_many_cells`) reads these arrays directly, so loading a summary
     decodes nothing. Indexing, slicing or iterating decodes the tuple form a field at a time
@@ -492,15 +495,19 @@ def _check_compatible(a: WindowSummary, b: WindowSummary) -> None:
 def _merge_many_cells(groups: list[GroupSummary], edges: NDArray[np.float64]) -> CompactCells:
     """Merge many groups' cells (and raw scores) at once, on dense per-cell arrays.
 
-    Raw parts are binned one by one (sorted already: no sort of the union) or, if they hold
-    fewer scores than there are cells, sorted together and binned once, by a compiled walk
-    (:func:`._compiled.cells_of_sorted`: the bits of :func:`_cells_of`, ~3.5x faster than
-    its searches on 2 * 10^5 scores), and their bounds quantized as :func:`summarize` does.
-    Every part then adds into dense per-cell arrays, part after part, left to right: one
-    compiled pass per part that walks its bitmap and reads its compact arrays as stored
-    (:func:`._compiled.add_compact`: narrow counts, uint8 bounds, ~11 bytes a cell; the sums
+    Every part adds into dense per-cell arrays, part after part, left to right: one compiled
+    pass per part that walks its bitmap and reads its compact arrays as stored
+    (:func:`._compiled.add_compact`: narrow counts, uint8 bounds, ~12 bytes a cell; the sums
     add in the order, hence with the bits, of ``np.add.at``), so a day's merge runs at the
     speed of reading its parts, and a loaded summary is merged without being decoded.
+
+    Raw parts come last: binned one by one (sorted already: no sort of the union) or, if they
+    hold fewer scores than there are cells, sorted together and binned once, by a compiled
+    walk (:func:`._compiled.cells_of_sorted`: the bits of :func:`_cells_of`, ~3.5x faster
+    than its searches on 2 * 10^5 scores), added with their exact min and max
+    (:func:`._compiled.add_cells`), whose bounds are quantized once at the end: quantizing is
+    monotone, so that is quantizing each part's (as :func:`summarize` does) and combining,
+    at one pass per group instead of one per part.
 
     Raises
     ------
@@ -508,26 +515,38 @@ def _merge_many_cells(groups: list[GroupSummary], edges: NDArray[np.float64]) ->
         A part's bitmap does not match its arrays (corrupted bytes).
     """
     # numba: only when cells merge
-    from ._compiled import _BIT_COUNTS, _BIT_POSITIONS, add_compact, cells_of_sorted
+    from ._compiled import (
+        _BIT_COUNTS,
+        _BIT_POSITIONS,
+        add_cells,
+        add_compact,
+        cells_of_sorted,
+        quantize_bounds,
+    )
 
     size = edges.size - 1
-    parts = [g.cells for g in groups if g.cells is not None]
-    raw = [g.scores for g in groups if g.cells is None]
-    if raw and sum(r.size for r in raw) <= size:  # few scores: sort them together, bin once
-        parts.append(_compact(cells_of_sorted(np.sort(np.concatenate(raw)), edges), edges))
-    else:
-        parts += [_compact(cells_of_sorted(r, edges), edges) for r in raw]
     count = np.zeros(size, dtype=np.int64)
     total = np.zeros(size)
     qlo = np.full(size, QUANTA, dtype=np.uint8)
     qhi = np.zeros(size, dtype=np.uint8)
     scratch = np.empty(8 * (-(-size // 8)) + 8, dtype=np.uint32)  # a part's cell indices
-    for p in parts:
+    for p in (g.cells for g in groups if g.cells is not None):
         if add_compact(count, total, qlo, qhi, p.bitmap, p.count, p.total, p.qlo, p.qhi,
                        _BIT_POSITIONS, _BIT_COUNTS, scratch) != p.size:
             raise InvalidInputError(
                 "a summary's cells do not match their bitmap: the data is corrupted; "
                 "re-summarize the window")
+    raw = [g.scores for g in groups if g.cells is None]
+    if raw:
+        if sum(r.size for r in raw) <= size:  # few scores: sort them together, bin once
+            raw = [np.sort(np.concatenate(raw))]
+        low, high = np.full(size, np.inf), np.full(size, -np.inf)
+        for r in raw:
+            add_cells(count, total, low, high, *cells_of_sorted(r, edges))
+        touched = np.flatnonzero(low <= high)
+        raw_lo, raw_hi = quantize_bounds(touched, low[touched], high[touched], edges)
+        qlo[touched] = np.minimum(qlo[touched], raw_lo)
+        qhi[touched] = np.maximum(qhi[touched], raw_hi)
     index = np.flatnonzero(count)
     return CompactCells(edges, count[index], total[index], qlo[index], qhi[index],
                         index=index.astype(np.int32))

@@ -9,13 +9,11 @@ import numpy as np
 import pytest
 
 from fairmonitor.metrics import madd
-from fairmonitor.metrics._numba import compiled
 from fairmonitor.summaries import SummarySpec, cell_edges, merge_all, summarize
 from fairmonitor.summaries._compiled import (
     _BIT_COUNTS,
     _BIT_POSITIONS,
-    _max,
-    _min,
+    add_cells,
     add_compact,
     linear_binning_cells,
 )
@@ -27,18 +25,6 @@ from .test_summaries import rows
 
 def _bits(a):
     return np.asarray(a, dtype=np.float64).view(np.uint64)
-
-
-@compiled
-def add_cells(count, total, low, high, index, c, t, lo, hi):  # pragma: no cover - compiled
-    """The former merge kernel (format 2's cells: an index, int64 counts, float min and max),
-    kept as the oracle of :func:`add_compact`: the bits of ``np.add.at`` and co., one pass."""
-    for k in range(index.size):
-        i = index[k]
-        count[i] += c[k]
-        total[i] += t[k]
-        low[i] = _min(low[i], lo[k])
-        high[i] = _max(high[i], hi[k])
 
 
 def _merge_numpy(parts, size):
@@ -410,3 +396,26 @@ def test_add_compact_refuses_a_bitmap_that_does_not_match_its_arrays():
     bad = type(p)(edges, short, p.total[:-1], p.qlo[:-1], p.qhi[:-1], bitmap=p.bitmap)
     with pytest.raises(InvalidInputError, match="corrupted"):
         _merge_many_cells([type("G", (), {"cells": bad, "scores": None})()], edges)
+
+
+@pytest.mark.parametrize("raw_sizes", [(40_000, 50_000, 30_000), (500, 20, 3_000)])
+def test_merge_many_cells_of_compact_and_raw_parts_equals_the_former_merge(raw_sizes):
+    """Compact parts then raw ones (many scores: binned one by one; few: sorted together),
+    whose exact bounds are quantized once at the end: the former merge of the parts each
+    quantized as summarize quantizes them."""
+    parts, edges = _decoded_parts(3, n_parts=6)
+    rng = np.random.default_rng(4)
+    raw = [np.sort(np.r_[rng.beta(2, 5, k - 2), 0.0, 1.0]) for k in raw_sizes]
+    raw[0][:10] = edges[100:110]  # on edges
+    raw[0].sort()
+    groups = [type("G", (), {"cells": p, "scores": None})() for p in parts]
+    groups += [type("G", (), {"cells": None, "scores": r})() for r in raw]
+    got = _merge_many_cells(groups, edges)
+    if sum(raw_sizes) <= edges.size - 1:
+        raw = [np.sort(np.concatenate(raw))]
+    want = _merge_numpy([*parts, *(_compact(_cells_of(r, edges), edges) for r in raw)],
+                        edges.size - 1)
+    index = np.flatnonzero(want[0])
+    assert np.array_equal(got[0], index) and np.array_equal(got[1], want[0][index])
+    for g, w in zip(got[2:], want[1:], strict=True):
+        assert np.array_equal(_bits(g), _bits(w[index]))
