@@ -64,7 +64,7 @@ class SummarySpec:
     ----------
     max_raw : int or None, default=524288
         Groups with at most this many rows keep their raw sorted scores (8 bytes a score);
-        larger ones keep cells (~11 bytes serialized per non-empty cell and a 12 KB bitmap,
+        larger ones keep cells (11-12 bytes serialized per non-empty cell and a 12 KB bitmap,
         at most ~96k cells, ~1.1 MB: a group of more than ~1.5 * 10^5 rows costs less than its
         raw scores; and cell metrics cost the same whatever the rows). Lower it to trade
         bytes for faster evaluation of merged summaries. None keeps raw scores always.

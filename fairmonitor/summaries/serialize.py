@@ -9,18 +9,19 @@ per attribute (no copy; each group's arrays are read-only views of the blocks), 
 archive member per group (format 1, an ``.npz``: its per-member parsing cost more than the
 day's merge).
 
-A group's cells (:class:`~fairmonitor.summaries.core.CompactCells`), ~11 bytes a non-empty
-cell (format 2: 32, an int32 index, a uint32 count and a float64 sum, min and max):
+A group's cells (:class:`~fairmonitor.summaries.core.CompactCells`), 11 or 12 bytes a
+non-empty cell (format 2: 32, an int32 index, a uint32 count and a float64 sum, min and max):
 
 - a bitmap of the grid's cells, ``ceil(cells / 8)`` bytes (12 KB), bit ``k % 8`` of byte
   ``k // 8`` set where cell ``k`` is not empty;
 - the counts, in the narrowest of uint8 / uint16 / uint32 / int64 that holds the attribute's
-  largest (usually uint8);
+  largest (uint8, or uint16 once a cell holds 256 scores in an hour);
 - the sums, float64;
 - the bounds ``qlo`` and ``qhi``, uint8: the scores' min and max quantized outward to 1/255
   of the cell's width when summarized (the same numbers in memory: lossless).
 
-Loaded cells stay in that form; merging reads it directly (no per-group decoding).
+Loaded cells stay in that form (views of the blocks); merging reads it directly, and the
+tuple form is decoded only when read (no per-group decoding when loading).
 
 Loading checks the format version: an older or a newer format is refused with the fix
 (re-summarize, or upgrade fairmonitor); summaries are never converted between formats.
