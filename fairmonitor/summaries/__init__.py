@@ -10,6 +10,7 @@ from .core import (
     DYADIC_BITS,
     SUMMARY_VERSION,
     AttributeSummary,
+    CompactCells,
     GroupSummary,
     SummarySpec,
     WindowSummary,
@@ -20,5 +21,5 @@ from .core import (
 from .serialize import from_bytes, to_bytes
 
 __all__ = ["DYADIC_BITS", "SUMMARY_VERSION", "AbccFromCells", "AttributeSummary",
-           "GroupSummary", "SummarySpec", "WindowSummary", "cell_edges", "from_bytes",
-           "merge_all", "summarize", "to_bytes"]
+           "CompactCells", "GroupSummary", "SummarySpec", "WindowSummary", "cell_edges",
+           "from_bytes", "merge_all", "summarize", "to_bytes"]

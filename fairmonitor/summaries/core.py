@@ -13,12 +13,13 @@ Score summary of a group (spec: issue 17):
   Every score metric is then the raw-row value with every option.
 - **cells**: above ``max_raw``, the count and the sum of the scores in each cell between
   consecutive edges of the union of ``linspace(0, 1, m + 1)`` for every ``m <= max_bins``
-  (MADD ``"auto"``'s candidates) and the dyadic grid ``k / 2**DYADIC_BITS``. MADD (auto and
-  every fixed ``m <= max_bins``) is then exact: each of its bins is a union of cells. ABCC is
-  exact in every cell where the two CDFs cannot cross (count + sum give the integral of a CDF
-  over a cell) and bounded in the others: the summary certifies its error
-  (``AbccCells.error``). ABPC's linear binning onto ``2**k`` cells, ``k < DYADIC_BITS``, is
-  exact from counts and sums too (every grid centre is a dyadic edge), up to round-off.
+  (MADD ``"auto"``'s candidates) and the dyadic grid ``k / 2**DYADIC_BITS``, and bounds of
+  the scores in the cell (:class:`CompactCells`). MADD (auto and every fixed ``m <=
+  max_bins``) is then exact: each of its bins is a union of cells. ABCC is exact in every
+  cell where the two CDFs cannot cross (count + sum give the integral of a CDF over a cell)
+  and bounded in the others: the summary certifies its error (``AbccFromCells.error``, which the
+  bounds tighten). ABPC's linear binning onto ``2**k`` cells, ``k < DYADIC_BITS``, is exact
+  from counts and sums too (every grid centre is a dyadic edge), up to round-off.
 
 Row sample: per group, the ``spec.sample_size`` rows with the smallest hash of their content
 (a bottom-k sample: deterministic, and the sample of merged summaries is the sample of the
@@ -45,11 +46,12 @@ from ..exceptions import InvalidInputError
 from ..metrics._groups import COMPILED_MIN_ROWS, Groups, encode_attributes
 from ..metrics._madd.bandwidth import _grid
 
-__all__ = ["DYADIC_BITS", "SUMMARY_VERSION", "AttributeSummary", "GroupSummary",
-           "SummarySpec", "WindowSummary", "cell_edges", "merge_all", "summarize"]
+__all__ = ["DYADIC_BITS", "SUMMARY_VERSION", "AttributeSummary", "CompactCells",
+           "GroupSummary", "SummarySpec", "WindowSummary", "cell_edges", "merge_all",
+           "summarize"]
 
 #: Format version of a serialized summary; bumped when the meaning of a field changes.
-SUMMARY_VERSION = 2
+SUMMARY_VERSION = 3
 #: The cells include every edge ``k / 2**DYADIC_BITS``: ABPC grids up to 2**13 cells bin exactly.
 DYADIC_BITS = 14
 
@@ -62,9 +64,9 @@ class SummarySpec:
     ----------
     max_raw : int or None, default=524288
         Groups with at most this many rows keep their raw sorted scores (8 bytes a score);
-        larger ones keep cells (32 bytes serialized per non-empty cell, at most ~96k cells,
-        ~3.1 MB: less than the 4.2 MB of 2**19 raw scores, so a group never costs more than
-        its raw scores; and cell metrics cost the same whatever the rows). Lower it to trade
+        larger ones keep cells (11-12 bytes serialized per non-empty cell and a 12 KB bitmap,
+        at most ~96k cells, ~1.1 MB: a group of more than ~1.5 * 10^5 rows costs less than its
+        raw scores; and cell metrics cost the same whatever the rows). Lower it to trade
         bytes for faster evaluation of merged summaries. None keeps raw scores always.
     max_bins : int, default=499
         MADD ``"auto"``'s grid (the cells reproduce every ``m <= max_bins``).
@@ -138,6 +140,134 @@ def _cells_of(sorted_scores: NDArray[np.float64], edges: NDArray[np.float64]) ->
 Cells = tuple[NDArray[np.int32], NDArray[np.int64], NDArray[np.float64], NDArray[np.float64],
               NDArray[np.float64]]
 
+#: Steps of a cell's width in which :class:`CompactCells` stores its bounds (uint8: 0..255).
+QUANTA = 255
+
+
+class CompactCells:
+    """A group's non-empty cells, compact; reads as the tuple ``(index, count, sum, min, max)``.
+
+    What is stored, per non-empty cell (11 or 12 bytes serialized; format 2 kept 32):
+
+    - which cells: a bitmap of the grid's cells (:attr:`bitmap`, bit ``k % 8`` of byte
+      ``k // 8``; 12 KB for the ~96k cells) or their indices (:attr:`index`), whichever the
+      summary was made or loaded with, the other derived when asked;
+    - :attr:`count`: the scores in the cell, of any integer dtype (serialized in the narrowest
+      unsigned type that holds the attribute's largest: 1 byte, or 2 once a cell holds 256
+      scores, e.g. scores clipped to 0 or 1);
+    - :attr:`total`: their sum, float64 exactly (ABCC's integral of the CDF over a cell, and
+      ABPC's linear binning, need it to the last bit);
+    - :attr:`qlo`, :attr:`qhi`: bounds of the scores in the cell, uint8 steps of 1/255 of the
+      cell's width, rounded outward at summarize time: the largest ``qlo`` and smallest
+      ``qhi`` with ``left + qlo * (width / 255) <= min`` and ``left + qhi * (width / 255) >=
+      max`` in float64, 0 and 255 the edges exactly (:func:`._compiled.quantize_bounds`).
+      Why: the exact min and max were half of the 32 bytes a cell, and only ABCC's certified
+      error on cells where two CDFs may cross reads them (the mean absolute deviation of
+      scores lying in [lo, hi]: any [lo, hi] holding the scores keeps it sound, a wider one
+      only loosens it, by at most 4/255 of the cell's width times the group's share of
+      rows in the cell, ~1/255 where the scores there are all equal). The bounds in
+      memory are the ones serialized (a round trip is lossless); merging takes the min of
+      ``qlo`` and the max of ``qhi`` (one grid per cell: exact, and the bounds of the
+      whole's scores quantized, as quantizing is monotone).
+
+    The merge (:func:`_merge_many_cells`) reads these arrays directly, so loading a summary
+    decodes nothing. Indexing, slicing or iterating decodes the tuple form a field at a time
+    (cached): ``index`` int32, ``count`` int64, ``sum`` float64, ``min`` and ``max`` float64
+    (the quantized bounds).
+
+    Examples
+    --------
+    >>> edges = cell_edges(499)
+    >>> c = _compact(_cells_of(np.array([0.1, 0.1, 0.7]), edges), edges)
+    >>> index, count, total, low, high = c
+    >>> count.tolist(), total.tolist(), bool(low[0] <= 0.1 <= high[0])
+    ([2, 1], [0.2, 0.7], True)
+    """
+
+    __slots__ = ("_bitmap", "_fields", "_index", "count", "edges", "qhi", "qlo", "total")
+
+    def __init__(self, edges: NDArray[np.float64], count: NDArray[np.integer[Any]],
+                 total: NDArray[np.float64], qlo: NDArray[np.uint8], qhi: NDArray[np.uint8],
+                 *, index: NDArray[np.integer[Any]] | None = None,
+                 bitmap: NDArray[np.uint8] | None = None) -> None:
+        if index is None and bitmap is None:
+            raise ValueError("CompactCells needs the cells' index or their bitmap")
+        self.edges = edges
+        self.count, self.total, self.qlo, self.qhi = count, total, qlo, qhi
+        self._index = index
+        self._bitmap = bitmap
+        self._fields: list[NDArray[Any] | None] = [None] * 5
+
+    @property
+    def size(self) -> int:
+        """Non-empty cells."""
+        return int(self.total.size)
+
+    @property
+    def index(self) -> NDArray[np.int32]:
+        """The non-empty cells' indices, ascending (from the bitmap if loaded)."""
+        if self._index is None:
+            bits = np.unpackbits(self._bitmap, count=self.edges.size - 1, bitorder="little")
+            self._index = np.flatnonzero(bits).astype(np.int32)
+        return self._index.astype(np.int32, copy=False)
+
+    @property
+    def bitmap(self) -> NDArray[np.uint8]:
+        """Bit ``k`` (``k % 8`` of byte ``k // 8``) set where cell ``k`` is not empty."""
+        if self._bitmap is None:
+            mark = np.zeros(self.edges.size - 1, dtype=bool)
+            mark[self._index] = True
+            self._bitmap = np.packbits(mark, bitorder="little")
+        return self._bitmap
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held: the stored arrays (not the decoded fields)."""
+        which = self._bitmap if self._bitmap is not None else self._index
+        return int(which.nbytes + self.count.nbytes + self.total.nbytes  # type: ignore
+                   + self.qlo.nbytes + self.qhi.nbytes)
+
+    def _field(self, k: int) -> NDArray[Any]:
+        field_ = self._fields[k]
+        if field_ is None:
+            if k == 0:
+                field_ = self.index
+            elif k == 1:
+                field_ = self.count.astype(np.int64, copy=False)
+            elif k == 2:
+                field_ = self.total
+            else:  # both bounds in one compiled pass (numba: only when they are read)
+                from ._compiled import decode_bounds
+
+                self._fields[3], self._fields[4] = decode_bounds(self.index, self.qlo,
+                                                                 self.qhi, self.edges)
+                field_ = self._fields[k]
+            self._fields[k] = field_
+        return field_  # type: ignore[return-value]
+
+    def __len__(self) -> int:
+        return 5
+
+    def __getitem__(self, k: int | slice) -> Any:
+        if isinstance(k, slice):
+            return tuple(self._field(j) for j in range(5)[k])
+        return self._field(range(5)[k])
+
+    def __iter__(self) -> Any:
+        return (self._field(k) for k in range(5))
+
+    def __repr__(self) -> str:
+        return f"CompactCells({self.size} cells)"
+
+
+def _compact(cells: Cells, edges: NDArray[np.float64]) -> CompactCells:
+    """The compact form of exact cells (:func:`_cells_of`'s): bounds quantized outward."""
+    from ._compiled import quantize_bounds  # numba: only when cells are made
+
+    index, count, total, low, high = cells
+    qlo, qhi = quantize_bounds(index, low, high, edges)
+    return CompactCells(edges, count, total, qlo, qhi, index=index.astype(np.int32, copy=False))
+
 
 @dataclass(frozen=True, eq=False)
 class GroupSummary:
@@ -155,8 +285,10 @@ class GroupSummary:
         ``(sum, sum of squares, min, max)`` of the scores (None without scores).
     scores : ndarray or None
         Raw sorted scores (raw mode).
-    cells : tuple of ndarray or None
-        ``(index, count, sum, min, max)`` of the non-empty cells (cells mode).
+    cells : CompactCells or None
+        The non-empty cells (cells mode): compact arrays, read as the tuple ``(index,
+        count, sum, min, max)``, min and max being bounds of the scores quantized outward to
+        1/255 of the cell's width (see :class:`CompactCells`).
     sample_keys : ndarray of uint64
         Hash keys of the sampled rows, ascending.
     sample : mapping of str to ndarray
@@ -168,12 +300,15 @@ class GroupSummary:
     confusion: tuple[int, int, int, int] | None
     moments: tuple[float, float, float, float] | None
     scores: NDArray[np.float64] | None
-    cells: Cells | None
+    cells: CompactCells | None
     sample_keys: NDArray[np.uint64]
     sample: Mapping[str, NDArray[Any]]
 
-    def sparse_cells(self, edges: NDArray[np.float64]) -> Cells:
-        """The non-empty cells (raw scores binned on the fly)."""
+    def sparse_cells(self, edges: NDArray[np.float64]) -> Cells | CompactCells:
+        """The non-empty cells, as ``(index, count, sum, min, max)``.
+
+        Raw scores are binned on the fly (with their exact min and max).
+        """
         return self.cells if self.cells is not None else _cells_of(
             self.scores, edges)  # type: ignore[arg-type]
 
@@ -201,20 +336,6 @@ def _union(ia: NDArray[Any], ib: NDArray[Any], size: int
     return cells, position[ia], position[ib]
 
 
-def _merge_cells(a: Cells, b: Cells, size: int) -> Cells:
-    """The cells of the union of two groups' scores: counts and sums add, min/max combine."""
-    cells, pa, pb = _union(a[0], b[0], size)
-    count = np.zeros(cells.size, dtype=np.int64)
-    total = np.zeros(cells.size)
-    low, high = np.full(cells.size, np.inf), np.full(cells.size, -np.inf)
-    count[pa], total[pa], low[pa], high[pa] = a[1], a[2], a[3], a[4]
-    count[pb] += b[1]  # each cell once per side: plain fancy indexing adds correctly
-    total[pb] += b[2]
-    low[pb] = np.minimum(low[pb], b[3])
-    high[pb] = np.maximum(high[pb], b[4])
-    return cells.astype(np.int32), count, total, low, high
-
-
 def _merge_optional(a: Any, b: Any, add: Any) -> Any:
     if (a is None) != (b is None):
         raise InvalidInputError(
@@ -235,9 +356,7 @@ def _merge_group(a: GroupSummary, b: GroupSummary, spec: SummarySpec) -> GroupSu
             # two sorted runs: timsort ("stable") merges them in O(n), a multiset: order-free
             scores = np.sort(np.concatenate([a.scores, b.scores]), kind="stable")
         else:
-            cells = _merge_cells(a.sparse_cells(cell_edges(spec.max_bins)),
-                                 b.sparse_cells(cell_edges(spec.max_bins)),
-                                 cell_edges(spec.max_bins).size - 1)
+            cells = _merge_many_cells([a, b], cell_edges(spec.max_bins))
     keys = np.concatenate([a.sample_keys, b.sample_keys])
     # equal keys mean equal sampled columns (the key hashes them), so which of two equal-key
     # rows is kept does not change the sample: merge(a, b) == merge(b, a)
@@ -354,7 +473,7 @@ class WindowSummary:
                 if g.scores is not None:
                     total += g.scores.nbytes
                 if g.cells is not None:
-                    total += sum(c.nbytes for c in g.cells)
+                    total += g.cells.nbytes
         return total
 
 
@@ -373,33 +492,64 @@ def _check_compatible(a: WindowSummary, b: WindowSummary) -> None:
         )
 
 
-def _merge_many_cells(groups: list[GroupSummary], edges: NDArray[np.float64]) -> Cells:
+def _merge_many_cells(groups: list[GroupSummary], edges: NDArray[np.float64]) -> CompactCells:
     """Merge many groups' cells (and raw scores) at once, on dense per-cell arrays.
 
-    Raw parts are binned one by one (sorted already: no sort of the union) or, if they hold
-    fewer scores than there are cells, sorted together and binned once, by a compiled walk
-    (:func:`._compiled.cells_of_sorted`: the bits of :func:`_cells_of`, ~3.5x faster than
-    its searches on 2 * 10^5 scores). Every part then adds into dense per-cell arrays, part
-    after part, left to right: one compiled pass per part (:func:`._compiled.add_cells`, the
-    bits of ``np.add.at`` and co., which made four passes of indexed loops), so a day's
-    merge runs at the speed of reading its parts.
+    Every part adds into dense per-cell arrays, part after part, left to right: one compiled
+    pass per part that walks its bitmap and reads its compact arrays as stored
+    (:func:`._compiled.add_compact`: narrow counts, uint8 bounds, ~12 bytes a cell; the sums
+    add in the order, hence with the bits, of ``np.add.at``), so a day's merge runs at the
+    speed of reading its parts, and a loaded summary is merged without being decoded.
+
+    Raw parts come last: binned one by one (sorted already: no sort of the union) or, if they
+    hold fewer scores than there are cells, sorted together and binned once, by a compiled
+    walk (:func:`._compiled.cells_of_sorted`: the bits of :func:`_cells_of`, ~3.5x faster
+    than its searches on 2 * 10^5 scores), added with their exact min and max
+    (:func:`._compiled.add_cells`), whose bounds are quantized once at the end: quantizing is
+    monotone, so that is quantizing each part's (as :func:`summarize` does) and combining,
+    at one pass per group instead of one per part.
+
+    Raises
+    ------
+    InvalidInputError
+        A part's bitmap does not match its arrays (corrupted bytes).
     """
-    from ._compiled import add_cells, cells_of_sorted  # numba: only when cells merge
+    # numba: only when cells merge
+    from ._compiled import (
+        _BIT_COUNTS,
+        _BIT_POSITIONS,
+        add_cells,
+        add_compact,
+        cells_of_sorted,
+        quantize_bounds,
+    )
 
     size = edges.size - 1
-    parts = [g.cells for g in groups if g.cells is not None]
-    raw = [g.scores for g in groups if g.cells is None]
-    if raw and sum(r.size for r in raw) <= size:  # few scores: sort them together, bin once
-        parts.append(cells_of_sorted(np.sort(np.concatenate(raw)), edges))
-    else:
-        parts += [cells_of_sorted(r, edges) for r in raw]
     count = np.zeros(size, dtype=np.int64)
     total = np.zeros(size)
-    low, high = np.full(size, np.inf), np.full(size, -np.inf)
-    for index, c, t, lo, hi in parts:
-        add_cells(count, total, low, high, index, c, t, lo, hi)
+    qlo = np.full(size, QUANTA, dtype=np.uint8)
+    qhi = np.zeros(size, dtype=np.uint8)
+    scratch = np.empty(8 * (-(-size // 8)) + 8, dtype=np.uint32)  # a part's cell indices
+    for p in (g.cells for g in groups if g.cells is not None):
+        if add_compact(count, total, qlo, qhi, p.bitmap, p.count, p.total, p.qlo, p.qhi,
+                       _BIT_POSITIONS, _BIT_COUNTS, scratch) != p.size:
+            raise InvalidInputError(
+                "a summary's cells do not match their bitmap: the data is corrupted; "
+                "re-summarize the window")
+    raw = [g.scores for g in groups if g.cells is None]
+    if raw:
+        if sum(r.size for r in raw) <= size:  # few scores: sort them together, bin once
+            raw = [np.sort(np.concatenate(raw))]
+        low, high = np.full(size, np.inf), np.full(size, -np.inf)
+        for r in raw:
+            add_cells(count, total, low, high, *cells_of_sorted(r, edges))
+        touched = np.flatnonzero(low <= high)
+        raw_lo, raw_hi = quantize_bounds(touched, low[touched], high[touched], edges)
+        qlo[touched] = np.minimum(qlo[touched], raw_lo)
+        qhi[touched] = np.maximum(qhi[touched], raw_hi)
     index = np.flatnonzero(count)
-    return index.astype(np.int32), count[index], total[index], low[index], high[index]
+    return CompactCells(edges, count[index], total[index], qlo[index], qhi[index],
+                        index=index.astype(np.int32))
 
 
 def _merge_groups(groups: list[GroupSummary], spec: SummarySpec) -> GroupSummary:
@@ -645,7 +795,7 @@ def summarize(
                 if spec.max_raw is None or part.size <= spec.max_raw:
                     scores = part if raw_only else part.copy()
                 else:
-                    cells = _cells_of(part, edges)  # type: ignore[arg-type]
+                    cells = _compact(_cells_of(part, edges), edges)  # type: ignore[arg-type]
             if keys is None or order is None:
                 group_keys, chosen = np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.intp)
             else:

@@ -1,13 +1,27 @@
 """Summaries as bytes: versioned, with the spec's fingerprint, no pickle.
 
-Format 2: an 8-byte magic, the length of a JSON header (little-endian uint64), the header
+Format 3: an 8-byte magic, the length of a JSON header (little-endian uint64), the header
 (format version, spec, fingerprint, attributes, group labels, counts, moments, and where each
 array block lies), then the blocks, each 8-byte aligned. An attribute's arrays are stored as
-a few contiguous blocks, every group's part one after the other: its raw scores, its cells'
-index / count / sum / min / max, its sample keys and each sample column. Loading is then a
-handful of ``np.frombuffer`` calls per attribute (no copy; each group's arrays are read-only
-views of the blocks), not one archive member per group (format 1, an ``.npz``: its per-member
-parsing cost more than the day's merge).
+a few contiguous blocks, every group's part one after the other: its raw scores, its cells,
+its sample keys and each sample column. Loading is then a handful of ``np.frombuffer`` calls
+per attribute (no copy; each group's arrays are read-only views of the blocks), not one
+archive member per group (format 1, an ``.npz``: its per-member parsing cost more than the
+day's merge).
+
+A group's cells (:class:`~fairmonitor.summaries.core.CompactCells`), 11 or 12 bytes a
+non-empty cell (format 2: 32, an int32 index, a uint32 count and a float64 sum, min and max):
+
+- a bitmap of the grid's cells, ``ceil(cells / 8)`` bytes (12 KB), bit ``k % 8`` of byte
+  ``k // 8`` set where cell ``k`` is not empty;
+- the counts, in the narrowest of uint8 / uint16 / uint32 / int64 that holds the attribute's
+  largest (uint8, or uint16 once a cell holds 256 scores in an hour);
+- the sums, float64;
+- the bounds ``qlo`` and ``qhi``, uint8: the scores' min and max quantized outward to 1/255
+  of the cell's width when summarized (the same numbers in memory: lossless).
+
+Loaded cells stay in that form (views of the blocks); merging reads it directly, and the
+tuple form is decoded only when read (no per-group decoding when loading).
 
 Loading checks the format version: an older or a newer format is refused with the fix
 (re-summarize, or upgrade fairmonitor); summaries are never converted between formats.
@@ -28,16 +42,17 @@ from ..exceptions import InvalidInputError
 from .core import (
     SUMMARY_VERSION,
     AttributeSummary,
+    CompactCells,
     GroupSummary,
     SummarySpec,
     WindowSummary,
+    cell_edges,
 )
 
 __all__ = ["from_bytes", "to_bytes"]
 
 _MAGIC = b"FMWSUM\x00\x00"
 _FORMAT = "fairmonitor-window-summary"
-_CELLS = ("index", "count", "sum", "min", "max")
 
 
 def _label(value: Any) -> Any:
@@ -107,15 +122,17 @@ def to_bytes(summary: WindowSummary) -> bytes:
         if raw:
             entry["scores"] = blocks.add([np.asarray(s, dtype=np.float64) for s in raw])
         if cells:
-            count = [c[1] for c in cells]
-            # 4 bytes a cell when the counts fit (read back as int64)
-            small = all(not c.size or int(c.max()) < 2**32 for c in count)
+            # the narrowest count type the block needs (most cells of an hour hold a few
+            # scores: 1 byte); the merge reads any
+            top = max(int(c.count.max()) if c.size else 0 for c in cells)
+            dtype = next((t for t in (np.uint8, np.uint16, np.uint32)
+                          if top <= np.iinfo(t).max), np.int64)
             entry["cells"] = [
-                blocks.add([c[0].astype(np.int32, copy=False) for c in cells]),
-                blocks.add([c.astype(np.uint32 if small else np.int64, copy=False)
-                            for c in count]),
-                *(blocks.add([c[k].astype(np.float64, copy=False) for c in cells])
-                  for k in (2, 3, 4))]
+                blocks.add([c.bitmap for c in cells]),
+                blocks.add([c.count.astype(dtype, copy=False) for c in cells]),
+                blocks.add([c.total.astype(np.float64, copy=False) for c in cells]),
+                blocks.add([c.qlo for c in cells]),
+                blocks.add([c.qhi for c in cells])]
         entry["keys"] = blocks.add([g.sample_keys.astype(np.uint64, copy=False)
                                     for g in values] or [np.zeros(0, np.uint64)])
         columns = list(values[0].sample) if values else []
@@ -136,7 +153,7 @@ def to_bytes(summary: WindowSummary) -> bytes:
                 "mode": "raw" if g.scores is not None else
                         "cells" if g.cells is not None else None,
                 "size": int(g.scores.size if g.scores is not None else
-                            g.cells[0].size if g.cells is not None else 0),
+                            g.cells.size if g.cells is not None else 0),
                 "keys": int(g.sample_keys.size),
                 "dtypes": [_sample_column(g.sample[c]).dtype.str for c in columns]})
         entry["groups"] = groups
@@ -233,6 +250,8 @@ def from_bytes(data: bytes) -> WindowSummary:
             return np.zeros(0, dtype=dtype)
         return np.frombuffer(data, dtype=dtype, count=count, offset=base + offset)
 
+    edges = cell_edges(spec.max_bins)
+    width = -(-(edges.size - 1) // 8)  # bytes of a group's bitmap
     attributes = {}
     for attr in header["attributes"]:
         entries = attr["groups"]
@@ -240,8 +259,13 @@ def from_bytes(data: bytes) -> WindowSummary:
         cells = None
         if "cells" in attr:
             cells = [block(k) for k in attr["cells"]]
-            if cells[1].dtype != np.int64:
-                cells[1] = cells[1].astype(np.int64)
+            groups_ = [g["size"] for g in entries if g["mode"] == "cells"]
+            if cells[0].size != len(groups_) * width or {c.size for c in cells[1:]} != {
+                    sum(groups_)}:
+                raise InvalidInputError(
+                    "window summary cells are inconsistent: the data is corrupted; "
+                    "re-summarize the window")
+        at_bitmap = 0
         keys = block(attr["keys"])
         columns = {c: block(k) for c, k in attr["sample"].items()}
         at_raw = at_cells = at_keys = 0
@@ -252,10 +276,14 @@ def from_bytes(data: bytes) -> WindowSummary:
             if mode == "raw":
                 raw_part = scores[at_raw:at_raw + size]  # type: ignore[index]
                 at_raw += size
-            elif mode == "cells":
-                cell_part = tuple(c[at_cells:at_cells + size]  # type: ignore[union-attr]
-                                  for c in cells)  # type: ignore[union-attr]
+            elif mode == "cells":  # views of the blocks: the merge reads them as they are
+                count, total, qlo, qhi = (c[at_cells:at_cells + size]
+                                          for c in cells[1:])  # type: ignore[index]
+                cell_part = CompactCells(
+                    edges, count, total, qlo, qhi,
+                    bitmap=cells[0][at_bitmap:at_bitmap + width])  # type: ignore[index]
                 at_cells += size
+                at_bitmap += width
             m = g["keys"]
             sample = {}
             for (c, col), dtype in zip(columns.items(), g["dtypes"], strict=True):

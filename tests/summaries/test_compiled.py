@@ -1,6 +1,7 @@
 """The compiled cell kernels (:mod:`fairmonitor.summaries._compiled`) against the numpy code
 they replaced, kept here as oracles, bit for bit: merging cells (``np.add.at`` and co., signed
-zeros included), ABCC's table and pairs, ABPC's linear binning of cells, MADD's bin counts."""
+zeros included; the compact merge against the former kernel on decoded cells), ABCC's table
+and pairs, ABPC's linear binning of cells, MADD's bin counts."""
 
 from __future__ import annotations
 
@@ -9,9 +10,15 @@ import pytest
 
 from fairmonitor.metrics import madd
 from fairmonitor.summaries import SummarySpec, cell_edges, merge_all, summarize
-from fairmonitor.summaries._compiled import add_cells, linear_binning_cells
+from fairmonitor.summaries._compiled import (
+    _BIT_COUNTS,
+    _BIT_POSITIONS,
+    add_cells,
+    add_compact,
+    linear_binning_cells,
+)
 from fairmonitor.summaries.compute import _AbccTable, _binned, _spread, madd_from_summary
-from fairmonitor.summaries.core import _cells_of, _merge_many_cells
+from fairmonitor.summaries.core import _cells_of, _compact, _merge_many_cells
 
 from .test_summaries import rows
 
@@ -109,12 +116,13 @@ def test_merge_many_cells_from_blobs_equals_the_numpy_merge():
                       if label in h.attributes[name].groups]
             got = _merge_many_cells(groups, edges)
             # the parts as _merge_many_cells lays them out: cells first, then the raw scores
+            # (their bounds quantized, as summarize quantizes a group's)
             parts = [g.cells for g in groups if g.cells is not None]
             raw = [g.scores for g in groups if g.cells is None]
             if raw and sum(r.size for r in raw) <= edges.size - 1:
-                parts.append(_cells_of(np.sort(np.concatenate(raw)), edges))
+                parts.append(_compact(_cells_of(np.sort(np.concatenate(raw)), edges), edges))
             else:
-                parts += [_cells_of(r, edges) for r in raw]
+                parts += [_compact(_cells_of(r, edges), edges) for r in raw]
             count, total, low, high = _merge_numpy(parts, edges.size - 1)
             index = np.flatnonzero(count)
             assert np.array_equal(got[0], index) and np.array_equal(got[1], count[index])
@@ -313,3 +321,101 @@ def test_madd_bin_counts_from_dense_cells_equal_the_searched_ones(n_bins):
         got = madd_from_summary(attr, max_bins_cells=499, **kw)
         want = madd(score, sensitive_features=sf[name], **kw)
         assert np.array_equal(got.matrix.matrix, want.matrix.matrix), name
+
+
+def _decoded_parts(seed=0, n_parts=24):
+    """Random compact parts (quantized bounds), with counts of every stored dtype."""
+    rng = np.random.default_rng(seed)
+    edges = cell_edges(499)
+    parts = []
+    for k in range(n_parts):
+        scores = np.sort(rng.beta(2, 5, rng.integers(1, 40_000)))
+        if k % 4 == 1:  # scores on edges, at 0 and at 1, rounded: many per cell
+            scores = np.sort(np.r_[np.round(scores, 2), rng.choice(edges, 50), 0.0, 1.0])
+        part = _compact(_cells_of(scores, edges), edges)
+        dtype = (np.uint8, np.uint16, np.uint32, np.int64)[k % 4]
+        if part.count.max() <= np.iinfo(dtype).max:
+            part.count = part.count.astype(dtype)
+        if k % 3 == 0:  # as loaded: read-only, only the bitmap
+            arrays = [part.bitmap, part.count, part.total, part.qlo, part.qhi]
+            for a in arrays:
+                a.flags.writeable = False
+            part = type(part)(edges, *arrays[1:], bitmap=arrays[0])
+        parts.append(part)
+    return parts, edges
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_add_compact_is_the_former_add_cells_on_decoded_cells(seed):
+    """The compact merge (bitmap, narrow counts, uint8 bounds) gives the bits of the former
+    kernel on the decoded cells: the same counts and sums, and its min / max are the decoded
+    min of ``qlo`` / max of ``qhi``."""
+    parts, edges = _decoded_parts(seed)
+    size = edges.size - 1
+    count, total = np.zeros(size, dtype=np.int64), np.zeros(size)
+    low, high = np.full(size, np.inf), np.full(size, -np.inf)
+    for index, c, t, lo, hi in parts:  # decoded: the format-2 tuple
+        add_cells(count, total, low, high, index, c, t, lo, hi)
+    got = [np.zeros(size, dtype=np.int64), np.zeros(size), np.full(size, 255, dtype=np.uint8),
+           np.zeros(size, dtype=np.uint8)]
+    scratch = np.empty(size + 16, dtype=np.uint32)
+    for p in parts:
+        assert add_compact(*got, p.bitmap, p.count, p.total, p.qlo, p.qhi, _BIT_POSITIONS,
+                           _BIT_COUNTS, scratch) == p.size
+    assert np.array_equal(got[0], count)
+    assert np.array_equal(_bits(got[1]), _bits(total))
+    assert {p.count.dtype for p in parts} == {np.dtype(t) for t in ("u1", "u2", "u4", "i8")}
+    # and _merge_many_cells' result decodes to the same cells
+    groups = [type("G", (), {"cells": p, "scores": None})() for p in parts]
+    merged = _merge_many_cells(groups, edges)
+    index = np.flatnonzero(count)
+    assert np.array_equal(merged[0], index) and np.array_equal(merged[1], count[index])
+    for g, w in zip(merged[2:], (total, low, high), strict=True):
+        assert np.array_equal(_bits(g), _bits(w[index]))
+
+
+def test_add_compact_refuses_a_bitmap_that_does_not_match_its_arrays():
+    from fairmonitor import InvalidInputError
+
+    parts, edges = _decoded_parts(2, n_parts=1)
+    p = parts[0]
+    size = edges.size - 1
+    dense = [np.zeros(size, dtype=np.int64), np.zeros(size), np.full(size, 255, np.uint8),
+             np.zeros(size, np.uint8)]
+    tables = (_BIT_POSITIONS, _BIT_COUNTS, np.empty(size + 16, dtype=np.uint32))
+    short = p.count[:-1]
+    assert add_compact(*dense, p.bitmap, short, p.total, p.qlo, p.qhi, *tables) == -1
+    beyond = p.bitmap.copy()
+    beyond[-1] |= 0x80  # a padding bit past the grid's last cell
+    assert add_compact(*dense, beyond, p.count, p.total, p.qlo, p.qhi, *tables) == -1
+    fewer = p.bitmap.copy()
+    fewer[np.flatnonzero(fewer)[0]] = 0  # fewer cells marked than the arrays hold
+    assert add_compact(*dense, fewer, p.count, p.total, p.qlo, p.qhi, *tables) == -1
+    small = (*tables[:2], np.empty(size // 2, dtype=np.uint32))  # too small a scratch
+    assert add_compact(*dense, p.bitmap, p.count, p.total, p.qlo, p.qhi, *small) == -1
+    bad = type(p)(edges, short, p.total[:-1], p.qlo[:-1], p.qhi[:-1], bitmap=p.bitmap)
+    with pytest.raises(InvalidInputError, match="corrupted"):
+        _merge_many_cells([type("G", (), {"cells": bad, "scores": None})()], edges)
+
+
+@pytest.mark.parametrize("raw_sizes", [(40_000, 50_000, 30_000), (500, 20, 3_000)])
+def test_merge_many_cells_of_compact_and_raw_parts_equals_the_former_merge(raw_sizes):
+    """Compact parts then raw ones (many scores: binned one by one; few: sorted together),
+    whose exact bounds are quantized once at the end: the former merge of the parts each
+    quantized as summarize quantizes them."""
+    parts, edges = _decoded_parts(3, n_parts=6)
+    rng = np.random.default_rng(4)
+    raw = [np.sort(np.r_[rng.beta(2, 5, k - 2), 0.0, 1.0]) for k in raw_sizes]
+    raw[0][:10] = edges[100:110]  # on edges
+    raw[0].sort()
+    groups = [type("G", (), {"cells": p, "scores": None})() for p in parts]
+    groups += [type("G", (), {"cells": None, "scores": r})() for r in raw]
+    got = _merge_many_cells(groups, edges)
+    if sum(raw_sizes) <= edges.size - 1:
+        raw = [np.sort(np.concatenate(raw))]
+    want = _merge_numpy([*parts, *(_compact(_cells_of(r, edges), edges) for r in raw)],
+                        edges.size - 1)
+    index = np.flatnonzero(want[0])
+    assert np.array_equal(got[0], index) and np.array_equal(got[1], want[0][index])
+    for g, w in zip(got[2:], want[1:], strict=True):
+        assert np.array_equal(_bits(g), _bits(w[index]))

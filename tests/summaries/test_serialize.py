@@ -68,6 +68,19 @@ def test_old_format_version_is_refused_with_the_fix():
         from_bytes(buffer.getvalue())
 
 
+def test_format_2_blob_is_refused_with_the_fix():
+    """Format 2 (32-byte cells: index, count, sum, min, max) is not read: re-summarize."""
+    blob = to_bytes(summarize({"g": ["a", "b"]}, y_pred=[1, 0]))
+    size = struct.unpack_from("<Q", blob, 8)[0]
+    header = json.loads(blob[16:16 + size])
+    header["version"] = 2
+    text = json.dumps(header).encode()
+    older = blob[:8] + struct.pack("<Q", len(text)) + text
+    with pytest.raises(InvalidInputError, match="version 2 was written by an older "
+                       "fairmonitor.*re-summarize the window's rows"):
+        from_bytes(older)
+
+
 def test_newer_format_version_is_refused_with_the_fix():
     blob = to_bytes(summarize({"g": ["a", "b"]}, y_pred=[1, 0]))
     size = struct.unpack_from("<Q", blob, 8)[0]
