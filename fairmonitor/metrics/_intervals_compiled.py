@@ -246,7 +246,7 @@ def errors(curves: np.ndarray, hat: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 
 
 @compiled
-def _pair_rows(hat_i, hat_j, var_i, var_j, err_i, err_j, kappa, sums, nodes):  # pragma: no cover - compiled
+def _pair_rows(hat_i, hat_j, var_i, var_j, err_i, err_j, kappa, sums, nodes):  # pragma: no cover
     g = hat_i.size
     gap = np.empty(g)
     near = np.empty(g, dtype=np.bool_)
