@@ -133,21 +133,33 @@ def draw(mean, root, noise):  # pragma: no cover - compiled
 
 @compiled
 def _cdf_rows(counts, out, zero, sums, nodes):  # pragma: no cover - compiled
-    r = counts.shape[1]
-    for d in range(counts.shape[0]):
-        row = counts[d]
-        total = _pairwise(row, 0, r, zero, sums, nodes)
-        c = row[0]
-        if total != 0:
-            out[d, 0] = c / total
-            for b in range(1, r - 1):
-                c += row[b]
-                out[d, b] = c / total
+    n_draws, r = counts.shape
+    if r < 2:
+        return
+    quad = n_draws - n_draws % 4
+    for d in range(0, quad, 4):  # four running sums at a time: independent addition chains
+        c0, c1, c2, c3 = counts[d, 0], counts[d + 1, 0], counts[d + 2, 0], counts[d + 3, 0]
+        out[d, 0], out[d + 1, 0], out[d + 2, 0], out[d + 3, 0] = c0, c1, c2, c3
+        for b in range(1, r - 1):
+            c0 += counts[d, b]
+            c1 += counts[d + 1, b]
+            c2 += counts[d + 2, b]
+            c3 += counts[d + 3, b]
+            out[d, b], out[d + 1, b], out[d + 2, b], out[d + 3, b] = c0, c1, c2, c3
+    for d in range(quad, n_draws):
+        c = counts[d, 0]
+        out[d, 0] = c
+        for b in range(1, r - 1):
+            c += counts[d, b]
+            out[d, b] = c
+    for d in range(n_draws):  # then each running sum over the row's total, in place
+        total = _pairwise(counts[d], 0, r, zero, sums, nodes)
+        if total != 0:  # no branch in the loop: it vectorizes
+            for b in range(r - 1):
+                out[d, b] = out[d, b] / total
         else:
             for b in range(r - 1):
-                if b:
-                    c += row[b]
-                out[d, b] = _quotient(c, total)
+                out[d, b] = _quotient(out[d, b], total)
 
 
 def cdf_curves(counts: np.ndarray) -> np.ndarray:
@@ -159,23 +171,58 @@ def cdf_curves(counts: np.ndarray) -> np.ndarray:
 
 @compiled
 def _coarse_rows(counts, starts, slots, out, zero, sums, nodes):  # pragma: no cover
-    r = counts.shape[1]
-    m = out.shape[1]
-    coarse = np.zeros(m)
-    for d in range(counts.shape[0]):
-        row = counts[d]
-        total = np.float64(_pairwise(row, 0, r, zero, sums, nodes))
+    n_draws, r = counts.shape
+    out[:] = 0.0
+    quad = n_draws - n_draws % 4
+    for d in range(0, quad, 4):  # four rows at a time: a short segment's sums are 4 chains
+        a, b, c, e = counts[d], counts[d + 1], counts[d + 2], counts[d + 3]
         for k in range(starts.size):  # np.add.reduceat: the first term, then the rest's sum
-            s = starts[k]
-            e = starts[k + 1] if k + 1 < starts.size else r
-            v = row[s]
-            if e - s > _LEAF:
-                v += _pairwise(row, s + 1, e - s - 1, zero, sums, nodes)
-            elif e - s > 1:  # one leaf: called directly (a call with the stack costs ~40 ns)
-                v += _leaf(row, s + 1, e - s - 1, zero)
-            coarse[slots[k]] = v
-        for k in range(m):
-            out[d, k] = _quotient(coarse[k], total)
+            lo = starts[k] + 1
+            n = (starts[k + 1] if k + 1 < starts.size else r) - lo
+            va, vb, vc, ve = a[lo - 1], b[lo - 1], c[lo - 1], e[lo - 1]
+            if n >= 8:  # leaves (8 accumulators each) or the tree: one row at a time
+                if n <= _LEAF:  # called directly: a call with the stack costs ~40 ns
+                    va += _leaf(a, lo, n, zero)
+                    vb += _leaf(b, lo, n, zero)
+                    vc += _leaf(c, lo, n, zero)
+                    ve += _leaf(e, lo, n, zero)
+                else:
+                    va += _pairwise(a, lo, n, zero, sums, nodes)
+                    vb += _pairwise(b, lo, n, zero, sums, nodes)
+                    vc += _pairwise(c, lo, n, zero, sums, nodes)
+                    ve += _pairwise(e, lo, n, zero, sums, nodes)
+            elif n > 0:  # numpy's short sum: from 0, term after term
+                ra, rb, rc, re = zero, zero, zero, zero
+                for i in range(lo, lo + n):
+                    ra += a[i]
+                    rb += b[i]
+                    rc += c[i]
+                    re += e[i]
+                va += ra
+                vb += rb
+                vc += rc
+                ve += re
+            j = slots[k]
+            out[d, j], out[d + 1, j], out[d + 2, j], out[d + 3, j] = va, vb, vc, ve
+    for d in range(quad, n_draws):
+        row = counts[d]
+        for k in range(starts.size):
+            lo = starts[k] + 1
+            n = (starts[k + 1] if k + 1 < starts.size else r) - lo
+            v = row[lo - 1]
+            if n > _LEAF:
+                v += _pairwise(row, lo, n, zero, sums, nodes)
+            elif n > 0:
+                v += _leaf(row, lo, n, zero)
+            out[d, slots[k]] = v
+    for d in range(n_draws):  # then over each row's total, in float64
+        total = np.float64(_pairwise(counts[d], 0, r, zero, sums, nodes))
+        if total != 0:  # no branch in the loop: it vectorizes
+            for j in range(out.shape[1]):
+                out[d, j] = out[d, j] / total
+        else:
+            for j in range(out.shape[1]):
+                out[d, j] = _quotient(out[d, j], total)
 
 
 def coarse_curves(counts: np.ndarray, starts: np.ndarray, slots: np.ndarray,
@@ -276,8 +323,20 @@ def _pair_rows(hat_i, hat_j, var_i, var_j, err_i, err_j, kappa, sums, nodes):  #
     n_draws = err_i.shape[0]
     folded = np.zeros(n_draws, dtype=np.float32)
     settled = np.empty((g - n_near, n_draws), dtype=np.float32)  # transposed: Fortran order
-    for d in range(n_draws):
-        for k in range(n_near):  # column after column, as numpy reduces a Fortran array
+    zero = np.float32(0.0)
+    for d in range(0, n_draws - n_draws % 4, 4):
+        # column after column, as numpy reduces a Fortran array; four draws at a time, so
+        # that four independent sums hide the latency of each addition
+        a0, a1, a2, a3 = zero, zero, zero, zero
+        for k in range(n_near):
+            b = near_idx[k]
+            a0 += abs(err_i[d, b] - err_j[d, b])
+            a1 += abs(err_i[d + 1, b] - err_j[d + 1, b])
+            a2 += abs(err_i[d + 2, b] - err_j[d + 2, b])
+            a3 += abs(err_i[d + 3, b] - err_j[d + 3, b])
+        folded[d], folded[d + 1], folded[d + 2], folded[d + 3] = a0, a1, a2, a3
+    for d in range(n_draws - n_draws % 4, n_draws):
+        for k in range(n_near):
             b = near_idx[k]
             folded[d] += abs(err_i[d, b] - err_j[d, b])
     for k in range(g - n_near):
