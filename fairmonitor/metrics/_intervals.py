@@ -282,11 +282,13 @@ def mean_gap_interval(
     return Interval(lo, hi, float(chance_gap.mean()), method)
 
 
-def _smooth(counts: NDArray[np.float64], h: float) -> NDArray[np.float64]:
+def _smooth(counts: NDArray[np.floating], h: float, *,
+            normalized: bool = True) -> NDArray[np.float64]:
     """Reflected Gaussian KDE (bandwidth ``h``) of binned counts, per row, as densities.
 
     The batch form of :func:`fairmonitor.metrics._abpc_abcc.kde.density_from_binned` (simple
-    binning instead of linear binning: it only carries the noise, never the value).
+    binning instead of linear binning: it only carries the noise, never the value). With
+    ``normalized=False``, not yet divided by each row's total (the error kernel divides).
     """
     import scipy.fft  # lazily, as the KDE module does
 
@@ -295,6 +297,8 @@ def _smooth(counts: NDArray[np.float64], h: float) -> NDArray[np.float64]:
     damping = np.exp(-0.5 * (2 * cells * h * half_angle) ** 2)
     coef = scipy.fft.dct(counts, type=2, axis=-1) * (damping / 2.0)
     dens = scipy.fft.dct(coef, type=3, axis=-1)
+    if not normalized:
+        return dens
     from ._intervals_compiled import density_curves  # numba: dens / each row's total
 
     return density_curves(dens, counts)
@@ -336,7 +340,11 @@ class _Curves:
             from ._intervals_compiled import errors  # numba: only when an interval is computed
 
             # a draw that emptied a group carries no information: no error (np.nan_to_num)
-            self._cache[key] = errors(self._curve(k, m, boot), self("hat", k, pair, hat))
+            if self.kind == "abpc":  # the division by each draw's total in the same pass
+                dens = _smooth(boot, float(self.bandwidths[k]), normalized=False)
+                self._cache[key] = errors(dens, self("hat", k, pair, hat), boot)
+            else:
+                self._cache[key] = errors(self._curve(k, m, boot), self("hat", k, pair, hat))
         return self._cache[key]  # type: ignore[no-any-return]
 
     def _curve(self, k: int, m: int, counts: NDArray[np.floating]) -> NDArray[np.floating]:

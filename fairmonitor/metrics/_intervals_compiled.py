@@ -258,13 +258,16 @@ def density_curves(dens: np.ndarray, counts: np.ndarray) -> np.ndarray:
 
 
 @compiled
-def _error_rows(curves, hat, err, var):  # pragma: no cover - compiled
+def _error_rows(curves, totals, hat, err, var):  # pragma: no cover - compiled
     n_draws, g = curves.shape
     x = np.empty((n_draws, g))
     total = np.zeros(g)
     for d in range(n_draws):
         for b in range(g):
-            v = np.float64(curves[d, b]) - hat[b]
+            c = np.float64(curves[d, b])
+            if totals is not None:  # compiled away without totals
+                c = _quotient(c, totals[d])
+            v = c - hat[b]
             if v != v:  # np.nan_to_num
                 v = 0.0
             elif v == math.inf:
@@ -273,7 +276,7 @@ def _error_rows(curves, hat, err, var):  # pragma: no cover - compiled
                 v = -_BIG
             x[d, b] = v
             err[d, b] = v
-            total[b] += v
+            total[b] += v  # the draws' sum per bin, row after row as numpy's axis-0 sum
     mean = total / n_draws
     squares = np.zeros(g)
     for d in range(n_draws):
@@ -284,12 +287,27 @@ def _error_rows(curves, hat, err, var):  # pragma: no cover - compiled
         var[b] = squares[b] / n_draws
 
 
-def errors(curves: np.ndarray, hat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``e = np.nan_to_num(curves - hat)``: ``(e.astype(float32), e.var(axis=0))``."""
+def errors(curves: np.ndarray, hat: np.ndarray, counts: np.ndarray | None = None
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """``e = np.nan_to_num(curves - hat)``: ``(e.astype(float32), e.var(axis=0))``.
+
+    With ``counts``, the curves are ``curves / counts.sum(axis=-1, keepdims=True)`` (ABPC's
+    densities, :func:`density_curves`), without an array of them.
+    """
     err = np.empty(curves.shape, dtype=np.float32)
     var = np.empty(curves.shape[1])
-    _error_rows(curves, hat, err, var)
+    totals = None
+    if counts is not None:
+        totals = np.empty(counts.shape[0])
+        _row_totals(counts, totals, counts.dtype.type(0), *_work(counts.dtype))
+    _error_rows(curves, totals, hat, err, var)
     return err, var
+
+
+@compiled
+def _row_totals(counts, out, zero, sums, nodes):  # pragma: no cover - compiled
+    for d in range(counts.shape[0]):
+        out[d] = _pairwise(counts[d], 0, counts.shape[1], zero, sums, nodes)
 
 
 @compiled
