@@ -284,7 +284,7 @@ def mean_gap_interval(
 
 def _smooth(counts: NDArray[np.floating], h: float, *,
             normalized: bool = True) -> NDArray[np.float64]:
-    """Reflected Gaussian KDE (bandwidth ``h``) of binned counts, per row, as densities.
+    """Reflected Gaussian KDE (bandwidth ``h``) of binned counts (2-D), per row, as densities.
 
     The batch form of :func:`fairmonitor.metrics._abpc_abcc.kde.density_from_binned` (simple
     binning instead of linear binning: it only carries the noise, never the value). With
@@ -295,13 +295,11 @@ def _smooth(counts: NDArray[np.floating], h: float, *,
     cells = counts.shape[-1]
     half_angle = np.arange(cells) * (np.pi / (2 * cells))
     damping = np.exp(-0.5 * (2 * cells * h * half_angle) ** 2)
-    coef = scipy.fft.dct(counts, type=2, axis=-1) * (damping / 2.0)
-    dens = scipy.fft.dct(coef, type=3, axis=-1)
-    if not normalized:
-        return dens
-    from ._intervals_compiled import density_curves  # numba: dens / each row's total
+    from ._intervals_compiled import density_curves, scaled  # numba
 
-    return density_curves(dens, counts)
+    coef = scaled(scipy.fft.dct(counts, type=2, axis=-1), damping / 2.0)  # in float64
+    dens = scipy.fft.dct(coef, type=3, axis=-1)
+    return density_curves(dens, counts) if normalized else dens
 
 
 class _Curves:

@@ -37,7 +37,7 @@ import numpy as np
 from ._numba import compiled
 
 __all__ = ["cdf_curves", "cell_histogram", "coarse_curves", "density_curves", "draw",
-           "errors", "pair_gaps", "pair_terms"]
+           "errors", "pair_gaps", "pair_terms", "scaled"]
 
 #: numpy's pairwise summation: leaves of at most this many terms, 8 accumulators each.
 _LEAF = 128
@@ -129,6 +129,21 @@ def draw(mean, root, noise):  # pragma: no cover - compiled
     for d in range(noise.shape[0]):
         for r in range(noise.shape[1]):
             noise[d, r] = np.float32(mean[r] + root[r] * np.float64(noise[d, r]))
+
+
+@compiled
+def _scaled_rows(x, factor, out):  # pragma: no cover - compiled
+    for d in range(x.shape[0]):
+        for b in range(x.shape[1]):
+            out[d, b] = np.float64(x[d, b]) * factor[b]
+
+
+def scaled(x: np.ndarray, factor: np.ndarray) -> np.ndarray:
+    """``x * factor`` in float64 (2-D ``x``, one factor per column; numpy's mixed-type product
+    casts ``x`` through a buffer, ~5x slower)."""
+    out = np.empty(x.shape)
+    _scaled_rows(x, factor, out)
+    return out
 
 
 @compiled

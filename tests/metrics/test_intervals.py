@@ -251,6 +251,7 @@ def test_curve_kernels_equal_their_numpy_versions(bins, dtype):
         assert _bits(kernels.cdf_curves(c), np.cumsum(c, axis=-1)[..., :-1] / total)
         dens = rng.standard_normal(c.shape)
         assert _bits(kernels.density_curves(dens, c), dens / total)
+        assert _bits(kernels.scaled(c, dens[0]), c * dens[0])
         for m in sorted({1, 2, 3, bins // 3 + 1, bins - 1, bins, bins + 5} - {0}):
             index = np.minimum(((np.arange(bins) + 0.5) * m / bins).astype(np.intp), m - 1)
             starts = np.flatnonzero(np.r_[True, np.diff(index) > 0])
