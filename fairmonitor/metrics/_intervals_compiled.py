@@ -139,8 +139,10 @@ def _scaled_rows(x, factor, out):  # pragma: no cover - compiled
 
 
 def scaled(x: np.ndarray, factor: np.ndarray) -> np.ndarray:
-    """``x * factor`` in float64 (2-D ``x``, one factor per column; numpy's mixed-type product
-    casts ``x`` through a buffer, ~5x slower)."""
+    """``x * factor`` in float64, for 2-D ``x`` and one factor per column.
+
+    numpy's mixed-type product casts ``x`` through a buffer: ~5x slower.
+    """
     out = np.empty(x.shape)
     _scaled_rows(x, factor, out)
     return out
