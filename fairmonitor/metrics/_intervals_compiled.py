@@ -3,27 +3,34 @@
 :func:`~fairmonitor.metrics._intervals.score_gap_interval` reads, per group, a (draws, bins)
 array of bootstrap counts and turns it into curves, errors and per-pair sums. In numpy each
 step was a pass over a block temporary (the draw's product, sum and cast; the CDF's cumulative
-sum and division; MADD's ``np.add.reduceat``; the error's subtraction, ``np.nan_to_num`` (four
-passes), cast and ``var`` (four passes); per pair the noise, two masked copies, ``abs`` and a
-sum). Compiled, each is one pass that writes only what is read again.
+sum and division; MADD's ``np.add.reduceat``; ABPC's mixed-type product and division; the
+error's subtraction, ``np.nan_to_num`` (four passes), cast and ``var`` (four passes); per pair
+the noise, two masked copies, ``abs`` and a sum). Compiled, each is one pass that writes only
+what is read again. The report's fine histogram of cells (:func:`cell_histogram`) is one pass
+instead of a division, a cast, a minimum and a weighted ``np.bincount``.
 
 **Bit for bit the numpy results.** No fast-math (LLVM neither reassociates nor fuses a
 multiply-add then), every float operation is the one numpy performed, in the same order and
 the same precision (float32 where the numpy code computed in float32):
 
-* Sums along a row (a curve's total, MADD's coarse bins, a pair's L1 sums) are numpy's
-  pairwise summation in the array's dtype (:func:`_pairwise`: halves rounded down to
+* Sums along a C-ordered row (a curve's total, MADD's coarse bins, a null gap's L1 sum) are
+  numpy's pairwise summation in the array's dtype (:func:`_pairwise`: halves rounded down to
   multiples of 8 down to leaves of at most 128 terms, 8 accumulators per leaf); a segment of
   ``np.add.reduceat`` is its first term plus the pairwise sum of the rest; a cumulative sum
   adds in turn.
+* numpy's masked copy ``noise[:, near_zero]`` is Fortran-ordered, so its sum over the bins
+  adds column after column (not pairwise): :func:`pair_terms` adds them so, and hands BLAS the
+  same Fortran-ordered float32 array for the product with the signs (BLAS's summation order is
+  the library's: that product stays numpy's).
 * Sums over the draws (the error's variance) add row after row from 0.0, as numpy reduces a
   C-ordered array over its first axis; ``var`` is the mean, then the mean squared deviation.
+* Where a sum is one chain of additions, four draws are summed side by side (four
+  independent chains, each in numpy's order): the latency of an addition is hidden, not the
+  order changed.
 * Division by zero gives IEEE's quotient (:func:`_quotient`: numba raises instead).
 
-The matrix-vector product of a pair's settled bins with their signs stays numpy's (BLAS: its
-summation order is the library's); :func:`pair_terms` hands it the same contiguous float32
-array the masked copy was. ``tests/metrics/test_intervals.py`` keeps the numpy versions as
-oracles.
+``tests/metrics/test_intervals.py`` keeps the numpy versions as oracles, and the whole score
+interval against a numpy re-implementation of the former code path.
 
 Imported only when a score interval is computed, so ``import fairmonitor`` does not load numba.
 """
