@@ -426,11 +426,20 @@ def pair_gaps(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 @compiled
 def _cells_into(count, total, res, out):  # pragma: no cover - compiled
+    # cells come in score order, so runs of them share a bin: the bin's running sum stays in
+    # a register for the run (the same additions in the same order as bincount's)
+    current, running = -1, 0.0
     for k in range(count.size):
         b = min(int(total[k] / count[k] * res), res - 1)
         if b < 0:
             raise ValueError("a cell's mean score is negative")
-        out[b] += count[k]
+        if b != current:
+            if current >= 0:
+                out[current] = running
+            current, running = b, out[b]
+        running += count[k]
+    if current >= 0:
+        out[current] = running
 
 
 def cell_histogram(count: np.ndarray, total: np.ndarray, res: int) -> np.ndarray:
