@@ -319,7 +319,7 @@ def test_cell_histogram_equals_the_weighted_bincount():
     total = rng.random(5000) * count
     total[:3] = count[:3] * np.array([0.0, 1.0, 0.5])  # bin edges, the closed last bin
     order = np.argsort(total / count, kind="stable")
-    for c, t in ((count, total), (count[order], total[order])):  # any order; a summary's
+    for c, t in ((count, total), (count[order], total[order])):  # any order; score order
         where = np.minimum((t / c * 512).astype(np.intp), 511)
         assert _bits(cell_histogram(c, t, 512),
                      np.bincount(where, weights=c, minlength=512).astype(float))
