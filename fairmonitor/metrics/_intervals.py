@@ -282,21 +282,24 @@ def mean_gap_interval(
     return Interval(lo, hi, float(chance_gap.mean()), method)
 
 
-def _smooth(counts: NDArray[np.float64], h: float) -> NDArray[np.float64]:
-    """Reflected Gaussian KDE (bandwidth ``h``) of binned counts, per row, as densities.
+def _smooth(counts: NDArray[np.floating], h: float, *,
+            normalized: bool = True) -> NDArray[np.float64]:
+    """Reflected Gaussian KDE (bandwidth ``h``) of binned counts (2-D), per row, as densities.
 
     The batch form of :func:`fairmonitor.metrics._abpc_abcc.kde.density_from_binned` (simple
-    binning instead of linear binning: it only carries the noise, never the value).
+    binning instead of linear binning: it only carries the noise, never the value). With
+    ``normalized=False``, not yet divided by each row's total (the error kernel divides).
     """
     import scipy.fft  # lazily, as the KDE module does
 
     cells = counts.shape[-1]
     half_angle = np.arange(cells) * (np.pi / (2 * cells))
     damping = np.exp(-0.5 * (2 * cells * h * half_angle) ** 2)
-    coef = scipy.fft.dct(counts, type=2, axis=-1) * (damping / 2.0)
+    from ._intervals_compiled import density_curves, scaled  # numba
+
+    coef = scaled(scipy.fft.dct(counts, type=2, axis=-1), damping / 2.0)  # in float64
     dens = scipy.fft.dct(coef, type=3, axis=-1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return dens / counts.sum(axis=-1, keepdims=True)
+    return density_curves(dens, counts) if normalized else dens
 
 
 class _Curves:
@@ -304,19 +307,22 @@ class _Curves:
 
     The curves are linear in the group's fine histogram, so a bootstrap of the histogram is a
     bootstrap of the curve. ``pair_bins`` (MADD) and ``bandwidths`` (ABPC) are per pair and
-    per group respectively.
+    per group respectively. The draws' curves, errors and pair sums are compiled kernels
+    (:mod:`._intervals_compiled`, the numpy arithmetic to the bit); a hat is one row, run
+    through the same kernels.
     """
 
     def __init__(self, kind: str, resolution: int, pair_bins: Any, bandwidths: Any) -> None:
         self.kind, self.resolution = kind, resolution
         self.pair_bins, self.bandwidths = pair_bins, bandwidths
-        self._cache: dict[tuple[Any, ...], NDArray[np.float64]] = {}
+        self._cache: dict[tuple[Any, ...], Any] = {}
+        self._segments: dict[int, tuple[NDArray[np.intp], NDArray[np.intp]]] = {}
 
     def weight(self, pair: tuple[int, int]) -> float:
         return 1.0 if self.kind == "madd" else 1.0 / self.resolution
 
     def __call__(self, tag: str, k: int, pair: tuple[int, int],
-                 counts: NDArray[np.float64]) -> NDArray[np.float64]:
+                 counts: NDArray[np.floating]) -> NDArray[np.floating]:
         m = self.pair_bins[pair] if self.kind == "madd" else 0
         key = (tag, k, m)
         if key not in self._cache:
@@ -324,30 +330,37 @@ class _Curves:
         return self._cache[key]
 
     def error(self, k: int, pair: tuple[int, int], hat: NDArray[np.float64],
-              boot: NDArray[np.float64]) -> tuple[NDArray[np.float32], NDArray[np.float64]]:
+              boot: NDArray[np.float32]) -> tuple[NDArray[np.float32], NDArray[np.float64]]:
         """Group ``k``'s bootstrap error curves (draws, G) and their variance per point."""
         m = self.pair_bins[pair] if self.kind == "madd" else 0
         key = ("error", k, m)
         if key not in self._cache:
-            # a draw that emptied a group carries no information: no error
-            err = np.nan_to_num(self("boot", k, pair, boot) - self("hat", k, pair, hat))
-            self._cache[key] = (err.astype(np.float32), err.var(axis=0))
-            self._cache.pop(("boot", k, m))  # only its error is read again
-        return self._cache[key]  # type: ignore[return-value]
+            from ._intervals_compiled import errors  # numba: only when an interval is computed
 
-    def _curve(self, k: int, m: int, counts: NDArray[np.float64]) -> NDArray[np.float64]:
-        with np.errstate(invalid="ignore", divide="ignore"):
-            total = counts.sum(axis=-1, keepdims=True)
-            if self.kind == "abcc":  # the CDF at the interior edges
-                return np.cumsum(counts, axis=-1)[..., :-1] / total
-            if self.kind == "madd":  # the histogram at the pair's m bins, as probabilities
+            # a draw that emptied a group carries no information: no error (np.nan_to_num)
+            if self.kind == "abpc":  # the division by each draw's total in the same pass
+                dens = _smooth(boot, float(self.bandwidths[k]), normalized=False)
+                self._cache[key] = errors(dens, self("hat", k, pair, hat), boot)
+            else:
+                self._cache[key] = errors(self._curve(k, m, boot), self("hat", k, pair, hat))
+        return self._cache[key]  # type: ignore[no-any-return]
+
+    def _curve(self, k: int, m: int, counts: NDArray[np.floating]) -> NDArray[np.floating]:
+        from . import _intervals_compiled as kernels
+
+        rows = counts[None, :] if counts.ndim == 1 else counts
+        if self.kind == "abcc":  # the CDF at the interior edges
+            curve = kernels.cdf_curves(rows)
+        elif self.kind == "madd":  # the histogram at the pair's m bins, as probabilities
+            if m not in self._segments:
                 r = self.resolution
                 index = np.minimum(((np.arange(r) + 0.5) * m / r).astype(np.intp), m - 1)
                 starts = np.flatnonzero(np.r_[True, np.diff(index) > 0])
-                coarse = np.zeros((*counts.shape[:-1], m))
-                coarse[..., index[starts]] = np.add.reduceat(counts, starts, axis=-1)
-                return coarse / total
-        return _smooth(counts, float(self.bandwidths[k]))
+                self._segments[m] = (starts, index[starts])
+            curve = kernels.coarse_curves(rows, *self._segments[m], m)
+        else:
+            curve = _smooth(rows, float(self.bandwidths[k]))
+        return curve[0] if counts.ndim == 1 else curve
 
 
 #: Resolution of the fine histograms behind the score-distribution bootstrap: the noise of a
@@ -388,8 +401,11 @@ class ScoreBootstrap:
         self._null: dict[int, NDArray[np.float32]] = {}
 
     def _draw(self, mean: NDArray[np.float64], size: int) -> NDArray[np.float32]:
+        from ._intervals_compiled import draw  # numba: only when an interval is computed
+
         noise = self._gen.standard_normal((size, mean.size), dtype=np.float32)
-        return (mean + np.sqrt(mean) * noise).astype(np.float32)
+        draw(mean, np.sqrt(mean), noise)  # (mean + sqrt(mean) noise) in float64, as float32
+        return noise
 
     def boot(self, g: int) -> NDArray[np.float32]:
         """(draws, R) bootstrap counts of group ``g``."""
@@ -511,20 +527,20 @@ def score_gap_interval(
                                   f"{MAX_GROUPS} (raise min_group_size)")
     curves = _Curves(kind, h.shape[1], pair_bins, bandwidths)
     candidates = _candidates(h, curves, pairs, value)
+    from ._intervals_compiled import pair_gaps, pair_terms  # numba: per pair, one pass
+
     derivs, pair_values = [], []
     for p in candidates:
         i, j = p
-        d_hat = curves("hat", i, p, h[i]) - curves("hat", j, p, h[j])
+        hat_i, hat_j = curves("hat", i, p, h[i]), curves("hat", j, p, h[j])
         err_i, var_i = curves.error(i, p, h[i], sample.boot(i))
         err_j, var_j = curves.error(j, p, h[j], sample.boot(j))
-        noise = err_i - err_j
-        near_zero = np.abs(d_hat) <= BIN_KAPPA * np.maximum(np.sqrt(var_i + var_j), 1e-12)
-        w = curves.weight(p)
         # sum of sign(D) h where D is settled, |h| where it may be 0
-        derivs.append((np.abs(noise[:, near_zero]).sum(axis=1)
-                       + noise[:, ~near_zero] @ np.sign(d_hat[~near_zero]).astype(np.float32))
-                      * w)
-        pair_values.append(float(np.abs(d_hat).sum() * w))
+        folded, settled, sign, total = pair_terms(hat_i, hat_j, var_i, var_j, err_i, err_j,
+                                                  BIN_KAPPA)
+        w = curves.weight(p)
+        derivs.append((folded + settled @ sign) * w)
+        pair_values.append(float(total * w))
     deriv = np.stack(derivs, axis=1)  # (draws, P)
     pv = np.asarray(pair_values)
     # a pair's error scale: RMS of its derivative (its SE when settled, its floor near 0)
@@ -534,8 +550,8 @@ def score_gap_interval(
     # the null gap is largest between the smallest groups: the MAX_PAIRS pairs of smallest size
     n = h.sum(axis=1)
     smallest = sorted(pairs, key=lambda q: -(n[q[0]] ** -0.5 + n[q[1]] ** -0.5))[:MAX_PAIRS]
-    gaps = np.stack([np.abs(curves("null", p[0], p, sample.null(p[0]))
-                            - curves("null", p[1], p, sample.null(p[1]))).sum(axis=1)
+    gaps = np.stack([pair_gaps(curves("null", p[0], p, sample.null(p[0])),
+                               curves("null", p[1], p, sample.null(p[1])))
                      * curves.weight(p) for p in smallest], axis=1)
     chance = float(gaps.max(axis=1).mean())  # every group drawn from the pooled histogram
     upper = 1.0 if kind == "abcc" else 2.0

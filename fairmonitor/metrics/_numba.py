@@ -1,7 +1,8 @@
 """The one way fairmonitor compiles a kernel with numba.
 
 Every compiled module (:mod:`._groups_compiled`, :mod:`._madd.compiled`,
-:mod:`._abpc_abcc.compiled`, :mod:`fairmonitor.summaries._compiled`) decorates its kernels
+:mod:`._abpc_abcc.compiled`, :mod:`._intervals_compiled`,
+:mod:`fairmonitor.summaries._compiled`) decorates its kernels
 with :func:`compiled`, and each is imported only when a kernel is needed, so ``import
 fairmonitor`` does not load numba (a test keeps it that way). HFM's scan
 (:mod:`._hfm.accele`) passes its own options the same way.

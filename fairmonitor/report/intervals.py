@@ -33,9 +33,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..metrics._intervals import (
+    RESOLUTION,
     Interval,
     ScoreBootstrap,
-    fine_histogram,
     fine_histogram_sorted,
     mean_gap_interval,
     rate_gap_interval,
@@ -111,10 +111,10 @@ def _fine(g: GroupSummary) -> NDArray[np.float64]:
     """The group's fine score histogram, from raw scores or from cells (their mean score)."""
     if g.scores is not None:  # sorted, as a summary keeps them
         return fine_histogram_sorted(g.scores)
+    from ..metrics._intervals_compiled import cell_histogram  # numba: one pass over the cells
+
     _, count, total, _, _ = g.cells  # type: ignore[misc]
-    res = fine_histogram([]).size
-    where = np.minimum((total / count * res).astype(np.intp), res - 1)
-    return np.bincount(where, weights=count, minlength=res).astype(float)
+    return cell_histogram(count, total, RESOLUTION)
 
 
 def _scores(name: str, value: float, result: Any, attr: AttributeSummary,

@@ -214,3 +214,212 @@ def test_fine_histogram_of_sorted_scores_equals_binning_every_row(resolution):
                    np.array([1.0]), np.array([0.0, 0.0]), np.zeros(0)):
         assert np.array_equal(fine_histogram_sorted(scores, resolution),
                               fine_histogram(scores, resolution))
+
+
+# ------------------------------------------------------- compiled kernels against their numpy
+# The numpy code the kernels of fairmonitor/metrics/_intervals_compiled.py replaced, kept as
+# oracles: each kernel must give its bits (dtype, values, signs of zeros, NaN, order of the
+# masked copy), so that the bounds and chance levels do not move.
+
+
+def _bits(a, b):
+    """Equal dtype, shape and values, zeros of the same sign (NaN's sign is the platform's)."""
+    a, b = np.asarray(a), np.asarray(b)
+    return (a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b, equal_nan=True)
+            and np.array_equal(np.signbit(a) & ~np.isnan(a), np.signbit(b) & ~np.isnan(b)))
+
+
+def _counts(rng, rows, bins, dtype):
+    """Bootstrap-like counts: Gaussian-form draws (some negative), empty bins, an empty row."""
+    mean = rng.poisson(rng.uniform(0, 40), bins).astype(float)
+    c = (mean + np.sqrt(mean) * rng.standard_normal((rows, bins))).astype(dtype)
+    c[:, rng.random(bins) < 0.1] = 0
+    if rows > 2:
+        c[1] = 0  # an emptied draw: 0 / 0
+    return c
+
+
+@pytest.mark.parametrize("bins", [2, 7, 9, 128, 129, 300, 512, 1030])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_curve_kernels_equal_their_numpy_versions(bins, dtype):
+    from fairmonitor.metrics import _intervals_compiled as kernels
+
+    rng = np.random.default_rng(bins)
+    c = _counts(rng, 37, bins, dtype)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        total = c.sum(axis=-1, keepdims=True)
+        assert _bits(kernels.cdf_curves(c), np.cumsum(c, axis=-1)[..., :-1] / total)
+        dens = rng.standard_normal(c.shape)
+        assert _bits(kernels.density_curves(dens, c), dens / total)
+        assert _bits(kernels.scaled(c, dens[0]), c * dens[0])
+        for m in sorted({1, 2, 3, bins // 3 + 1, bins - 1, bins, bins + 5} - {0}):
+            index = np.minimum(((np.arange(bins) + 0.5) * m / bins).astype(np.intp), m - 1)
+            starts = np.flatnonzero(np.r_[True, np.diff(index) > 0])
+            coarse = np.zeros((c.shape[0], m))
+            coarse[..., index[starts]] = np.add.reduceat(c, starts, axis=-1)
+            assert _bits(kernels.coarse_curves(c, starts, index[starts], m), coarse / total)
+
+
+def test_draw_and_error_kernels_equal_their_numpy_versions():
+    from fairmonitor.metrics import _intervals_compiled as kernels
+
+    rng = np.random.default_rng(5)
+    mean = rng.poisson(3, 512).astype(float)
+    noise = rng.standard_normal((50, 512), dtype=np.float32)
+    expected = (mean + np.sqrt(mean) * noise).astype(np.float32)
+    kernels.draw(mean, np.sqrt(mean), noise)
+    assert _bits(noise, expected)
+    for dtype in (np.float32, np.float64):
+        curves = rng.standard_normal((60, 300)).astype(dtype)
+        curves[3, :5] = [np.nan, np.inf, -np.inf, np.nan, 0.0]  # np.nan_to_num's cases
+        hat = rng.standard_normal(300)
+        got, var = kernels.errors(curves, hat)
+        with np.errstate(over="ignore", invalid="ignore"):  # the largest float64 overflows
+            err = np.nan_to_num(curves - hat)
+            assert _bits(got, err.astype(np.float32)) and _bits(var, err.var(axis=0))
+        # ABPC's densities over each draw's total, divided in the same pass
+        dens, counts = rng.standard_normal((60, 300)), _counts(rng, 60, 300, dtype)
+        got, var = kernels.errors(dens, hat, counts)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # an emptied draw
+            err = np.nan_to_num(dens / counts.sum(axis=-1, keepdims=True) - hat)
+            assert _bits(got, err.astype(np.float32)) and _bits(var, err.var(axis=0))
+
+
+@pytest.mark.parametrize("bins", [3, 40, 511])
+def test_pair_kernels_equal_their_numpy_versions(bins):
+    from fairmonitor.metrics import _intervals_compiled as kernels
+
+    rng = np.random.default_rng(bins)
+    for scale in (1e-4, 1e-2, 1.0):  # from every bin settled to every bin near 0
+        hat_i, hat_j = rng.standard_normal((2, bins)) * 0.01
+        var_i, var_j = rng.uniform(0, scale, (2, bins)) ** 2
+        var_i[0] = 0.0  # the 1e-12 floor
+        err_i, err_j = (rng.standard_normal((2, 200, bins)) * 0.01).astype(np.float32)
+        d_hat, noise = hat_i - hat_j, err_i - err_j
+        near_zero = np.abs(d_hat) <= 3.0 * np.maximum(np.sqrt(var_i + var_j), 1e-12)
+        sign = np.sign(d_hat[~near_zero]).astype(np.float32)
+        expected = np.abs(noise[:, near_zero]).sum(axis=1) + noise[:, ~near_zero] @ sign
+        folded, settled, got_sign, value = kernels.pair_terms(hat_i, hat_j, var_i, var_j,
+                                                              err_i, err_j, 3.0)
+        assert _bits(settled, noise[:, ~near_zero]) and _bits(got_sign, sign)
+        if settled.size:  # the same BLAS call
+            assert settled.strides == noise[:, ~near_zero].strides
+        assert _bits(folded + settled @ got_sign, expected)
+        assert value == np.abs(d_hat).sum()
+        null_i, null_j = rng.standard_normal((2, 60, bins))
+        for a, b in ((null_i, null_j), (null_i.astype(np.float32), null_j.astype(np.float32))):
+            assert _bits(kernels.pair_gaps(a, b), np.abs(a - b).sum(axis=1))
+
+
+def test_cell_histogram_equals_the_weighted_bincount():
+    from fairmonitor.metrics._intervals_compiled import cell_histogram
+
+    rng = np.random.default_rng(2)
+    count = rng.integers(1, 50, 5000)
+    total = rng.random(5000) * count
+    total[:3] = count[:3] * np.array([0.0, 1.0, 0.5])  # bin edges, the closed last bin
+    order = np.argsort(total / count, kind="stable")
+    for c, t in ((count, total), (count[order], total[order])):  # any order; score order
+        where = np.minimum((t / c * 512).astype(np.intp), 511)
+        assert _bits(cell_histogram(c, t, 512),
+                     np.bincount(where, weights=c, minlength=512).astype(float))
+
+
+@pytest.mark.parametrize("groups", [2, 5, 40])
+def test_score_intervals_are_those_of_the_numpy_bootstrap(groups):
+    # the whole interval against a numpy re-implementation of the former code path (the same
+    # draws in the same order, the same arithmetic): the bounds and chance levels to the bit
+    rng = np.random.default_rng(groups)
+    hist = np.stack([fine_histogram(rng.beta(2, 5 - (k % 2) * rng.uniform(0, 2),
+                                             int(rng.integers(30, 4000))))
+                     for k in range(groups)])
+    pairs = [(int(i), int(j)) for i, j in zip(*np.triu_indices(groups, k=1), strict=True)]
+    bins = {p: int(rng.integers(1, 120)) for p in pairs}
+    widths = rng.uniform(0.005, 0.1, groups)
+    shared, oracle = ScoreBootstrap(hist), _NumpyBootstrap(hist)
+    for kind in ("abpc", "madd", "abcc"):
+        kw = {"madd": {"pairs": pairs[::2], "pair_bins": bins},
+              "abpc": {"pairs": pairs, "bandwidths": widths}}.get(kind, {})
+        got = score_gap_interval(shared, kind, value=0.1, **kw)
+        want = _numpy_score_gap_interval(oracle, kind, value=0.1, **kw)
+        assert (got.lower, got.upper, got.chance) == want
+
+
+class _NumpyBootstrap:
+    def __init__(self, hist):
+        self.hist = np.asarray(hist, dtype=float)
+        self.gen = np.random.default_rng(20261123)
+        self.draws = {}
+
+    def get(self, tag, g):
+        from fairmonitor.metrics._intervals import NULL_DRAWS, SCORE_DRAWS
+
+        if (tag, g) not in self.draws:
+            if tag == "boot":
+                mean, size = self.hist[g], SCORE_DRAWS
+            else:
+                pooled = self.hist.sum(axis=0)
+                mean, size = pooled * (self.hist[g].sum() / pooled.sum()), NULL_DRAWS
+            noise = self.gen.standard_normal((size, mean.size), dtype=np.float32)
+            self.draws[tag, g] = (mean + np.sqrt(mean) * noise).astype(np.float32)
+        return self.draws[tag, g]
+
+
+def _numpy_curve(kind, counts, m, h):
+    import scipy.fft
+
+    with np.errstate(invalid="ignore", divide="ignore"):
+        total = counts.sum(axis=-1, keepdims=True)
+        if kind == "abcc":
+            return np.cumsum(counts, axis=-1)[..., :-1] / total
+        r = counts.shape[-1]
+        if kind == "madd":
+            index = np.minimum(((np.arange(r) + 0.5) * m / r).astype(np.intp), m - 1)
+            starts = np.flatnonzero(np.r_[True, np.diff(index) > 0])
+            coarse = np.zeros((*counts.shape[:-1], m))
+            coarse[..., index[starts]] = np.add.reduceat(counts, starts, axis=-1)
+            return coarse / total
+        damping = np.exp(-0.5 * (2 * r * h * np.arange(r) * (np.pi / (2 * r))) ** 2)
+        coef = scipy.fft.dct(counts, type=2, axis=-1) * (damping / 2.0)
+        return scipy.fft.dct(coef, type=3, axis=-1) / total
+
+
+def _numpy_score_gap_interval(sample, kind, *, value, pairs=None, pair_bins=None,
+                              bandwidths=None):
+    from fairmonitor.metrics._intervals import KAPPA, MAX_PAIRS, _candidates, _Curves
+
+    h = sample.hist
+    pairs = pairs or [(int(i), int(j)) for i, j in zip(*np.triu_indices(len(h), k=1),
+                                                        strict=True)]
+    res = h.shape[1]
+    w = 1.0 if kind == "madd" else 1.0 / res
+
+    def curve(k, p, counts):
+        m = pair_bins[p] if kind == "madd" else 0
+        width = float(bandwidths[k]) if kind == "abpc" else 0.0
+        return _numpy_curve(kind, counts, m, width)
+
+    derivs, values = [], []
+    for p in _candidates(h, _Curves(kind, res, pair_bins, bandwidths), pairs, value):
+        hats, errs, variances = [], [], []
+        for g in p:
+            hats.append(curve(g, p, h[g]))
+            err = np.nan_to_num(curve(g, p, sample.get("boot", g)) - hats[-1])
+            errs.append(err.astype(np.float32))
+            variances.append(err.var(axis=0))
+        d_hat, noise = hats[0] - hats[1], errs[0] - errs[1]
+        near_zero = np.abs(d_hat) <= KAPPA * np.maximum(np.sqrt(sum(variances)), 1e-12)
+        derivs.append((np.abs(noise[:, near_zero]).sum(axis=1) + noise[:, ~near_zero]
+                       @ np.sign(d_hat[~near_zero]).astype(np.float32)) * w)
+        values.append(float(np.abs(d_hat).sum() * w))
+    deriv = np.stack(derivs, axis=1)
+    pv = np.asarray(values)
+    near_max = pv >= pv.max() - KAPPA * np.sqrt((deriv ** 2).mean(axis=0))
+    half = float(np.quantile(np.abs(deriv[:, near_max].max(axis=1)), 0.95))
+    n = h.sum(axis=1)
+    smallest = sorted(pairs, key=lambda q: -(n[q[0]] ** -0.5 + n[q[1]] ** -0.5))[:MAX_PAIRS]
+    gaps = np.stack([np.abs(curve(p[0], p, sample.get("null", p[0]))
+                            - curve(p[1], p, sample.get("null", p[1]))).sum(axis=1) * w
+                     for p in smallest], axis=1)
+    upper = 1.0 if kind == "abcc" else 2.0
+    return (max(value - half, 0.0), min(value + half, upper), float(gaps.max(axis=1).mean()))

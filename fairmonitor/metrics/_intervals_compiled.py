@@ -1,0 +1,453 @@
+"""The score bootstrap's compiled kernels (numba): draws, curves, their errors, pair terms.
+
+:func:`~fairmonitor.metrics._intervals.score_gap_interval` reads, per group, a (draws, bins)
+array of bootstrap counts and turns it into curves, errors and per-pair sums. In numpy each
+step was a pass over a block temporary (the draw's product, sum and cast; the CDF's cumulative
+sum and division; MADD's ``np.add.reduceat``; ABPC's mixed-type product and division; the
+error's subtraction, ``np.nan_to_num`` (four passes), cast and ``var`` (four passes); per pair
+the noise, two masked copies, ``abs`` and a sum). Compiled, each is one pass that writes only
+what is read again. The report's fine histogram of cells (:func:`cell_histogram`) is one pass
+instead of a division, a cast, a minimum and a weighted ``np.bincount``.
+
+**Bit for bit the numpy results.** No fast-math (LLVM neither reassociates nor fuses a
+multiply-add then), every float operation is the one numpy performed, in the same order and
+the same precision (float32 where the numpy code computed in float32):
+
+* Sums along a C-ordered row (a curve's total, MADD's coarse bins, a null gap's L1 sum) are
+  numpy's pairwise summation in the array's dtype (:func:`_pairwise`: halves rounded down to
+  multiples of 8 down to leaves of at most 128 terms, 8 accumulators per leaf); a segment of
+  ``np.add.reduceat`` is its first term plus the pairwise sum of the rest; a cumulative sum
+  adds in turn.
+* numpy's masked copy ``noise[:, near_zero]`` is Fortran-ordered, so its sum over the bins
+  adds column after column (not pairwise): :func:`pair_terms` adds them so, and hands BLAS the
+  same Fortran-ordered float32 array for the product with the signs (BLAS's summation order is
+  the library's: that product stays numpy's).
+* Sums over the draws (the error's variance) add row after row from 0.0, as numpy reduces a
+  C-ordered array over its first axis; ``var`` is the mean, then the mean squared deviation.
+* Where a sum is one chain of additions, four draws are summed side by side (four
+  independent chains, each in numpy's order): the latency of an addition is hidden, not the
+  order changed.
+* Division by zero gives IEEE's quotient (:func:`_quotient`: numba raises instead).
+
+``tests/metrics/test_intervals.py`` keeps the numpy versions as oracles, and the whole score
+interval against a numpy re-implementation of the former code path.
+
+Imported only when a score interval is computed, so ``import fairmonitor`` does not load numba.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ._numba import compiled
+
+__all__ = ["cdf_curves", "cell_histogram", "coarse_curves", "density_curves", "draw",
+           "errors", "pair_gaps", "pair_terms", "scaled"]
+
+#: numpy's pairwise summation: leaves of at most this many terms, 8 accumulators each.
+_LEAF = 128
+#: Depth of :func:`_pairwise`'s explicit stack: each split halves the terms (64 holds any row).
+_DEPTH = 64
+_BIG = np.finfo(np.float64).max  # np.nan_to_num's replacement of +inf
+
+
+@compiled
+def _leaf(a, lo, n, zero):  # pragma: no cover - compiled
+    """numpy's sum of ``a[lo:lo + n]``, ``n <= 128``: 8 accumulators in ``a``'s dtype."""
+    if n < 8:
+        res = zero
+        for i in range(lo, lo + n):
+            res += a[i]
+        return res
+    r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
+    r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
+    end = lo + n - n % 8
+    for i in range(lo + 8, end, 8):
+        r0 += a[i]
+        r1 += a[i + 1]
+        r2 += a[i + 2]
+        r3 += a[i + 3]
+        r4 += a[i + 4]
+        r5 += a[i + 5]
+        r6 += a[i + 6]
+        r7 += a[i + 7]
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    for i in range(end, lo + n):
+        res += a[i]
+    return res
+
+
+@compiled
+def _pairwise(a, lo, n, zero, sums, nodes):  # pragma: no cover - compiled
+    """numpy's pairwise sum of ``a[lo:lo + n]`` (1-D), in ``a``'s dtype, to the last bit.
+
+    numpy splits ``n > 128`` terms at ``n // 2`` rounded down to a multiple of 8 and adds the
+    halves' sums. The recursion runs on an explicit stack (``nodes``: start, size, halves
+    pushed; ``sums``: the finished sums, of ``a``'s dtype), as MADD's ``_tree_sum`` does: no
+    recursive function in numba's on-disk cache.
+    """
+    if n <= _LEAF:
+        return _leaf(a, lo, n, zero)
+    top, done = 0, 0
+    nodes[0, 0], nodes[1, 0], nodes[2, 0] = lo, n, 0
+    while top >= 0:
+        start, m = nodes[0, top], nodes[1, top]
+        if m <= _LEAF:
+            sums[done] = _leaf(a, start, m, zero)
+            done += 1
+            top -= 1
+            continue
+        half = m // 2
+        half -= half % 8
+        pushed = nodes[2, top]
+        nodes[2, top] = pushed + 1
+        if pushed < 2:  # the left half, then the right half
+            top += 1
+            nodes[0, top] = start if pushed == 0 else start + half
+            nodes[1, top] = half if pushed == 0 else m - half
+            nodes[2, top] = 0
+        else:  # both halves summed: left + right
+            done -= 1
+            sums[done - 1] = sums[done - 1] + sums[done]
+            top -= 1
+    return sums[0]
+
+
+def _work(dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+    """The stack of :func:`_pairwise` for sums of ``dtype``."""
+    return np.empty(_DEPTH, dtype=dtype), np.empty((3, _DEPTH), dtype=np.int64)
+
+
+@compiled
+def _quotient(a, b):  # pragma: no cover - compiled
+    """``a / b`` in their dtype, IEEE's inf or NaN when ``b == 0`` (numba would raise)."""
+    if b != 0:
+        return a / b
+    if a != a or a == 0:
+        return np.nan
+    return math.copysign(math.inf, a) * math.copysign(1.0, b)
+
+
+@compiled
+def draw(mean, root, noise):  # pragma: no cover - compiled
+    """``noise = (mean + root * noise).astype(float32)`` in place, in float64 as numpy."""
+    for d in range(noise.shape[0]):
+        for r in range(noise.shape[1]):
+            noise[d, r] = np.float32(mean[r] + root[r] * np.float64(noise[d, r]))
+
+
+@compiled
+def _scaled_rows(x, factor, out):  # pragma: no cover - compiled
+    for d in range(x.shape[0]):
+        for b in range(x.shape[1]):
+            out[d, b] = np.float64(x[d, b]) * factor[b]
+
+
+def scaled(x: np.ndarray, factor: np.ndarray) -> np.ndarray:
+    """``x * factor`` in float64, for 2-D ``x`` and one factor per column.
+
+    numpy's mixed-type product casts ``x`` through a buffer: ~5x slower.
+    """
+    out = np.empty(x.shape)
+    _scaled_rows(x, factor, out)
+    return out
+
+
+@compiled
+def _cdf_rows(counts, out, zero, sums, nodes):  # pragma: no cover - compiled
+    n_draws, r = counts.shape
+    if r < 2:
+        return
+    quad = n_draws - n_draws % 4
+    for d in range(0, quad, 4):  # four running sums at a time: independent addition chains
+        c0, c1, c2, c3 = counts[d, 0], counts[d + 1, 0], counts[d + 2, 0], counts[d + 3, 0]
+        out[d, 0], out[d + 1, 0], out[d + 2, 0], out[d + 3, 0] = c0, c1, c2, c3
+        for b in range(1, r - 1):
+            c0 += counts[d, b]
+            c1 += counts[d + 1, b]
+            c2 += counts[d + 2, b]
+            c3 += counts[d + 3, b]
+            out[d, b], out[d + 1, b], out[d + 2, b], out[d + 3, b] = c0, c1, c2, c3
+    for d in range(quad, n_draws):
+        c = counts[d, 0]
+        out[d, 0] = c
+        for b in range(1, r - 1):
+            c += counts[d, b]
+            out[d, b] = c
+    for d in range(n_draws):  # then each running sum over the row's total, in place
+        total = _pairwise(counts[d], 0, r, zero, sums, nodes)
+        if total != 0:  # no branch in the loop: it vectorizes
+            for b in range(r - 1):
+                out[d, b] = out[d, b] / total
+        else:
+            for b in range(r - 1):
+                out[d, b] = _quotient(out[d, b], total)
+
+
+def cdf_curves(counts: np.ndarray) -> np.ndarray:
+    """``np.cumsum(counts, axis=-1)[:, :-1] / counts.sum(axis=-1, keepdims=True)`` (2-D)."""
+    out = np.empty((counts.shape[0], counts.shape[1] - 1), dtype=counts.dtype)
+    _cdf_rows(counts, out, counts.dtype.type(0), *_work(counts.dtype))
+    return out
+
+
+@compiled
+def _coarse_rows(counts, starts, slots, out, zero, sums, nodes):  # pragma: no cover
+    n_draws, r = counts.shape
+    out[:] = 0.0
+    quad = n_draws - n_draws % 4
+    for d in range(0, quad, 4):  # four rows at a time: a short segment's sums are 4 chains
+        a, b, c, e = counts[d], counts[d + 1], counts[d + 2], counts[d + 3]
+        for k in range(starts.size):  # np.add.reduceat: the first term, then the rest's sum
+            lo = starts[k] + 1
+            n = (starts[k + 1] if k + 1 < starts.size else r) - lo
+            va, vb, vc, ve = a[lo - 1], b[lo - 1], c[lo - 1], e[lo - 1]
+            if n >= 8:  # leaves (8 accumulators each) or the tree: one row at a time
+                if n <= _LEAF:  # called directly: a call with the stack costs ~40 ns
+                    va += _leaf(a, lo, n, zero)
+                    vb += _leaf(b, lo, n, zero)
+                    vc += _leaf(c, lo, n, zero)
+                    ve += _leaf(e, lo, n, zero)
+                else:
+                    va += _pairwise(a, lo, n, zero, sums, nodes)
+                    vb += _pairwise(b, lo, n, zero, sums, nodes)
+                    vc += _pairwise(c, lo, n, zero, sums, nodes)
+                    ve += _pairwise(e, lo, n, zero, sums, nodes)
+            elif n > 0:  # numpy's short sum: from 0, term after term
+                ra, rb, rc, re = zero, zero, zero, zero
+                for i in range(lo, lo + n):
+                    ra += a[i]
+                    rb += b[i]
+                    rc += c[i]
+                    re += e[i]
+                va += ra
+                vb += rb
+                vc += rc
+                ve += re
+            j = slots[k]
+            out[d, j], out[d + 1, j], out[d + 2, j], out[d + 3, j] = va, vb, vc, ve
+    for d in range(quad, n_draws):
+        row = counts[d]
+        for k in range(starts.size):
+            lo = starts[k] + 1
+            n = (starts[k + 1] if k + 1 < starts.size else r) - lo
+            v = row[lo - 1]
+            if n > _LEAF:
+                v += _pairwise(row, lo, n, zero, sums, nodes)
+            elif n > 0:
+                v += _leaf(row, lo, n, zero)
+            out[d, slots[k]] = v
+    for d in range(n_draws):  # then over each row's total, in float64
+        total = np.float64(_pairwise(counts[d], 0, r, zero, sums, nodes))
+        if total != 0:  # no branch in the loop: it vectorizes
+            for j in range(out.shape[1]):
+                out[d, j] = out[d, j] / total
+        else:
+            for j in range(out.shape[1]):
+                out[d, j] = _quotient(out[d, j], total)
+
+
+def coarse_curves(counts: np.ndarray, starts: np.ndarray, slots: np.ndarray,
+                  m: int) -> np.ndarray:
+    """MADD's coarse histograms as probabilities, float64 (2-D ``counts``).
+
+    ``coarse = zeros((D, m)); coarse[:, slots] = np.add.reduceat(counts, starts, axis=-1)``,
+    divided by ``counts.sum(axis=-1, keepdims=True)``.
+    """
+    out = np.empty((counts.shape[0], m))
+    _coarse_rows(counts, starts, slots, out, counts.dtype.type(0), *_work(counts.dtype))
+    return out
+
+
+@compiled
+def _density_rows(dens, counts, out, zero, sums, nodes):  # pragma: no cover - compiled
+    r = counts.shape[1]
+    for d in range(counts.shape[0]):
+        total = np.float64(_pairwise(counts[d], 0, r, zero, sums, nodes))
+        if total != 0:  # no branch in the loop: it vectorizes
+            for b in range(dens.shape[1]):
+                out[d, b] = dens[d, b] / total
+        else:
+            for b in range(dens.shape[1]):
+                out[d, b] = _quotient(dens[d, b], total)
+
+
+def density_curves(dens: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """``dens / counts.sum(axis=-1, keepdims=True)`` (2-D, float64 ``dens``)."""
+    out = np.empty(dens.shape)
+    _density_rows(dens, counts, out, counts.dtype.type(0), *_work(counts.dtype))
+    return out
+
+
+@compiled
+def _error_rows(curves, totals, hat, err, var):  # pragma: no cover - compiled
+    n_draws, g = curves.shape
+    x = np.empty((n_draws, g))
+    total = np.zeros(g)
+    for d in range(n_draws):
+        for b in range(g):
+            c = np.float64(curves[d, b])
+            if totals is not None:  # compiled away without totals
+                c = _quotient(c, totals[d])
+            v = c - hat[b]
+            if v != v:  # np.nan_to_num
+                v = 0.0
+            elif v == math.inf:
+                v = _BIG
+            elif v == -math.inf:
+                v = -_BIG
+            x[d, b] = v
+            err[d, b] = v
+            total[b] += v  # the draws' sum per bin, row after row as numpy's axis-0 sum
+    mean = total / n_draws
+    squares = np.zeros(g)
+    for d in range(n_draws):
+        for b in range(g):
+            dev = x[d, b] - mean[b]
+            squares[b] += dev * dev
+    for b in range(g):
+        var[b] = squares[b] / n_draws
+
+
+def errors(curves: np.ndarray, hat: np.ndarray, counts: np.ndarray | None = None
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """``e = np.nan_to_num(curves - hat)``: ``(e.astype(float32), e.var(axis=0))``.
+
+    With ``counts``, the curves are ``curves / counts.sum(axis=-1, keepdims=True)`` (ABPC's
+    densities, :func:`density_curves`), without an array of them.
+    """
+    err = np.empty(curves.shape, dtype=np.float32)
+    var = np.empty(curves.shape[1])
+    totals = None
+    if counts is not None:
+        totals = np.empty(counts.shape[0])
+        _row_totals(counts, totals, counts.dtype.type(0), *_work(counts.dtype))
+    _error_rows(curves, totals, hat, err, var)
+    return err, var
+
+
+@compiled
+def _row_totals(counts, out, zero, sums, nodes):  # pragma: no cover - compiled
+    for d in range(counts.shape[0]):
+        out[d] = _pairwise(counts[d], 0, counts.shape[1], zero, sums, nodes)
+
+
+@compiled
+def _pair_rows(hat_i, hat_j, var_i, var_j, err_i, err_j, kappa, sums, nodes):  # pragma: no cover
+    g = hat_i.size
+    gap = np.empty(g)
+    near = np.empty(g, dtype=np.bool_)
+    n_near = 0
+    for b in range(g):
+        d_hat = hat_i[b] - hat_j[b]
+        gap[b] = abs(d_hat)
+        se = math.sqrt(var_i[b] + var_j[b])
+        floor = se if (se != se or se > 1e-12) else 1e-12  # np.maximum: NaN propagates
+        near[b] = gap[b] <= kappa * floor
+        n_near += near[b]
+    value = _pairwise(gap, 0, g, 0.0, sums, nodes)
+    near_idx = np.empty(n_near, dtype=np.intp)
+    settled_idx = np.empty(g - n_near, dtype=np.intp)
+    sign = np.empty(g - n_near, dtype=np.float32)
+    a = b2 = 0
+    for b in range(g):
+        if near[b]:
+            near_idx[a] = b
+            a += 1
+        else:
+            settled_idx[b2] = b
+            d_hat = hat_i[b] - hat_j[b]
+            sign[b2] = 1.0 if d_hat > 0 else (-1.0 if d_hat < 0 else (0.0 if d_hat == 0
+                                                                       else np.nan))
+            b2 += 1
+    n_draws = err_i.shape[0]
+    folded = np.zeros(n_draws, dtype=np.float32)
+    settled = np.empty((g - n_near, n_draws), dtype=np.float32)  # transposed: Fortran order
+    zero = np.float32(0.0)
+    for d in range(0, n_draws - n_draws % 4, 4):
+        # column after column, as numpy reduces a Fortran array; four draws at a time, so
+        # that four independent sums hide the latency of each addition
+        a0, a1, a2, a3 = zero, zero, zero, zero
+        for k in range(n_near):
+            b = near_idx[k]
+            a0 += abs(err_i[d, b] - err_j[d, b])
+            a1 += abs(err_i[d + 1, b] - err_j[d + 1, b])
+            a2 += abs(err_i[d + 2, b] - err_j[d + 2, b])
+            a3 += abs(err_i[d + 3, b] - err_j[d + 3, b])
+        folded[d], folded[d + 1], folded[d + 2], folded[d + 3] = a0, a1, a2, a3
+    for d in range(n_draws - n_draws % 4, n_draws):
+        for k in range(n_near):
+            b = near_idx[k]
+            folded[d] += abs(err_i[d, b] - err_j[d, b])
+    for k in range(g - n_near):
+        b = settled_idx[k]
+        for d in range(n_draws):
+            settled[k, d] = err_i[d, b] - err_j[d, b]
+    return folded, settled.T, sign, value
+
+
+def pair_terms(hat_i: np.ndarray, hat_j: np.ndarray, var_i: np.ndarray, var_j: np.ndarray,
+               err_i: np.ndarray, err_j: np.ndarray, kappa: float
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """A pair's derivative terms: ``(folded, settled, sign, value)``.
+
+    With ``d = hat_i - hat_j``, ``noise = err_i - err_j`` and ``near = |d| <= kappa *
+    max(sqrt(var_i + var_j), 1e-12)``: ``folded = |noise[:, near]|.sum(axis=1)`` (float32),
+    ``settled = noise[:, ~near]``, ``sign = sign(d[~near])`` as float32 and ``value =
+    |d|.sum()``. The derivative is ``folded + settled @ sign``.
+
+    numpy's masked copy along the second axis is Fortran-ordered: its sum adds the columns in
+    turn (not pairwise) and BLAS multiplies it column-major, so ``settled`` is the same
+    Fortran-ordered array (BLAS then sums in the same order).
+    """
+    folded, settled, sign, value = _pair_rows(hat_i, hat_j, var_i, var_j, err_i, err_j,
+                                              float(kappa), *_work(np.dtype(np.float64)))
+    return folded, settled, sign, float(value)
+
+
+@compiled
+def _gap_rows(a, b, out, zero, sums, nodes):  # pragma: no cover - compiled
+    g = a.shape[1]
+    buf = np.empty(g, dtype=a.dtype)
+    for d in range(a.shape[0]):
+        for k in range(g):
+            buf[k] = abs(a[d, k] - b[d, k])
+        out[d] = zero + _pairwise(buf, 0, g, zero, sums, nodes)
+
+
+def pair_gaps(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``np.abs(a - b).sum(axis=1)`` of two (draws, G) curves of one dtype."""
+    out = np.empty(a.shape[0], dtype=a.dtype)
+    _gap_rows(a, b, out, a.dtype.type(0), *_work(a.dtype))
+    return out
+
+
+@compiled
+def _cells_into(count, total, res, out):  # pragma: no cover - compiled
+    # cells come in score order, so runs of them share a bin: the bin's running sum stays in
+    # a register for the run (the same additions in the same order as bincount's)
+    current, running = -1, 0.0
+    for k in range(count.size):
+        b = min(int(total[k] / count[k] * res), res - 1)
+        if b < 0:
+            raise ValueError("a cell's mean score is negative")
+        if b != current:
+            if current >= 0:
+                out[current] = running
+            current, running = b, out[b]
+        running += count[k]
+    if current >= 0:
+        out[current] = running
+
+
+def cell_histogram(count: np.ndarray, total: np.ndarray, res: int) -> np.ndarray:
+    """Fine histogram of cells (each at its mean score ``total / count``), float64.
+
+    ``np.bincount(np.minimum((total / count * res).astype(np.intp), res - 1), weights=count,
+    minlength=res)``: each bin adds its cells' counts in order from 0.0.
+    """
+    out = np.zeros(res)
+    _cells_into(np.asarray(count), np.asarray(total, dtype=np.float64), res, out)
+    return out
