@@ -63,6 +63,7 @@ def write_day(path: Path, n: int, seed: int = 0) -> None:
 def single_process(path: Path):
     import pandas as pd
 
+    from fairmonitor.metrics._groups import column_values
     from fairmonitor.report import evaluate_summary
     from fairmonitor.summaries import summarize
 
@@ -73,12 +74,15 @@ def single_process(path: Path):
     order = np.argsort(hour, kind="stable")
     bounds = np.searchsorted(hour[order], np.arange(25))
     t1 = time.perf_counter()
+    # each column converted once, text as Spark's partitions and the monitor encode it (one
+    # object per value): converting the whole column again for every hour cost ~18 s at 10^7
+    sensitive = {c: column_values(frame[c]) for c in SENSITIVE}
+    score, label = frame["score"].to_numpy(), frame["label"].to_numpy()
     summaries = []
     for a, b in zip(bounds[:-1], bounds[1:], strict=True):
         rows = order[a:b]
-        summaries.append(summarize({c: frame[c].to_numpy()[rows] for c in SENSITIVE},
-                                   y_score=frame["score"].to_numpy()[rows],
-                                   y_true=frame["label"].to_numpy()[rows], intersection=False))
+        summaries.append(summarize({c: v[rows] for c, v in sensitive.items()},
+                                   y_score=score[rows], y_true=label[rows], intersection=False))
     t_summarize = time.perf_counter() - t1
     t2 = time.perf_counter()
     reports = [evaluate_summary(s, metrics=METRICS) for s in summaries]
