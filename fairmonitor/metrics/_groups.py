@@ -103,7 +103,7 @@ def column_values(col: Any) -> NDArray[Any]:
         return np.asarray(col)
     codes, uniques = factorize(use_na_sentinel=True)
     values = np.asarray(uniques)
-    if values.dtype != object:  # e.g. a categorical of numbers: numpy gives numbers
+    if values.dtype != object or values.ndim != 1:  # a categorical of numbers: numbers
         return np.asarray(col)
     # a missing value (code -1) becomes None: every missing-value policy treats it as NaN/NA
     return np.append(values, None)[np.asarray(codes)]
