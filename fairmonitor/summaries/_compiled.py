@@ -276,14 +276,15 @@ _SHARES = 1024
 
 
 @compiled
-def abcc_curves(index, count, total, cells, right, extended, n, F, m, G, at
+def abcc_curves(index, count, total, cells, right, extended, n, F, m, G, pos
                 ):  # pragma: no cover - compiled
     """One group's ``F``, ``m`` and ``G`` on the attribute's cells (``_AbccTable``), in place.
 
     ``index``, ``count``, ``total``: the group's cells, counts and sums; ``cells``: the
-    table's cells (ascending, a superset of ``index``). ``at`` receives the group's positions
-    among them (the former ``where[index]``, ``where`` a cumulative sum over every grid cell),
-    found in the same walk. The bits of ``F = (cumsum(c) - c) / n``, ``m = c / n``, ``G = F *
+    table's cells (ascending, a superset of ``index``). ``pos`` (int32, a row like ``F``)
+    receives, per table cell, the group's position of that cell, -1 where the group has none:
+    what :func:`_dense` looks the ambiguous cells up in (the former ``where[index]``, searched
+    per ambiguous cell, cost ~40 ns a cell). The bits of ``F = (cumsum(c) - c) / n``, ``m = c / n``, ``G = F *
     extended + (c * right - t) / n`` on the dense float arrays ``c`` and ``t``; no dense copy
     is made: between the group's cells ``c`` and ``t`` are 0.
 
@@ -305,7 +306,7 @@ def abcc_curves(index, count, total, cells, right, extended, n, F, m, G, at
             whole = count[p]
             c = np.float64(whole)
             t = total[p]
-            at[p] = k
+            pos[k] = p
             p += 1
             F[k] = quotient  # (running + c - c) / nf: the sum is exact, so running / nf
             # numpy's cumsum: out[0] = c[0], then sequential adds (0.0 + c[0] is c[0]: c >= 0)
@@ -314,6 +315,7 @@ def abcc_curves(index, count, total, cells, right, extended, n, F, m, G, at
             m[k] = shares[whole] if whole < _SHARES else c / nf
             G[k] = F[k] * extended[k] + (c * right[k] - t) / nf
         else:
+            pos[k] = -1
             F[k] = quotient
             m[k] = 0.0
             G[k] = quotient * extended[k]
@@ -328,37 +330,21 @@ def _spread(mass, mu, lo, hi):  # pragma: no cover - compiled
 
 
 @compiled
-def _dense(at, part_count, part_total, part_qlo, part_qhi, part_low, part_high, ia, namb, left,
+def _dense(pos, part_count, part_total, part_qlo, part_qhi, part_low, part_high, ia, namb, left,
            right, out_count, out_total, out_low, out_high):  # pragma: no cover - compiled
     """``_AbccTable._dense``: a group's count, sum, min, max in the ambiguous cells ``ia``.
 
-    The bounds: decoded from ``part_qlo``, ``part_qhi`` (compact cells: :func:`decode_bounds`'
+    ``pos``: the group's position of each table cell, -1 if none (:func:`abcc_curves`). The
+    bounds: decoded from ``part_qlo``, ``part_qhi`` (compact cells: :func:`decode_bounds`'
     formula on the same cell edges, so its bits) when they are not empty, else read from
     ``part_low``, ``part_high`` (raw scores binned: their exact min and max). Only the
-    ambiguous cells' bounds are read (~1% of the cells): decoding every cell's cost more than
-    the pairs.
-
-    ``ia`` and ``at`` ascend: each search starts where the previous one ended and gallops
-    (a few hundred ambiguous cells among ~10^5: neither a walk over ``at`` nor a search of
-    all of it).
+    ambiguous cells' bounds are read (~1-5% of the cells): decoding every cell's cost more
+    than the pairs. A cell the group has no score in: no count or sum, the cell's edges.
     """
-    p = 0
     for q in range(namb):
         c = ia[q]
-        step = 1  # gallop to a bound, then bisect: p = first position with at[p] >= c
-        hi = p
-        while hi < at.size and at[hi] < c:
-            p = hi + 1
-            hi += step
-            step *= 2
-        hi = min(hi, at.size)
-        while p < hi:
-            mid = (p + hi) // 2
-            if at[mid] < c:
-                p = mid + 1
-            else:
-                hi = mid
-        if p < at.size and at[p] == c:
+        p = pos[c]
+        if p >= 0:
             out_count[q] = np.float64(part_count[p])
             out_total[q] = part_total[p]
             if part_qlo.size:
@@ -377,8 +363,8 @@ def _dense(at, part_count, part_total, part_qlo, part_qhi, part_low, part_high, 
 
 
 @compiled
-def _ambiguous_part(F_i, F_j, gaps, left, right, n_i, n_j, at_i, count_i, total_i, qlo_i,
-                    qhi_i, low_i, high_i, at_j, count_j, total_j, qlo_j, qhi_j, low_j, high_j,
+def _ambiguous_part(F_i, F_j, gaps, left, right, n_i, n_j, pos_i, count_i, total_i, qlo_i,
+                    qhi_i, low_i, high_i, pos_j, count_j, total_j, qlo_j, qhi_j, low_j, high_j,
                     ia, namb, scratch):  # pragma: no cover - compiled
     """The flat stretches before the ambiguous cells ``ia[:namb]`` and their estimates.
 
@@ -393,9 +379,9 @@ def _ambiguous_part(F_i, F_j, gaps, left, right, n_i, n_j, at_i, count_i, total_
     flat = _sum(scratch, namb)
     ca, sa, la, ha = np.empty(namb), np.empty(namb), np.empty(namb), np.empty(namb)
     cb, sb, lb, hb = np.empty(namb), np.empty(namb), np.empty(namb), np.empty(namb)
-    _dense(at_i, count_i, total_i, qlo_i, qhi_i, low_i, high_i, ia, namb, left, right, ca, sa,
+    _dense(pos_i, count_i, total_i, qlo_i, qhi_i, low_i, high_i, ia, namb, left, right, ca, sa,
            la, ha)
-    _dense(at_j, count_j, total_j, qlo_j, qhi_j, low_j, high_j, ia, namb, left, right, cb, sb,
+    _dense(pos_j, count_j, total_j, qlo_j, qhi_j, low_j, high_j, ia, namb, left, right, cb, sb,
            lb, hb)
     na, nb = np.float64(n_i), np.float64(n_j)
     estimate = np.empty(namb)
@@ -447,8 +433,8 @@ def _fixed_cells(F_i, F_j, m_i, m_j, G_i, G_j, lo, n, area, ia, namb):  # pragma
 
 @compiled
 def abcc_pair(F_i, F_j, m_i, m_j, G_i, G_j, gaps, left, right, n_i, n_j,
-              at_i, count_i, total_i, qlo_i, qhi_i, low_i, high_i,
-              at_j, count_j, total_j, qlo_j, qhi_j, low_j, high_j, area, ia):  # pragma: no cover - compiled
+              pos_i, count_i, total_i, qlo_i, qhi_i, low_i, high_i, pos_j, count_j, total_j,
+              qlo_j, qhi_j, low_j, high_j, area, ia):  # pragma: no cover - compiled
     """``_AbccTable.pair``: ABCC of two groups from the table and its certified error.
 
     ``area`` and ``ia`` are scratch arrays as long as the table (no allocation per pair but
@@ -461,8 +447,8 @@ def abcc_pair(F_i, F_j, m_i, m_j, G_i, G_j, gaps, left, right, n_i, n_j,
     if namb == 0:
         return exact, 0.0
     flat, estimate, error = _ambiguous_part(
-        F_i, F_j, gaps, left, right, n_i, n_j, at_i, count_i, total_i, qlo_i, qhi_i, low_i,
-        high_i, at_j, count_j, total_j, qlo_j, qhi_j, low_j, high_j, ia, namb, area)
+        F_i, F_j, gaps, left, right, n_i, n_j, pos_i, count_i, total_i, qlo_i, qhi_i, low_i,
+        high_i, pos_j, count_j, total_j, qlo_j, qhi_j, low_j, high_j, ia, namb, area)
     return exact + flat + estimate, error
 
 
@@ -537,14 +523,14 @@ def abcc_pairs(F, m, G, first, second, leaf_lo, leaf_n, leaf_at, block, cap
 
 @compiled
 def counts_below(index, count, slot, wanted):  # pragma: no cover - compiled
-    """Per wanted edge ``where[j]`` (ascending): the sum of ``count`` over cells ``index <
-    where[j]``: MADD's counts below its bin edges from a group's cells.
+    """MADD's counts below its bin edges ``where`` (ascending) from a group's cells.
 
-    ``slot[k]``: the wanted edges ``<= k`` for every grid cell ``k`` (``where[j] > k`` iff
-    ``j >= slot[k]``), so each cell's count goes to its slot and a cumulative sum over the
+    Per ``where[j]``: the sum of ``count`` over the cells ``index < where[j]``. ``slot[k]``:
+    the wanted edges ``<= k``, for every grid cell ``k`` (``where[j] > k`` iff ``j >=
+    slot[k]``), so each cell's count goes to its slot and a cumulative sum over the
     ``wanted`` slots gives the counts: two branch-free passes (~2x faster than walking the
-    cells and the edges together, ~3x than the former dense cumulative sum over every grid
-    cell and gather). Integer sums: any order gives the same values.
+    cells and the edges together, and no pass over the whole grid as the former dense
+    cumulative sum and gather). Integer sums: any order gives the same values.
     """
     out = np.zeros(wanted + 1, dtype=np.int64)
     for p in range(index.size):

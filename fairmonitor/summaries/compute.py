@@ -336,7 +336,7 @@ _NO_BOUNDS, _NO_STEPS = np.zeros(0), np.zeros(0, dtype=np.uint8)
 
 
 def _abcc_fields(g: GroupSummary, edges: NDArray[np.float64]) -> tuple[NDArray[Any], ...]:
-    """What :class:`_AbccTable` reads of a group: index, count, sum, then its bounds.
+    """Read what :class:`_AbccTable` needs of a group: index, count, sum, then its bounds.
 
     The bounds as ``(qlo, qhi, low, high)``: compact cells' uint8 steps with no floats, or
     raw scores' exact min and max with no steps (the kernels decode steps where given).
@@ -387,19 +387,19 @@ class _AbccTable:
             mark_cells(mark, part[0])
         cells, self.left, self.right, self.gaps, extended = table_cells(mark, edges)
         self.cells = cells
-        # a row per group (F[k] is group k's): what the blocks of pairs() read; at[k]: group
-        # k's cells among the table's, found by abcc_curves' walk
+        # a row per group (F[k] is group k's): what the blocks of pairs() read; pos[k]: group
+        # k's position of each table cell (-1: none), where its ambiguous cells are looked up
         self.F, self.m, self.G = (np.empty((len(groups), cells.size)) for _ in range(3))
-        self.at = [np.empty(part[0].size, dtype=np.intp) for part in self.sparse]
-        for k, (part, at, n) in enumerate(zip(self.sparse, self.at, self.n, strict=True)):
+        self.pos = np.empty((len(groups), cells.size), dtype=np.int32)
+        for k, (part, n) in enumerate(zip(self.sparse, self.n, strict=True)):
             abcc_curves(part[0], part[1], part[2], cells, self.right, extended, n, self.F[k],
-                        self.m[k], self.G[k], at)
+                        self.m[k], self.G[k], self.pos[k])
         # scratch of the pairs: the fixed cells' areas, the ambiguous cells' positions
         self._area = np.empty(cells.size)
         self._ia = np.empty(cells.size, dtype=np.intp)
 
     def _groups(self, i: int, j: int) -> tuple[Any, ...]:
-        return (self.n[i], self.n[j], self.at[i], *self.sparse[i][1:], self.at[j],
+        return (self.n[i], self.n[j], self.pos[i], *self.sparse[i][1:], self.pos[j],
                 *self.sparse[j][1:])
 
     def pair(self, i: int, j: int) -> tuple[float, float]:
