@@ -284,9 +284,9 @@ def abcc_curves(index, count, total, cells, right, extended, n, F, m, G, pos
     table's cells (ascending, a superset of ``index``). ``pos`` (int32, a row like ``F``)
     receives, per table cell, the group's position of that cell, -1 where the group has none:
     what :func:`_dense` looks the ambiguous cells up in (the former ``where[index]``, searched
-    per ambiguous cell, cost ~40 ns a cell). The bits of ``F = (cumsum(c) - c) / n``, ``m = c / n``, ``G = F *
-    extended + (c * right - t) / n`` on the dense float arrays ``c`` and ``t``; no dense copy
-    is made: between the group's cells ``c`` and ``t`` are 0.
+    per ambiguous cell, cost ~40 ns a cell). The bits of ``F = (cumsum(c) - c) / n``, ``m =
+    c / n``, ``G = F * extended + (c * right - t) / n`` on the dense float arrays ``c`` and
+    ``t``; no dense copy is made: between the group's cells ``c`` and ``t`` are 0.
 
     Divisions bound the pass (three a cell); fewer, the same bits: the running count is an
     exact integer, so ``cumsum(c) - c`` is the previous cell's running count and ``F`` the
