@@ -113,8 +113,8 @@ def _fine(g: GroupSummary) -> NDArray[np.float64]:
         return fine_histogram_sorted(g.scores)
     from ..metrics._intervals_compiled import cell_histogram  # numba: one pass over the cells
 
-    _, count, total, _, _ = g.cells  # type: ignore[misc]
-    return cell_histogram(count, total, RESOLUTION)
+    # the counts and sums as stored (unpacking the cells would decode their bounds too)
+    return cell_histogram(g.cells.count, g.cells.total, RESOLUTION)  # type: ignore[union-attr]
 
 
 def _scores(name: str, value: float, result: Any, attr: AttributeSummary,

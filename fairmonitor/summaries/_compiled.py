@@ -238,29 +238,87 @@ def cells_of_sorted(scores, edges):  # pragma: no cover - compiled
 
 
 @compiled
-def abcc_curves(at, count, total, right, extended, n, F, m, G):  # pragma: no cover - compiled
+def mark_cells(mark, index):  # pragma: no cover - compiled
+    """``mark[index] = True``: numpy's fancy assignment costs ~6x more from int32 indices."""
+    for k in range(index.size):
+        mark[index[k]] = True
+
+
+@compiled
+def table_cells(mark, edges):  # pragma: no cover - compiled
+    """``_AbccTable``'s cells from their marks, in one pass: cells, left, right, gaps, extended.
+
+    The bits of ``cells = np.flatnonzero(mark)``, ``left, right = edges[cells],
+    edges[cells + 1]``, ``gaps = left - np.r_[0.0, right[:-1]]`` and ``extended = right -
+    np.r_[0.0, right[:-1]]`` (five numpy passes and their temporaries).
+    """
+    size = 0
+    for k in range(mark.size):
+        size += mark[k]
+    cells = np.empty(size, dtype=np.intp)
+    left, right = np.empty(size), np.empty(size)
+    gaps, extended = np.empty(size), np.empty(size)
+    q = 0
+    previous = 0.0
+    for k in range(mark.size):
+        if mark[k]:
+            cells[q] = k
+            left[q], right[q] = edges[k], edges[k + 1]
+            gaps[q] = edges[k] - previous
+            extended[q] = edges[k + 1] - previous
+            previous = edges[k + 1]
+            q += 1
+    return cells, left, right, gaps, extended
+
+
+#: Counts whose share ``c / n`` :func:`abcc_curves` looks up instead of dividing.
+_SHARES = 1024
+
+
+@compiled
+def abcc_curves(index, count, total, cells, right, extended, n, F, m, G, pos
+                ):  # pragma: no cover - compiled
     """One group's ``F``, ``m`` and ``G`` on the attribute's cells (``_AbccTable``), in place.
 
-    ``at``: the group's cells among them; ``count``, ``total``: its counts and sums there.
-    The bits of ``F = (cumsum(c) - c) / n``, ``m = c / n``, ``G = F * extended + (c * right -
-    t) / n`` on the dense float arrays ``c`` and ``t``; no dense copy is made: between the
-    group's cells ``c`` and ``t`` are 0.
+    ``index``, ``count``, ``total``: the group's cells, counts and sums; ``cells``: the
+    table's cells (ascending, a superset of ``index``). ``pos`` (int32, a row like ``F``)
+    receives, per table cell, the group's position of that cell, -1 where the group has none:
+    what :func:`_dense` looks the ambiguous cells up in (the former ``where[index]``, searched
+    per ambiguous cell, cost ~40 ns a cell). The bits of ``F = (cumsum(c) - c) / n``, ``m =
+    c / n``, ``G = F * extended + (c * right - t) / n`` on the dense float arrays ``c`` and
+    ``t``; no dense copy is made: between the group's cells ``c`` and ``t`` are 0.
+
+    Divisions bound the pass (three a cell); fewer, the same bits: the running count is an
+    exact integer, so ``cumsum(c) - c`` is the previous cell's running count and ``F`` the
+    previous quotient (one division per non-empty cell, none per empty one); ``c / n`` of
+    small counts comes from a table of the same quotients; in an empty cell ``(0 * right -
+    0) / n`` is +0.0, so ``G`` is ``F * extended`` (``+ 0.0`` changes no non-negative value).
     """
     nf = np.float64(n)
+    shares = np.empty(_SHARES)
+    for c in range(_SHARES):
+        shares[c] = np.float64(c) / nf
     running = 0.0
+    quotient = 0.0  # running / nf: F of the next cell
     p = 0
     for k in range(F.size):
-        c = 0.0
-        t = 0.0
-        if p < at.size and at[p] == k:
-            c = np.float64(count[p])
+        if p < index.size and index[p] == cells[k]:
+            whole = count[p]
+            c = np.float64(whole)
             t = total[p]
+            pos[k] = p
             p += 1
-        # numpy's cumsum: out[0] = c[0], then sequential adds (0.0 + c[0] is c[0]: c >= 0)
-        running = c if k == 0 else running + c
-        F[k] = (running - c) / nf
-        m[k] = c / nf
-        G[k] = F[k] * extended[k] + (c * right[k] - t) / nf
+            F[k] = quotient  # (running + c - c) / nf: the sum is exact, so running / nf
+            # numpy's cumsum: out[0] = c[0], then sequential adds (0.0 + c[0] is c[0]: c >= 0)
+            running = c if k == 0 else running + c
+            quotient = running / nf
+            m[k] = shares[whole] if whole < _SHARES else c / nf
+            G[k] = F[k] * extended[k] + (c * right[k] - t) / nf
+        else:
+            pos[k] = -1
+            F[k] = quotient
+            m[k] = 0.0
+            G[k] = quotient * extended[k]
 
 
 @compiled
@@ -272,35 +330,31 @@ def _spread(mass, mu, lo, hi):  # pragma: no cover - compiled
 
 
 @compiled
-def _dense(at, part_count, part_total, part_low, part_high, ia, namb, left, right,
-           out_count, out_total, out_low, out_high):  # pragma: no cover - compiled
+def _dense(pos, part_count, part_total, part_qlo, part_qhi, part_low, part_high, ia, namb, left,
+           right, out_count, out_total, out_low, out_high):  # pragma: no cover - compiled
     """``_AbccTable._dense``: a group's count, sum, min, max in the ambiguous cells ``ia``.
 
-    ``ia`` and ``at`` ascend: each search starts where the previous one ended and gallops
-    (a few hundred ambiguous cells among ~10^5: neither a walk over ``at`` nor a search of
-    all of it).
+    ``pos``: the group's position of each table cell, -1 if none (:func:`abcc_curves`). The
+    bounds: decoded from ``part_qlo``, ``part_qhi`` (compact cells: :func:`decode_bounds`'
+    formula on the same cell edges, so its bits) when they are not empty, else read from
+    ``part_low``, ``part_high`` (raw scores binned: their exact min and max). Only the
+    ambiguous cells' bounds are read (~1-5% of the cells): decoding every cell's cost more
+    than the pairs. A cell the group has no score in: no count or sum, the cell's edges.
     """
-    p = 0
     for q in range(namb):
         c = ia[q]
-        step = 1  # gallop to a bound, then bisect: p = first position with at[p] >= c
-        hi = p
-        while hi < at.size and at[hi] < c:
-            p = hi + 1
-            hi += step
-            step *= 2
-        hi = min(hi, at.size)
-        while p < hi:
-            mid = (p + hi) // 2
-            if at[mid] < c:
-                p = mid + 1
-            else:
-                hi = mid
-        if p < at.size and at[p] == c:
+        p = pos[c]
+        if p >= 0:
             out_count[q] = np.float64(part_count[p])
             out_total[q] = part_total[p]
-            out_low[q] = part_low[p]
-            out_high[q] = part_high[p]
+            if part_qlo.size:
+                edge, r = left[c], right[c]
+                quantum = (r - edge) / 255
+                out_low[q] = _bound(part_qlo[p], edge, r, quantum)
+                out_high[q] = _bound(part_qhi[p], edge, r, quantum)
+            else:
+                out_low[q] = part_low[p]
+                out_high[q] = part_high[p]
         else:
             out_count[q] = 0.0
             out_total[q] = 0.0
@@ -309,9 +363,9 @@ def _dense(at, part_count, part_total, part_low, part_high, ia, namb, left, righ
 
 
 @compiled
-def _ambiguous_part(F_i, F_j, gaps, left, right, n_i, n_j, at_i, count_i, total_i, low_i,
-                    high_i, at_j, count_j, total_j, low_j, high_j, ia, namb, scratch
-                    ):  # pragma: no cover - compiled
+def _ambiguous_part(F_i, F_j, gaps, left, right, n_i, n_j, pos_i, count_i, total_i, qlo_i,
+                    qhi_i, low_i, high_i, pos_j, count_j, total_j, qlo_j, qhi_j, low_j, high_j,
+                    ia, namb, scratch):  # pragma: no cover - compiled
     """The flat stretches before the ambiguous cells ``ia[:namb]`` and their estimates.
 
     Returns the three sums ``_AbccTable.pair`` adds (flat stretches, estimates, errors);
@@ -325,8 +379,10 @@ def _ambiguous_part(F_i, F_j, gaps, left, right, n_i, n_j, at_i, count_i, total_
     flat = _sum(scratch, namb)
     ca, sa, la, ha = np.empty(namb), np.empty(namb), np.empty(namb), np.empty(namb)
     cb, sb, lb, hb = np.empty(namb), np.empty(namb), np.empty(namb), np.empty(namb)
-    _dense(at_i, count_i, total_i, low_i, high_i, ia, namb, left, right, ca, sa, la, ha)
-    _dense(at_j, count_j, total_j, low_j, high_j, ia, namb, left, right, cb, sb, lb, hb)
+    _dense(pos_i, count_i, total_i, qlo_i, qhi_i, low_i, high_i, ia, namb, left, right, ca, sa,
+           la, ha)
+    _dense(pos_j, count_j, total_j, qlo_j, qhi_j, low_j, high_j, ia, namb, left, right, cb, sb,
+           lb, hb)
     na, nb = np.float64(n_i), np.float64(n_j)
     estimate = np.empty(namb)
     error = np.empty(namb)
@@ -377,8 +433,8 @@ def _fixed_cells(F_i, F_j, m_i, m_j, G_i, G_j, lo, n, area, ia, namb):  # pragma
 
 @compiled
 def abcc_pair(F_i, F_j, m_i, m_j, G_i, G_j, gaps, left, right, n_i, n_j,
-              at_i, count_i, total_i, low_i, high_i,
-              at_j, count_j, total_j, low_j, high_j, area, ia):  # pragma: no cover - compiled
+              pos_i, count_i, total_i, qlo_i, qhi_i, low_i, high_i, pos_j, count_j, total_j,
+              qlo_j, qhi_j, low_j, high_j, area, ia):  # pragma: no cover - compiled
     """``_AbccTable.pair``: ABCC of two groups from the table and its certified error.
 
     ``area`` and ``ia`` are scratch arrays as long as the table (no allocation per pair but
@@ -391,8 +447,8 @@ def abcc_pair(F_i, F_j, m_i, m_j, G_i, G_j, gaps, left, right, n_i, n_j,
     if namb == 0:
         return exact, 0.0
     flat, estimate, error = _ambiguous_part(
-        F_i, F_j, gaps, left, right, n_i, n_j, at_i, count_i, total_i, low_i, high_i,
-        at_j, count_j, total_j, low_j, high_j, ia, namb, area)
+        F_i, F_j, gaps, left, right, n_i, n_j, pos_i, count_i, total_i, qlo_i, qhi_i, low_i,
+        high_i, pos_j, count_j, total_j, qlo_j, qhi_j, low_j, high_j, ia, namb, area)
     return exact + flat + estimate, error
 
 
@@ -466,20 +522,58 @@ def abcc_pairs(F, m, G, first, second, leaf_lo, leaf_n, leaf_at, block, cap
 
 
 @compiled
+def counts_below(index, count, slot, wanted):  # pragma: no cover - compiled
+    """MADD's counts below its bin edges ``where`` (ascending) from a group's cells.
+
+    Per ``where[j]``: the sum of ``count`` over the cells ``index < where[j]``. ``slot[k]``:
+    the wanted edges ``<= k``, for every grid cell ``k`` (``where[j] > k`` iff ``j >=
+    slot[k]``), so each cell's count goes to its slot and a cumulative sum over the
+    ``wanted`` slots gives the counts: two branch-free passes (~2x faster than walking the
+    cells and the edges together, and no pass over the whole grid as the former dense
+    cumulative sum and gather). Integer sums: any order gives the same values.
+    """
+    out = np.zeros(wanted + 1, dtype=np.int64)
+    for p in range(index.size):
+        out[slot[index[p]]] += count[p]
+    running = np.int64(0)
+    for j in range(wanted):
+        running += out[j]
+        out[j] = running
+    return out[:wanted]
+
+
+@compiled
 def linear_binning_cells(index, count, total, edges, cells):  # pragma: no cover - compiled
     """``compute._binned`` of cells: their linear-binning weights on ``cells`` KDE cells.
 
     The bits of the two weighted ``np.bincount`` (each a sequential accumulation from 0.0 in
-    the cells' order) added elementwise.
+    the cells' order) added elementwise. The cells ascend, so their KDE cells never decrease:
+    each KDE cell's run of fine cells adds in a register, written once at the run's end (the
+    same additions in the same order; no store-to-load chain through memory per cell).
     """
     first = np.zeros(cells)
     second = np.zeros(cells)
     g = np.float64(cells)
+    at_first, run_first = -1, 0.0
+    at_second, run_second = -1, 0.0
     for k in range(index.size):
         mid = (edges[index[k]] + edges[index[k] + 1]) / 2
         left_i = np.intp(np.floor(mid * g - 0.5))  # one KDE cell per fine cell
         c = np.float64(count[k])
         frac_sum = g * total[k] - (0.5 + left_i) * c  # sum of (x * G - 0.5 - left)
-        first[min(max(left_i, 0), cells - 1)] += c - frac_sum
-        second[min(max(left_i + 1, 0), cells - 1)] += frac_sum
+        b = min(max(left_i, 0), cells - 1)
+        if b != at_first:
+            if at_first >= 0:
+                first[at_first] = run_first
+            at_first, run_first = b, first[b]
+        run_first += c - frac_sum
+        b = min(max(left_i + 1, 0), cells - 1)
+        if b != at_second:
+            if at_second >= 0:
+                second[at_second] = run_second
+            at_second, run_second = b, second[b]
+        run_second += frac_sum
+    if at_first >= 0:
+        first[at_first] = run_first
+        second[at_second] = run_second
     return first + second

@@ -171,6 +171,20 @@ def _bin_edges_among_cells(max_bins_cells: int, n_bins: int, compat: str | None,
     return where
 
 
+@functools.lru_cache(maxsize=16)
+def _edge_slots(max_bins_cells: int, n_bins: int, compat: str | None,
+                auto: bool) -> NDArray[np.intp]:
+    """Per cell: how many of MADD's bin edges (:func:`_bin_edges_among_cells`) are ``<=`` it.
+
+    What :func:`._compiled.counts_below` reads. Cached: the same for every attribute.
+    """
+    where = _bin_edges_among_cells(max_bins_cells, n_bins, compat, auto)
+    slot = np.searchsorted(where, np.arange(cell_edges(max_bins_cells).size - 1),  # type: ignore
+                           side="right")
+    slot.flags.writeable = False
+    return slot
+
+
 def madd_from_summary(attr: AttributeSummary, *, max_bins_cells: int, agg: str = "max",
                       bandwidth: float | str = "auto", n_bins: int | None = None,
                       compat: str | None = None, max_bins: int = 499,
@@ -190,16 +204,17 @@ def madd_from_summary(attr: AttributeSummary, *, max_bins_cells: int, agg: str =
     kept = _kept(attr, min_group_size)
     if not _two_groups("madd", kept):
         return MADDResult(float("nan"), agg, attr.name, None, (), None)
+    from ._compiled import counts_below  # numba: only when cells are evaluated
+
+    slot = _edge_slots(max_bins_cells, plan.n_bins, plan.compat, plan.auto)
     prepared = []
-    dense = np.zeros(edges.size, dtype=np.int64)  # a count per cell, 0 before the first
     for k, label in enumerate(kept.labels):
         g = attr.groups[label]
-        index, count = g.sparse_cells(edges)[:2]
-        # values < each wanted edge: the counts of the cells below it (dense: a cumulative
-        # sum over the cells costs less than searching ~10^5 edges among the cells)
-        dense[:] = 0
-        dense[index + 1] = count
-        below = np.cumsum(dense)[where]
+        # values < each wanted edge: the counts of the cells below it, two compiled passes
+        # (the counts as stored: no decoding)
+        cells = g.sparse_cells(edges)
+        count = g.cells.count if g.cells is not None else cells[1]
+        below = counts_below(cells[0], count, slot, where.size)
         below[-1] = g.n  # the last bin is closed at 1
         # "auto": the shares once per group, not once per pair (as the raw path prepares)
         prepared.append(_Prepared(k, g.n, np.diff(below)) if grid is None
@@ -301,6 +316,38 @@ def _leaves(lo: int, n: int, out: list[tuple[int, int]]) -> list[tuple[int, int]
     return _leaves(lo + half, n - half, out)
 
 
+@functools.lru_cache(maxsize=16)
+def _leaf_table(size: int) -> tuple[NDArray[np.intp], NDArray[np.intp], NDArray[np.intp]]:
+    """:func:`_leaves` of ``size`` cells as arrays: starts, lengths, and each start's leaf.
+
+    Cached (read-only): the recursion costs ~1 ms in Python at 10^5 cells, and a table's
+    cell count recurs (every attribute of a day whose groups fill the grid).
+    """
+    leaves = np.array(_leaves(0, size, []), dtype=np.intp).reshape(-1, 2)
+    leaf_at = np.zeros(size, dtype=np.intp)
+    leaf_at[leaves[:, 0]] = np.arange(len(leaves))
+    out = leaves[:, 0].copy(), leaves[:, 1].copy(), leaf_at
+    for a in out:
+        a.flags.writeable = False
+    return out
+
+
+_NO_BOUNDS, _NO_STEPS = np.zeros(0), np.zeros(0, dtype=np.uint8)
+
+
+def _abcc_fields(g: GroupSummary, edges: NDArray[np.float64]) -> tuple[NDArray[Any], ...]:
+    """Read what :class:`_AbccTable` needs of a group: index, count, sum, then its bounds.
+
+    The bounds as ``(qlo, qhi, low, high)``: compact cells' uint8 steps with no floats, or
+    raw scores' exact min and max with no steps (the kernels decode steps where given).
+    """
+    if g.cells is not None:
+        c = g.cells
+        return c[0], c[1], c[2], c.qlo, c.qhi, _NO_BOUNDS, _NO_BOUNDS
+    index, count, total, low, high = g.sparse_cells(edges)
+    return index, count, total, _NO_STEPS, _NO_STEPS, low, high
+
+
 class _AbccTable:
     """Every group's CDF on the attribute's cells, for :func:`_abcc_cells` of any pair at once.
 
@@ -329,31 +376,30 @@ class _AbccTable:
     CAP = 8192
 
     def __init__(self, groups: list[GroupSummary], edges: NDArray[np.float64]) -> None:
-        from ._compiled import abcc_curves  # numba: only when cells are evaluated
+        from ._compiled import abcc_curves, mark_cells, table_cells  # numba: only when evaluated
 
-        self.sparse = [g.sparse_cells(edges) for g in groups]
+        # per group: its cells, counts, sums and bounds; compact cells' bounds stay quantized
+        # (uint8), decoded in the kernels for the ambiguous cells only (the only ones read)
+        self.sparse = [_abcc_fields(g, edges) for g in groups]
         self.n = [g.n for g in groups]
-        mark = np.zeros(edges.size - 1, dtype=bool)
+        mark = np.zeros(edges.size - 1, dtype=np.bool_)
         for part in self.sparse:
-            mark[part[0]] = True
-        cells = np.flatnonzero(mark)
-        where = np.cumsum(mark) - 1
-        self.left, self.right = edges[cells], edges[cells + 1]
-        self.gaps = self.left - np.r_[0.0, self.right[:-1]]
-        extended = self.right - np.r_[0.0, self.right[:-1]]
+            mark_cells(mark, part[0])
+        cells, self.left, self.right, self.gaps, extended = table_cells(mark, edges)
         self.cells = cells
-        self.at = [where[part[0]] for part in self.sparse]  # each group's cells among them
-        # a row per group (F[k] is group k's): what the blocks of pairs() read
+        # a row per group (F[k] is group k's): what the blocks of pairs() read; pos[k]: group
+        # k's position of each table cell (-1: none), where its ambiguous cells are looked up
         self.F, self.m, self.G = (np.empty((len(groups), cells.size)) for _ in range(3))
-        for k, (part, at, n) in enumerate(zip(self.sparse, self.at, self.n, strict=True)):
-            abcc_curves(at, part[1], part[2], self.right, extended, n, self.F[k], self.m[k],
-                        self.G[k])
+        self.pos = np.empty((len(groups), cells.size), dtype=np.int32)
+        for k, (part, n) in enumerate(zip(self.sparse, self.n, strict=True)):
+            abcc_curves(part[0], part[1], part[2], cells, self.right, extended, n, self.F[k],
+                        self.m[k], self.G[k], self.pos[k])
         # scratch of the pairs: the fixed cells' areas, the ambiguous cells' positions
         self._area = np.empty(cells.size)
         self._ia = np.empty(cells.size, dtype=np.intp)
 
     def _groups(self, i: int, j: int) -> tuple[Any, ...]:
-        return (self.n[i], self.n[j], self.at[i], *self.sparse[i][1:], self.at[j],
+        return (self.n[i], self.n[j], self.pos[i], *self.sparse[i][1:], self.pos[j],
                 *self.sparse[j][1:])
 
     def pair(self, i: int, j: int) -> tuple[float, float]:
@@ -371,13 +417,10 @@ class _AbccTable:
         size = self.cells.size
         if len(wanted) < 2 or not size:
             return {(i, j): self.pair(i, j) for i, j in wanted}
-        leaves = np.array(_leaves(0, size, []), dtype=np.intp).reshape(-1, 2)
-        leaf_at = np.zeros(size, dtype=np.intp)
-        leaf_at[leaves[:, 0]] = np.arange(len(leaves))
+        leaf_lo, leaf_n, leaf_at = _leaf_table(size)
         first, second = (np.array(side, dtype=np.intp) for side in zip(*wanted, strict=True))
-        exact, ambiguous, count = abcc_pairs(self.F, self.m, self.G, first, second,
-                                             leaves[:, 0].copy(), leaves[:, 1].copy(),
-                                             leaf_at, self.BLOCK, self.CAP)
+        exact, ambiguous, count = abcc_pairs(self.F, self.m, self.G, first, second, leaf_lo,
+                                             leaf_n, leaf_at, self.BLOCK, self.CAP)
         out = {}
         for p, (i, j) in enumerate(wanted):
             if count[p] > self.CAP:  # its ambiguous cells were not all kept

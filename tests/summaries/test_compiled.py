@@ -419,3 +419,142 @@ def test_merge_many_cells_of_compact_and_raw_parts_equals_the_former_merge(raw_s
     assert np.array_equal(got[0], index) and np.array_equal(got[1], want[0][index])
     for g, w in zip(got[2:], want[1:], strict=True):
         assert np.array_equal(_bits(g), _bits(w[index]))
+
+
+# --------------------------------------------------------------------------- cell values
+
+
+def _madd_edges(n_bins):
+    from fairmonitor.metrics._madd.madd import _plan
+    from fairmonitor.summaries.compute import _bin_edges_among_cells, _edge_slots
+
+    plan = _plan("auto", n_bins, None, 499)
+    args = (499, plan.n_bins, plan.compat, plan.auto)
+    return _bin_edges_among_cells(*args), _edge_slots(*args)
+
+
+@pytest.mark.parametrize("n_bins", [None, 10, 499])
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.int64])
+def test_counts_below_are_the_former_dense_cumulative_sums(n_bins, dtype):
+    """MADD's counts below its edges from the cells' slots: the former numpy pass (a dense
+    count per grid cell, its cumulative sum gathered at the edges), counts of any dtype."""
+    from fairmonitor.summaries._compiled import counts_below
+
+    where, slot = _madd_edges(n_bins)
+    size = cell_edges(499).size - 1
+    rng = np.random.default_rng(0)
+    for cells in (0, 1, 50, 5_000, size):
+        index = np.sort(rng.choice(size, cells, replace=False)).astype(np.int32)
+        count = rng.integers(1, 256, cells).astype(dtype)
+        index[:cells // 10] = np.arange(cells // 10)  # the first cells, and the last one below
+        if cells:
+            index[-1] = size - 1
+        index = np.unique(index)
+        count = count[:index.size]
+        dense = np.zeros(size + 1, dtype=np.int64)
+        dense[index + 1] = count
+        want = np.cumsum(dense)[where]
+        got = counts_below(index, count, slot, where.size)
+        assert got.dtype == np.int64 and np.array_equal(got, want), cells
+
+
+def test_table_cells_are_the_numpy_union_and_geometry():
+    """``mark_cells`` / ``table_cells``: the former fancy assignment, flatnonzero, gathers and
+    shifted differences, bit for bit."""
+    from fairmonitor.summaries._compiled import mark_cells, table_cells
+
+    edges = cell_edges(499)
+    rng = np.random.default_rng(1)
+    for groups in ([], [0], [3, 40_000], [90_000, 500, 12]):
+        parts = [np.sort(rng.choice(edges.size - 1, k, replace=False)).astype(np.int32)
+                 for k in groups]
+        mark, want_mark = np.zeros(edges.size - 1, dtype=np.bool_), np.zeros(edges.size - 1,
+                                                                              dtype=bool)
+        for p in parts:
+            mark_cells(mark, p)
+            want_mark[p] = True
+        assert np.array_equal(mark, want_mark)
+        cells = np.flatnonzero(want_mark)
+        left, right = edges[cells], edges[cells + 1]
+        want = (cells, left, right, left - np.r_[0.0, right[:-1]],
+                right - np.r_[0.0, right[:-1]])
+        got = table_cells(mark, edges)
+        assert np.array_equal(got[0], want[0])
+        for g, w in zip(got[1:], want[1:], strict=True):
+            assert np.array_equal(_bits(g), _bits(w))
+
+
+@pytest.mark.parametrize("n_cells", [0, 1, 300, 20_000])
+def test_abcc_curves_are_the_numpy_formulas_with_large_counts(n_cells):
+    """F, m, G of a group (sparse among the table's cells, counts beyond the table of shares,
+    rows beyond 2**32) are the former dense numpy formulas; ``pos`` is the group's position of
+    each table cell (-1: none), the former search of the cells."""
+    from fairmonitor.summaries._compiled import _SHARES, abcc_curves, table_cells
+
+    edges = cell_edges(499)
+    rng = np.random.default_rng(n_cells)
+    mark = np.zeros(edges.size - 1, dtype=np.bool_)
+    mark[rng.choice(edges.size - 1, 2 * n_cells + 3, replace=False)] = True
+    cells, _, right, _, extended = table_cells(mark, edges)
+    at = np.sort(rng.choice(cells.size, n_cells, replace=False))
+    index = cells[at].astype(np.int32)
+    count = rng.integers(1, 4 * _SHARES, n_cells).astype(np.int64)
+    count[::3] = rng.integers(1, 8, count[::3].size)
+    total = count * rng.random(n_cells)
+    for n in (int(count.sum()) + 7, 1 << 33):
+        c, t = np.zeros(cells.size), np.zeros(cells.size)
+        c[at], t[at] = count, total
+        F = (np.cumsum(c) - c) / n
+        want = F, c / n, F * extended + (c * right - t) / n
+        got = [np.empty(cells.size) for _ in range(3)]
+        pos = np.empty(cells.size, dtype=np.int32)
+        abcc_curves(index, count, total, cells, right, extended, n, *got, pos)
+        for g, w in zip(got, want, strict=True):
+            assert np.array_equal(_bits(g), _bits(w))
+        want_pos = np.full(cells.size, -1)
+        want_pos[at] = np.arange(n_cells)
+        assert np.array_equal(pos, want_pos)
+
+
+def test_abcc_from_cells_decodes_no_bounds_but_the_ambiguous_cells():
+    """ABCC reads the quantized bounds of its ambiguous cells only (decoded in the kernel):
+    evaluating it leaves the cells' bound fields undecoded, and the values are those of
+    the table on decoded cells (the oracle above)."""
+    from fairmonitor.summaries.compute import abcc_from_summary
+
+    s = _day(100, 2)
+    attr = s.attributes["race"]
+    got = abcc_from_summary(attr, max_bins_cells=499)
+    assert got.error > 0  # some cells were ambiguous
+    assert all(g.cells._fields[3] is None for g in attr.groups.values() if g.cells is not None)
+    groups = list(attr.groups.values())
+    oracle = _NumpyTable(groups, cell_edges(499))
+    pairs = {(i, j): oracle.pair(i, j) for i in range(len(groups))
+             for j in range(i + 1, len(groups))}
+    assert got.error == max(e for _, e in pairs.values())
+
+
+@pytest.mark.parametrize("size", [1, 128, 129, 96_001])
+def test_leaf_table_is_the_leaves(size):
+    from fairmonitor.summaries.compute import _leaf_table, _leaves
+
+    lo, n, at = _leaf_table(size)
+    leaves = _leaves(0, size, [])
+    assert list(zip(lo.tolist(), n.tolist(), strict=True)) == leaves
+    assert at[lo].tolist() == list(range(len(leaves)))
+    assert not (lo.flags.writeable or n.flags.writeable or at.flags.writeable)
+
+
+def test_binned_cells_in_any_order_are_the_numpy_bincounts():
+    """The runs kept in registers read back a KDE cell met again: cells out of order (and
+    clipped at both ends) give the bincounts of the same order, bit for bit."""
+    edges = cell_edges(499)
+    rng = np.random.default_rng(5)
+    index = rng.permutation(edges.size - 1)[:3_000].astype(np.int32)
+    index[:2] = [0, edges.size - 2]
+    count = rng.integers(1, 30, index.size)
+    total = count * (edges[index] + rng.random(index.size) * (edges[index + 1] - edges[index]))
+    g = type("G", (), {"cells": (index, count, total), "scores": None})()
+    for cells in (2, 64, 4096):
+        assert np.array_equal(_bits(linear_binning_cells(index, count, total, edges, cells)),
+                              _bits(_binned_numpy(g, edges, cells)))
