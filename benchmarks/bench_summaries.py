@@ -185,10 +185,11 @@ models:
                            summaries=store)
         assert sum(1 for r in results if not r.rollup) == 24, [r.errors for r in results]
         model = hourly.models["bench"]
+        # minimum of repeats: the machine is shared (the rollup varies by ~20% run to run)
         t_rollup, rolled = cpu(lambda: evaluate_rollup(model, model.rollups[0], day_end, store),
-                               3)
+                               7)
         t_raw, raw = cpu(lambda: evaluate_model_window(daily.models["bench"], source, t0,
-                                                       day_end, now=day_end), 2)
+                                                       day_end, now=day_end), 3)
         store.close()
     assert rolled.error is None and not raw.errors, (rolled.error, raw.errors)
     for key, value in raw.report.values.items():
