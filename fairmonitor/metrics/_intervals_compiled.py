@@ -53,6 +53,7 @@ _DEPTH = 64
 _BIG = np.finfo(np.float64).max  # np.nan_to_num's replacement of +inf
 
 
+
 @compiled
 def _leaf(a, lo, n, zero):  # pragma: no cover - compiled
     """numpy's sum of ``a[lo:lo + n]``, ``n <= 128``: 8 accumulators in ``a``'s dtype."""
@@ -131,6 +132,20 @@ def _quotient(a, b):  # pragma: no cover - compiled
 
 
 @compiled
+def _divide(values, total, out):  # pragma: no cover - compiled
+    """``out = values / total`` (1-D, may be ``values`` itself), IEEE's quotient at 0.
+
+    The test is made once, not per value: the loop without a branch vectorizes.
+    """
+    if total != 0:
+        for j in range(out.size):
+            out[j] = values[j] / total
+    else:
+        for j in range(out.size):
+            out[j] = _quotient(values[j], total)
+
+
+@compiled
 def draw(mean, root, noise):  # pragma: no cover - compiled
     """``noise = (mean + root * noise).astype(float32)`` in place, in float64 as numpy."""
     for d in range(noise.shape[0]):
@@ -177,13 +192,8 @@ def _cdf_rows(counts, out, zero, sums, nodes):  # pragma: no cover - compiled
             c += counts[d, b]
             out[d, b] = c
     for d in range(n_draws):  # then each running sum over the row's total, in place
-        total = _pairwise(counts[d], 0, r, zero, sums, nodes)
-        if total != 0:  # no branch in the loop: it vectorizes
-            for b in range(r - 1):
-                out[d, b] = out[d, b] / total
-        else:
-            for b in range(r - 1):
-                out[d, b] = _quotient(out[d, b], total)
+        row = out[d, :r - 1]
+        _divide(row, _pairwise(counts[d], 0, r, zero, sums, nodes), row)
 
 
 def cdf_curves(counts: np.ndarray) -> np.ndarray:
@@ -240,13 +250,7 @@ def _coarse_rows(counts, starts, slots, out, zero, sums, nodes):  # pragma: no c
                 v += _leaf(row, lo, n, zero)
             out[d, slots[k]] = v
     for d in range(n_draws):  # then over each row's total, in float64
-        total = np.float64(_pairwise(counts[d], 0, r, zero, sums, nodes))
-        if total != 0:  # no branch in the loop: it vectorizes
-            for j in range(out.shape[1]):
-                out[d, j] = out[d, j] / total
-        else:
-            for j in range(out.shape[1]):
-                out[d, j] = _quotient(out[d, j], total)
+        _divide(out[d], np.float64(_pairwise(counts[d], 0, r, zero, sums, nodes)), out[d])
 
 
 def coarse_curves(counts: np.ndarray, starts: np.ndarray, slots: np.ndarray,
@@ -265,13 +269,7 @@ def coarse_curves(counts: np.ndarray, starts: np.ndarray, slots: np.ndarray,
 def _density_rows(dens, counts, out, zero, sums, nodes):  # pragma: no cover - compiled
     r = counts.shape[1]
     for d in range(counts.shape[0]):
-        total = np.float64(_pairwise(counts[d], 0, r, zero, sums, nodes))
-        if total != 0:  # no branch in the loop: it vectorizes
-            for b in range(dens.shape[1]):
-                out[d, b] = dens[d, b] / total
-        else:
-            for b in range(dens.shape[1]):
-                out[d, b] = _quotient(dens[d, b], total)
+        _divide(dens[d], np.float64(_pairwise(counts[d], 0, r, zero, sums, nodes)), out[d])
 
 
 def density_curves(dens: np.ndarray, counts: np.ndarray) -> np.ndarray:
