@@ -195,8 +195,8 @@ models:
         model = hourly.models["bench"]
         # the same summaries in the default store too (a checkpoint file's: a directory)
         files = FileSummaryStore(Path(tmp) / "fairmonitor-checkpoint.json.summaries")
+        hours = [r.index for r in results if not r.rollup]
         for part in ("labels", "predictions"):
-            hours = [r.index for r in results if not r.rollup]
             for index, blob in store.get("bench", hours, part).items():
                 files.put("bench", index, part, blob)
         # minimum of repeats: the machine is shared (the rollup varies by ~20% run to run)

@@ -353,7 +353,7 @@ def _hash_codes(col: NDArray[Any]) -> tuple[NDArray[np.int32], NDArray[np.int64]
         hashes = np.fromiter(map(hash, col), dtype=np.int64, count=col.size)
     except TypeError:
         return None
-    found = distinct_codes(hashes.view(np.uint64), col.size // 4 + 64)
+    found = distinct_codes(hashes.view(np.uint64))  # the same limit as identity
     if found is None:
         return None
     codes, first = found

@@ -76,11 +76,12 @@ def identity_codes(col: NDArray[Any], limit: int | None = None
                    ) -> tuple[NDArray[np.int32], NDArray[np.int64]] | None:
     """Codes of an object column's rows by object identity, and each object's first row.
 
-    ``limit``: give up (return None) once more than about ``limit`` distinct objects turn up,
-    default a quarter of the rows. Identity pays only where rows share objects; a column that
-    holds a new object per row (pandas 3 hands out arrow strings so, and database drivers
-    their text) would otherwise build a table of every row (4 GB at 10^7 rows) and then
-    compare every row's value anyway. The caller then factorizes by value.
+    ``limit``: give up (return None) once more than about ``limit`` distinct objects turn up
+    (default: :func:`distinct_codes`', a quarter of the rows). Identity pays only where rows
+    share objects; a column that holds a new object per row (pandas 3 hands out arrow
+    strings so, and database drivers their text) would otherwise build a table of every row
+    (4 GB at 10^7 rows) and then compare every row's value anyway. The caller then
+    factorizes by value.
 
     >>> a, b = "x" * 3, "y" * 3
     >>> codes, first = identity_codes(np.array([a, b, a, a], dtype=object))
@@ -96,17 +97,22 @@ def identity_codes(col: NDArray[Any], limit: int | None = None
     # every object) is alive, i.e. for this function's duration
     words = np.frombuffer((ctypes.c_size_t * col.size).from_address(col.ctypes.data),
                           dtype=np.uintp) if col.size else np.zeros(0, np.uintp)
-    return distinct_codes(words, col.size // 4 + 64 if limit is None else limit)
+    return distinct_codes(words, limit)
 
 
-def distinct_codes(words: NDArray[Any], limit: int
+def distinct_codes(words: NDArray[Any], limit: int | None = None
                    ) -> tuple[NDArray[np.int32], NDArray[np.int64]] | None:
     """Codes of 64-bit words by first occurrence (pointers or hashes), or None past ``limit``.
+
+    ``limit`` defaults to a quarter of the words (+ 64): past it, coding by these words saves
+    little over coding the values themselves, and the table would grow with the rows.
 
     >>> codes, first = distinct_codes(np.array([7, 3, 7], dtype=np.uint64), 10)
     >>> codes.tolist(), first.tolist()
     ([0, 1, 0], [0, 1])
     """
+    if limit is None:
+        limit = words.size // 4 + 64
     codes = np.empty(words.size, dtype=np.int32)
     capacity = 256
     while True:

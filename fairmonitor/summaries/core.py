@@ -312,15 +312,6 @@ class GroupSummary:
         return self.cells if self.cells is not None else _cells_of(
             self.scores, edges)  # type: ignore[arg-type]
 
-    def dense_cells(self, edges: NDArray[np.float64]) -> tuple[NDArray[Any], ...]:
-        """Count, sum, min (+inf if empty) and max (-inf) of every cell."""
-        index, count, total, low, high = self.sparse_cells(edges)
-        size = edges.size - 1
-        counts, sums = np.zeros(size, dtype=np.int64), np.zeros(size)
-        mins, maxs = np.full(size, np.inf), np.full(size, -np.inf)
-        counts[index], sums[index], mins[index], maxs[index] = count, total, low, high
-        return counts, sums, mins, maxs
-
 
 def _union(ia: NDArray[Any], ib: NDArray[Any], size: int
            ) -> tuple[NDArray[np.intp], NDArray[np.intp], NDArray[np.intp]]:
