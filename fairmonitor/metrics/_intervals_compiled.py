@@ -41,6 +41,7 @@ import math
 
 import numpy as np
 
+from ._madd.compiled import _leaf, _walk
 from ._numba import compiled
 
 __all__ = ["cdf_curves", "cell_histogram", "coarse_curves", "density_curves", "draw",
@@ -53,67 +54,14 @@ _DEPTH = 64
 _BIG = np.finfo(np.float64).max  # np.nan_to_num's replacement of +inf
 
 
-
-@compiled
-def _leaf(a, lo, n, zero):  # pragma: no cover - compiled
-    """numpy's sum of ``a[lo:lo + n]``, ``n <= 128``: 8 accumulators in ``a``'s dtype."""
-    if n < 8:
-        res = zero
-        for i in range(lo, lo + n):
-            res += a[i]
-        return res
-    r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
-    r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
-    end = lo + n - n % 8
-    for i in range(lo + 8, end, 8):
-        r0 += a[i]
-        r1 += a[i + 1]
-        r2 += a[i + 2]
-        r3 += a[i + 3]
-        r4 += a[i + 4]
-        r5 += a[i + 5]
-        r6 += a[i + 6]
-        r7 += a[i + 7]
-    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
-    for i in range(end, lo + n):
-        res += a[i]
-    return res
-
-
 @compiled
 def _pairwise(a, lo, n, zero, sums, nodes):  # pragma: no cover - compiled
     """numpy's pairwise sum of ``a[lo:lo + n]`` (1-D), in ``a``'s dtype, to the last bit.
 
-    numpy splits ``n > 128`` terms at ``n // 2`` rounded down to a multiple of 8 and adds the
-    halves' sums. The recursion runs on an explicit stack (``nodes``: start, size, halves
-    pushed; ``sums``: the finished sums, of ``a``'s dtype), as MADD's ``_tree_sum`` does: no
-    recursive function in numba's on-disk cache.
+    MADD's walk of numpy's recursion (:func:`~._madd.compiled._walk`), with this row's
+    ``zero`` and work space: one implementation of numpy's summation for every kernel.
     """
-    if n <= _LEAF:
-        return _leaf(a, lo, n, zero)
-    top, done = 0, 0
-    nodes[0, 0], nodes[1, 0], nodes[2, 0] = lo, n, 0
-    while top >= 0:
-        start, m = nodes[0, top], nodes[1, top]
-        if m <= _LEAF:
-            sums[done] = _leaf(a, start, m, zero)
-            done += 1
-            top -= 1
-            continue
-        half = m // 2
-        half -= half % 8
-        pushed = nodes[2, top]
-        nodes[2, top] = pushed + 1
-        if pushed < 2:  # the left half, then the right half
-            top += 1
-            nodes[0, top] = start if pushed == 0 else start + half
-            nodes[1, top] = half if pushed == 0 else m - half
-            nodes[2, top] = 0
-        else:  # both halves summed: left + right
-            done -= 1
-            sums[done - 1] = sums[done - 1] + sums[done]
-            top -= 1
-    return sums[0]
+    return _walk(a, a, lo, n, False, zero, nodes, sums)
 
 
 def _work(dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:

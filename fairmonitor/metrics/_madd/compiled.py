@@ -44,15 +44,16 @@ from .._numba import compiled
 
 
 @compiled
-def _block_sum(a, lo, n):  # pragma: no cover - compiled
+def _leaf(a, lo, n, zero):  # pragma: no cover - compiled
     """numpy's pairwise sum of ``n <= 128`` values: 8 accumulators, then the rest in turn.
 
-    Unsigned indices: numba adds no negative-index wraparound to the loads (~30% faster).
+    In the dtype of ``a`` and ``zero`` (the empty sum: numpy sums float32 in float32). Unsigned
+    indices: numba adds no negative-index wraparound to the loads (~30% faster).
     """
     i = np.uintp(lo)
     stop = np.uintp(lo + n)
     if n < 8:
-        res = 0.0
+        res = zero
         while i < stop:
             res += a[i]
             i += np.uintp(1)
@@ -79,18 +80,24 @@ def _block_sum(a, lo, n):  # pragma: no cover - compiled
 
 
 @compiled
+def _block_sum(a, lo, n):  # pragma: no cover - compiled
+    """:func:`_leaf` of float64 values."""
+    return _leaf(a, lo, n, 0.0)
+
+
+@compiled
 def _gap(a, b, i):  # pragma: no cover - compiled
     """One MADD term ``|a[i] - b[i]|``."""
     return abs(a[i] - b[i])
 
 
 @compiled
-def _block_gap_sum(a, b, lo, n):  # pragma: no cover - compiled
-    """:func:`_block_sum` of the gaps ``|a - b|``, without an array of them."""
+def _gap_leaf(a, b, lo, n, zero):  # pragma: no cover - compiled
+    """:func:`_leaf` of the gaps ``|a - b|``, without an array of them."""
     i = np.uintp(lo)
     stop = np.uintp(lo + n)
     if n < 8:
-        res = 0.0
+        res = zero
         while i < stop:
             res += _gap(a, b, i)
             i += np.uintp(1)
@@ -130,29 +137,31 @@ def _stack():  # pragma: no cover - compiled
 
 
 @compiled
-def _tree_sum(a, b, lo, n, gap, stack):  # pragma: no cover - compiled
+def _walk(a, b, lo, n, gap, zero, nodes, sums):  # pragma: no cover - compiled
     """numpy's pairwise summation of ``a[lo:lo + n]`` (or of ``|a - b|``), to the last bit.
 
     numpy splits ``n > 128`` summands at ``n // 2`` rounded down to a multiple of 8 and adds
-    the two halves' sums; blocks of at most 128 are :func:`_block_sum`. The recursion runs on
-    the explicit ``stack`` (:func:`_stack`): numba's on-disk cache mishandles a recursive
-    function reached along two call paths (a segmentation fault when the cached caller loads).
+    the two halves' sums; blocks of at most 128 are :func:`_leaf` (:func:`_gap_leaf`). The
+    sums are in the dtype of ``a``, ``zero`` and ``sums`` (float32 sums float32, as numpy;
+    the intervals' bootstrap rows are float32). The recursion runs on an explicit stack
+    (``nodes``: start, size, halves pushed; ``sums``: the finished sums): numba's on-disk
+    cache mishandles a recursive function reached along two call paths (a segmentation fault
+    when the cached caller loads).
     """
     if n <= 128:
-        return _block_gap_sum(a, b, lo, n) if gap else _block_sum(a, lo, n)
+        return _gap_leaf(a, b, lo, n, zero) if gap else _leaf(a, lo, n, zero)
     half = n // 2
     half -= half % 8
     if n - half <= 128:  # two blocks (most m up to ~240): no stack
         if gap:
-            return _block_gap_sum(a, b, lo, half) + _block_gap_sum(a, b, lo + half, n - half)
-        return _block_sum(a, lo, half) + _block_sum(a, lo + half, n - half)
-    nodes, sums = stack
+            return _gap_leaf(a, b, lo, half, zero) + _gap_leaf(a, b, lo + half, n - half, zero)
+        return _leaf(a, lo, half, zero) + _leaf(a, lo + half, n - half, zero)
     top, done = 0, 0  # nodes[:, :top + 1] pending (start, size, halves pushed); sums[:done]
     nodes[0, 0], nodes[1, 0], nodes[2, 0] = lo, n, 0
     while top >= 0:
         start, m = nodes[0, top], nodes[1, top]
         if m <= 128:
-            sums[done] = _block_gap_sum(a, b, start, m) if gap else _block_sum(a, start, m)
+            sums[done] = _gap_leaf(a, b, start, m, zero) if gap else _leaf(a, start, m, zero)
             done += 1
             top -= 1
             continue
@@ -170,6 +179,13 @@ def _tree_sum(a, b, lo, n, gap, stack):  # pragma: no cover - compiled
             sums[done - 1] = sums[done - 1] + sums[done]
             top -= 1
     return sums[0]
+
+
+@compiled
+def _tree_sum(a, b, lo, n, gap, stack):  # pragma: no cover - compiled
+    """:func:`_walk` of float64 values, on the work space ``stack`` (:func:`_stack`)."""
+    nodes, sums = stack
+    return _walk(a, b, lo, n, gap, 0.0, nodes, sums)
 
 
 @compiled
