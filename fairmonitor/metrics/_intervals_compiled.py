@@ -14,8 +14,9 @@ multiply-add then), every float operation is the one numpy performed, in the sam
 the same precision (float32 where the numpy code computed in float32):
 
 * Sums along a C-ordered row (a curve's total, MADD's coarse bins, a null gap's L1 sum) are
-  numpy's pairwise summation in the array's dtype (:func:`_pairwise`: halves rounded down to
-  multiples of 8 down to leaves of at most 128 terms, 8 accumulators per leaf); a segment of
+  numpy's pairwise summation in the array's dtype (:func:`_pairwise`, MADD's walk of it:
+  halves rounded down to multiples of 8 down to leaves of at most 128 terms, 8 accumulators
+  per leaf); a segment of
   ``np.add.reduceat`` is its first term plus the pairwise sum of the rest; a cumulative sum
   adds in turn.
 * numpy's masked copy ``noise[:, near_zero]`` is Fortran-ordered, so its sum over the bins
