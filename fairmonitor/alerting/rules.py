@@ -61,6 +61,7 @@ from ..exceptions import ConfigError
 from ..metrics._groups import INTERSECTION_SEPARATOR
 from ._common import (
     NAMESPACE,
+    absolute_url,
     dashboard_url,
     dump_yaml,
     fairness_name_regex,
@@ -119,11 +120,14 @@ class AlertOptions:
     Parameters
     ----------
     grafana_url : str
-        Base URL of Grafana, for the dashboard link in every alert. Required: a link to
-        ``localhost`` is useless in a page received on another machine.
-    runbook_url : str
-        Where ``docs/runbook.md`` is served; every alert gets
-        ``runbook_url: <runbook_url>#<alert name in lower case>``.
+        Base URL of Grafana, for the dashboard link in every alert: an absolute http(s) URL
+        (checked by :func:`~._common.absolute_url`). Required: a link to ``localhost`` is
+        useless in a page received on another machine.
+    runbook_url : str or None
+        Absolute http(s) URL where ``docs/runbook.md`` is served; every alert gets
+        ``runbook_url: <runbook_url>#<alert name in lower case>``. None (the library default;
+        ``fairmonitor rules`` requires it) writes no ``runbook_url`` rather than a relative
+        link that no pager can open.
     windows_warning, windows_critical : int
         Consecutive breaching windows before the warning / critical alert fires.
     windows_undefined : int
@@ -148,7 +152,7 @@ class AlertOptions:
     """
 
     grafana_url: str
-    runbook_url: str = "docs/runbook.md"
+    runbook_url: str | None = None
     windows_warning: int = 3
     windows_critical: int = 2
     windows_undefined: int = 2
@@ -160,12 +164,9 @@ class AlertOptions:
     scrape_job: str = "fairmonitor"
 
     def __post_init__(self) -> None:
-        if not isinstance(self.grafana_url, str) \
-                or not self.grafana_url.startswith(("http://", "https://")):
-            raise ConfigError(f"grafana_url: must be an http(s) URL of your Grafana, as seen "
-                              f"by whoever reads the alert; got {self.grafana_url!r}.")
-        if not self.runbook_url:
-            raise ConfigError("runbook_url: must not be empty.")
+        absolute_url("grafana_url", self.grafana_url, "of your Grafana", query=False)
+        if self.runbook_url is not None:
+            absolute_url("runbook_url", self.runbook_url, "where docs/runbook.md is served")
         for name in ("windows_warning", "windows_critical", "windows_undefined", "stale_after"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -296,8 +297,9 @@ def _link(options: AlertOptions, **labels: str) -> str:
 
 def _annotations(options: AlertOptions, alert: str, summary: str, description: str,
                  dashboard: str) -> dict[str, str]:
-    return {"summary": summary, "description": description, "dashboard": dashboard,
-            "runbook_url": runbook_link(options.runbook_url, alert)}
+    notes = {"summary": summary, "description": description, "dashboard": dashboard,
+             "runbook_url": runbook_link(options.runbook_url, alert)}
+    return {key: text for key, text in notes.items() if text is not None}
 
 
 def _threshold_alert(severity: str, options: AlertOptions) -> dict[str, Any]:

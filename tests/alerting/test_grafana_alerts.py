@@ -8,15 +8,16 @@ from fairmonitor.alerting._common import DATASOURCE_UID
 from fairmonitor.alerting.grafana_alerts import (
     ALERT_STATE_PANEL_ID,
     CONTACT_POINT,
+    ONCALL_CONTACT_POINT,
     grafana_alert_rules,
     render_grafana_alert_rules,
 )
 from fairmonitor.alerting.rules import AlertOptions
 
-from .conftest import DASHBOARDS, EXAMPLE_CONFIG, check_promql, read_yaml
+from .conftest import DASHBOARDS, EXAMPLE_CONFIG, RUNBOOK_URL, check_promql, read_yaml
 
 ALERTING = DASHBOARDS / "grafana-alerting" / "fairmonitor.yaml"
-OPTIONS = AlertOptions(grafana_url="http://localhost:3000")
+OPTIONS = AlertOptions(grafana_url="http://localhost:3000", runbook_url=RUNBOOK_URL)
 
 
 def _rules(doc):
@@ -37,7 +38,7 @@ def test_committed_alert_provisioning_is_up_to_date(example_config):
     assert ALERTING.read_text(encoding="utf-8") == expected, (
         "dashboards/grafana-alerting/fairmonitor.yaml is stale: run `fairmonitor rules "
         "--config docker/monitor.example.yaml --out dashboards --grafana-url "
-        "http://localhost:3000`")
+        f"http://localhost:3000 --runbook-url {RUNBOOK_URL}`")
 
 
 def test_file_provisioning_shape():
@@ -120,19 +121,19 @@ def test_persistence_is_counted_in_windows(example_config):
     for rule in rules:
         assert "version" not in rule["annotations"]["description"]
         assert rule["annotations"]["runbook_url"] == (
-            "docs/runbook.md#fairnessthresholdbreached")
+            f"{RUNBOOK_URL}#fairnessthresholdbreached")
 
 
-def test_contact_point_and_policy_are_provisioned():
+def test_contact_points_and_policy_are_provisioned():
     doc = read_yaml(ALERTING)
-    (contact,) = doc["contactPoints"]
-    assert contact["name"] == CONTACT_POINT
-    (receiver,) = contact["receivers"]
-    assert (receiver["type"], receiver["settings"]["url"]) == (
-        "webhook", "$FAIRMONITOR_WEBHOOK_URL")
+    urls = {c["name"]: [(r["type"], r["settings"]["url"]) for r in c["receivers"]]
+            for c in doc["contactPoints"]}
+    assert urls == {CONTACT_POINT: [("webhook", "$FAIRMONITOR_WEBHOOK_URL")],
+                    ONCALL_CONTACT_POINT: [("webhook", "$FAIRMONITOR_ONCALL_WEBHOOK_URL")]}
     (policy,) = doc["policies"]
     assert policy["receiver"] == CONTACT_POINT
-    assert policy["group_by"] == ["alertname", "model", "metric", "sensitive_attribute"]
+    assert policy["group_by"] == ["alertname", "model", "metric", "sensitive_attribute",
+                                  "severity"]
 
 
 def test_threshold_rules_link_the_alert_state_panel():
