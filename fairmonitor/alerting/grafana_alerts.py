@@ -73,6 +73,7 @@ from .routing import (
     BATCH_TIMING,
     MODEL_HEALTH_ALERTS,
     MONITOR_ALERTS,
+    MONITOR_TIMING,
     PAGE_TIMING,
     alert_regex,
     unless_cause,
@@ -380,7 +381,7 @@ def _policies() -> dict[str, Any]:
         "routes": [
             {"receiver": ONCALL_CONTACT_POINT,
              "object_matchers": match(ALERT_LABEL, "=~", alert_regex(MONITOR_ALERTS)),
-             "group_by": [ALERT_LABEL], **page},
+             "group_by": [ALERT_LABEL], **MONITOR_TIMING},
             {"receiver": ONCALL_CONTACT_POINT,
              "object_matchers": match(ALERT_LABEL, "=~", alert_regex(MODEL_HEALTH_ALERTS)),
              "group_by": [ALERT_LABEL, "stage", "severity"], "continue": True,

@@ -32,7 +32,7 @@ from ._common import NAMESPACE, promql_duration
 
 __all__ = [
     "BATCH_TIMING", "CAUSE_STAGES", "INHIBITIONS", "MODEL_HEALTH_ALERTS", "MONITOR_ALERTS",
-    "PAGE_TIMING", "SYMPTOMS", "alert_regex", "unless_cause",
+    "MONITOR_TIMING", "PAGE_TIMING", "SYMPTOMS", "alert_regex", "unless_cause",
 ]
 
 #: Alerts about the monitor itself (no ``model`` label): the monitoring on-call only.
@@ -53,6 +53,9 @@ CAUSE_STAGES = ("source", "data", "checkpoint")
 #: change of an existing group (a new critical, a resolve) within ``group_interval``.
 PAGE_TIMING: Mapping[str, str] = {"group_wait": "10s", "group_interval": "30s",
                                   "repeat_interval": "1h"}
+#: The monitor itself (down, absent): its ``group_wait`` covers the scrape (15 s) and
+#: evaluation (15 s) offsets of replicas that stop together, so they make one page.
+MONITOR_TIMING: Mapping[str, str] = {**PAGE_TIMING, "group_wait": "30s"}
 #: Warnings: batched; a resolve leaves within one group_interval.
 BATCH_TIMING: Mapping[str, str] = {"group_wait": "30s", "group_interval": "5m",
                                    "repeat_interval": "4h"}
