@@ -273,3 +273,13 @@ def test_grafana_error_window_follows_the_option(example_config):
     stale = [r for r in _grafana_rules(doc)
              if r["labels"][ALERT_LABEL] == "FairmonitorWindowStale"]
     assert '[7m])) > 0)' in stale[0]["data"][0]["model"]["expr"]
+
+
+def test_grafana_contact_point_urls_are_set_by_the_compose_variant():
+    """Grafana expands ``$VAR`` when it starts: an unset one is an empty webhook URL."""
+    doc = read_yaml(DASHBOARDS / "grafana-alerting" / "fairmonitor.yaml")
+    variables = {r["settings"]["url"].removeprefix("$")
+                 for c in doc["contactPoints"] for r in c["receivers"]}
+    assert variables == {"FAIRMONITOR_WEBHOOK_URL", "FAIRMONITOR_ONCALL_WEBHOOK_URL"}
+    override = read_yaml(DOCKER / "compose.grafana-alerting.yaml")["services"]["grafana"]
+    assert variables <= set(override["environment"])
