@@ -105,10 +105,10 @@ def absolute_url(name: str, url: object, what: str, *, query: bool = True) -> st
 
     >>> absolute_url("runbook_url", "https://wiki.example.org/fm/runbook.md", "of the runbook")
     'https://wiki.example.org/fm/runbook.md'
-    >>> absolute_url("runbook_url", "docs/runbook.md", "where docs/runbook.md is served")
+    >>> absolute_url("runbook_url", "docs/runbook.md", "of the runbook")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    fairmonitor.exceptions.ConfigError: runbook_url: must be an absolute http(s) URL where docs/runbook.md is served, as seen by whoever reads the alert (e.g. https://git.example.org/ml/fairmonitor/blob/main/docs/runbook.md); got 'docs/runbook.md'.
+    fairmonitor.exceptions.ConfigError: runbook_url: must be an absolute http(s) URL ...
     """
     example = {"grafana_url": "https://grafana.example.org"}.get(
         name, "https://git.example.org/ml/fairmonitor/blob/main/docs/runbook.md")

@@ -180,7 +180,8 @@ def test_shipped_routing_pages_every_episode(tmp_path):
     bound = 2 * INTERVAL_S + PAGE_INTERVAL_S + SLACK_S  # scrape + evaluation + group_interval
     figures = {}
     for name, fires, resolves in (("A", 2, 3), ("B", 5, 6)):
-        page = [n.at - (t0 + fires * w) for n in firing if t0 + fires * w < n.at < t0 + resolves * w + bound]
+        page = [n.at - (t0 + fires * w) for n in firing
+                if t0 + fires * w < n.at < t0 + resolves * w + bound]
         gone = [n.at - (t0 + resolves * w) for n in resolved if t0 + resolves * w < n.at]
         assert page, f"episode {name} was never paged (scale {SCALE:g})"
         assert gone, f"episode {name} was never resolved (scale {SCALE:g})"

@@ -140,7 +140,8 @@ def test_every_cause_inhibits_its_symptoms(am):
     rules = am["inhibit_rules"]
     for cause, extra, targets, equal in INHIBITIONS:
         source = [f'alertname="{cause}"'] + ([extra] if extra else [])
-        assert {"source_matchers": source, "target_matchers": [f'alertname=~"{alert_regex(targets)}"'],
+        target = [f'alertname=~"{alert_regex(targets)}"']
+        assert {"source_matchers": source, "target_matchers": target,
                 **({"equal": list(equal)} if equal else {})} in rules, cause
     assert all(r["target_matchers"] != [symptoms] or r["source_matchers"][0].startswith(
         ('alertname="FairmonitorAbsent"', 'alertname="FairmonitorDown"',
