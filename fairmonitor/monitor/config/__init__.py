@@ -51,6 +51,7 @@ from .model import (
     DEFAULT_LISTEN_ADDRESS,
     DEFAULT_MLFLOW_SPOOL,
     DEFAULT_TRACKING_URI,
+    AlertWindows,
     CheckpointConfig,
     ModelConfig,
     MonitorConfig,
@@ -60,6 +61,6 @@ from .model import (
 
 __all__ = [
     "DEFAULT_CHECKPOINT", "DEFAULT_LISTEN_ADDRESS", "DEFAULT_MLFLOW_SPOOL", "DEFAULT_TRACKING_URI",
-    "DURATION_HELP", "CheckpointConfig", "ModelConfig", "MonitorConfig", "ReferenceConfig",
+    "DURATION_HELP", "AlertWindows", "CheckpointConfig", "ModelConfig", "MonitorConfig", "ReferenceConfig",
     "SourceConfig", "check_config", "format_duration", "load_config", "parse_duration",
 ]

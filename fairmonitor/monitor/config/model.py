@@ -81,6 +81,24 @@ class RollupConfig:
 
 
 @dataclass(frozen=True)
+class AlertWindows:
+    """Consecutive windows before an alert fires; the monitor counts them (``monitor/streaks``).
+
+    ``warning`` and ``critical``: breaching windows of ``FairnessThresholdBreached``;
+    ``undefined``: windows undefined for a reason that alerts (``FairnessMetricUndefined``) and
+    windows without rows (``FairmonitorNoTraffic``).
+    """
+
+    warning: int = 3
+    critical: int = 2
+    undefined: int = 2
+
+    def required(self, severity: str) -> int:
+        """Breaching windows before the alert of ``severity`` fires."""
+        return self.warning if severity == "warning" else self.critical
+
+
+@dataclass(frozen=True)
 class ModelConfig:
     """Everything the monitor needs to know about one model."""
 
@@ -126,6 +144,8 @@ class ModelConfig:
     summary_max_raw: int = 8192
     #: rows per group kept in a stored summary's sample (HFM and CFair on rollups)
     summary_sample_size: int = 256
+    #: consecutive windows before each alert fires (counted by the monitor)
+    alert_windows: AlertWindows = field(default_factory=AlertWindows)
 
     @property
     def model_uri(self) -> str | None:

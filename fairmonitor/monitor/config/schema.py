@@ -24,6 +24,7 @@ from .model import (
     DEFAULT_LISTEN_ADDRESS,
     DEFAULT_MLFLOW_SPOOL,
     DEFAULT_TRACKING_URI,
+    AlertWindows,
     CheckpointConfig,
     ModelConfig,
     MonitorConfig,
@@ -44,7 +45,7 @@ _MODEL_KEYS = (
     "relabel_within",
     "start", "metrics", "options", "min_group_size", "confidence_level", "intersection", "seed",
     "thresholds",
-    "reference", "team", "owner", "missing", "rollups", "summaries",
+    "reference", "team", "owner", "missing", "rollups", "summaries", "alert_windows",
 )
 _SOURCE_KEYS = ("kind", "url", "table", "path", "pattern", "timestamp_column", "model_column",
                 "version_column", "features_column", "timeout", "master", "remote")
@@ -213,7 +214,21 @@ def _model(r: Reader, at: str, name: str, raw: Any, base: Path) -> ModelConfig |
         missing=_missing(r, f"{at}.missing", raw.get("missing"), sensitive),
         confidence_level=_confidence(r, at, raw.get("confidence_level", 0.95)),
         rollups=rollups, summary_max_raw=max_raw, summary_sample_size=sample_size,
+        alert_windows=_alert_windows(r, f"{at}.alert_windows", raw.get("alert_windows")),
     )
+
+
+def _alert_windows(r: Reader, at: str, raw: Any) -> AlertWindows:
+    """``alert_windows: {warning, critical, undefined}``: windows before each alert fires."""
+    if raw is None:
+        return AlertWindows()
+    if not isinstance(raw, Mapping):
+        r.error(at, f"must be a mapping {{warning, critical, undefined}} of window counts; "
+                    f"got {raw!r}")
+        return AlertWindows()
+    r.keys(at, raw, ("warning", "critical", "undefined"))
+    return AlertWindows(*(r.positive_int(raw, k, getattr(AlertWindows, k), path=at)
+                          for k in ("warning", "critical", "undefined")))
 
 
 def _rollups(r: Reader, at: str, raw: Any, window: timedelta,
