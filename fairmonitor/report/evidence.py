@@ -85,11 +85,14 @@ from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any
 
-__all__ = ["Budget", "Evidence", "accumulate", "increment"]
+__all__ = ["CAP_FACTOR", "SE_FLOOR_FRACTION", "Budget", "Evidence", "accumulate", "increment"]
 
 #: The standard error is at least this fraction of ``g1 - g0``: one window then adds at most
 #: ``0.5 * 8**2 = 32`` to the statistic at ``g1``, and a zero-width interval is harmless.
 SE_FLOOR_FRACTION = 1.0 / 8.0
+#: With a page level, the statistic is capped at this multiple of it: evidence beyond that
+#: only delays the all-clear after a breach ends.
+CAP_FACTOR = 2.0
 _NORMAL = NormalDist()
 
 
@@ -260,9 +263,12 @@ def accumulate(state: Evidence, *, value: float, lower: float, upper: float, lev
     confidence_level : float, default=0.95
         Level of ``lower``/``upper``.
     page_level : float or None
-        The model's :meth:`Budget.page_level`. Given, a state that was paging
-        (``statistic >= page_level``) and falls below restarts at 0: the page cleared, and the
-        next page needs fresh evidence (the guarantee counts pages over restart cycles).
+        The model's :meth:`Budget.page_level` (the monitor always passes it). Given, a state
+        that was paging (``statistic >= page_level``) and falls below restarts at 0: the page
+        cleared, and the next page needs fresh evidence (the guarantee counts pages over
+        restart cycles); and the statistic is capped at ``CAP_FACTOR * page_level``, so a
+        long breach clears within a few fair windows. Both only lower ``R``, which keeps
+        ``R_t - t`` a supermartingale and the guarantee intact.
 
     Returns
     -------
@@ -280,6 +286,8 @@ def accumulate(state: Evidence, *, value: float, lower: float, upper: float, lev
     if math.isnan(step):
         return state
     statistic = _softplus(state.statistic + step)
-    if page_level is not None and state.statistic >= page_level > statistic:
-        return Evidence(0.0, 0)
+    if page_level is not None:
+        if state.statistic >= page_level > statistic:
+            return Evidence(0.0, 0)
+        statistic = min(statistic, CAP_FACTOR * page_level)
     return Evidence(statistic, state.windows + 1)
