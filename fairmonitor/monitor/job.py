@@ -463,7 +463,8 @@ def run_once(
                                                 checkpoint, durable, others,
                                                 relabel=_relabel_rule(cfg, now),
                                                 summaries=summaries,
-                                                thresholds=cfg.thresholds)
+                                                thresholds=cfg.thresholds,
+                                                budget=_streaks.policy(cfg))
                 _log(result)
                 results.append(result)
                 if stop:
@@ -642,7 +643,8 @@ def _late_labels(name: str, cfg: ModelConfig, source: WindowSource, state: Model
         result, state, stop = _complete(name, result, state, attr,
                                         getattr(state, attr) or sp.end,  # never moves back
                                         checkpoint, durable, others, relabel=rule,
-                                        summaries=summaries, thresholds=cfg.thresholds)
+                                        summaries=summaries, thresholds=cfg.thresholds,
+                                        budget=_streaks.policy(cfg))
         _log(result)
         out.append(result)
         if stop:
@@ -653,8 +655,8 @@ def _late_labels(name: str, cfg: ModelConfig, source: WindowSource, state: Model
 def _complete(name: str, result: WindowResult, state: ModelState, attr: str, end: datetime,
               checkpoint: Checkpoint, durable: list[tuple[str, Hook]],
               others: list[tuple[str, Hook]], *, relabel: Any = None,
-              summaries: SummaryStore | None = None,
-              thresholds: Sequence[Any] = ()) -> tuple[WindowResult, ModelState, bool]:
+              summaries: SummaryStore | None = None, thresholds: Sequence[Any] = (),
+              budget: _streaks.Budget | None = None) -> tuple[WindowResult, ModelState, bool]:
     """Deliver one result and move the checkpoint, in the crash-safe order.
 
     1. durable hooks (the MLflow sink, whose spool is on disk when ``submit`` returns), and
@@ -665,8 +667,8 @@ def _complete(name: str, result: WindowResult, state: ModelState, attr: str, end
     3. the other hooks (the Prometheus collector), which see a ``checkpoint`` error and keep
        ``last_success`` frozen when the checkpoint could not move.
 
-    The alert streaks (:mod:`.streaks`, against ``thresholds``) move in the same checkpoint
-    write, and the result handed to the other hooks carries them.
+    The alert streaks (:mod:`.streaks`, against ``thresholds`` and the ``budget`` policy of
+    ``compare: budget`` thresholds) move in the same checkpoint write, and the result handed to the other hooks carries them.
 
     Returns the result (with the hooks' and the checkpoint's errors), the state and whether
     the model must stop for this tick (the window is redone next tick).
@@ -683,7 +685,8 @@ def _complete(name: str, result: WindowResult, state: ModelState, attr: str, end
             failed = ["rollup summary"]
             log.error("%s: cannot store window #%d's summary: %s", name, result.index, exc)
     # the watermark, what was reported and the alert streaks move together, in one write
-    streaks = _streaks.advance(_streaks.Streaks.from_json(state.streaks), result, thresholds)
+    streaks = _streaks.advance(_streaks.Streaks.from_json(state.streaks), result, thresholds,
+                               budget=budget)
     moved = dataclasses.replace(state, **{attr: end, "last": fold(state.last, result),
                                           "streaks": streaks.to_json()})
     result = dataclasses.replace(result, streaks=streaks)

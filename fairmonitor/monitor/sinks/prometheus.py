@@ -151,6 +151,8 @@ class _ModelSetup:
     min_group_size: int = 1
     #: alert_windows: (warning, critical, undefined) windows before each alert fires
     alert_windows: tuple[int, int, int] = (3, 2, 2)
+    #: the page level of the model's ``compare: budget`` series (None: none)
+    page_level: float | None = None
 
 
 def _setup_from_config(cfg: Any) -> _ModelSetup:
@@ -161,11 +163,12 @@ def _setup_from_config(cfg: Any) -> _ModelSetup:
     routing = tuple((k, str(getattr(cfg, k))) for k in ("team", "owner")
                     if getattr(cfg, k, None))
     windows = getattr(cfg, "alert_windows", None)
+    page_level = cfg.page_level(list(attrs)) if hasattr(cfg, "page_level") else None
     return _ModelSetup(tuple(cfg.thresholds), frozenset(cfg.metrics), label_metrics, attrs,
                        cfg.every.total_seconds(), cfg.labels_after.total_seconds(), routing,
                        int(getattr(cfg, "min_group_size", 1)),
                        (windows.warning, windows.critical, windows.undefined)
-                       if windows is not None else (3, 2, 2))
+                       if windows is not None else (3, 2, 2), page_level)
 
 
 def _capped(counts: Mapping[str, int]) -> dict[str, int]:
@@ -548,11 +551,18 @@ class FairnessCollector:
         needed = _gauge("undefined_windows_required", "Consecutive undefined (or empty) windows "
                         "before FairnessMetricUndefined (or FairmonitorNoTraffic) fires.",
                         "model")
+        evidence = _gauge("breach_evidence", "Sequential evidence (log(1 + R) of the "
+                          "e-detector) of each compare: budget series; it breaches at "
+                          "fairmonitor_breach_evidence_page_level.", *labels)
+        page = _gauge("breach_evidence_page_level", "Evidence at which a compare: budget "
+                      "series breaches: the model's false-page budget over its budget series.",
+                      "model")
         for model, m in models.items():
             setup = self._setup.get(model, _ModelSetup())
             streaks = m.streaks
             counts = dict(getattr(streaks, "breach", None) or {})
             gaps = dict(getattr(streaks, "undefined", None) or {})
+            proofs = dict(getattr(streaks, "evidence", None) or {})
             keys = {k for k in m.values if k[0] in setup.metrics} | {k[:2] for k in counts}
             for metric, attr in sorted(keys | set(gaps)):
                 undefined.add_metric([model, metric, attr], float(gaps.get((metric, attr), 0)))
@@ -562,10 +572,17 @@ class FairnessCollector:
                         continue
                     key = [model, metric, attr, rule.bound, severity]
                     breach.add_metric(key, float(counts.get((metric, attr, severity), 0)))
-                    required.add_metric(key, float(setup.alert_windows[i]))
+                    budget = rule.compare == "budget" and setup.page_level is not None
+                    # a budget series breaches on its evidence: one such window pages
+                    required.add_metric(key, 1.0 if budget else float(setup.alert_windows[i]))
+                    if budget:
+                        e = proofs.get((metric, attr, severity))
+                        evidence.add_metric(key, float(e.statistic) if e is not None else 0.0)
             no_traffic.add_metric([model], float(getattr(streaks, "no_traffic", 0)))
             needed.add_metric([model], float(setup.alert_windows[2]))
-        yield from (breach, required, undefined, no_traffic, needed)
+            if setup.page_level is not None:
+                page.add_metric([model], setup.page_level)
+        yield from (breach, required, undefined, no_traffic, needed, evidence, page)
 
     def _rollup_families(self, models: Mapping[str, _Model]) -> Iterator[Metric]:
         labels = ("model", "version", "window", "metric", "sensitive_attribute")
