@@ -34,7 +34,10 @@ Choices:
   ``fairmonitor_breach_windows{model, metric, sensitive_attribute, bound, severity}`` (the
   consecutive evaluated windows beyond that severity's level; undefined and empty windows
   neither count nor reset, a defined value inside resets) and
-  ``fairmonitor_breach_windows_required`` (the model's ``alert_windows``). The alert is the
+  ``fairmonitor_breach_windows_required`` (the model's ``alert_windows``; 1 for a
+  ``compare: budget`` series, whose window breaches when its sequential evidence reaches the
+  model's page level, ``fairmonitor_breach_evidence`` against
+  ``fairmonitor_breach_evidence_page_level``). The alert is the
   comparison of the two, max/min aggregated over replicas:
   ``breach_windows >= breach_windows_required``. No wall-clock arithmetic, no
   self-referencing recording rule: one breaching window followed by empty ones never pages.
