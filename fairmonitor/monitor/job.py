@@ -37,6 +37,7 @@ from ..report.evaluate import Window, WindowReport, evaluate_window
 from ..report.thresholds import Severity
 from ..summaries import summarize, to_bytes
 from . import rollups as _rollups
+from . import streaks as _streaks
 from .checkpoint import Checkpoint, ModelState
 from .config import ModelConfig, MonitorConfig
 from .merge import merge_reports
@@ -119,6 +120,9 @@ class WindowResult:
     #: the window's serialized summary per part (``predictions``, ``labels``), stored by
     #: :func:`run_once` before the checkpoint moves (models with rollups only)
     summaries: Mapping[str, bytes] = field(default_factory=dict, repr=False, compare=False)
+    #: the model's alert streaks after this window (:mod:`.streaks`), set by :func:`run_once`
+    #: for the exporter once the window is complete; None when they did not move
+    streaks: _streaks.Streaks | None = field(default=None, repr=False, compare=False)
 
     @property
     def ok(self) -> bool:
@@ -458,7 +462,9 @@ def run_once(
                 result, state, stop = _complete(name, result, state, attr, span.end,
                                                 checkpoint, durable, others,
                                                 relabel=_relabel_rule(cfg, now),
-                                                summaries=summaries)
+                                                summaries=summaries,
+                                                thresholds=cfg.thresholds,
+                                                budget=_streaks.policy(cfg))
                 _log(result)
                 results.append(result)
                 if stop:
@@ -637,7 +643,8 @@ def _late_labels(name: str, cfg: ModelConfig, source: WindowSource, state: Model
         result, state, stop = _complete(name, result, state, attr,
                                         getattr(state, attr) or sp.end,  # never moves back
                                         checkpoint, durable, others, relabel=rule,
-                                        summaries=summaries)
+                                        summaries=summaries, thresholds=cfg.thresholds,
+                                        budget=_streaks.policy(cfg))
         _log(result)
         out.append(result)
         if stop:
@@ -648,7 +655,8 @@ def _late_labels(name: str, cfg: ModelConfig, source: WindowSource, state: Model
 def _complete(name: str, result: WindowResult, state: ModelState, attr: str, end: datetime,
               checkpoint: Checkpoint, durable: list[tuple[str, Hook]],
               others: list[tuple[str, Hook]], *, relabel: Any = None,
-              summaries: SummaryStore | None = None) -> tuple[WindowResult, ModelState, bool]:
+              summaries: SummaryStore | None = None, thresholds: Sequence[Any] = (),
+              budget: _streaks.Budget | None = None) -> tuple[WindowResult, ModelState, bool]:
     """Deliver one result and move the checkpoint, in the crash-safe order.
 
     1. durable hooks (the MLflow sink, whose spool is on disk when ``submit`` returns), and
@@ -658,6 +666,9 @@ def _complete(name: str, result: WindowResult, state: ModelState, attr: str, end
        it finds the values in the spool, so no window is lost and none is doubled;
     3. the other hooks (the Prometheus collector), which see a ``checkpoint`` error and keep
        ``last_success`` frozen when the checkpoint could not move.
+
+    The alert streaks (:mod:`.streaks`, against ``thresholds`` and the ``budget`` policy of
+    ``compare: budget`` thresholds) move in the same checkpoint write, and the result handed to the other hooks carries them.
 
     Returns the result (with the hooks' and the checkpoint's errors), the state and whether
     the model must stop for this tick (the window is redone next tick).
@@ -673,8 +684,12 @@ def _complete(name: str, result: WindowResult, state: ModelState, attr: str, end
         except Exception as exc:  # full disk, database down: the rollups would miss it
             failed = ["rollup summary"]
             log.error("%s: cannot store window #%d's summary: %s", name, result.index, exc)
-    # the watermark and what was reported move together, in one checkpoint write
-    moved = dataclasses.replace(state, **{attr: end, "last": fold(state.last, result)})
+    # the watermark, what was reported and the alert streaks move together, in one write
+    streaks = _streaks.advance(_streaks.Streaks.from_json(state.streaks), result, thresholds,
+                               budget=budget)
+    moved = dataclasses.replace(state, **{attr: end, "last": fold(state.last, result),
+                                          "streaks": streaks.to_json()})
+    result = dataclasses.replace(result, streaks=streaks)
     if relabel is not None:
         moved = dataclasses.replace(moved, relabel=relabel(state.relabel, result))
     return _save_and_deliver(name, result, state, moved, checkpoint, others, failed, "window")
@@ -696,9 +711,10 @@ def _save_and_deliver(name: str, result: WindowResult, state: ModelState, moved:
             problem = (f"cannot save: {type(exc).__name__}: {exc}; the {what} is evaluated "
                        "again next tick (free space or fix permissions of the checkpoint)")
             log.error("%s: checkpoint %s", name, problem)
-    if problem is not None:
+    if problem is not None:  # the window is redone: its streaks did not move either
         result = dataclasses.replace(
-            result, errors=MappingProxyType({**result.errors, "checkpoint": problem}))
+            result, errors=MappingProxyType({**result.errors, "checkpoint": problem}),
+            streaks=None)
     return _deliver(result, others), state, problem is not None
 
 

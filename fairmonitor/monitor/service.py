@@ -43,6 +43,7 @@ from prometheus_client import CollectorRegistry, ProcessCollector, start_http_se
 
 from .sinks.mlflow import MlflowSink
 from .sinks.prometheus import FairnessCollector
+from .streaks import Streaks
 
 __all__ = ["MonitorService", "ReplayClock", "parse_listen_address"]
 
@@ -255,7 +256,8 @@ class MonitorService:
         """Export again what the previous process last reported (the checkpoint's snapshot)."""
         for name in self.config.models:
             try:
-                last = self.checkpoint.load(name).last
+                state = self.checkpoint.load(name)
+                last = state.last
             except Exception as exc:  # the job reports the store at its first tick too
                 log.error("%s: cannot restore the last reported values from the checkpoint "
                           "(%s); they come back with the next window", name, exc)
@@ -264,6 +266,8 @@ class MonitorService:
             if last:
                 self.collector.restore(name, last)
                 self._window_log.restore(name, last)
+            if state.streaks:  # a restart mid-breach neither resolves nor restarts the count
+                self.collector.restore_streaks(name, Streaks.from_json(state.streaks))
 
     @property
     def address(self) -> tuple[str, int]:

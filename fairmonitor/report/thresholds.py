@@ -19,9 +19,11 @@ __all__ = ["COMPARES", "SEVERITIES", "Severity", "Threshold", "severity_code", "
 
 Severity = Literal["ok", "warning", "critical", "undefined"]
 Bound = Literal["upper", "lower"]
-Compare = Literal["value", "bound"]
-#: What a threshold can compare: the point value, or the confidence bound on the unfair side.
-COMPARES: tuple[Compare, ...] = ("value", "bound")
+Compare = Literal["value", "bound", "budget"]
+#: What a threshold can compare: the point value, the confidence bound on the unfair side, or
+#: (``budget``) the model's sequential evidence (:mod:`.evidence`); in a single window, which
+#: has no sequence, a budget threshold compares the unfair-side bound like ``bound``.
+COMPARES: tuple[Compare, ...] = ("value", "bound", "budget")
 #: Severities in increasing order of alarm; ``undefined`` (a NaN value) is not an alarm.
 SEVERITIES: tuple[Severity, ...] = ("undefined", "ok", "warning", "critical")
 _CODES = {"ok": 0, "warning": 1, "critical": 2}
@@ -46,14 +48,18 @@ class Threshold:
         Allow a bound on the fair side of a registry metric (``upper`` on a ratio where higher
         is fairer, ``lower`` on a difference), which alerts when the model is *fair*. Without
         it such a bound is rejected: it is almost always a typo.
-    compare : {'value', 'bound'}, default='value'
+    compare : {'value', 'bound', 'budget'}, default='value'
         What is compared with the levels: the point value, or the confidence bound on the
         unfair side (the interval's ``lower`` end for an ``upper`` threshold, its ``upper``
         end for a ``lower`` one). ``"bound"`` alerts only when the window's evidence, not its
         noise, crosses the level: use it for small groups and short windows, where the point
         value of a fair model sits above 0 by chance; ``"value"`` reacts faster on large
-        windows. A metric without an interval (the registry's ``interval`` column) can only
-        compare its value.
+        windows. ``"budget"``: the monitor pages on the series' sequential evidence across
+        windows, within the model's false-page budget (:mod:`fairmonitor.report.evidence`,
+        ``docs/alert-modes.md``); a single window report (``evaluate_window``, the MLflow
+        evaluator) has no sequence, so there its severity compares the unfair-side bound,
+        exactly like ``"bound"``. A metric without an interval (the registry's ``interval``
+        column) can only compare its value.
 
     Examples
     --------
@@ -116,19 +122,20 @@ class Threshold:
 
     def _check_compare(self, where: str) -> None:
         if self.compare not in COMPARES:
-            raise ConfigError(f"{where}.compare: must be 'value' or 'bound'; got "
+            raise ConfigError(f"{where}.compare: must be 'value', 'bound' or 'budget'; got "
                               f"{self.compare!r}.")
         from .registry import METRICS
 
         spec = METRICS.get(self.metric)
-        if self.compare == "bound" and spec is not None and spec.interval is None:
+        if self.compare != "value" and spec is not None and spec.interval is None:
             with_interval = ", ".join(m for m, s in METRICS.items() if s.interval)
             raise ConfigError(
                 f"{where}.compare: {self.metric} has no confidence interval, so there is no "
-                f"bound to compare; use compare: value, or a metric with one ({with_interval}).")
+                f"bound or evidence to compare ({self.compare}); use compare: value, or a metric with one ({with_interval}).")
 
     def compared(self, value: float, lower: float = math.nan, upper: float = math.nan) -> float:
-        """The quantity this threshold compares: the value, or the unfair-side bound."""
+        """The quantity this threshold compares in one window: the value, or the unfair-side
+        bound (``bound``, and ``budget`` whose sequence only the monitor keeps)."""
         if self.compare == "value":
             return value
         return lower if self.bound == "upper" else upper

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from fairmonitor.monitor.config import (
     load_config,
     parse_duration,
 )
+from fairmonitor.report.evidence import Budget
 from fairmonitor.report.thresholds import Threshold
 
 MINIMAL = """
@@ -372,3 +374,62 @@ def test_the_documented_schema_example_loads_as_written():
     cfg = load_config("\n".join(line[4:] for line in block.splitlines()))
     model = cfg.models["credit"]
     assert (model.label, model.labels_after.total_seconds(), cfg.port) == ("label", 86400.0, 9464)
+
+
+BUDGETED = MINIMAL + """    thresholds:
+      demographic_parity_difference: {warning: 0.1, critical: 0.2, compare: budget}
+      demographic_parity_ratio: {warning: 0.8, compare: budget}
+      equalized_odds_difference: {warning: 0.1, critical: 0.2}
+"""
+
+
+def test_a_budget_threshold_gets_the_default_budget_and_its_page_level():
+    m = load_config(BUDGETED).models["credit"]
+    assert m.budget == Budget()
+    attributes = ["sex", "race", "sex:race"]  # the intersection: no threshold names it
+    series = m.budget_series(attributes)
+    assert series == (
+        ("demographic_parity_difference", "sex", "warning"),
+        ("demographic_parity_difference", "sex", "critical"),
+        ("demographic_parity_difference", "race", "warning"),
+        ("demographic_parity_difference", "race", "critical"),
+        ("demographic_parity_ratio", "sex", "warning"),
+        ("demographic_parity_ratio", "race", "warning"))
+    assert m.budget_windows_per_day == 24.0
+    assert m.page_level(attributes) == pytest.approx(math.log1p(6 * 24 * 90 / 1.0))
+    assert load_config(MINIMAL).models["credit"].budget is None
+    assert load_config(MINIMAL).models["credit"].page_level(attributes) is None
+
+
+def test_the_alerting_budget_is_read_with_its_period():
+    text = BUDGETED + """    alerting:
+      budget: {false_pages: 2, per: 30d, null_fraction: 0.25, alternative_fraction: 2}
+"""
+    assert load_config(text).models["credit"].budget == Budget(
+        false_pages=2.0, days=30.0, null_fraction=0.25, alternative_fraction=2.0)
+    # a budget without a budget threshold is kept (it governs nothing yet)
+    plain = MINIMAL + "    alerting: {budget: {false_pages: 1, per: 90d}}\n"
+    assert load_config(plain).models["credit"].budget == Budget()
+
+
+@pytest.mark.parametrize("alerting, expected", [
+    ("{budget: {false_pages: 0}}",
+     "models.credit.alerting.budget.false_pages: must be a positive number; got 0.0"),
+    ("{budget: {per: 3 months}}", "models.credit.alerting.budget.per: "),
+    ("{budget: {null_fraction: 1.5, alternative_fraction: 1.0}}",
+     "models.credit.alerting.budget.null_fraction: must be below 'alternative_fraction'"),
+    ("{budget: {null: 0.4}}", "models.credit.alerting.budget.null: YAML reads the key"),
+    ("{budget: {pages: 1}}", "models.credit.alerting.budget.pages: unknown key 'pages'"),
+    ("{budget: 1}", "models.credit.alerting.budget: must be a mapping with keys"),
+    ("{persistence: 3}", "models.credit.alerting.persistence: unknown key 'persistence'"),
+])
+def test_alerting_budget_errors_name_the_key(alerting, expected):
+    errors = _errors(BUDGETED + f"    alerting: {alerting}\n")
+    assert any(e.startswith(expected) for e in errors), errors
+
+
+def test_compare_budget_needs_an_interval_and_is_a_listed_choice():
+    errors = _errors(MINIMAL + "    thresholds:\n"
+                     "      demographic_parity_difference: {warning: 0.1, compare: sequential}\n")
+    assert any("compare: must be one of ['value', 'bound', 'budget']" in e for e in errors), \
+        errors

@@ -24,6 +24,9 @@ def test_reference_names_exactly_the_keys_the_schema_reads():
     assert _keys("models.<name>.source") == set(schema._SOURCE_KEYS)
     assert _keys("models.<name>.thresholds.<metric>") == set(schema._THRESHOLD_KEYS)
     assert _keys("models.<name>.reference") == set(schema._REFERENCE_KEYS)
+    assert _keys("models.<name>.alert_windows") == {"warning", "critical", "undefined"}
+    assert _keys("models.<name>.alerting.budget") == set(schema._BUDGET_KEYS)
+    assert set(schema._ALERTING_KEYS) == {"budget"}  # documented in the alerting entry
 
 
 def test_reference_defaults_are_the_loaded_defaults(tmp_path):
@@ -60,8 +63,25 @@ models:
         ("models.<name>.source", "version_column"): src.version_column,
         ("models.<name>.source", "features_column"): src.features_column,
         ("models.<name>.source", "timeout"): format_duration(src.timeout),
+        **{("models.<name>.alert_windows", k): str(getattr(m.alert_windows, k))
+           for k in ("warning", "critical", "undefined")},
     }
     assert {k: default[k] for k in loaded} == loaded
+    budget = load_config("""
+models:
+  credit:
+    source: {kind: files, path: preds}
+    sensitive_features: [sex]
+    prediction: prediction
+    window: 1h
+    metrics: [demographic_parity_difference]
+    thresholds: {demographic_parity_difference: {warning: 0.1, compare: budget}}
+""", base_dir=tmp_path).models["credit"].budget
+    section = "models.<name>.alerting.budget"
+    assert {k: float(default[(section, k)])
+            for k in ("false_pages", "null_fraction", "alternative_fraction")} \
+        == {k: getattr(budget, k) for k in ("false_pages", "null_fraction", "alternative_fraction")}
+    assert default[(section, "per")] == f"{budget.days:g}d"
     assert format_duration(load_config("""
 models:
   credit:

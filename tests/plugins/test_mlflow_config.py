@@ -321,3 +321,10 @@ def test_exact_hfm_on_a_large_window_is_announced_with_the_fix(
         assert "computing 1 metric(s) on 20001 rows, 1 attribute(s)" in caplog.text
         assert ("exact HFM on 20001 rows" in caplog.text) is warned
         assert ("{'hfm': {'method': 'sampled'}}" in caplog.text) is warned
+
+
+def test_a_budget_threshold_is_accepted_and_compares_the_bound_in_one_evaluation():
+    cfg = parse_config({"sensitive_features": ["sex"], "thresholds": {
+        "demographic_parity_difference": {"warning": 0.1, "compare": "budget"}}})
+    (t,) = cfg.thresholds
+    assert t.compare == "budget" and t.compared(0.12, 0.04, 0.2) == 0.04

@@ -156,8 +156,27 @@ def test_a_bound_threshold_fires_on_evidence():
 def test_compare_bound_is_refused_where_there_is_no_interval():
     with pytest.raises(ConfigError, match="hfm has no confidence interval"):
         Threshold("hfm", warning=0.1, compare="bound")
-    with pytest.raises(ConfigError, match="compare: must be 'value' or 'bound'"):
+    with pytest.raises(ConfigError, match="compare: must be 'value', 'bound' or 'budget'"):
         Threshold(DP, warning=0.1, compare="evidence")
+    with pytest.raises(ConfigError, match=r"hfm has no confidence interval.*\(budget\)"):
+        Threshold("hfm", warning=0.1, compare="budget")
+
+
+def test_a_budget_threshold_compares_the_bound_in_a_single_window():
+    # one window has no sequence: "budget" gives exactly the severities of "bound"
+    rng = np.random.default_rng(1)
+    g = np.repeat(["a", "b"], 2000)
+    for shift, expected in ((0.15, "warning"), (0.01, "ok")):
+        pred = (rng.random(4000) < np.where(g == "a", 0.3, 0.3 + shift)).astype(int)
+        w = Window({"g": g}, y_pred=pred)
+        runs = {c: evaluate_window(w, metrics=[DP, DPR], thresholds=[
+            Threshold(DP, warning=0.1, compare=c),
+            Threshold(DPR, warning=0.7, bound="lower", compare=c)]) for c in ("bound", "budget")}
+        assert dict(runs["budget"].statuses) == dict(runs["bound"].statuses)
+        assert runs["budget"].statuses[(DP, "g")] == expected
+        iv = runs["budget"].intervals[(DP, "g")]
+        assert Threshold(DP, warning=0.1, compare="budget").compared(
+            runs["budget"].values[(DP, "g")], iv.lower, iv.upper) == iv.lower
 
 
 def test_many_groups_give_an_interval_or_a_reason_fast():

@@ -37,6 +37,8 @@ The schema, with defaults (``load_config`` of this text works as is)::
         thresholds:                       # bound defaults to the metric's direction; the
                                           #   other side needs against_direction: true
           demographic_parity_difference: {warning: 0.1, critical: 0.2}
+        alert_windows: {warning: 3, critical: 2, undefined: 2}  # consecutive windows before
+                                          #   each alert fires, counted by the monitor
 
 Every relative path resolves against the config file's directory, never the working directory:
 files, the checkpoint, the spool and relative SQLite URLs (``sqlite:///predictions.db`` of a
@@ -51,6 +53,7 @@ from .model import (
     DEFAULT_LISTEN_ADDRESS,
     DEFAULT_MLFLOW_SPOOL,
     DEFAULT_TRACKING_URI,
+    AlertWindows,
     CheckpointConfig,
     ModelConfig,
     MonitorConfig,
@@ -60,6 +63,6 @@ from .model import (
 
 __all__ = [
     "DEFAULT_CHECKPOINT", "DEFAULT_LISTEN_ADDRESS", "DEFAULT_MLFLOW_SPOOL", "DEFAULT_TRACKING_URI",
-    "DURATION_HELP", "CheckpointConfig", "ModelConfig", "MonitorConfig", "ReferenceConfig",
-    "SourceConfig", "check_config", "format_duration", "load_config", "parse_duration",
+    "DURATION_HELP", "AlertWindows", "CheckpointConfig", "ModelConfig", "MonitorConfig",
+    "ReferenceConfig", "SourceConfig", "check_config", "format_duration", "load_config", "parse_duration",
 ]

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
+from ...report.evidence import Budget
 from ...report.registry import METRICS
 from ...report.thresholds import Threshold
 
@@ -81,6 +82,24 @@ class RollupConfig:
 
 
 @dataclass(frozen=True)
+class AlertWindows:
+    """Consecutive windows before an alert fires; the monitor counts them (``monitor/streaks``).
+
+    ``warning`` and ``critical``: breaching windows of ``FairnessThresholdBreached``;
+    ``undefined``: windows undefined for a reason that alerts (``FairnessMetricUndefined``) and
+    windows without rows (``FairmonitorNoTraffic``).
+    """
+
+    warning: int = 3
+    critical: int = 2
+    undefined: int = 2
+
+    def required(self, severity: str) -> int:
+        """Breaching windows before the alert of ``severity`` fires."""
+        return self.warning if severity == "warning" else self.critical
+
+
+@dataclass(frozen=True)
 class ModelConfig:
     """Everything the monitor needs to know about one model."""
 
@@ -126,6 +145,45 @@ class ModelConfig:
     summary_max_raw: int = 8192
     #: rows per group kept in a stored summary's sample (HFM and CFair on rollups)
     summary_sample_size: int = 256
+    #: consecutive windows before each alert fires (counted by the monitor)
+    alert_windows: AlertWindows = field(default_factory=AlertWindows)
+    #: the false-page budget of the ``compare: budget`` thresholds (``alerting.budget``);
+    #: ``Budget()`` when a threshold uses it and none is configured, else None
+    budget: Budget | None = None
+
+    @property
+    def budget_windows_per_day(self) -> float:
+        """Independent windows a day, the budget's unit: one per ``window`` (sliding windows
+        overlap, so only every ``window / every``-th evaluation may feed the evidence)."""
+        return timedelta(days=1) / self.window
+
+    def budget_series(self, attributes: Sequence[str]) -> tuple[tuple[str, str, str], ...]:
+        """The (metric, attribute, severity) series that page on the budget.
+
+        ``attributes`` are the evaluated ones (the intersection included, which only a
+        threshold naming it governs); the most specific threshold governs, as in
+        :func:`fairmonitor.report.thresholds.evaluate_thresholds`.
+        """
+        inter = {a for a in attributes if a not in self.sensitive_features}
+        out = []
+        for metric in dict.fromkeys(t.metric for t in self.thresholds):
+            for attribute in attributes:
+                matching = [t for t in self.thresholds if t.applies_to(
+                    metric, attribute, intersection=attribute in inter)]
+                if not matching:
+                    continue
+                best = max(matching, key=lambda t: t.attribute is not None)
+                if best.compare == "budget":
+                    out += [(metric, attribute, sev) for sev in ("warning", "critical")
+                            if getattr(best, sev) is not None]
+        return tuple(out)
+
+    def page_level(self, attributes: Sequence[str]) -> float | None:
+        """The budget's page level over :meth:`budget_series`; None without budget series."""
+        n = len(self.budget_series(attributes))
+        if self.budget is None or n == 0:
+            return None
+        return self.budget.page_level(windows_per_day=self.budget_windows_per_day, n_series=n)
 
     @property
     def model_uri(self) -> str | None:

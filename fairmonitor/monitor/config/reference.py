@@ -14,7 +14,8 @@ __all__ = ["ENTRIES", "markdown"]
 
 #: (section, key, default as written in YAML, meaning). Sections: "" (top level),
 #: "checkpoint", "models.<name>", "models.<name>.source", "models.<name>.thresholds.<metric>",
-#: "models.<name>.reference", "models.<name>.summaries".
+#: "models.<name>.reference", "models.<name>.summaries", "models.<name>.alerting.budget",
+#: "models.<name>.alert_windows".
 ENTRIES: tuple[tuple[str, str, str, str], ...] = (
     ("", "listen_address", "127.0.0.1:9464", "host:port of the Prometheus `/metrics` endpoint"),
     ("", "checkpoint", "fairmonitor-checkpoint.json",
@@ -70,6 +71,10 @@ ENTRIES: tuple[tuple[str, str, str, str], ...] = (
      "longer windows merged from the stored window summaries: durations (`[1d, 7d]`) or "
      "`{window, every}` (sliding); multiples of the (tumbling) window"),
     ("models.<name>", "summaries", "{}", "what each stored window summary keeps (below)"),
+    ("models.<name>", "alert_windows", "{}",
+     "consecutive windows before each alert fires, counted by the monitor (below)"),
+    ("models.<name>", "alerting", "{}",
+     "paging policy: `{budget: ...}`, the false-page budget of `compare: budget` (below)"),
     ("models.<name>", "team", "-", "routing label on every alert of the model"),
     ("models.<name>", "owner", "-", "routing label on every alert of the model"),
     ("models.<name>.source", "kind", "required", "`sql`, `files` or `spark`"),
@@ -93,6 +98,13 @@ ENTRIES: tuple[tuple[str, str, str, str], ...] = (
      "histogram (exact parity and MADD, ABCC within a certified 1e-6)"),
     ("models.<name>.summaries", "sample_size", "256",
      "rows kept per group for HFM and CFair on rollups (estimates); 0: none"),
+    ("models.<name>.alert_windows", "warning", "3",
+     "breaching windows in a row before the warning `FairnessThresholdBreached`"),
+    ("models.<name>.alert_windows", "critical", "2",
+     "breaching windows in a row before the critical `FairnessThresholdBreached`"),
+    ("models.<name>.alert_windows", "undefined", "2",
+     "undefined windows in a row before `FairnessMetricUndefined`, empty windows before "
+     "`FairmonitorNoTraffic`"),
     ("models.<name>.thresholds.<metric>", "warning", "-", "warning level"),
     ("models.<name>.thresholds.<metric>", "critical", "-", "critical level"),
     ("models.<name>.thresholds.<metric>", "bound", "the metric's", "`upper` or `lower`"),
@@ -100,7 +112,16 @@ ENTRIES: tuple[tuple[str, str, str, str], ...] = (
     ("models.<name>.thresholds.<metric>", "against_direction", "false",
      "allow a bound on the fair side of the metric (e.g. `upper` on a ratio)"),
     ("models.<name>.thresholds.<metric>", "compare", "value",
-     "`value`, or `bound`: the confidence bound on the unfair side (alerts on evidence)"),
+     "`value`; `bound`: the confidence bound on the unfair side (one window's evidence); "
+     "`budget`: sequential evidence within the model's false-page budget (recommended, "
+     "docs/alert-modes.md); one-window reports compare its bound"),
+    ("models.<name>.alerting.budget", "false_pages", "1",
+     "expected false pages of the whole model per `per` (over all its budget series)"),
+    ("models.<name>.alerting.budget", "per", "90d", "the budget's period"),
+    ("models.<name>.alerting.budget", "null_fraction", "0.5",
+     "gap (fraction of the threshold; of `1 - level` for a ratio) counted as fair"),
+    ("models.<name>.alerting.budget", "alternative_fraction", "1.5",
+     "gap (fraction of the threshold) that must page within a few windows"),
     ("models.<name>.reference", "path", "required", "Parquet or CSV file"),
     ("models.<name>.reference", "metrics", "all that apply", "metrics on the reference data"),
     ("models.<name>.reference", "label", "-", "label column"),

@@ -17,13 +17,15 @@ from typing import Any
 from ...exceptions import ConfigError
 from ...metrics._groups import INTERSECTION_SEPARATOR, MISSING_POLICIES
 from ...report.registry import METRICS
-from ...report.thresholds import Threshold
+from ...report.evidence import Budget
+from ...report.thresholds import COMPARES, Threshold
 from .durations import format_duration
 from .model import (
     DEFAULT_CHECKPOINT,
     DEFAULT_LISTEN_ADDRESS,
     DEFAULT_MLFLOW_SPOOL,
     DEFAULT_TRACKING_URI,
+    AlertWindows,
     CheckpointConfig,
     ModelConfig,
     MonitorConfig,
@@ -44,12 +46,15 @@ _MODEL_KEYS = (
     "relabel_within",
     "start", "metrics", "options", "min_group_size", "confidence_level", "intersection", "seed",
     "thresholds",
-    "reference", "team", "owner", "missing", "rollups", "summaries",
+    "reference", "team", "owner", "missing", "rollups", "summaries", "alerting",
+    "alert_windows",
 )
 _SOURCE_KEYS = ("kind", "url", "table", "path", "pattern", "timestamp_column", "model_column",
                 "version_column", "features_column", "timeout", "master", "remote")
 _THRESHOLD_KEYS = ("warning", "critical", "bound", "attribute", "against_direction", "compare")
 _REFERENCE_KEYS = ("path", "metrics", "label", "score", "prediction", "features")
+_ALERTING_KEYS = ("budget",)
+_BUDGET_KEYS = ("false_pages", "per", "null_fraction", "alternative_fraction")
 
 
 
@@ -190,6 +195,7 @@ def _model(r: Reader, at: str, name: str, raw: Any, base: Path) -> ModelConfig |
                              attributes)
     rollups = _rollups(r, f"{at}.rollups", raw.get("rollups"), window, every)
     max_raw, sample_size = _summaries(r, f"{at}.summaries", raw.get("summaries"))
+    budget = _alerting(r, f"{at}.alerting", raw.get("alerting"), thresholds)
     threshold = r.get(raw, "decision_threshold", float, 0.5, path=at)
     if not 0.0 <= threshold <= 1.0:
         r.error(f"{at}.decision_threshold", f"must be in [0, 1]; got {threshold!r}")
@@ -213,7 +219,65 @@ def _model(r: Reader, at: str, name: str, raw: Any, base: Path) -> ModelConfig |
         missing=_missing(r, f"{at}.missing", raw.get("missing"), sensitive),
         confidence_level=_confidence(r, at, raw.get("confidence_level", 0.95)),
         rollups=rollups, summary_max_raw=max_raw, summary_sample_size=sample_size,
+        budget=budget,
+        alert_windows=_alert_windows(r, f"{at}.alert_windows", raw.get("alert_windows")),
     )
+
+
+def _alert_windows(r: Reader, at: str, raw: Any) -> AlertWindows:
+    """``alert_windows: {warning, critical, undefined}``: windows before each alert fires."""
+    if raw is None:
+        return AlertWindows()
+    if not isinstance(raw, Mapping):
+        r.error(at, f"must be a mapping {{warning, critical, undefined}} of window counts; "
+                    f"got {raw!r}")
+        return AlertWindows()
+    r.keys(at, raw, ("warning", "critical", "undefined"))
+    return AlertWindows(*(r.positive_int(raw, k, getattr(AlertWindows, k), path=at)
+                          for k in ("warning", "critical", "undefined")))
+
+
+def _alerting(r: Reader, at: str, raw: Any, thresholds: Sequence[Threshold]) -> Budget | None:
+    """``alerting: {budget: {false_pages, per, null_fraction, alternative_fraction}}``: the
+    model's false-page budget; ``Budget()`` when a threshold uses ``compare: budget`` and none
+    is given. (Not ``null:``: YAML reads that key as null.)"""
+    uses_budget = any(t.compare == "budget" for t in thresholds)
+    if raw is None:
+        return Budget() if uses_budget else None
+    if not isinstance(raw, Mapping):
+        r.error(at, f"must be a mapping with keys {fmt_allowed(_ALERTING_KEYS)}; got {raw!r}")
+        return None
+    r.keys(at, raw, _ALERTING_KEYS)
+    spec = raw.get("budget")
+    if spec is None:
+        return Budget() if uses_budget else None
+    at = f"{at}.budget"
+    if not isinstance(spec, Mapping):
+        r.error(at, f"must be a mapping with keys {fmt_allowed(_BUDGET_KEYS)}, e.g. "
+                    f"{{false_pages: 1, per: 90d}}; got {spec!r}")
+        return None
+    if None in spec:
+        r.error(f"{at}.null", "YAML reads the key `null` as null: write `null_fraction`")
+        spec = {k: v for k, v in spec.items() if k is not None}
+    r.keys(at, spec, _BUDGET_KEYS)
+    default = Budget()
+    values = {key: r.get(spec, key, float, getattr(default, key), path=at)
+              for key in ("false_pages", "null_fraction", "alternative_fraction")}
+    per = r.duration(spec, "per", timedelta(days=default.days), path=at)
+    ok = True
+    for key, v in values.items():
+        if not (math.isfinite(v) and v > 0):
+            r.error(f"{at}.{key}", f"must be a positive number; got {v!r}")
+            ok = False
+    if ok and values["null_fraction"] >= values["alternative_fraction"]:
+        r.error(f"{at}.null_fraction",
+                "must be below 'alternative_fraction' (the indifference zone's ends, as "
+                f"fractions of the threshold); got {values['null_fraction']} and "
+                f"{values['alternative_fraction']}")
+        ok = False
+    if not ok or per is None:
+        return None
+    return Budget(days=per / timedelta(days=1), **values)
 
 
 def _rollups(r: Reader, at: str, raw: Any, window: timedelta,
@@ -477,7 +541,7 @@ def _threshold(r: Reader, at: str, metric: str, raw: Any,
         return None  # a bad number, already reported
     try:
         against = r.get(raw, "against_direction", bool, False, path=at)
-        compare = r.choice(raw, "compare", ("value", "bound"), "value", path=at)
+        compare = r.choice(raw, "compare", COMPARES, "value", path=at)
         return Threshold(metric, levels["warning"], levels["critical"], bound, attribute,
                          against_direction=against, compare=compare)
     except ConfigError as exc:

@@ -129,6 +129,8 @@ class _Model:
     #: rollups: (rollup, metric, attribute) -> value; rollup -> (window end, windows merged)
     rollups: Mapping[tuple[str, str, str], _Value] = field(default_factory=dict)
     rollup_windows: Mapping[str, tuple[float, int]] = field(default_factory=dict)
+    #: the alert streaks (``monitor.streaks.Streaks``) after the latest completed window
+    streaks: Any = None
 
 
 #: ``reason`` label values of ``fairmonitor_window_rejected_rows`` (see ``monitor/rows.py``).
@@ -147,6 +149,10 @@ class _ModelSetup:
     labels_after: float = 0.0
     routing: tuple[tuple[str, str], ...] = ()  # (team, owner) labels set in the config
     min_group_size: int = 1
+    #: alert_windows: (warning, critical, undefined) windows before each alert fires
+    alert_windows: tuple[int, int, int] = (3, 2, 2)
+    #: the page level of the model's ``compare: budget`` series (None: none)
+    page_level: float | None = None
 
 
 def _setup_from_config(cfg: Any) -> _ModelSetup:
@@ -156,9 +162,13 @@ def _setup_from_config(cfg: Any) -> _ModelSetup:
     label_metrics = tuple(m for m in cfg.metrics if METRICS[m].needs_labels)
     routing = tuple((k, str(getattr(cfg, k))) for k in ("team", "owner")
                     if getattr(cfg, k, None))
+    windows = getattr(cfg, "alert_windows", None)
+    page_level = cfg.page_level(list(attrs)) if hasattr(cfg, "page_level") else None
     return _ModelSetup(tuple(cfg.thresholds), frozenset(cfg.metrics), label_metrics, attrs,
                        cfg.every.total_seconds(), cfg.labels_after.total_seconds(), routing,
-                       int(getattr(cfg, "min_group_size", 1)))
+                       int(getattr(cfg, "min_group_size", 1)),
+                       (windows.warning, windows.critical, windows.undefined)
+                       if windows is not None else (3, 2, 2), page_level)
 
 
 def _capped(counts: Mapping[str, int]) -> dict[str, int]:
@@ -377,6 +387,8 @@ class FairnessCollector:
                     values[(metric, attr)] = _Value(r.version, math.nan, why, None,
                                                     r.end.timestamp())
         main_phase = r.phase != "labels"
+        if getattr(r, "streaks", None) is not None:
+            m = replace(m, streaks=r.streaks)
         robustness = dict(m.robustness)
         if report is not None:
             robustness.update(_robustness(report, r.version))
@@ -472,6 +484,13 @@ class FairnessCollector:
 
         self._update(model, change)
 
+    def restore_streaks(self, model: str, streaks: Any) -> None:
+        """The alert streaks saved in the checkpoint (``monitor.streaks.Streaks``).
+
+        A window evaluated since the start wins: its streaks are newer.
+        """
+        self._update(model, lambda m: m if m.streaks is not None else replace(m, streaks=streaks))
+
     def _restored_rollups(self, model: str, snapshot: Mapping[str, Any], ts: Any
                           ) -> tuple[dict[tuple[str, str, str], _Value], dict[str, Any]]:
         thresholds = self._setup.get(model, _ModelSetup()).thresholds
@@ -508,6 +527,62 @@ class FairnessCollector:
         yield from self._queue_families()
         yield from self._row_families(models)
         yield from self._rollup_families(models)
+        yield from self._streak_families(models)
+
+    def _streak_families(self, models: Mapping[str, _Model]) -> Iterator[Metric]:
+        """The alert streaks and the windows each alert needs (``monitor/streaks.py``).
+
+        Every window value with a threshold level gets its streak (0 when none), so a rule
+        compares two series of the same labels: ``breach_windows >= breach_windows_required``.
+        """
+        labels = ("model", "metric", "sensitive_attribute", "bound", "severity")
+        breach = _gauge("breach_windows", "Consecutive evaluated windows whose compared value "
+                        "breaches the severity's threshold level (undefined and empty windows "
+                        "neither count nor reset; a value inside resets).", *labels)
+        required = _gauge("breach_windows_required", "Consecutive breaching windows before "
+                          "FairnessThresholdBreached fires (alert_windows of the model).",
+                          *labels)
+        undefined = _gauge("undefined_windows", "Consecutive windows whose value is undefined "
+                           "for a reason that alerts (insufficient_data, too_few_groups, "
+                           "error); a defined value resets.", "model", "metric",
+                           "sensitive_attribute")
+        no_traffic = _gauge("no_traffic_windows", "Consecutive windows of the model without "
+                            "rows; a window with rows resets.", "model")
+        needed = _gauge("undefined_windows_required", "Consecutive undefined (or empty) windows "
+                        "before FairnessMetricUndefined (or FairmonitorNoTraffic) fires.",
+                        "model")
+        evidence = _gauge("breach_evidence", "Sequential evidence (log(1 + R) of the "
+                          "e-detector) of each compare: budget series; it breaches at "
+                          "fairmonitor_breach_evidence_page_level.", *labels)
+        page = _gauge("breach_evidence_page_level", "Evidence at which a compare: budget "
+                      "series breaches: the model's false-page budget over its budget series.",
+                      "model")
+        for model, m in models.items():
+            setup = self._setup.get(model, _ModelSetup())
+            streaks = m.streaks
+            counts = dict(getattr(streaks, "breach", None) or {})
+            gaps = dict(getattr(streaks, "undefined", None) or {})
+            proofs = dict(getattr(streaks, "evidence", None) or {})
+            keys = {k for k in m.values if k[0] in setup.metrics} | {k[:2] for k in counts}
+            for metric, attr in sorted(keys | set(gaps)):
+                undefined.add_metric([model, metric, attr], float(gaps.get((metric, attr), 0)))
+                rule = _governing(setup.thresholds, metric, attr)
+                for i, severity in enumerate(("warning", "critical")):
+                    if rule is None or getattr(rule, severity) is None:
+                        continue
+                    key = [model, metric, attr, rule.bound, severity]
+                    breach.add_metric(key, float(counts.get((metric, attr, severity), 0)))
+                    budget = rule.compare == "budget" and setup.page_level is not None
+                    # a budget series breaches on its evidence: one such window pages
+                    required.add_metric(key, 1.0 if budget else float(setup.alert_windows[i]))
+                    if budget:
+                        e = proofs.get((metric, attr, severity))
+                        evidence.add_metric(key, float(e.statistic) if e is not None else 0.0)
+            no_traffic.add_metric([model], float(getattr(streaks, "no_traffic", 0)))
+            needed.add_metric([model], float(setup.alert_windows[2]))
+            if setup.page_level is not None:
+                page.add_metric([model], setup.page_level)
+        yield from (breach, required, undefined, no_traffic, needed, evidence, page)
 
     def _rollup_families(self, models: Mapping[str, _Model]) -> Iterator[Metric]:
         labels = ("model", "version", "window", "metric", "sensitive_attribute")

@@ -1,0 +1,293 @@
+"""Sequential evidence for fairness pages: a false-page budget per model.
+
+A threshold with ``compare: budget`` does not page on one window. Each alerting series (metric x
+attribute x severity) keeps an :class:`Evidence` state that :func:`accumulate` updates once per
+evaluated window, and the series pages when ``state.statistic >= budget.page_level(...)``.
+
+The method
+----------
+Per series the threshold's level ``L`` defines an indifference zone: a null gap
+``g0 = null_fraction * L`` (no page wanted) and an alternative ``g1 = alternative_fraction * L``
+(a page wanted quickly). A window gives an estimate ``x`` and, from its confidence interval, a
+standard error ``s`` (the wider half-width over the normal quantile, floored at ``(g1 - g0) / 8``
+so a degenerate interval never divides by 0). Its Gaussian log-likelihood ratio of ``g1``
+against ``g0`` is ``l = (g1 - g0) / s**2 * (x - (g0 + g1) / 2)`` (Page 1954).
+
+The gap statistics of the registry are *folded*: ``|p_a - p_b|`` (a largest pair gap) is >= 0
+and biased upward when ``s`` is comparable with ``L`` (small groups). Under a folded normal
+at ``g0``, ``E[exp(l)] = c = Phi((g0 + d) / s) + exp(-2 d g0 / s**2) Phi((d - g0) / s)`` with
+``d = g1 - g0``, which exceeds 1 for ``L / s`` below about 1.3. The increment used is
+``l - log c``: an e-value (``E[exp(.)] <= 1`` at every true gap ``<= g0``, folded or not, since
+the folded statistic grows stochastically with the gap). On large groups ``c`` is 1.
+
+The increments feed a Shiryaev-Roberts e-detector (Shin, Ramdas and Rinaldo), kept in log
+scale as ``statistic = log(1 + R)``, ``R_t = exp(l_t) (1 + R_{t-1})``: ``statistic_t =
+softplus(statistic_{t-1} + l_t)``. ``R_t - t`` is a supermartingale while every gap is at
+most ``g0``, so a detector that pages when ``R >= A`` and restarts from 0 when its page clears
+pages at most ``T / A`` times in expectation over ``T`` windows (optional stopping, summed
+over the restart cycles; no assumption on how the series of one model depend on each other).
+:meth:`Budget.page_level` sets ``A = n_series * windows_per_day * days / false_pages``: the
+expected number of false pages of a model over ``days`` is at most ``false_pages``.
+
+Why not the CUSUM: Page's CUSUM is ``max(0, statistic + l)`` and ``softplus(y) >= max(0, y)``,
+so with the same threshold the e-detector pages no later, under the same guarantee (Lorden 1971
+bounds the CUSUM's ARL0 by ``exp(h)`` through exactly this comparison; Siegmund 1985's
+approximation shows that bound is loose by the overshoot). A confidence sequence (Howard et
+al. 2021) on each gap would page when its lower bound crosses ``L``: valid, but it tests
+``gap > L`` rather than ``g1`` against ``g0`` and needs a restart rule when the gap moves, so
+it detects more slowly at ``1.5 L``. Bonferroni over series and windows (one-window level
+``1 / A``) is the baseline the benchmark compares with.
+
+Assumptions: windows are independent given the gap (tumbling windows; sliding windows share
+rows and the bound does not hold), the per-window estimate is Gaussian with the standard
+error its interval implies (Wald-type: groups of a few dozen rows and more), and the gap
+stays at or below ``g0`` for the guarantee; between ``g0`` and ``g1`` either outcome is
+acceptable.
+
+References
+----------
+Page, E. S. (1954). Continuous inspection schemes. Biometrika 41, 100-115.
+Lorden, G. (1971). Procedures for reacting to a change in distribution. Ann. Math. Statist.
+42, 1897-1908.
+Siegmund, D. (1985). Sequential Analysis: Tests and Confidence Intervals. Springer.
+Shin, J., Ramdas, A. and Rinaldo, A. (2024). E-detectors: a nonparametric framework for
+sequential change detection. New England J. Statist. Data Sci. 2, 229-260.
+Howard, S. R., Ramdas, A., McAuliffe, J. and Sekhon, J. (2021). Time-uniform, nonparametric,
+nonasymptotic confidence sequences. Ann. Statist. 49, 1055-1080.
+
+Examples
+--------
+A DP difference threshold of 0.1, a model with 10 alerting series and hourly windows:
+
+>>> budget = Budget()
+>>> h = budget.page_level(windows_per_day=24, n_series=10)
+>>> round(h, 2)  # log(1 + 10 * 24 * 90)
+9.98
+
+Windows whose gap is 0.15 with a standard error of 0.03 (groups of about 500 rows) page in
+the second window; a fair window afterwards clears the page and restarts the evidence.
+
+>>> state = Evidence()
+>>> for value in (0.15, 0.15, 0.0):
+...     state = accumulate(state, value=value, lower=value - 0.0588, upper=value + 0.0588,
+...                        level=0.1, bound="upper", budget=budget, page_level=h)
+...     print(round(state.statistic, 2), state.statistic >= h)
+5.56 False
+11.11 True
+0.0 False
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from statistics import NormalDist
+from typing import Any
+
+__all__ = ["CAP_FACTOR", "SE_FLOOR_FRACTION", "Budget", "Evidence", "accumulate", "increment"]
+
+#: The standard error is at least this fraction of ``g1 - g0``: one window then adds at most
+#: ``0.5 * 8**2 = 32`` to the statistic at ``g1``, and a zero-width interval is harmless.
+SE_FLOOR_FRACTION = 1.0 / 8.0
+#: With a page level, the statistic is capped at this multiple of it: evidence beyond that
+#: only delays the all-clear after a breach ends.
+CAP_FACTOR = 2.0
+_NORMAL = NormalDist()
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A model's false-page budget and its indifference zone.
+
+    Parameters
+    ----------
+    false_pages : float, default=1.0
+        Expected false pages of the whole model (all its alerting series) per ``days``.
+    days : float, default=90.0
+        The budget's period in days.
+    null_fraction : float, default=0.5
+        ``g0``, as a fraction of the threshold's level (of ``1 - level`` for a ratio): a gap
+        at or below it is what the budget counts as fair.
+    alternative_fraction : float, default=1.5
+        ``g1``, the gap that must page quickly, as a fraction of the level.
+
+    Examples
+    --------
+    >>> Budget(false_pages=1, days=90).page_level(windows_per_day=24, n_series=10) < \\
+    ...     Budget(false_pages=1, days=180).page_level(windows_per_day=24, n_series=10)
+    True
+    """
+
+    false_pages: float = 1.0
+    days: float = 90.0
+    null_fraction: float = 0.5
+    alternative_fraction: float = 1.5
+
+    def __post_init__(self) -> None:
+        for key in ("false_pages", "days", "null_fraction", "alternative_fraction"):
+            v = getattr(self, key)
+            if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) \
+                    or v <= 0:
+                raise ValueError(f"Budget.{key}: must be a positive number; got {v!r}.")
+        if self.null_fraction >= self.alternative_fraction:
+            raise ValueError(
+                "Budget: null_fraction must be below alternative_fraction; got "
+                f"{self.null_fraction} and {self.alternative_fraction}.")
+
+    def page_level(self, *, windows_per_day: float, n_series: int) -> float:
+        """The statistic's page level ``h = log(1 + n_series * windows * / false_pages)``.
+
+        ``windows`` is ``windows_per_day * days``: the e-detector pages at most
+        ``windows / exp(h)`` times per series in expectation, so at most ``false_pages``
+        times over the model's ``n_series`` series.
+        """
+        if not windows_per_day > 0 or not n_series >= 1:
+            raise ValueError("page_level: windows_per_day must be > 0 and n_series >= 1; got "
+                             f"{windows_per_day!r} and {n_series!r}.")
+        return math.log1p(n_series * windows_per_day * self.days / self.false_pages)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One alerting series' sequential state.
+
+    Parameters
+    ----------
+    statistic : float, default=0.0
+        ``log(1 + R)`` of the Shiryaev-Roberts e-detector; the series pages at
+        ``statistic >= page_level``.
+    windows : int, default=0
+        Defined windows accumulated since the state started or last restarted.
+
+    Examples
+    --------
+    >>> Evidence.from_dict(Evidence(3.5, 4).to_dict())
+    Evidence(statistic=3.5, windows=4)
+    """
+
+    statistic: float = 0.0
+    windows: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (the checkpoint's)."""
+        return {"statistic": float(self.statistic), "windows": int(self.windows)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Evidence:
+        """Inverse of :meth:`to_dict`; a missing key takes its default."""
+        return cls(float(d.get("statistic", 0.0)), int(d.get("windows", 0)))
+
+
+def _as_gap(value: float, lower: float, upper: float, level: float,
+            bound: str) -> tuple[float, float, float, float]:
+    """(estimate, lower, upper, level) on a scale where a higher gap is worse.
+
+    An ``upper`` threshold's metric is a gap already. A ``lower`` one is a ratio with parity
+    at 1: its gap is ``-log(ratio)`` (the scale its interval is built on), and the level's
+    fractions are taken of ``1 - level``.
+    """
+    if bound == "upper":
+        return value, lower, upper, level
+    if bound != "lower":
+        raise ValueError(f"bound: must be 'upper' or 'lower'; got {bound!r}.")
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"a 'lower' budget threshold is a ratio level in (0, 1); got {level}.")
+
+    def gap(r: float) -> float:
+        return -math.log(max(r, 1e-12))
+
+    return gap(value), gap(upper), gap(lower), 1.0 - level
+
+
+def _zone(level: float, bound: str, budget: Budget) -> tuple[float, float]:
+    """(g0, g1) on the gap scale of :func:`_as_gap`."""
+    if bound == "upper":
+        return budget.null_fraction * level, budget.alternative_fraction * level
+    # a ratio: fractions of the distance 1 - level from parity, then the log scale
+    g0 = -math.log1p(-min(budget.null_fraction * level, 1.0 - 1e-12))
+    g1 = -math.log1p(-min(budget.alternative_fraction * level, 1.0 - 1e-12))
+    return g0, g1
+
+
+def increment(*, value: float, lower: float, upper: float, level: float, bound: str,
+              budget: Budget, confidence_level: float = 0.95) -> float:
+    """One window's log e-value ``l - log c`` (see the module docstring); NaN if undefined.
+
+    Examples
+    --------
+    A window exactly at the midpoint of ``g0 = 0.05`` and ``g1 = 0.15`` with a standard error
+    of 0.03 carries no evidence apart from the fold correction (``c`` is 1 here):
+
+    >>> abs(increment(value=0.1, lower=0.1 - 0.0588, upper=0.1 + 0.0588, level=0.1,
+    ...                 bound="upper", budget=Budget())) < 1e-3
+    True
+    """
+    if not all(math.isfinite(v) for v in (value, lower, upper, level)):
+        return math.nan
+    x, lo, hi, gap_level = _as_gap(value, lower, upper, level, bound)
+    g0, g1 = _zone(gap_level, bound, budget)
+    d = g1 - g0
+    z = _NORMAL.inv_cdf(0.5 + confidence_level / 2.0)
+    halves = [h for h in (x - lo, hi - x) if math.isfinite(h)]
+    s = max(max(halves, default=0.0) / z, SE_FLOOR_FRACTION * d)
+    a = d / (s * s)
+    llr = a * (x - (g0 + g1) / 2.0)
+    fold = _NORMAL.cdf((g0 + d) / s) + math.exp(-2.0 * a * g0) * _NORMAL.cdf((d - g0) / s)
+    return llr - math.log(fold)
+
+
+def _softplus(y: float) -> float:
+    return y + math.log1p(math.exp(-y)) if y > 0 else math.log1p(math.exp(y))
+
+
+def accumulate(state: Evidence, *, value: float, lower: float, upper: float, level: float,
+               bound: str, budget: Budget, confidence_level: float = 0.95,
+               page_level: float | None = None) -> Evidence:
+    """The series' state after one more window.
+
+    Parameters
+    ----------
+    state : Evidence
+        The state after the previous windows.
+    value, lower, upper : float
+        The window's metric value and its confidence interval at ``confidence_level``.
+        Any of them NaN (an undefined window): the state is returned unchanged, neither
+        advanced nor reset.
+    level : float
+        The threshold's level (warning or critical) this series pages on.
+    bound : {'upper', 'lower'}
+        The threshold's bound: ``"upper"`` a gap, higher is worse; ``"lower"`` a ratio.
+    budget : Budget
+        The model's budget (its indifference zone).
+    confidence_level : float, default=0.95
+        Level of ``lower``/``upper``.
+    page_level : float or None
+        The model's :meth:`Budget.page_level` (the monitor always passes it). Given, a state
+        that was paging (``statistic >= page_level``) and falls below restarts at 0: the page
+        cleared, and the next page needs fresh evidence (the guarantee counts pages over
+        restart cycles); and the statistic is capped at ``CAP_FACTOR * page_level``, so a
+        long breach clears within a few fair windows. Both only lower ``R``, which keeps
+        ``R_t - t`` a supermartingale and the guarantee intact.
+
+    Returns
+    -------
+    Evidence
+
+    Examples
+    --------
+    >>> s = accumulate(Evidence(), value=float("nan"), lower=0.0, upper=0.1, level=0.1,
+    ...                bound="upper", budget=Budget())
+    >>> s
+    Evidence(statistic=0.0, windows=0)
+    """
+    step = increment(value=value, lower=lower, upper=upper, level=level, bound=bound,
+                     budget=budget, confidence_level=confidence_level)
+    if math.isnan(step):
+        return state
+    statistic = _softplus(state.statistic + step)
+    if page_level is not None:
+        if state.statistic >= page_level > statistic:
+            return Evidence(0.0, 0)
+        statistic = min(statistic, CAP_FACTOR * page_level)
+    return Evidence(statistic, state.windows + 1)

@@ -1,0 +1,149 @@
+"""report.evidence: the budgeted pages' sequential state (issue 24 item 2)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import norm
+
+from fairmonitor.report.evidence import (
+    CAP_FACTOR, SE_FLOOR_FRACTION, Budget, Evidence, accumulate, increment,
+)
+
+Z95 = norm.ppf(0.975)
+
+
+def _window(value, se, level=0.1, bound="upper", budget=Budget(), **kw):
+    return dict(value=value, lower=value - Z95 * se, upper=value + Z95 * se, level=level,
+                bound=bound, budget=budget, **kw)
+
+
+def _hand_increment(x, s, g0, g1):
+    """The Gaussian LLR of g1 vs g0 minus the log of its folded-normal mean at g0."""
+    llr = (g1 - g0) / s**2 * (x - (g0 + g1) / 2)
+    c = norm.cdf((g1) / s) + math.exp(-2 * (g1 - g0) * g0 / s**2) * norm.cdf((g1 - 2 * g0) / s)
+    return llr - math.log(c)
+
+
+def test_two_hand_computed_steps():
+    # level 0.1: g0 = 0.05, g1 = 0.15; s = 0.05; LLR = 40 * (0.2 - 0.1) = 4
+    step = _hand_increment(0.2, 0.05, 0.05, 0.15)
+    assert step == pytest.approx(4 - math.log(norm.cdf(3) + math.exp(-4) * norm.cdf(1)))
+    one = accumulate(Evidence(), **_window(0.2, 0.05))
+    assert one.windows == 1
+    assert one.statistic == pytest.approx(math.log1p(math.exp(step)), rel=1e-12)
+    # a window below the midpoint: LLR = 40 * (0.06 - 0.1) = -1.6
+    step2 = _hand_increment(0.06, 0.05, 0.05, 0.15)
+    two = accumulate(one, **_window(0.06, 0.05))
+    assert two.statistic == pytest.approx(math.log1p(math.exp(one.statistic + step2)), rel=1e-12)
+    assert two.windows == 2
+    # never below Page's CUSUM max(0, S + l) on the same increments
+    assert two.statistic >= max(0.0, max(0.0, step) + step2)
+
+
+def test_the_wider_half_width_and_the_floor_give_the_standard_error():
+    # asymmetric interval (lower clipped at 0): the wider half, 0.1, gives s = 0.1 / z
+    got = increment(value=0.02, lower=0.0, upper=0.12, level=0.1, bound="upper",
+                    budget=Budget())
+    assert got == pytest.approx(_hand_increment(0.02, 0.1 / Z95, 0.05, 0.15))
+    # a zero-width interval: s is floored at (g1 - g0) / 8
+    got = increment(value=0.0, lower=0.0, upper=0.0, level=0.1, bound="upper", budget=Budget())
+    assert got == pytest.approx(_hand_increment(0.0, SE_FLOOR_FRACTION * 0.1, 0.05, 0.15))
+
+
+def test_a_ratio_is_a_log_gap_with_fractions_of_the_distance_from_parity():
+    # level 0.8: g0 = -log(1 - 0.1), g1 = -log(1 - 0.3); the interval on the log scale
+    x, lo, hi = -math.log(0.7), -math.log(0.8), -math.log(0.6)
+    s = max(x - lo, hi - x) / Z95
+    got = increment(value=0.7, lower=0.6, upper=0.8, level=0.8, bound="lower", budget=Budget())
+    assert got == pytest.approx(_hand_increment(x, s, -math.log(0.9), -math.log(0.7)))
+    with pytest.raises(ValueError, match="ratio level in"):
+        increment(value=0.7, lower=0.6, upper=0.8, level=1.5, bound="lower", budget=Budget())
+
+
+@pytest.mark.parametrize("field", ["value", "lower", "upper"])
+def test_an_undefined_window_leaves_the_state_unchanged(field):
+    state = Evidence(4.2, 7)
+    window = _window(0.2, 0.05)
+    window[field] = float("nan")
+    assert accumulate(state, **window, page_level=9.0) is state
+
+
+def test_page_level_is_the_log_of_the_expected_windows_per_false_page():
+    b = Budget()
+    assert b.page_level(windows_per_day=24, n_series=10) == pytest.approx(
+        math.log(1 + 10 * 24 * 90))
+    levels = [Budget(false_pages=f).page_level(windows_per_day=24, n_series=10)
+              for f in (4, 2, 1, 0.5)]
+    assert levels == sorted(levels) and len(set(levels)) == 4
+    by_series = [b.page_level(windows_per_day=24, n_series=n) for n in (1, 2, 10, 40)]
+    assert by_series == sorted(by_series) and len(set(by_series)) == 4
+    assert Budget(days=30).page_level(windows_per_day=24, n_series=10) < \
+        b.page_level(windows_per_day=24, n_series=10)
+    with pytest.raises(ValueError, match="n_series >= 1"):
+        b.page_level(windows_per_day=24, n_series=0)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"false_pages": 0}, "false_pages: must be a positive"),
+    ({"days": float("inf")}, "days: must be a positive"),
+    ({"null_fraction": 1.5, "alternative_fraction": 1.0}, "null_fraction must be below"),
+])
+def test_budget_rejects_bad_values(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        Budget(**kwargs)
+
+
+def test_evidence_round_trips_through_a_dict():
+    e = Evidence(3.25, 11)
+    assert Evidence.from_dict(e.to_dict()) == e
+    assert Evidence.from_dict({}) == Evidence()
+
+
+def _run_lengths(gap, se, *, runs, page_level, rng, level=0.1, budget=Budget(), limit=100_000):
+    """Windows to the first page of |N(gap, se)| windows (the folded statistic)."""
+    out = []
+    for _ in range(runs):
+        state, t = Evidence(), 0
+        while t < limit:
+            t += 1
+            x = abs(rng.normal(gap, se))
+            state = accumulate(state, **_window(x, se, level=level, budget=budget),
+                               page_level=page_level)
+            if state.statistic >= page_level:
+                break
+        out.append(t)
+    return np.array(out)
+
+
+@pytest.mark.parametrize("ratio", [0.8, 2.0])  # level / se: small groups (fold matters), mid
+def test_arl0_at_g0_is_at_least_the_page_levels_promise(ratio):
+    # E[R_N] >= A at a page and R_t - t is a supermartingale at g0: E[N] >= A = exp(h) - 1
+    rng = np.random.default_rng(20240611)
+    h = math.log1p(40.0)
+    n = _run_lengths(0.05, 0.1 / ratio, runs=300, page_level=h, rng=rng)
+    # mean minus three standard errors still above A
+    assert n.mean() - 3 * n.std(ddof=1) / math.sqrt(n.size) >= 40.0
+
+
+def test_a_gap_of_twice_the_threshold_pages_within_three_windows():
+    rng = np.random.default_rng(7)
+    h = Budget().page_level(windows_per_day=24, n_series=10)
+    n = _run_lengths(0.2, 0.03, runs=200, page_level=h, rng=rng)  # groups of about 500 rows
+    assert n.max() <= 3 and np.median(n) <= 2
+
+
+def test_the_cap_and_the_restart_clear_a_long_breach_quickly():
+    h = Budget().page_level(windows_per_day=24, n_series=10)
+    state = Evidence()
+    for _ in range(50):
+        state = accumulate(state, **_window(0.2, 0.03), page_level=h)
+    assert state.statistic == pytest.approx(CAP_FACTOR * h) and state.windows == 50
+    cleared = 0
+    while state.statistic >= h:
+        state = accumulate(state, **_window(0.0, 0.03), page_level=h)
+        cleared += 1
+    # a fair window subtracts about (0.1 / 0.03**2) * 0.1 = 11.1 > 2h - h = 9.98: one clears
+    assert cleared == 1 and state == Evidence(0.0, 0)
