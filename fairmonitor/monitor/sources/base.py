@@ -17,8 +17,12 @@ if TYPE_CHECKING:
 #: ``DataFrame.attrs`` key: rows read for a window whose timestamp is empty or unparseable
 #: (they belong to no window; the job counts them as rejected rows)
 NO_TIMESTAMP = "rows_without_timestamp"
+#: ``DataFrame.attrs`` key: every column of the source's table (a SQL source reads only the
+#: configured ones, so a missing one is told from the table, with the table's columns listed)
+SOURCE_COLUMNS = "source_columns"
 
-__all__ = ["NO_TIMESTAMP", "MemorySource", "WindowSource", "expand_json_column", "to_utc"]
+__all__ = ["NO_TIMESTAMP", "SOURCE_COLUMNS", "MemorySource", "WindowSource", "expand_json_column",
+           "to_utc"]
 
 log = logging.getLogger(__name__)
 

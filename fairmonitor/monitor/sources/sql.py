@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
-from .base import NO_TIMESTAMP, _utc, expand_json_column, to_utc
+from .base import NO_TIMESTAMP, SOURCE_COLUMNS, _utc, expand_json_column, to_utc
 
 __all__ = ["SQLSource"]
 
@@ -126,6 +126,7 @@ class SQLSource:
         if self.expand_features and self.features_column:
             frame = expand_json_column(frame, self.features_column)
         frame.attrs[NO_TIMESTAMP] = undated
+        frame.attrs[SOURCE_COLUMNS] = list(table.c.keys())
         return frame
 
     def close(self) -> None:
