@@ -201,7 +201,11 @@ def test_held_windows_beyond_catch_up_are_skipped_and_counted(make_predictions):
     assert results[0].skipped_before == 3
 
 
-def test_a_data_error_is_logged_once_per_cause_with_the_fix(make_predictions, caplog):
+def test_a_data_error_is_logged_once_per_cause_with_the_fix(make_predictions, caplog,
+                                                           monkeypatch):
+    from fairmonitor.monitor import job
+
+    monkeypatch.setattr(job, "_data_causes", {})  # what earlier tests logged in this process
     frame = make_predictions(n_hours=3)
     source, store = MemorySource(frame), MemoryCheckpoint()
     with caplog.at_level(logging.WARNING, logger="fairmonitor.monitor.job"):

@@ -310,6 +310,10 @@ class FairnessCollector:
         (one line per stage: source, data, metric, checkpoint, spool, mlflow, export, scheduler)
         # TYPE fairmonitor_labels_pending_windows gauge
         fairmonitor_labels_pending_windows{model="credit"} 24.0
+        # TYPE fairmonitor_labels_overdue_windows gauge
+        fairmonitor_labels_overdue_windows{model="credit"} 0.0
+        # TYPE fairmonitor_data_error_windows gauge
+        fairmonitor_data_error_windows{model="credit"} 0.0
         # TYPE fairmonitor_build_info gauge
         fairmonitor_build_info{version="0.1.0"} 1.0
         # TYPE fairmonitor_metric_lower_bound gauge
@@ -324,7 +328,9 @@ class FairnessCollector:
     overrides go to ``fairmonitor_threshold_by_attribute`` (and into ``fairmonitor_alert_state``,
     which always reflects the most specific threshold). Undefined ``reason`` codes:
     ``labels_pending`` (the window's labels have not arrived, or a label metric was never
-    computed yet), ``insufficient_data`` (groups exist but fewer than two reach
+    computed yet), ``labels_overdue`` (its labels were due, ``labels_after`` after it closed,
+    and no row had one: ``fairmonitor_labels_overdue_windows`` counts such windows in a row),
+    ``insufficient_data`` (groups exist but fewer than two reach
     ``min_group_size``), ``too_few_groups``, ``no_traffic`` (the window held no rows: a signal of its
     own, not an error), ``error`` (the metric raised), ``undefined`` (anything else). The
     liveness gauges (last success, cadence, labels_after) are what the generated alert rules
