@@ -493,6 +493,8 @@ class FairnessCollector:
                   for attr, v in attrs.items()}
         version = str(snapshot.get("version", ""))
         rollups, rollup_windows = self._restored_rollups(model, snapshot, ts)
+        saved = snapshot.get("labels_overdue")  # [windows, index] (snapshot.overdue_streak)
+        overdue = (int(saved[0]), int(saved[1])) if saved else (0, -1)
 
         def change(m: _Model) -> _Model:
             return replace(m, version=version, values={**values, **m.values},
@@ -503,9 +505,8 @@ class FairnessCollector:
                            samples=m.samples or int(snapshot.get("samples", 0)),
                            groups=m.groups or dict(snapshot.get("groups") or {}),
                            groups_version=m.groups_version or version,
-                           labels_overdue=(m.labels_overdue if m.labels_overdue[1] >= 0 else
-                                           overdue_streak(snapshot.get("labels_overdue"),
-                                                          None)))
+                           labels_overdue=(m.labels_overdue if m.labels_overdue[1] >= 0
+                                           else overdue))
 
         self._update(model, change)
 
