@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from ..exceptions import InvalidInputError
+from ..exceptions import InvalidInputError, MissingColumnError
 from ..report.evaluate import Window, WindowReport, evaluate_window
 from ..report.thresholds import Severity
 from ..summaries import summarize, to_bytes
@@ -273,6 +273,11 @@ def evaluate_model_window(
 
     try:
         frame = source.fetch(model_cfg.name, start, end)
+    except MissingColumnError as exc:  # the config names a column the source lacks
+        return done(labels_included=False, n_rows=0, report=None,
+                    errors={"data": f"models.{model_cfg.name}.{exc.key}: {exc}. Fix it in the "
+                                    "config (or add the column to the source); the windows "
+                                    "wait for the fix"})
     except Exception as exc:  # WindowUnavailableError, or any bug in a third-party source
         return done(labels_included=False, n_rows=0, report=None,
                     errors={"source": f"{type(exc).__name__}: {exc}"})

@@ -341,3 +341,17 @@ def test_an_empty_frame_from_a_file_source_is_not_a_data_error():
 
     empty = pd.DataFrame({"timestamp": pd.Series([], dtype="datetime64[ns, UTC]")})
     assert frame_problem(_config().models["credit"], empty, labels=True) is None
+
+
+def test_a_misnamed_timestamp_column_is_a_data_error_not_an_outage(tmp_path):
+    url = f"sqlite:///{tmp_path / 'p.db'}"
+    PredictionLogger(url, model="credit", sensitive_features=["sex"]).close()
+    source = SQLSource(url, timestamp_column="ts")
+    store = MemoryCheckpoint()
+    (result,) = run_once(_config(), {"credit": source}, store, now=T0 + H)
+    assert set(result.errors) == {"data"}
+    assert result.errors["data"].startswith(
+        "models.credit.source.timestamp_column: timestamp column 'ts' is not in table "
+        f"'predictions' at sqlite:///{tmp_path / 'p.db'}; available columns: ['id', "
+        "'timestamp', ")
+    assert store.load("credit").predictions_end == T0

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from ...exceptions import WindowUnavailableError
+from ...exceptions import MissingColumnError, WindowUnavailableError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -61,8 +61,9 @@ def _in_window(frame: pd.DataFrame, column: str, start: datetime, end: datetime,
     import pandas as pd
 
     if column not in frame.columns:
-        raise WindowUnavailableError(
-            f"timestamp column {column!r} not in the source; columns: {list(frame.columns)}")
+        raise MissingColumnError(
+            f"timestamp column {column!r} is not in the source; available columns: "
+            f"{list(frame.columns)}", key="source.timestamp_column")
     values = frame[column]
     if values.dtype.kind in "OU" or isinstance(values.dtype, pd.StringDtype):
         # empty or unparseable timestamps belong to no window: counted (NO_TIMESTAMP), not a
