@@ -82,20 +82,26 @@ def unless_cause(expr: str, error_window: timedelta, *, on: str = "model") -> st
     """``expr`` (a symptom's query, by ``model``) without the models whose cause holds now.
 
     Grafana-managed alerting has no inhibition rules, so a symptom rule (staleness, no traffic,
-    undefined values) excludes, in its own query, the models with errors of a
-    :data:`CAUSE_STAGES` stage in the last ``error_window``: the condition of the
-    ``FairmonitorErrors`` rule, read before its ``for`` elapses. Unlike an inhibition the
-    symptom is then not firing at all (Normal, not muted), and it fires again, after its own
-    ``for``, once the errors stop while the symptom remains.
+    undefined values, ...) excludes, in its own query, the models with errors of a
+    :data:`CAUSE_STAGES` stage in the last ``error_window`` (the condition of the
+    ``FairmonitorErrors`` rule, read before its ``for`` elapses) or with windows held by a data
+    error (the condition of ``FairmonitorDataErrors``). Unlike an inhibition the symptom is
+    then not firing at all (Normal, not muted), and it fires again, after its own ``for``, once
+    the cause is gone while the symptom remains.
 
     >>> print(unless_cause("max by (model) (x)", timedelta(minutes=15)))
     (
       max by (model) (x)
     )
     unless on(model)
-    (sum by (model) (increase(fairmonitor_errors_total{stage=~"source|data|checkpoint"}[15m])) > 0)
+    (
+      sum by (model) (increase(fairmonitor_errors_total{stage=~"source|data|checkpoint"}[15m])) > 0
+      or
+      max by (model) (fairmonitor_data_error_windows) > 0
+    )
     """
     stages = "|".join(CAUSE_STAGES)
-    cause = (f"sum by (model) (increase({NAMESPACE}_errors_total{{stage=~\"{stages}\"}}"
-             f"[{promql_duration(error_window)}])) > 0")
-    return f"(\n  {expr}\n)\nunless on({on})\n({cause})"
+    errors = (f"sum by (model) (increase({NAMESPACE}_errors_total{{stage=~\"{stages}\"}}"
+              f"[{promql_duration(error_window)}])) > 0")
+    data = f"max by (model) ({NAMESPACE}_data_error_windows) > 0"
+    return f"(\n  {expr}\n)\nunless on({on})\n(\n  {errors}\n  or\n  {data}\n)"

@@ -251,6 +251,11 @@ def test_grafana_suppression_is_right_promql(promtool, tmp_path, grafana):
              "values": "60+0x20"},
             {"series": 'fairmonitor_window_cadence_seconds{model="a"}', "values": "60+0x20"},
             {"series": 'fairmonitor_window_cadence_seconds{model="b"}', "values": "60+0x20"},
+            {"series": 'fairmonitor_window_last_success_timestamp_seconds{model="c"}',
+             "values": "60+0x20"},
+            {"series": 'fairmonitor_window_cadence_seconds{model="c"}', "values": "60+0x20"},
+            # c's windows are held by a data error (a missing column) from 5m on
+            {"series": 'fairmonitor_data_error_windows{model="c"}', "values": "0x4 1+1x15"},
             # a's checkpoint fails every minute from 5m on; b's metrics fail (not a cause)
             {"series": 'fairmonitor_errors_total{model="a",stage="checkpoint"}',
              "values": "0x4 1+1x15"},
@@ -259,8 +264,9 @@ def test_grafana_suppression_is_right_promql(promtool, tmp_path, grafana):
         ], "promql_expr_test": [
             {"expr": "check:stale_cadences", "eval_time": "4m",
              "exp_samples": [{"labels": 'check:stale_cadences{model="a"}', "value": 3},
-                             {"labels": 'check:stale_cadences{model="b"}', "value": 3}]},
-            # (600 - 60) / 60 cadences; a is dropped while its checkpoint fails
+                             {"labels": 'check:stale_cadences{model="b"}', "value": 3},
+                             {"labels": 'check:stale_cadences{model="c"}', "value": 3}]},
+            # (600 - 60) / 60 cadences; a (checkpoint) and c (data) are dropped
             {"expr": "check:stale_cadences", "eval_time": "10m",
              "exp_samples": [{"labels": 'check:stale_cadences{model="b"}', "value": 9}]},
         ]}]}))
@@ -273,7 +279,7 @@ def test_grafana_error_window_follows_the_option(example_config):
         grafana_url="http://g", error_window=timedelta(minutes=7)))
     stale = [r for r in _grafana_rules(doc)
              if r["labels"][ALERT_LABEL] == "FairmonitorWindowStale"]
-    assert '[7m])) > 0)' in stale[0]["data"][0]["model"]["expr"]
+    assert '[7m])) > 0\n' in stale[0]["data"][0]["model"]["expr"]
 
 
 def test_grafana_contact_point_urls_are_set_by_the_compose_variant():
