@@ -125,7 +125,7 @@ def _selector(model: str, t: Threshold, overridden: Iterable[str], *,
         series = f"{NAMESPACE}_rollup_compared"
         matchers.insert(1, f"metric={promql_string(t.metric)}")
         by = "model, window, sensitive_attribute"  # one instance per rollup (1d, 7d, ...)
-    elif t.compare == "bound":  # the evidence: the confidence bound on the unfair side
+    elif t.compare in ("bound", "budget"):  # the unfair-side bound (budget: one window's)
         series = f"{NAMESPACE}_metric_{'lower' if t.bound == 'upper' else 'upper'}_bound"
         matchers.insert(1, f"metric={promql_string(t.metric)}")
     # the worst value over replicas and versions: one instance per (model, attribute)

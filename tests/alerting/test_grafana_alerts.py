@@ -94,12 +94,14 @@ def test_general_rule_leaves_overridden_attributes_to_the_override():
              for r in _threshold_rules(read_yaml(ALERTING))}
     general = exprs[("credit", "equalized_odds_difference", "warning", False)]
     override = exprs[("credit", "equalized_odds_difference", "warning", True)]
-    # the general rule leaves the override's attribute and the automatic intersection alone
-    assert general == ('max by (model, sensitive_attribute) (fairmonitor_equalized_odds_'
-                       'difference{model="credit", sensitive_attribute!="sex", '
-                       'sensitive_attribute!~".+:.+"})')
-    assert override == ('max by (model, sensitive_attribute) (fairmonitor_equalized_odds_'
-                        'difference{model="credit", sensitive_attribute="sex"})')
+    # the general rule leaves the override's attribute and the automatic intersection alone;
+    # the example's compare: budget reads the unfair-side bound in a single window
+    assert general == ('max by (model, sensitive_attribute) (fairmonitor_metric_lower_bound{'
+                       'model="credit", metric="equalized_odds_difference", '
+                       'sensitive_attribute!="sex", sensitive_attribute!~".+:.+"})')
+    assert override == ('max by (model, sensitive_attribute) (fairmonitor_metric_lower_bound{'
+                        'model="credit", metric="equalized_odds_difference", '
+                        'sensitive_attribute="sex"})')
 
 
 def test_lower_bounds_take_the_worst_value_too():
@@ -107,8 +109,8 @@ def test_lower_bounds_take_the_worst_value_too():
                if (r["labels"]["model"], r["labels"]["metric"], r["labels"]["severity"])
                == ("credit", "demographic_parity_ratio", "critical")]
     assert rule["data"][0]["model"]["expr"] == (
-        'min by (model, sensitive_attribute) (fairmonitor_demographic_parity_ratio'
-        '{model="credit", sensitive_attribute!~".+:.+"})')
+        'min by (model, sensitive_attribute) (fairmonitor_metric_upper_bound'
+        '{model="credit", metric="demographic_parity_ratio", sensitive_attribute!~".+:.+"})')
 
 
 def test_persistence_is_counted_in_windows(example_config):
