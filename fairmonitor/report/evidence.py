@@ -99,7 +99,7 @@ __all__ = ["CAP_FACTOR", "SE_FLOOR_FRACTION", "Budget", "Evidence", "accumulate"
 SE_FLOOR_FRACTION = 1.0 / 8.0
 #: With a page level, the statistic is capped at this multiple of it: evidence beyond that
 #: only delays the all-clear after a breach ends.
-CAP_FACTOR = 2.0
+CAP_FACTOR = 1.5
 _NORMAL = NormalDist()
 
 

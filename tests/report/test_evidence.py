@@ -145,7 +145,7 @@ def test_the_cap_and_the_restart_clear_a_long_breach_quickly():
     while state.statistic >= h:
         state = accumulate(state, **_window(0.0, 0.03), page_level=h)
         cleared += 1
-    # a fair window subtracts about (0.1 / 0.03**2) * 0.1 = 11.1 > 2h - h = 9.98: one clears
+    # a fair window subtracts about (0.1 / 0.03**2) * 0.1 = 11.1 > 1.5h - h = 5.0: one clears
     assert cleared == 1 and state == Evidence(0.0, 0)
 
 
