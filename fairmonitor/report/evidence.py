@@ -143,7 +143,7 @@ class Budget:
                 f"{self.null_fraction} and {self.alternative_fraction}.")
 
     def page_level(self, *, windows_per_day: float, n_series: int) -> float:
-        """The statistic's page level ``h = log(1 + n_series * windows * / false_pages)``.
+        """The statistic's page level ``h = log(1 + n_series * windows / false_pages)``.
 
         ``windows`` is ``windows_per_day * days``: the e-detector pages at most
         ``windows / exp(h)`` times per series in expectation, so at most ``false_pages``

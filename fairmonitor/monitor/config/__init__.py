@@ -34,9 +34,13 @@ The schema, with defaults (``load_config`` of this text works as is)::
         relabel_within: 24h               # default labels_after: windows with missing labels
                                           #   are evaluated again when more labels arrive
         metrics: [demographic_parity_difference]
+        alerting:                         # the false-page budget of compare: budget
+          budget: {false_pages: 1, per: 90d, null_fraction: 0.5, alternative_fraction: 1.5}
         thresholds:                       # bound defaults to the metric's direction; the
                                           #   other side needs against_direction: true
-          demographic_parity_difference: {warning: 0.1, critical: 0.2}
+          demographic_parity_difference: {warning: 0.1, critical: 0.2, compare: budget}
+                                          # compare: value (the default), bound or budget
+                                          #   (docs/alert-modes.md)
 
 Every relative path resolves against the config file's directory, never the working directory:
 files, the checkpoint, the spool and relative SQLite URLs (``sqlite:///predictions.db`` of a
