@@ -34,7 +34,8 @@ group size; at 1.5x, groups >= 500 page within 3 windows in >= 95% of runs and g
 within 6 windows.
 
 Usage: ``nice -n 10 python benchmarks/bench_alert_budget.py [--quick]`` (quick: 30-day
-streams, 3 group sizes, 60 runs; default 90 days x the reps below, 5 group sizes, 200 runs).
+streams, 3 group sizes, 60 runs, ~3.5 min; default two 90-day streams per cell, 5 group sizes,
+200 runs, ~17 min on 2 shared cores).
 """
 
 from __future__ import annotations
@@ -359,7 +360,7 @@ def main() -> None:
     if args.quick:
         sizes, days, reps, runs = (30, 500, 10_000), 30, args.reps or 1, args.runs or 60
     else:
-        sizes, days, reps, runs = (30, 100, 500, 2000, 10_000), 90, args.reps or 4, \
+        sizes, days, reps, runs = (30, 100, 500, 2000, 10_000), 90, args.reps or 2, \
             args.runs or 200
     start = time.perf_counter()
     print(f"# bench_alert_budget: page level h = {PAGE_LEVEL:.3f} ({N_SERIES} series, "
