@@ -7,11 +7,9 @@ point and a notification policy. Never run both paths at once, or every breach p
 Alertmanager. The file lives outside ``dashboards/provisioning/`` so that it is not loaded by
 default.
 
-Grafana's threshold expression takes constants, so unlike the Prometheus rules (which read the
-``fairmonitor_threshold`` series) each configured threshold becomes one rule per severity:
-query ``A`` (instant PromQL on the provisioned data source), ``B`` = reduce(A, last),
-``C`` = threshold(B) with ``gt`` (upper bound) or ``lt`` (lower bound). Every series of ``A``
-is its own alert instance, so one rule covers all attributes of a model.
+Every rule is query ``A`` (instant PromQL on the provisioned data source), ``B`` =
+reduce(A, last), ``C`` = threshold(B). Every series of ``A`` is its own alert instance, so one
+rule covers all attributes and metrics of a model.
 
 The file follows Grafana's file-provisioning format (``apiVersion: 1``, ``groups[].rules[]``
 with ``uid, title, condition, data, noDataState, execErrState, for, annotations, labels``, plus
@@ -20,18 +18,21 @@ alerting builders emit.
 
 Choices:
 
-- Queries aggregate ``by (model, sensitive_attribute)`` (the worst value), so replicas do not
-  duplicate instances and ``version`` is not part of the alert identity.
-- A per-attribute override gets its own rule, and the general rule excludes that attribute
-  (``sensitive_attribute!="sex"``): the most specific threshold wins, as in the monitor.
-- Persistence in windows: ``for`` is ``N - 1`` cadences of the model (``every``).
-- A model with ``rollups`` gets the same thresholds on ``fairmonitor_rollup_compared`` (one
+- The window alerts read what the monitor counts, with the very PromQL of the Prometheus rules
+  (:func:`.rules.streak_expr`, :func:`.rules.undefined_expr`, :func:`.rules.no_traffic_expr`):
+  per model and severity one rule whose query is the streak where it reached
+  ``fairmonitor_breach_windows_required`` and 0 elsewhere (``zero``: an instance resolves by
+  its value, not by vanishing), condition ``> 0``, ``for: 0s``. So undefined and empty windows
+  neither count nor reset, a restart holds for ``hold_missing``, and the required windows are
+  the monitor config's ``alert_windows``, exactly as with Alertmanager.
+- A model with ``rollups`` gets its thresholds on ``fairmonitor_rollup_compared`` (one
   instance per rollup ``window`` and attribute, no persistence), as the Prometheus rule
-  ``FairnessRollupThresholdBreached``.
-- Limitation against the Prometheus path: an undefined window makes the series disappear from
-  the query, and Grafana resolves a missing series after a few evaluations; the Prometheus rules
-  keep the state instead. ``noDataState: OK`` because ``FairmonitorAbsent`` covers a monitor
-  that is gone; ``execErrState: Error`` surfaces a broken query.
+  ``FairnessRollupThresholdBreached``. Those queries aggregate ``by (model, window,
+  sensitive_attribute)`` (the worst value), so replicas do not duplicate instances; a
+  per-attribute override gets its own rule and the general rule excludes that attribute
+  (``sensitive_attribute!="sex"``): the most specific threshold wins, as in the monitor.
+- ``noDataState: OK`` because ``FairmonitorAbsent`` covers a monitor that is gone;
+  ``execErrState: Error`` surfaces a broken query.
 - Rule uids are stable hashes of what the rule checks (Grafana allows at most 40 characters),
   so regenerating the file updates rules in place.
 """
@@ -40,7 +41,6 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Iterator
-from datetime import timedelta
 from typing import Any
 
 from ..report.thresholds import Threshold
@@ -49,14 +49,21 @@ from ._common import (
     DATASOURCE_UID,
     FOLDER,
     NAMESPACE,
-    cadence_seconds,
     dashboard_url,
     dump_yaml,
     promql_duration,
     promql_string,
     runbook_link,
 )
-from .rules import _INTERSECTION, ROUTING_LABELS, AlertOptions
+from .rules import (
+    _INTERSECTION,
+    ROUTING_LABELS,
+    AlertOptions,
+    never_evaluated_expr,
+    no_traffic_expr,
+    streak_expr,
+    undefined_expr,
+)
 
 __all__ = ["ALERT_STATE_PANEL_ID", "CONTACT_POINT", "grafana_alert_rules",
            "render_grafana_alert_rules"]
@@ -110,26 +117,19 @@ def _rule(uid: str, title: str, expr: str, evaluator: str, level: float, *,
     return rule
 
 
-def _selector(model: str, t: Threshold, overridden: Iterable[str], *,
-              rollup: bool = False) -> str:
-    matchers = [f"model={promql_string(model)}"]
+def _selector(model: str, t: Threshold, overridden: Iterable[str]) -> str:
+    """The worst rollup value ``t`` governs, per (model, rollup window, attribute)."""
+    matchers = [f"model={promql_string(model)}", f"metric={promql_string(t.metric)}"]
     if t.attribute is not None:
         matchers.append(f"sensitive_attribute={promql_string(t.attribute)}")
     else:
         matchers += [f"sensitive_attribute!={promql_string(a)}" for a in sorted(overridden)]
         # not the automatic intersection ("a:b"): only a threshold naming it governs it
         matchers.append(f'sensitive_attribute!~"{_INTERSECTION}"')
-    series = f"{NAMESPACE}_{t.metric}"
-    by = "model, sensitive_attribute"
-    if rollup:  # what the monitor compares: the value, or the bound for compare: bound
-        series = f"{NAMESPACE}_rollup_compared"
-        matchers.insert(1, f"metric={promql_string(t.metric)}")
-        by = "model, window, sensitive_attribute"  # one instance per rollup (1d, 7d, ...)
-    elif t.compare in ("bound", "budget"):  # the unfair-side bound (budget: one window's)
-        series = f"{NAMESPACE}_metric_{'lower' if t.bound == 'upper' else 'upper'}_bound"
-        matchers.insert(1, f"metric={promql_string(t.metric)}")
-    # the worst value over replicas and versions: one instance per (model, attribute)
-    return f"{_WORST[t.bound]} by ({by}) ({series}{{{', '.join(matchers)}}})"
+    # what the monitor compares (the value, or the bound for compare: bound); the worst value
+    # over replicas and versions: one instance per (model, rollup, attribute)
+    return (f"{_WORST[t.bound]} by (model, window, sensitive_attribute) "
+            f"({NAMESPACE}_rollup_compared{{{', '.join(matchers)}}})")
 
 
 def _routing(cfg: Any) -> dict[str, str]:
@@ -161,27 +161,30 @@ def _threshold_link(options: AlertOptions, model: str, t: Threshold) -> str:
 
 
 def _threshold_rules(model: str, cfg: Any, options: AlertOptions) -> list[dict[str, Any]]:
-    cadence = cadence_seconds(cfg)
+    """Per severity the model has a level of: its streaks that reached the required windows."""
     rules = []
-    for t, overridden, severity, level in _levels(cfg):
-        scope = t.attribute or "{{ $labels.sensitive_attribute }}"
-        n = options.windows(severity)
-        side = "above" if t.bound == "upper" else "below"
-        title = f"{model}: {t.metric} {severity}" + (f" ({t.attribute})" if t.attribute else "")
+    for severity in ("warning", "critical"):
+        if not any(level for _, _, sev, level in _levels(cfg) if sev == severity):
+            continue
+        side = '{{ if eq $labels.bound "lower" }}below{{ else }}above{{ end }}'
         rules.append(_rule(
-            _uid("threshold", model, t.metric, t.attribute or "", severity),
-            title, _selector(model, t, overridden), _EVALUATOR[t.bound], level,
-            for_=promql_duration(timedelta(seconds=(n - 1) * cadence)),
-            labels=_threshold_labels(model, cfg, t, severity), panel=ALERT_STATE_PANEL_ID,
+            _uid("streak", model, severity), f"{model}: fairness {severity}",
+            streak_expr(severity, options, model=model, zero=True), "gt", 0.0, for_="0s",
+            labels={"severity": severity, "model": model, **_routing(cfg)},
+            panel=ALERT_STATE_PANEL_ID,
             annotations={
-                "summary": (f"{t.metric} {side} its {severity} threshold for {scope} "
-                            f"(model {model})"),
+                "summary": (f"{{{{ $labels.metric }}}} {side} its {severity} threshold for "
+                            f"{{{{ $labels.sensitive_attribute }}}} (model {model})"),
                 "description": (
-                    f"{t.metric} = {{{{ printf \"%.4g\" $values.B.Value }}}} on sensitive "
-                    f"attribute {{{{ $labels.sensitive_attribute }}}} of model {model}, "
-                    f"{side} the {severity} threshold {level:g} for {n} window"
-                    f"{'s' if n > 1 else ''} or more."),
-                "dashboard": _threshold_link(options, model, t),
+                    f"{{{{ $labels.metric }}}} on sensitive attribute "
+                    f"{{{{ $labels.sensitive_attribute }}}} of model {model} was {side} the "
+                    f"{severity} threshold in {{{{ printf \"%.0f\" $values.B.Value }}}} "
+                    "consecutive evaluated windows (alert_windows of the monitor config; "
+                    "undefined and empty windows do not count)."),
+                "dashboard": dashboard_url(
+                    options.grafana_url, model=model,
+                    metric="{{ $labels.metric | urlquery }}",
+                    attribute="{{ $labels.sensitive_attribute | urlquery }}"),
                 "runbook_url": runbook_link(options.runbook_url, "FairnessThresholdBreached"),
             }))
     return rules
@@ -203,7 +206,7 @@ def _rollup_rules(model: str, cfg: Any, options: AlertOptions) -> list[dict[str,
             _uid("rollup", model, t.metric, t.attribute or "", severity),
             f"{model}: {t.metric} {severity} over rollups"
             + (f" ({t.attribute})" if t.attribute else ""),
-            _selector(model, t, overridden, rollup=True), _EVALUATOR[t.bound], level,
+            _selector(model, t, overridden), _EVALUATOR[t.bound], level,
             for_="0s", labels=_threshold_labels(model, cfg, t, severity),
             panel=ALERT_STATE_PANEL_ID,
             annotations={
@@ -238,24 +241,22 @@ def _health_rules(options: AlertOptions) -> list[dict[str, Any]]:
     warning = {"severity": "warning"}
     critical = {"severity": "critical"}
     return [
-        _rule(_uid("undefined"), "fairness metric undefined",
-              f"max by (model, metric, sensitive_attribute, reason) "
-              f"({NAMESPACE}_metric_undefined"
-              '{reason=~"insufficient_data|too_few_groups|error"})', "gt", 0.0,
-              for_="0s", labels=warning, annotations=notes(
+        _rule(_uid("undefined"), "fairness metric undefined", undefined_expr(options, zero=True),
+              "gt", 0.0, for_="0s", labels=warning, annotations=notes(
                   "FairnessMetricUndefined",
                   "{{ $labels.metric }} is undefined for {{ $labels.sensitive_attribute }} "
-                  "(model {{ $labels.model }}): {{ $labels.reason }}",
-                  "{{ $labels.metric }} could not be computed on sensitive attribute "
-                  "{{ $labels.sensitive_attribute }} of model {{ $labels.model }} (reason "
-                  "{{ $labels.reason }}).")),
+                  "(model {{ $labels.model }})",
+                  "{{ $labels.metric }} could not be computed in "
+                  '{{ printf "%.0f" $values.B.Value }} consecutive windows on sensitive '
+                  "attribute {{ $labels.sensitive_attribute }} of model {{ $labels.model }} "
+                  "(fairmonitor_metric_undefined says why).")),
         _rule(_uid("no-traffic"), "fairness windows without traffic",
-              f"max by (model) ({NAMESPACE}_window_samples) and on(model) "
-              f"(max by (model) ({NAMESPACE}_window_end_timestamp_seconds) > 0)", "lt", 1.0,
+              no_traffic_expr(options, zero=True), "gt", 0.0,
               for_="0s", labels=warning, annotations=notes(
                   "FairmonitorNoTraffic",
-                  "No predictions in the latest window of model {{ $labels.model }}",
-                  "The latest window of model {{ $labels.model }} held no rows.")),
+                  "No predictions in the latest windows of model {{ $labels.model }}",
+                  '{{ printf "%.0f" $values.B.Value }} consecutive windows of model '
+                  "{{ $labels.model }} held no rows.")),
         _rule(_uid("stale"), "fairness window stale",
               f"(time() - max by (model) ({last} > 0)) / on(model) {cadence}", "gt", float(n),
               for_=health_for, labels=warning, annotations=notes(
@@ -265,8 +266,36 @@ def _health_rules(options: AlertOptions) -> list[dict[str, Any]]:
                   "The last successful window of model {{ $labels.model }} was "
                   '{{ printf "%.1f" $values.B.Value }} cadences ago: the data source is down '
                   "or the monitor is stuck, so its fairness gauges are stale.")),
+        _rule(_uid("never-evaluated"), "fairness model never evaluated",
+              never_evaluated_expr(n), "gt", 0.0, for_=health_for, labels=warning,
+              annotations=notes(
+                  "FairmonitorNeverEvaluated",
+                  "Model {{ $labels.model }} has no evaluated window yet on "
+                  "{{ $labels.instance }}",
+                  "The monitor on {{ $labels.instance }} has run for more than "
+                  f"{n} cadences without evaluating a window of model "
+                  "{{ $labels.model }}: check its data source and the monitor's log.")),
+        _rule(_uid("labels-overdue"), "fairness labels overdue",
+              f"max by (model) ({NAMESPACE}_labels_overdue_windows)", "gt", 0.0,
+              for_=health_for, labels=warning, annotations=notes(
+                  "FairmonitorLabelsOverdue",
+                  "Labels of model {{ $labels.model }} are overdue",
+                  '{{ printf "%.0f" $values.B.Value }} labelled window(s) in a row of model '
+                  "{{ $labels.model }} had fewer than min_label_coverage of their rows "
+                  "labelled labels_after after they closed: the ground truth has stopped "
+                  "arriving. Label metrics are undefined (reason labels_overdue) and their "
+                  "alerts hold until labels are back.")),
+        _rule(_uid("data-errors"), "fairmonitor data errors",
+              f"max by (model) ({NAMESPACE}_data_error_windows)", "gt", 0.0,
+              for_="0s", labels=warning, annotations=notes(
+                  "FairmonitorDataErrors",
+                  "Data error: windows of model {{ $labels.model }} are held",
+                  '{{ printf "%.0f" $values.B.Value }} due window(s) of model '
+                  "{{ $labels.model }} cannot be read (a configured column is missing or "
+                  "cannot be converted); the monitor's log names the column and the fix.")),
         _rule(_uid("errors"), "fairmonitor errors",
-              f"sum by (model, stage) (increase({NAMESPACE}_errors_total[{window}]))", "gt",
+              f"sum by (model, stage) (increase({NAMESPACE}_errors_total"
+              f'{{stage!="data"}}[{window}]))', "gt",
               0.0, for_=health_for, labels=warning, annotations=notes(
                   "FairmonitorErrors",
                   "fairmonitor {{ $labels.stage }} errors for model {{ $labels.model }}",
@@ -292,8 +321,8 @@ def grafana_alert_rules(config: Any, options: AlertOptions) -> dict[str, Any]:
     """The Grafana alerting provisioning file (as a mapping) for a monitor config.
 
     One rule group per model (its thresholds, on its windows and its rollups) and one
-    ``fairmonitor-health`` group (undefined values, no traffic, staleness, errors, monitor down
-    or absent), all in the ``Fairness`` folder; a webhook contact point whose URL is read from
+    ``fairmonitor-health`` group (undefined values, no traffic, staleness, labels overdue, data
+    errors, other errors, monitor down or absent), all in the ``Fairness`` folder; a webhook contact point whose URL is read from
     ``$FAIRMONITOR_WEBHOOK_URL`` when Grafana starts, and a notification policy tree routing
     everything to it.
     """

@@ -29,17 +29,26 @@ Choices:
   :func:`fairmonitor.report.thresholds.evaluate_thresholds`: values of a (model, metric,
   attribute) that has an override are compared with the override only
   (``unless on(model, metric, sensitive_attribute) fairmonitor_threshold_by_attribute``).
-- Persistence is counted in windows, not minutes: ``fairmonitor:breach_start_timestamp_seconds``
-  remembers when a breach began (a self-referencing recording rule), and the alert fires once
-  the breach has lasted ``N - 1`` cadences, i.e. on the N-th breaching window, whatever the
-  model's window size. A fixed ``for:`` would be minutes too long for 1-minute windows and
-  filter nothing for hourly ones.
-- An undefined value (NaN is not exported; ``fairmonitor_metric_undefined`` says why) or a
-  missing series keeps a breach's state instead of resolving it: only a defined value inside
-  the threshold ends it. The alert then shows the value as undefined. This is stronger than a
-  fixed ``keep_firing_for``, which delays every real recovery by the same amount and cannot be
-  one cadence for both 1-minute and hourly models of one rule file; ``keep_firing_for`` is
-  still available (:attr:`AlertOptions.keep_firing_for`) to ride out short scrape gaps.
+- Persistence is counted in windows by the monitor, which knows which windows were
+  evaluated (``monitor/streaks.py``): it exports per alerting series
+  ``fairmonitor_breach_windows{model, metric, sensitive_attribute, bound, severity}`` (the
+  consecutive evaluated windows beyond that severity's level; undefined and empty windows
+  neither count nor reset, a defined value inside resets) and
+  ``fairmonitor_breach_windows_required`` (the model's ``alert_windows``; 1 for a
+  ``compare: budget`` series, whose window breaches when its sequential evidence reaches the
+  model's page level, ``fairmonitor_breach_evidence`` against
+  ``fairmonitor_breach_evidence_page_level``). The alert is the
+  comparison of the two, max/min aggregated over replicas:
+  ``breach_windows >= breach_windows_required``. No wall-clock arithmetic, no
+  self-referencing recording rule: one breaching window followed by empty ones never pages.
+  ``FairnessMetricUndefined`` and ``FairmonitorNoTraffic`` compare
+  ``fairmonitor_undefined_windows`` / ``fairmonitor_no_traffic_windows`` with
+  ``fairmonitor_undefined_windows_required`` the same way.
+- A missing series (a restart, failed scrapes) holds the last state for
+  :attr:`AlertOptions.hold_missing`: every streak is read through ``last_over_time``, which
+  skips staleness markers, so a firing alert survives a restart while a real recovery (a
+  streak back to 0) resolves at once. A monitor gone for longer resolves its alerts, and
+  ``FairmonitorDown``/``FairmonitorAbsent`` page instead.
 - A warning alert keeps firing while the critical one fires too: Alertmanager inhibits it
   (``docker/alertmanager.yml``, keyed on model, metric and attribute).
 - Liveness comes from data: staleness and "never evaluated" read the exported cadence, a
@@ -70,9 +79,11 @@ from ._common import (
 )
 
 __all__ = [
-    "ALERTS", "AlertOptions", "BREACH", "BREACH_START", "CADENCE", "COMPARED", "METRIC_VALUE",
-    "ROLLUP_COMPARED", "ROUTING",
-    "breach_expr", "prometheus_rules", "render_prometheus_rules",
+    "ALERTS", "AlertOptions", "CADENCE", "COMPARED", "METRIC_VALUE", "NO_TRAFFIC_WINDOWS",
+    "ROLLUP_COMPARED", "ROUTING", "STREAK", "STREAK_REQUIRED", "UNDEFINED_REQUIRED",
+    "UNDEFINED_WINDOWS",
+    "breach_expr", "never_evaluated_expr", "no_traffic_expr", "prometheus_rules", "render_prometheus_rules",
+    "streak_expr", "undefined_expr",
 ]
 
 #: Recording rule: every fairness gauge, with the metric name moved into a ``metric`` label.
@@ -86,30 +97,30 @@ ROLLUP_COMPARED = f"{NAMESPACE}_rollup_compared"
 CADENCE = f"{NAMESPACE}:window_cadence_seconds"
 #: Recording rule: one series per model carrying its routing labels (team, owner).
 ROUTING = f"{NAMESPACE}:model_routing"
-#: Recording rule: worst value beyond a threshold, per (model, metric, attribute, bound, severity).
-BREACH = f"{NAMESPACE}:threshold_breach"
-#: Recording rule: when the current breach of a series began (Unix seconds).
-BREACH_START = f"{NAMESPACE}:breach_start_timestamp_seconds"
-_UNDEFINED_START = f"{NAMESPACE}:undefined_start_timestamp_seconds"
-_NO_TRAFFIC_START = f"{NAMESPACE}:no_traffic_start_timestamp_seconds"
+#: Exported by the monitor: consecutive breaching windows per (model, metric, attribute, bound,
+#: severity), and the windows the alert needs (``monitor/streaks.py``).
+STREAK = f"{NAMESPACE}_breach_windows"
+STREAK_REQUIRED = f"{NAMESPACE}_breach_windows_required"
+#: Exported by the monitor: consecutive undefined windows per (model, metric, attribute),
+#: consecutive windows without rows per model, and the windows both alerts need.
+UNDEFINED_WINDOWS = f"{NAMESPACE}_undefined_windows"
+NO_TRAFFIC_WINDOWS = f"{NAMESPACE}_no_traffic_windows"
+UNDEFINED_REQUIRED = f"{NAMESPACE}_undefined_windows_required"
 #: Labels copied from ``fairmonitor_model_info`` onto every alert of a model, for routing.
 ROUTING_LABELS = ("team", "owner")
-#: ``reason`` codes of ``fairmonitor_metric_undefined`` that alert (the others have their own
-#: signal: ``labels_pending`` -> FairmonitorLabelsOverdue, ``no_traffic`` -> FairmonitorNoTraffic).
-UNDEFINED_REASONS = ("insufficient_data", "too_few_groups", "error")
 #: Every alert name, in the order of the rule file (the runbook has one section per name).
 ALERTS = (
     "FairnessThresholdBreached", "FairnessRollupThresholdBreached", "FairnessMetricUndefined",
     "FairmonitorNoTraffic",
     "FairmonitorWindowStale", "FairmonitorNeverEvaluated", "FairmonitorLabelsOverdue",
-    "FairmonitorErrors", "FairmonitorDown", "FairmonitorAbsent",
+    "FairmonitorDataErrors", "FairmonitorErrors", "FairmonitorDown", "FairmonitorAbsent",
     "FairmonitorRuleEvaluationFailures",
 )
 _OPERATOR = {"upper": ">", "lower": "<"}
 #: The automatic intersection's attribute name, ``"a:b"`` (INTERSECTION_SEPARATOR), as a regex.
 _INTERSECTION = f".+{INTERSECTION_SEPARATOR}.+"
 _SERIES = "model, metric, sensitive_attribute"
-_IDENTITY = "model, metric, sensitive_attribute, bound"
+_IDENTITY = "model, metric, sensitive_attribute, bound, severity"
 
 
 @dataclass(frozen=True)
@@ -124,11 +135,6 @@ class AlertOptions:
     runbook_url : str
         Where ``docs/runbook.md`` is served; every alert gets
         ``runbook_url: <runbook_url>#<alert name in lower case>``.
-    windows_warning, windows_critical : int
-        Consecutive breaching windows before the warning / critical alert fires.
-    windows_undefined : int
-        Consecutive windows with too few groups (or a metric error) before
-        ``FairnessMetricUndefined`` fires; also used for ``FairmonitorNoTraffic``.
     stale_after : int
         Cadences without a successful window before the staleness alert fires; also the slack
         of "never evaluated" and of "labels overdue" (in windows).
@@ -140,8 +146,11 @@ class AlertOptions:
     absent_for : timedelta
         How long a monitor may be down (or missing from Prometheus) before it alerts.
     keep_firing_for : timedelta
-        Extra ``keep_firing_for`` of the threshold alerts (0: none). Undefined windows already
-        keep the state; this rides out missed scrapes, at the price of resolving that much later.
+        Extra ``keep_firing_for`` of the threshold alerts (0: none), at the price of resolving
+        that much later; :attr:`hold_missing` already rides out restarts and missed scrapes.
+    hold_missing : timedelta
+        How long the rules keep the last exported streaks of a series that is missing (a
+        restart, failed scrapes): ``last_over_time`` range of every streak.
     scrape_job : str
         Regex of the Prometheus ``job`` label of the monitor's scrape targets
         (``FairmonitorDown``).
@@ -149,15 +158,13 @@ class AlertOptions:
 
     grafana_url: str
     runbook_url: str = "docs/runbook.md"
-    windows_warning: int = 3
-    windows_critical: int = 2
-    windows_undefined: int = 2
     stale_after: int = 3
     for_health: timedelta = timedelta(minutes=5)
     error_window: timedelta = timedelta(minutes=15)
     absent_for: timedelta = timedelta(minutes=2)
     keep_firing_for: timedelta = timedelta(0)
     scrape_job: str = "fairmonitor"
+    hold_missing: timedelta = timedelta(minutes=10)
 
     def __post_init__(self) -> None:
         if not isinstance(self.grafana_url, str) \
@@ -166,32 +173,32 @@ class AlertOptions:
                               f"by whoever reads the alert; got {self.grafana_url!r}.")
         if not self.runbook_url:
             raise ConfigError("runbook_url: must not be empty.")
-        for name in ("windows_warning", "windows_critical", "windows_undefined", "stale_after"):
+        for name in ("stale_after",):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"{name}: must be an integer >= 1 (windows); got {value!r}.")
         for name in ("for_health", "absent_for", "keep_firing_for"):
             if getattr(self, name) < timedelta(0):
                 raise ConfigError(f"{name}: must not be negative; got {getattr(self, name)}.")
+        if self.hold_missing < timedelta(seconds=1):
+            raise ConfigError(f"hold_missing: must be at least 1s (a PromQL range); "
+                              f"got {self.hold_missing}.")
         if self.error_window < timedelta(seconds=1):
             raise ConfigError(f"error_window: must be at least 1s (a PromQL range); "
                               f"got {self.error_window}.")
         if not self.scrape_job:
             raise ConfigError("scrape_job: must not be empty.")
 
-    def windows(self, severity: str) -> int:
-        """Consecutive breaching windows before the alert of ``severity`` fires."""
-        return self.windows_warning if severity == "warning" else self.windows_critical
-
 
 def breach_expr(severity: str, compared: str = COMPARED, series: str | None = None) -> str:
-    """The PromQL of the threshold breaches of ``severity`` (recorded as :data:`BREACH`).
+    """The PromQL of the threshold breaches of ``severity`` (the rollups' alert).
 
     Four branches joined by ``or``: general and per-attribute thresholds, upper and lower
     bounds. Each branch returns the worst value of a (model, metric, attribute) beyond its
     threshold, with those labels plus ``bound``; duplicates on either side are aggregated.
     ``compared`` and ``series`` (the labels kept) default to the windows' values; the rollups'
-    are :data:`ROLLUP_COMPARED` by ``model, window, metric, sensitive_attribute``.
+    are :data:`ROLLUP_COMPARED` by ``model, window, metric, sensitive_attribute``. The
+    windows' own alert compares the monitor's streaks instead (:func:`streak_expr`).
 
     >>> print(*breach_expr("critical").splitlines()[:8], sep=chr(10))
     (
@@ -223,44 +230,67 @@ sensitive_attribute) fairmonitor_threshold_by_attribute
     return "\nor\n".join(branches)
 
 
-def _streak(record: str, condition: str, on: str, *, labels: dict[str, str] | None = None,
-            hold: str | None = None) -> dict[str, Any]:
-    """A self-referencing record: when ``condition`` (a vector by ``on``) became true.
+def _held(series: str, options: AlertOptions) -> str:
+    """``series`` as last exported within :attr:`AlertOptions.hold_missing` (stale skipped)."""
+    return f"last_over_time({series}[{promql_duration(options.hold_missing)}])"
 
-    The previous start is kept while the condition holds, or while ``hold`` (a vector of
-    previous starts) says the state is unknown; a new start is ``time()``.
+
+def _streaks(streak: str, required: str, by: str, on: str, options: AlertOptions,
+             matchers: str = "", zero: bool = False) -> str:
+    """``streak >= required`` per ``by``, over replicas: the longest streak, the least need.
+
+    ``zero`` (Grafana-managed rules) keeps the series that do not fire, at 0, so an instance
+    resolves by its value rather than by vanishing.
     """
-    me = record + ("{" + ", ".join(f'{k}="{v}"' for k, v in labels.items()) + "}"
-                   if labels else "")
-    keep = f"{me}\n  and on({on})\n  {condition}"
-    if hold is not None:
-        keep = f"({keep})\n  or on({on})\n  ({hold})"
-    rule: dict[str, Any] = {
-        "record": record,
-        "expr": f"(\n  {keep}\n)\nor on({on})\n(time() + 0 * {condition})",
-    }
-    if labels:
-        rule["labels"] = dict(labels)
-    return rule
+    sel = f"{{{matchers}}}" if matchers else ""
+    left = f"max by ({by}) (\n  {_held(streak + sel, options)}\n)"
+    group = "" if by == on else " group_left()"
+    expr = (f"{left}\n>= on({on}){group}\n"
+            f"min by ({on}) (\n  {_held(required + sel, options)}\n)")
+    return f"(\n{_indent(expr)}\n)\nor on({by})\n{left} * 0" if zero else expr
 
 
-def _breach_hold(severity: str) -> str:
-    """Previous breach starts whose series has no defined value now (undefined or missing).
+def streak_expr(severity: str, options: AlertOptions, *, model: str | None = None,
+                zero: bool = False) -> str:
+    """Series whose breach streak of ``severity`` reached the windows it needs.
 
-    Held while the model is still exported, or while no monitor at all is scraped (then
-    ``FairmonitorDown``/``FairmonitorAbsent`` page as well); dropped when a running monitor
-    no longer exports the model.
+    The value is the streak (consecutive breaching windows). The longest streak and the
+    smallest requirement win over duplicates (replicas, scrape jobs). ``model`` restricts it
+    to one model, ``zero`` keeps the other series at 0 (the Grafana-managed rules).
+
+    >>> print(streak_expr("critical", AlertOptions(grafana_url="http://g")))
+    max by (model, metric, sensitive_attribute, bound, severity) (
+      last_over_time(fairmonitor_breach_windows{severity="critical"}[10m])
+    )
+    >= on(model, metric, sensitive_attribute, bound, severity)
+    min by (model, metric, sensitive_attribute, bound, severity) (
+      last_over_time(fairmonitor_breach_windows_required{severity="critical"}[10m])
+    )
     """
-    previous = f'{BREACH_START}{{severity="{severity}"}}'
-    undefined = f"{previous} unless on({_SERIES}) {COMPARED}"
-    return (f"({undefined}) and on(model) {NAMESPACE}_window_last_success_timestamp_seconds\n"
-            f"  or\n  ({undefined}) unless on() {NAMESPACE}_build_info")
+    matchers = f'severity="{severity}"'
+    if model is not None:
+        matchers = f"model={promql_string(model)}, {matchers}"
+    return _streaks(STREAK, STREAK_REQUIRED, _IDENTITY, _IDENTITY, options, matchers, zero)
 
 
-def _persisted(start: str, windows: int, on: str) -> str:
-    """``start`` series whose condition has lasted ``windows - 1`` cadences of their model."""
-    return (f"(\n  time() - {start}\n  >= on(model) group_left()\n"
-            f"  {windows - 1} * {CADENCE}\n)")
+def undefined_expr(options: AlertOptions, *, zero: bool = False) -> str:
+    """Series undefined (for a reason that alerts) for the windows their model needs."""
+    return _streaks(UNDEFINED_WINDOWS, UNDEFINED_REQUIRED, _SERIES, "model", options,
+                    zero=zero)
+
+
+def no_traffic_expr(options: AlertOptions, *, zero: bool = False) -> str:
+    """Models whose windows held no rows for the windows they need."""
+    return _streaks(NO_TRAFFIC_WINDOWS, UNDEFINED_REQUIRED, "model", "model", options,
+                    zero=zero)
+
+
+def never_evaluated_expr(stale_after: int) -> str:
+    """Models a monitor never evaluated a window of, though it runs for ``stale_after`` cadences."""
+    return (f"(\n  {stale_after} * {NAMESPACE}_window_cadence_seconds\n"
+            "  < on(instance, job) group_left()\n  (time() - process_start_time_seconds)\n)\n"
+            f"and on(instance, job, model)\n"
+            f"({NAMESPACE}_window_last_success_timestamp_seconds == 0)")
 
 
 def _routed(expr: str) -> str:
@@ -300,16 +330,28 @@ def _annotations(options: AlertOptions, alert: str, summary: str, description: s
             "runbook_url": runbook_link(options.runbook_url, alert)}
 
 
+def _compared_template() -> str:
+    """Go template printing the series' latest compared value, or saying it is undefined."""
+    query = f"max({COMPARED}{{model=%q,metric=%q,sensitive_attribute=%q}})"
+    args = "$labels.model $labels.metric $labels.sensitive_attribute"
+    return (f"{{{{ with printf `{query}` {args} | query }}}}"
+            '{{ . | first | value | printf "%.4g" }}{{ else }}undefined in the latest window '
+            "(the alert holds until a defined value is inside the threshold){{ end }}")
+
+
+def _required_template(options: AlertOptions) -> str:
+    """Go template printing the windows the alert's series needs to fire."""
+    query = (f"min(last_over_time({STREAK_REQUIRED}{{model=%q,metric=%q,sensitive_attribute=%q,"
+             f"bound=%q,severity=%q}}[{promql_duration(options.hold_missing)}]))")
+    args = ("$labels.model $labels.metric $labels.sensitive_attribute $labels.bound "
+            "$labels.severity")
+    return (f"{{{{ with printf `{query}` {args} | query }}}}"
+            '{{ . | first | value | printf "%.0f" }}{{ else }}the required number of{{ end }}')
+
+
 def _threshold_alert(severity: str, options: AlertOptions) -> dict[str, Any]:
-    n = options.windows(severity)
     side = '{{ if eq $labels.bound "lower" }}below{{ else }}above{{ end }}'
-    value = ('{{ if eq (printf "%.4g" $value) "NaN" }}undefined in the latest window (the alert '
-             'holds until a defined value is inside the threshold){{ else }}'
-             '{{ $value | printf "%.4g" }}{{ end }}')
-    breach = f'{BREACH}{{severity="{severity}"}}'
-    start = f'{BREACH_START}{{severity="{severity}"}}'
-    expr = (f"(\n  {breach}\n  or on({_IDENTITY})\n  ({start} * 0 / 0)\n)\n"
-            f"and on({_IDENTITY})\n{_persisted(start, n, _IDENTITY)}")
+    expr = streak_expr(severity, options)
     rule: dict[str, Any] = {
         "alert": "FairnessThresholdBreached",
         "expr": _routed(expr),
@@ -318,10 +360,11 @@ def _threshold_alert(severity: str, options: AlertOptions) -> dict[str, Any]:
             options, "FairnessThresholdBreached",
             f"{{{{ $labels.metric }}}} {side} its {severity} threshold for "
             "{{ $labels.sensitive_attribute }} (model {{ $labels.model }})",
-            f"{{{{ $labels.metric }}}} = {value} on sensitive attribute "
-            "{{ $labels.sensitive_attribute }} of model {{ $labels.model }}, "
-            f"{side} the {severity} threshold {_threshold_template(severity)} "
-            f"for {n} window{'s' if n > 1 else ''} or more.",
+            f"{{{{ $labels.metric }}}} = {_compared_template()} on sensitive attribute "
+            "{{ $labels.sensitive_attribute }} of model {{ $labels.model }}: "
+            f"{side} the {severity} threshold {_threshold_template(severity)} in "
+            '{{ $value | printf "%.0f" }} consecutive evaluated windows (it pages at '
+            f"{_required_template(options)}; undefined and empty windows do not count).",
             _link(options, model="model", attribute="sensitive_attribute", metric="metric")),
     }
     if options.keep_firing_for > timedelta(0):
@@ -360,7 +403,7 @@ def _records() -> list[dict[str, Any]]:
         {"record": METRIC_VALUE,
          "expr": (f'label_replace({{__name__=~"{fairness_name_regex()}"}}, '
                   f'"metric", "$1", "__name__", "{NAMESPACE}_(.+)")')},
-        # the last exported cadence: a breach held while the monitor is down still knows it
+        # the last exported cadence: staleness still knows it while the monitor is down
         {"record": CADENCE,
          "expr": (f"max by (model) ({NAMESPACE}_window_cadence_seconds)\n"
                   f"or on(model)\n{CADENCE}")},
@@ -369,26 +412,8 @@ def _records() -> list[dict[str, Any]]:
         {"record": ROUTING,
          "expr": (f"topk by (model) (1, max by ({info}) ({NAMESPACE}_model_info))\n"
                   f"or on(model)\n{ROUTING}\n"
-                  f'or on(model)\ngroup by (model) ({{__name__=~"{NAMESPACE}_.+", model!=""}})\n'
-                  f"or on(model)\ngroup by (model) ({BREACH_START})")},
+                  f'or on(model)\ngroup by (model) ({{__name__=~"{NAMESPACE}_.+", model!=""}})')},
     ]
-    for severity in ("warning", "critical"):
-        records.append({"record": BREACH, "expr": breach_expr(severity),
-                        "labels": {"severity": severity}})
-    for severity in ("warning", "critical"):
-        records.append(_streak(BREACH_START, f'{BREACH}{{severity="{severity}"}}', _IDENTITY,
-                               labels={"severity": severity}, hold=_breach_hold(severity)))
-    reasons = "|".join(UNDEFINED_REASONS)
-    records.append(_streak(
-        _UNDEFINED_START,
-        f"max by ({_SERIES}, reason) "
-        f'({NAMESPACE}_metric_undefined{{reason=~"{reasons}"}})',
-        f"{_SERIES}, reason"))
-    records.append(_streak(
-        _NO_TRAFFIC_START,
-        f"(max by (model) ({NAMESPACE}_window_samples) == 0)\n"
-        f"  and on(model) (max by (model) ({NAMESPACE}_window_end_timestamp_seconds) > 0)",
-        "model"))
     return records
 
 
@@ -399,8 +424,10 @@ def _health_alerts(options: AlertOptions) -> list[dict[str, Any]]:
     model_link = _link(options, model="model")
     last = f"{NAMESPACE}_window_last_success_timestamp_seconds"
     job = promql_string(options.scrape_job)
-    windows = options.windows_undefined
-    plural = f"{windows} window{'s' if windows > 1 else ''}"
+    reason = (f"{{{{ with printf `max by (reason) ({NAMESPACE}_metric_undefined{{model=%q,"
+              "metric=%q,sensitive_attribute=%q})` $labels.model $labels.metric "
+              "$labels.sensitive_attribute | query }}{{ range . }}{{ .Labels.reason }} "
+              "{{ end }}{{ else }}not exported now{{ end }}")
 
     def alert(name: str, expr: str, severity: str, summary: str, description: str, *,
               for_: str | None = None, link: str = model_link, route: bool = True
@@ -413,22 +440,23 @@ def _health_alerts(options: AlertOptions) -> list[dict[str, Any]]:
         return rule
 
     return [
-        alert("FairnessMetricUndefined",
-              _persisted(_UNDEFINED_START, windows, f"{_SERIES}, reason"), "warning",
+        alert("FairnessMetricUndefined", undefined_expr(options), "warning",
               "{{ $labels.metric }} is undefined for {{ $labels.sensitive_attribute }} "
-              "(model {{ $labels.model }}): {{ $labels.reason }}",
-              f"{{{{ $labels.metric }}}} could not be computed for {plural} or more on "
-              "sensitive attribute {{ $labels.sensitive_attribute }} of model "
-              "{{ $labels.model }} (reason {{ $labels.reason }}). insufficient_data: fewer "
-              "than two groups reach min_group_size; too_few_groups: the traffic holds a "
-              "single group. A group that vanishes from the traffic can itself be the bias.",
+              "(model {{ $labels.model }})",
+              "{{ $labels.metric }} could not be computed in "
+              '{{ $value | printf "%.0f" }} consecutive windows on sensitive attribute '
+              "{{ $labels.sensitive_attribute }} of model {{ $labels.model }} (reason now: "
+              f"{reason}). insufficient_data: fewer than two groups reach min_group_size; "
+              "too_few_groups: the traffic holds a single group; error: the metric failed. "
+              "A group that vanishes from the traffic can itself be the bias.",
               link=_link(options, model="model", attribute="sensitive_attribute",
                          metric="metric")),
-        alert("FairmonitorNoTraffic", _persisted(_NO_TRAFFIC_START, windows, "model"),
+        alert("FairmonitorNoTraffic", no_traffic_expr(options),
               "warning", "No predictions in the latest windows of model {{ $labels.model }}",
-              f"The last {plural} of model {{{{ $labels.model }}}} held no rows: the model "
-              "gets no traffic or its predictions are not logged. Fairness values stay "
-              "undefined (and alerts keep their state) until rows arrive."),
+              '{{ $value | printf "%.0f" }} consecutive windows of model '
+              "{{ $labels.model }} held no rows: the model gets no traffic or its predictions "
+              "are not logged. Fairness values stay undefined (and alert streaks keep their "
+              "count) until rows arrive."),
         alert("FairmonitorWindowStale",
               f"time() - max by (model) ({last} > 0)\n> on(model)\n{n} * {CADENCE}", "warning",
               f"No fairness window evaluated for model {{{{ $labels.model }}}} in {n} "
@@ -438,25 +466,32 @@ def _health_alerts(options: AlertOptions) -> list[dict[str, Any]]:
               f"{n} x its cadence): the data source is down or the monitor is stuck, so its "
               "fairness gauges are stale.", for_=health_for),
         alert("FairmonitorNeverEvaluated",
-              f"(\n  {n} * {NAMESPACE}_window_cadence_seconds\n"
-              "  < on(instance, job) group_left()\n  (time() - process_start_time_seconds)\n)\n"
-              f"and on(instance, job, model)\n({last} == 0)", "warning",
+              never_evaluated_expr(n), "warning",
               "Model {{ $labels.model }} has no evaluated window yet on {{ $labels.instance }}",
               "The monitor on {{ $labels.instance }} has run for more than "
               f"{{{{ $value | humanizeDuration }}}} ({n} cadences) without evaluating a "
               "window of model {{ $labels.model }}: check its data source and the monitor's "
               "log.", for_=health_for),
         alert("FairmonitorLabelsOverdue",
-              f"max by (model) ({NAMESPACE}_labels_pending_windows)\n> on(model)\n"
-              f"(\n  max by (model) ({NAMESPACE}_labels_after_seconds)\n  / on(model)\n"
-              f"  max by (model) ({NAMESPACE}_window_cadence_seconds)\n  + {n}\n)", "warning",
+              f"max by (model) ({NAMESPACE}_labels_overdue_windows) > 0", "warning",
               "Labels of model {{ $labels.model }} are overdue",
-              '{{ $value | printf "%.0f" }} windows of model {{ $labels.model }} still wait '
-              f"for their labels, more than labels_after explains (+{n} windows): the ground "
-              "truth has stopped arriving, so label metrics (equalized odds, ...) are not "
-              "updated.", for_=health_for),
+              '{{ $value | printf "%.0f" }} labelled window(s) in a row of model '
+              "{{ $labels.model }} had fewer than min_label_coverage of their rows labelled "
+              "labels_after after they closed: the ground truth has stopped arriving (or "
+              "labels_after is too short). Their label metrics (equalized odds, ...) are "
+              "undefined (reason labels_overdue) or rest on the few labelled rows, and their "
+              "threshold alerts hold their state until labels are back.", for_=health_for),
+        alert("FairmonitorDataErrors",
+              f"max by (model) ({NAMESPACE}_data_error_windows) > 0", "warning",
+              "Data error: windows of model {{ $labels.model }} are held",
+              '{{ $value | printf "%.0f" }} due window(s) of model {{ $labels.model }} '
+              "cannot be read: a configured column is missing from the source (a typo in the "
+              "config, a renamed column) or cannot be converted. The monitor's log names the "
+              "column, lists the available ones and says the fix; the windows wait for it "
+              "(at most catch_up of them are evaluated once fixed, older ones are skipped)."),
         alert("FairmonitorErrors",
-              f"sum by (model, stage) (increase({NAMESPACE}_errors_total[{window}])) > 0",
+              f"sum by (model, stage) (increase({NAMESPACE}_errors_total"
+              f'{{stage!="data"}}[{window}])) > 0',
               "warning",
               "fairmonitor {{ $labels.stage }} errors for model {{ $labels.model }}",
               '{{ $value | printf "%.0f" }} {{ $labels.stage }} error(s) in the last '

@@ -1,8 +1,11 @@
 """``fairmonitor rules``: write the Prometheus rules and the opt-in Grafana alerting files.
 
-Thresholds stay in the monitor's YAML: the Prometheus rules compare every fairness gauge with
-the ``fairmonitor_threshold`` series the monitor exports and read each model's cadence and
-routing labels from its series, so they only change with these options. The Grafana-managed
+Thresholds and alert windows stay in the monitor's YAML: the Prometheus rules compare the
+streaks the monitor counts (``fairmonitor_breach_windows``) with the windows each needs
+(``fairmonitor_breach_windows_required``) and read each model's cadence and routing labels
+from its series, so they only change with these options. ``--windows-warning``,
+``--windows-critical`` and ``--windows-undefined`` moved to ``models.<name>.alert_windows``;
+given here they are an error naming the key. The Grafana-managed
 rules carry the thresholds as constants; regenerate them after editing thresholds. Exit 0 on
 success, 2 on an invalid config or option.
 """
@@ -15,7 +18,9 @@ from typing import Any
 
 __all__ = ["add_arguments", "run"]
 
-_DURATIONS = ("for_health", "error_window", "absent_for", "keep_firing_for")
+_DURATIONS = ("for_health", "error_window", "absent_for", "keep_firing_for", "hold_missing")
+#: Options that moved to the monitor config (``alert_windows``): an error that says where.
+_MOVED = ("warning", "critical", "undefined")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,13 +36,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--runbook-url", default="docs/runbook.md", metavar="URL",
                         help="where docs/runbook.md is served; alerts link "
                              "<URL>#<alertname> (default: docs/runbook.md)")
-    parser.add_argument("--windows-warning", type=int, default=3, metavar="N",
-                        help="consecutive breaching windows before a warning (default: 3)")
-    parser.add_argument("--windows-critical", type=int, default=2, metavar="N",
-                        help="consecutive breaching windows before a critical (default: 2)")
-    parser.add_argument("--windows-undefined", type=int, default=2, metavar="N",
-                        help="consecutive windows with too few groups, or without traffic, "
-                             "before they alert (default: 2)")
+    for flag in _MOVED:  # the monitor counts the windows now (issue 24)
+        parser.add_argument(f"--windows-{flag}", type=int, default=None, metavar="N",
+                            help=f"removed: set models.<name>.alert_windows.{flag} in the "
+                                 "monitor config (the monitor counts the windows)")
     parser.add_argument("--stale-after", type=int, default=3, metavar="N",
                         help="cadences without a successful window before the staleness "
                              "alert fires (default: 3)")
@@ -51,6 +53,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--keep-firing-for", default="0s", metavar="DURATION",
                         help="keep_firing_for of the threshold alerts (default: 0s; undefined "
                              "windows keep the alert state anyway)")
+    parser.add_argument("--hold-missing", default="10m", metavar="DURATION",
+                        help="how long the rules keep the last streaks of a series that is "
+                             "missing, e.g. during a restart (default: 10m)")
     parser.add_argument("--scrape-job", default="fairmonitor", metavar="REGEX",
                         help="Prometheus job label of the monitor's targets (default: "
                              "fairmonitor)")
@@ -67,6 +72,12 @@ def run(args: Any) -> int:
     from ..monitor.config import load_config, parse_duration
 
     try:
+        moved = [f for f in _MOVED if getattr(args, f"windows_{f}") is not None]
+        if moved:
+            raise ConfigError("; ".join(
+                f"--windows-{f}: the monitor counts alert windows now; set "
+                f"models.<name>.alert_windows.{f}: {getattr(args, f'windows_{f}')} in the "
+                "monitor config instead" for f in moved))
         durations = {}
         for flag in _DURATIONS:
             text = getattr(args, flag)
@@ -77,8 +88,7 @@ def run(args: Any) -> int:
                 raise ConfigError(f"--{flag.replace('_', '-')}: {err}") from None
         options = AlertOptions(
             grafana_url=args.grafana_url, runbook_url=args.runbook_url,
-            windows_warning=args.windows_warning, windows_critical=args.windows_critical,
-            windows_undefined=args.windows_undefined, stale_after=args.stale_after,
+            stale_after=args.stale_after,
             scrape_job=args.scrape_job, **durations)
         config = load_config(args.config)
     except ConfigError as err:

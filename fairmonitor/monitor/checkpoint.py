@@ -8,7 +8,9 @@ A :class:`ModelState` holds two watermarks and a set:
 - ``versions``: model versions already evaluated on reference data;
 - ``last``: what was last reported (:mod:`.snapshot`), so a restart exports it again at once;
 - ``rollups``: per rollup (a longer window merged from stored summaries), the end of its last
-  evaluated window (the summaries themselves are in :mod:`.summary_store`).
+  evaluated window (the summaries themselves are in :mod:`.summary_store`);
+- ``streaks``: the alert streaks (:mod:`.streaks`: consecutive breaching, undefined and empty
+  windows), saved with the window that moved them, so a restart mid-breach keeps counting.
 
 :func:`~fairmonitor.monitor.job.run_once` saves the state after every completed window, so a
 monitor killed at any point resumes at the first window not yet done: nothing is skipped, and at
@@ -47,6 +49,8 @@ class ModelState:
     relabel: Mapping[str, int] = field(default_factory=dict, compare=False)
     #: rollup name -> end of its last evaluated window
     rollups: Mapping[str, datetime] = field(default_factory=dict, compare=False)
+    #: the alert streaks (:meth:`.streaks.Streaks.to_json`); {} before the first window
+    streaks: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-serialisable dict (ISO 8601 times, sorted versions)."""
@@ -61,6 +65,8 @@ class ModelState:
             out["relabel"] = dict(self.relabel)
         if self.rollups:
             out["rollups"] = {k: _iso(v) for k, v in self.rollups.items()}
+        if self.streaks:
+            out["streaks"] = dict(self.streaks)
         return out
 
     @classmethod
@@ -74,6 +80,7 @@ class ModelState:
             relabel={str(k): int(v) for k, v in (data.get("relabel") or {}).items()},
             rollups={str(k): _parse(v) for k, v in (data.get("rollups") or {}).items()
                      if v is not None},
+            streaks=dict(data.get("streaks") or {}),
         )
 
 

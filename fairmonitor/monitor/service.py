@@ -43,6 +43,7 @@ from prometheus_client import CollectorRegistry, ProcessCollector, start_http_se
 
 from .sinks.mlflow import MlflowSink
 from .sinks.prometheus import FairnessCollector
+from .streaks import Streaks
 
 __all__ = ["MonitorService", "ReplayClock", "parse_listen_address"]
 
@@ -124,7 +125,11 @@ class _WindowLog:
         head = (f"{r.model} v{r.version or '?'} {window} {r.phase}"
                 + (f" ({rollup} rollup)" if rollup else ""))
         if r.report is None:
-            why = "; ".join(f"{k}: {v}" for k, v in r.errors.items()) or "no traffic"
+            # a data error repeats every tick while the window is held: the job logs it once
+            # per cause with the fix, this line only says the window waits
+            why = "; ".join("data: held until fixed (see the data error logged once)"
+                            if k == "data" else f"{k}: {v}" for k, v in r.errors.items()) or (
+                "labels overdue" if getattr(r, "labels_overdue", False) else "no traffic")
             log.info("%s rows=%d verdict=none (%s)", head, r.n_rows, why)
             return
         cfg = self._models.get(r.model)
@@ -255,7 +260,8 @@ class MonitorService:
         """Export again what the previous process last reported (the checkpoint's snapshot)."""
         for name in self.config.models:
             try:
-                last = self.checkpoint.load(name).last
+                state = self.checkpoint.load(name)
+                last = state.last
             except Exception as exc:  # the job reports the store at its first tick too
                 log.error("%s: cannot restore the last reported values from the checkpoint "
                           "(%s); they come back with the next window", name, exc)
@@ -264,6 +270,8 @@ class MonitorService:
             if last:
                 self.collector.restore(name, last)
                 self._window_log.restore(name, last)
+            if state.streaks:  # a restart mid-breach neither resolves nor restarts the count
+                self.collector.restore_streaks(name, Streaks.from_json(state.streaks))
 
     @property
     def address(self) -> tuple[str, int]:

@@ -295,3 +295,66 @@ def sleep_until(t: datetime) -> None:
     delay = (t - datetime.now(UTC)).total_seconds()
     if delay > 0:
         time.sleep(delay)
+
+
+@contextlib.contextmanager
+def monitor_at(config: Any, port: int) -> Iterator[Any]:
+    """:func:`monitor` on a given loopback ``port``: a restarted monitor keeps its scrape target.
+
+    Waits (bounded) for the port to be free again, as the previous process on it may have just
+    stopped.
+    """
+    from fairmonitor.monitor.service import MonitorService
+
+    deadline = time.monotonic() + 30
+    while True:
+        with socket.socket() as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                s.bind(("127.0.0.1", port))
+                break
+            except OSError:
+                assert time.monotonic() < deadline, f"port {port} still busy"
+                time.sleep(0.1)
+    svc = MonitorService(config, listen_address=f"127.0.0.1:{port}", sink=NullSink())
+    thread = threading.Thread(target=svc.run, daemon=True)
+    thread.start()
+    while svc._server is None:  # noqa: SLF001 - the port is known once the server listens
+        assert thread.is_alive() and time.monotonic() < deadline, "the monitor did not start"
+        time.sleep(0.05)
+    try:
+        yield svc
+    finally:
+        svc.stop()
+        thread.join(30)
+
+
+class Labeller:
+    """Attaches ground truth (label = prediction) to every unlabelled row every
+    :data:`BATCH_SECONDS` while :attr:`on`: labels arriving with the predictions; switch it
+    off to stop the labels (issue 24: labels overdue)."""
+
+    def __init__(self, url: str, table: str = "predictions"):
+        import sqlalchemy as sa
+
+        self.on = True
+        self._engine = sa.create_engine(url)
+        self._update = sa.text(f"UPDATE {table} SET label = prediction, "
+                               "labeled_at = timestamp WHERE label IS NULL")
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(BATCH_SECONDS):
+            if self.on:
+                with self._engine.begin() as conn:
+                    conn.execute(self._update)
+
+    def __enter__(self) -> Labeller:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(10)
+        self._engine.dispose()

@@ -31,7 +31,7 @@ def test_rules_writes_the_committed_files(tmp_path, capsys):
 
 def test_rules_options(tmp_path):
     code = main(["rules", "--config", str(EXAMPLE_CONFIG), "--out", str(tmp_path),
-                 "--for-health", "1h", "--stale-after", "5", "--windows-warning", "4",
+                 "--for-health", "1h", "--stale-after", "5", "--hold-missing", "30m",
                  "--keep-firing-for", "10m", "--scrape-job", "fm",
                  "--runbook-url", "https://git.example.org/fm/docs/runbook.md",
                  "--grafana-url", "https://grafana.example.org"])
@@ -40,7 +40,7 @@ def test_rules_options(tmp_path):
     assert "    for: 1h\n" in text
     assert "    keep_firing_for: 10m\n" in text
     assert "5 * fairmonitor:window_cadence_seconds" in text
-    assert "3 * fairmonitor:window_cadence_seconds" in text  # 4 warning windows
+    assert "last_over_time(fairmonitor_breach_windows{severity=\"warning\"}[30m])" in text
     assert 'up{job=~"fm"} == 0' in text
     assert "https://grafana.example.org/d/fairmonitor/fairmonitor" in text
     assert "runbook_url: https://git.example.org/fm/docs/runbook.md#fairmonitordown" in text
@@ -56,7 +56,11 @@ def test_rules_requires_the_grafana_url(tmp_path, capsys):
 @pytest.mark.parametrize(("args", "message"), [
     (["--for-health", "soon"], "--for-health: must be a duration like"),
     (["--stale-after", "0"], "stale_after: must be an integer >= 1"),
-    (["--windows-critical", "0"], "windows_critical: must be an integer >= 1"),
+    # issue 24: the monitor counts the windows; the old flags say where the setting went
+    (["--windows-critical", "1"], "--windows-critical: the monitor counts alert windows now; "
+                                  "set models.<name>.alert_windows.critical: 1 in the monitor "
+                                  "config instead"),
+    (["--hold-missing", "0s"], "hold_missing: must be at least 1s"),
     (["--grafana-url", "grafana:3000"], "grafana_url: must be an http(s) URL"),
 ])
 def test_rules_bad_option_exits_2(tmp_path, capsys, args, message):

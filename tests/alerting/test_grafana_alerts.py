@@ -11,7 +11,13 @@ from fairmonitor.alerting.grafana_alerts import (
     grafana_alert_rules,
     render_grafana_alert_rules,
 )
-from fairmonitor.alerting.rules import AlertOptions
+from fairmonitor.alerting.rules import (
+    AlertOptions,
+    never_evaluated_expr,
+    no_traffic_expr,
+    streak_expr,
+    undefined_expr,
+)
 
 from .conftest import DASHBOARDS, EXAMPLE_CONFIG, check_promql, read_yaml
 
@@ -24,7 +30,13 @@ def _rules(doc):
 
 
 def _threshold_rules(doc):
+    """The rules that carry threshold constants: the rollups' (the windows' read streaks)."""
     return [r for r in _rules(doc) if "metric" in r["labels"]]
+
+
+def _streak_rules(doc):
+    """The windows' rules: per model and severity, the streaks the monitor counts."""
+    return [r for r in _rules(doc) if "model" in r["labels"] and "metric" not in r["labels"]]
 
 
 def _attribute(expr: str) -> str | None:
@@ -70,15 +82,17 @@ def test_uids_and_titles_are_unique():
 
 
 def test_same_thresholds_as_the_config(example_config):
+    # the rollups' rules carry the thresholds; the windows' compare the monitor's streaks
+    config = _with_rollups(example_config, both=True)
     expected = set()
-    for name, model in example_config.models.items():
+    for name, model in config.models.items():
         for t in model.thresholds:
             for severity in ("warning", "critical"):
                 level = getattr(t, severity)
                 if level is not None:
                     expected.add((name, t.metric, t.attribute, severity, t.bound, level))
     found = set()
-    for rule in _threshold_rules(read_yaml(ALERTING)):
+    for rule in _threshold_rules(grafana_alert_rules(config, OPTIONS)):
         labels = rule["labels"]
         evaluator = rule["data"][2]["model"]["conditions"][0]["evaluator"]
         assert evaluator["type"] == {"upper": "gt", "lower": "lt"}[labels["bound"]]
@@ -88,41 +102,73 @@ def test_same_thresholds_as_the_config(example_config):
     assert len(expected) == 13
 
 
-def test_general_rule_leaves_overridden_attributes_to_the_override():
+def test_general_rule_leaves_overridden_attributes_to_the_override(example_config):
     exprs = {(r["labels"]["model"], r["labels"]["metric"], r["labels"]["severity"],
               r["title"].endswith("(sex)")): r["data"][0]["model"]["expr"]
-             for r in _threshold_rules(read_yaml(ALERTING))}
+             for r in _threshold_rules(grafana_alert_rules(_with_rollups(example_config),
+                                                           OPTIONS))}
     general = exprs[("credit", "equalized_odds_difference", "warning", False)]
     override = exprs[("credit", "equalized_odds_difference", "warning", True)]
-    # the general rule leaves the override's attribute and the automatic intersection alone;
-    # the example's compare: budget reads the unfair-side bound in a single window
-    assert general == ('max by (model, sensitive_attribute) (fairmonitor_metric_lower_bound{'
-                       'model="credit", metric="equalized_odds_difference", '
+    # the general rule leaves the override's attribute and the automatic intersection alone
+    assert general == ('max by (model, window, sensitive_attribute) (fairmonitor_rollup_'
+                       'compared{model="credit", metric="equalized_odds_difference", '
                        'sensitive_attribute!="sex", sensitive_attribute!~".+:.+"})')
-    assert override == ('max by (model, sensitive_attribute) (fairmonitor_metric_lower_bound{'
-                        'model="credit", metric="equalized_odds_difference", '
+    assert override == ('max by (model, window, sensitive_attribute) (fairmonitor_rollup_'
+                        'compared{model="credit", metric="equalized_odds_difference", '
                         'sensitive_attribute="sex"})')
 
 
-def test_lower_bounds_take_the_worst_value_too():
-    (rule,) = [r for r in _threshold_rules(read_yaml(ALERTING))
+def test_lower_bounds_take_the_worst_value_too(example_config):
+    (rule,) = [r for r in _threshold_rules(grafana_alert_rules(_with_rollups(example_config),
+                                                               OPTIONS))
                if (r["labels"]["model"], r["labels"]["metric"], r["labels"]["severity"])
                == ("credit", "demographic_parity_ratio", "critical")]
     assert rule["data"][0]["model"]["expr"] == (
-        'min by (model, sensitive_attribute) (fairmonitor_metric_upper_bound'
+        'min by (model, window, sensitive_attribute) (fairmonitor_rollup_compared'
         '{model="credit", metric="demographic_parity_ratio", sensitive_attribute!~".+:.+"})')
 
 
-def test_persistence_is_counted_in_windows(example_config):
-    rules = _threshold_rules(grafana_alert_rules(example_config, OPTIONS))
-    fors = {(r["labels"]["model"], r["labels"]["severity"]): r["for"] for r in rules}
-    # credit: a window every 5m; fraud: hourly. warning 3 windows, critical 2
-    assert fors == {("credit", "warning"): "10m", ("credit", "critical"): "5m",
-                    ("fraud", "warning"): "2h", ("fraud", "critical"): "1h"}
+def test_persistence_is_the_monitors_streak_as_in_prometheus(example_config):
+    """Issue 24: the same PromQL as the Prometheus rule, per model, the quiet series at 0."""
+    doc = grafana_alert_rules(example_config, OPTIONS)
+    rules = _streak_rules(doc)
+    assert {(r["labels"]["model"], r["labels"]["severity"]) for r in rules} == {
+        ("credit", "warning"), ("credit", "critical"), ("fraud", "warning"),
+        ("fraud", "critical")}
     for rule in rules:
-        assert "version" not in rule["annotations"]["description"]
+        model, severity = rule["labels"]["model"], rule["labels"]["severity"]
+        expr = rule["data"][0]["model"]["expr"]
+        assert expr == streak_expr(severity, OPTIONS, model=model, zero=True)
+        prometheus = streak_expr(severity, OPTIONS).replace(
+            f'{{severity="{severity}"}}', f'{{model="{model}", severity="{severity}"}}')
+        assert expr.startswith("(\n" + "\n".join(f"  {line}"
+                                                  for line in prometheus.splitlines()))
+        assert rule["for"] == "0s"  # the monitor counted the windows already
+        assert rule["data"][2]["model"]["conditions"][0]["evaluator"] == {
+            "type": "gt", "params": [0.0]}
         assert rule["annotations"]["runbook_url"] == (
             "docs/runbook.md#fairnessthresholdbreached")
+    routed = [r for r in rules if r["labels"]["model"] == "credit"]
+    cfg = example_config.models["credit"]
+    assert all(r["labels"].get("team") == cfg.team for r in routed)
+
+
+def test_undefined_and_no_traffic_fire_after_the_required_windows(example_config):
+    """Issue 24: they fired after 1 window in Grafana, after 2 with Prometheus."""
+    by_title = {r["title"]: r for r in _rules(grafana_alert_rules(example_config, OPTIONS))}
+    undefined = by_title["fairness metric undefined"]
+    assert undefined["data"][0]["model"]["expr"] == undefined_expr(OPTIONS, zero=True)
+    assert "fairmonitor_undefined_windows_required" in undefined["data"][0]["model"]["expr"]
+    traffic = by_title["fairness windows without traffic"]
+    assert traffic["data"][0]["model"]["expr"] == no_traffic_expr(OPTIONS, zero=True)
+    for rule in (undefined, traffic):
+        assert rule["for"] == "0s"
+        assert rule["data"][2]["model"]["conditions"][0]["evaluator"] == {
+            "type": "gt", "params": [0.0]}
+    never = by_title["fairness model never evaluated"]
+    assert never["data"][0]["model"]["expr"] == never_evaluated_expr(3)
+    assert never["for"] == "5m"
+    assert never["annotations"]["runbook_url"] == "docs/runbook.md#fairmonitorneverevaluated"
 
 
 def test_contact_point_and_policy_are_provisioned():
@@ -157,8 +203,9 @@ def test_health_rules_read_the_exported_cadence(example_config):
     health = [g for g in doc["groups"] if g["name"] == "fairmonitor-health"]
     assert [r["title"] for r in health[0]["rules"]] == [
         "fairness metric undefined", "fairness windows without traffic",
-        "fairness window stale", "fairmonitor errors", "fairmonitor down",
-        "fairmonitor absent"]
+        "fairness window stale", "fairness model never evaluated",
+        "fairness labels overdue", "fairmonitor data errors", "fairmonitor errors",
+        "fairmonitor down", "fairmonitor absent"]
 
 
 def test_every_query_is_valid_promql(promtool, tmp_path):
@@ -168,26 +215,7 @@ def test_every_query_is_valid_promql(promtool, tmp_path):
     assert f"SUCCESS: {len(exprs)} rules found" in result.stdout
 
 
-def test_compare_bound_queries_the_unfair_side_bound(example_config):
-    # issue 16: a threshold with compare: bound alerts on the confidence bound, not the value
-    import dataclasses
-
-    cfg = example_config.models["credit"]
-    bound = tuple(dataclasses.replace(t, compare="bound") for t in cfg.thresholds)
-    config = dataclasses.replace(example_config, models={
-        "credit": dataclasses.replace(cfg, thresholds=bound)})
-    exprs = {(r["labels"]["metric"], r["labels"]["severity"], r["title"].endswith("(sex)")):
-             r["data"][0]["model"]["expr"]
-             for r in _threshold_rules(grafana_alert_rules(config, OPTIONS))}
-    assert exprs[("demographic_parity_ratio", "critical", False)] == (
-        'min by (model, sensitive_attribute) (fairmonitor_metric_upper_bound{model="credit", '
-        'metric="demographic_parity_ratio", sensitive_attribute!~".+:.+"})')
-    assert exprs[("equalized_odds_difference", "warning", True)] == (
-        'max by (model, sensitive_attribute) (fairmonitor_metric_lower_bound{model="credit", '
-        'metric="equalized_odds_difference", sensitive_attribute="sex"})')
-
-
-def _with_rollups(example_config):
+def _with_rollups(example_config, both=False):
     import dataclasses
     from datetime import timedelta
 
@@ -197,7 +225,8 @@ def _with_rollups(example_config):
     day = RollupConfig("1d", timedelta(days=1), timedelta(days=1))
     return dataclasses.replace(example_config, models={
         "credit": dataclasses.replace(cfg, rollups=(day,)),
-        "fraud": example_config.models["fraud"]})
+        "fraud": dataclasses.replace(example_config.models["fraud"], rollups=(day,)) if both
+        else example_config.models["fraud"]})
 
 
 def test_rollups_get_the_model_thresholds_without_persistence(example_config):
@@ -207,8 +236,11 @@ def test_rollups_get_the_model_thresholds_without_persistence(example_config):
     credit = next(g for g in doc["groups"] if g["name"] == "fairmonitor-credit")
     window_rules = [r for r in credit["rules"] if "over rollups" not in r["title"]]
     rollup_rules = [r for r in credit["rules"] if "over rollups" in r["title"]]
-    assert len(rollup_rules) == len(window_rules) > 0  # every threshold, every severity
     cfg = example_config.models["credit"]
+    # every threshold, every severity; the windows' own rules: one per severity (streaks)
+    assert len(rollup_rules) == sum(
+        getattr(t, s) is not None for t in cfg.thresholds for s in ("warning", "critical"))
+    assert len(window_rules) == 2
     for rule in rollup_rules:
         t = next(t for t in cfg.thresholds if t.metric == rule["labels"]["metric"]
                  and (t.attribute is not None) == rule["title"].endswith(")"))
@@ -232,3 +264,27 @@ def test_rollup_queries_are_valid_promql(example_config, promtool, tmp_path):
     exprs = [r["data"][0]["model"]["expr"] for r in _rules(doc) if "over rollups" in r["title"]]
     result = check_promql(promtool, exprs, tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_pipeline_alarms_have_the_prometheus_semantics(example_config):
+    """Issue 24: labels overdue and data errors fire from the monitor's own gauges, as the
+    Prometheus rules do (overdue after for_health, data errors at the first held window), and
+    the error rule leaves stage data to its own alert."""
+    doc = grafana_alert_rules(example_config, AlertOptions(grafana_url="http://g"))
+    by_title = {r["title"]: r for r in _rules(doc)}
+    expected = {
+        "fairness labels overdue": ("max by (model) (fairmonitor_labels_overdue_windows)",
+                                    "5m", "fairmonitorlabelsoverdue"),
+        "fairmonitor data errors": ("max by (model) (fairmonitor_data_error_windows)",
+                                    "0s", "fairmonitordataerrors"),
+    }
+    for title, (expr, for_, anchor) in expected.items():
+        rule = by_title[title]
+        assert rule["data"][0]["model"]["expr"] == expr
+        assert rule["data"][2]["model"]["conditions"][0]["evaluator"] == {
+            "type": "gt", "params": [0.0]}
+        assert rule["for"] == for_
+        assert rule["labels"] == {"severity": "warning"}
+        assert rule["annotations"]["runbook_url"] == f"docs/runbook.md#{anchor}"
+    assert by_title["fairmonitor errors"]["data"][0]["model"]["expr"] == (
+        'sum by (model, stage) (increase(fairmonitor_errors_total{stage!="data"}[15m]))')

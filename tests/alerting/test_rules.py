@@ -11,15 +11,17 @@ import pytest
 from fairmonitor.alerting import rules as rules_module
 from fairmonitor.alerting.rules import (
     ALERTS,
-    BREACH,
     CADENCE,
     COMPARED,
     METRIC_VALUE,
     ROUTING,
+    STREAK,
+    STREAK_REQUIRED,
     AlertOptions,
     breach_expr,
     prometheus_rules,
     render_prometheus_rules,
+    streak_expr,
 )
 from fairmonitor.exceptions import ConfigError
 
@@ -61,37 +63,33 @@ def test_committed_rules_are_up_to_date(example_config):
 def test_promtool_check_rules_accepts_the_committed_file(promtool):
     result = run_promtool(promtool, "check", "rules", str(RULES))
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "SUCCESS: 22 rules found" in result.stdout
+    assert "SUCCESS: 17 rules found" in result.stdout
 
 
 def test_promtool_unit_tests_pass(promtool):
-    # N-th window, escalation, recovery, undefined/missing hold, duplicated thresholds,
-    # rollout, monitor gone, model removed, lower bound, override, hourly windows, too few
-    # groups, no traffic, staleness, never evaluated, labels overdue, errors, down, absent,
-    # rule failures, recording rules (see the test file's comments)
+    # one breach then empty windows, N-th window, escalation, recovery, undefined hold,
+    # restart and second replica, monitor gone, undefined and empty windows counted,
+    # staleness, never evaluated, labels overdue, errors, down, absent, rule failures,
+    # recording rules, rollups (see the test file's comments)
     result = run_promtool(promtool, "test", "rules", RULE_TESTS.name, cwd=RULE_TESTS.parent)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "SUCCESS" in result.stdout
 
 
 def test_the_rules_before_issue_14_fail_the_unit_tests(promtool, tmp_path):
-    """The old rules: many-to-many on duplicated thresholds, version in the identity, ..."""
+    """The old rules: version in the identity, no persistence from the monitor, ..."""
     old = (REPO / "tests" / "alerting" / "data" / "rules_before_issue14.yml").read_text()
     result = _promtool_tests(promtool, tmp_path, old)
     assert result.returncode == 1
-    assert "many-to-many matching not allowed" in result.stdout + result.stderr
-    assert {"undefined or missing values keep the alert state",
-            "a new model version does not restart the alert",
-            "too few groups alerts, labels pending does not",
-            "no traffic is its own signal",
+    assert {"fires on the N-th breaching window, escalates and recovers",
+            "undefined values alert on the N-th undefined window",
+            "no traffic alerts on the N-th empty window",
             "never evaluated, per instance",
             "a monitor down is reported per instance"} <= _failed(result)
 
 
 @pytest.mark.parametrize("change", [
-    {"windows_warning": 2},                # fires at 15m, the test says not before 20m
-    {"windows_critical": 1},               # critical already at 40m
-    {"windows_undefined": 3},              # too few groups not yet at 15m
+    {"hold_missing": timedelta(minutes=1)},  # the restart at 21m resolves the alert
     {"stale_after": 5},                    # 10m old is no longer stale at a 5-cadence limit
     {"for_health": timedelta(0)},          # staleness fires at 17m
     {"error_window": timedelta(minutes=1)},  # the 10m error is forgotten by 16m
@@ -107,45 +105,54 @@ def test_unit_tests_catch_a_changed_option(promtool, example_config, tmp_path, c
 
 def test_unit_tests_catch_a_breach_that_is_not_held(promtool, example_config, tmp_path,
                                                     monkeypatch):
-    """Without the hold, an undefined window resolves the alert (the bug of issue 14)."""
-    monkeypatch.setattr(rules_module, "_breach_hold",
-                        lambda severity: 'vector(1) < 0')  # always empty
+    """Without last_over_time a restart mid-breach resolves the alert (issue 24)."""
+    monkeypatch.setattr(rules_module, "_held", lambda series, options: series)
     result = _promtool_tests(promtool, tmp_path,
                              render_prometheus_rules(example_config, COMMITTED))
     assert result.returncode == 1
-    assert _failed(result) == {"undefined or missing values keep the alert state",
-                      "a breach holds while no monitor is scraped"}
+    assert _failed(result) == {"a restart and a second replica mid-breach do not resolve",
+                               "a breach resolves once its series are gone longer than "
+                               "hold_missing"}
 
 
-def test_unit_tests_catch_unaggregated_thresholds(promtool, example_config, tmp_path):
-    text = render_prometheus_rules(example_config, COMMITTED)
-    mutated = re.sub(r"(min|max) by \(model, metric, bound\) \(", "(", text)
-    assert mutated != text
-    result = _promtool_tests(promtool, tmp_path, mutated)
-    assert result.returncode == 1
-    assert "many-to-many matching not allowed" in result.stdout + result.stderr
-
-
-def test_unit_tests_catch_version_in_the_identity(promtool, example_config, tmp_path,
-                                                  monkeypatch):
-    monkeypatch.setattr(rules_module, "_SERIES", "model, version, metric, sensitive_attribute")
+def test_unit_tests_catch_unaggregated_streaks(promtool, example_config, tmp_path,
+                                              monkeypatch):
+    """Two replicas export the same streak: unaggregated, they give two alerts (or none)."""
+    monkeypatch.setattr(rules_module, "_IDENTITY",
+                        "model, metric, sensitive_attribute, bound, severity, instance")
     result = _promtool_tests(promtool, tmp_path,
                              render_prometheus_rules(example_config, COMMITTED))
     assert result.returncode == 1
-    assert "a new model version does not restart the alert" in _failed(result)
+    assert "a restart and a second replica mid-breach do not resolve" in _failed(result)
 
 
-def test_threshold_alerts_count_windows(example_config):
+def test_threshold_alerts_compare_the_monitors_streaks(example_config):
     rules = prometheus_rules(example_config, COMMITTED)
     alerts = _alerts(rules, "FairnessThresholdBreached")
     assert [a["labels"]["severity"] for a in alerts] == ["warning", "critical"]
     assert ["for" in a for a in alerts] == [False, False]
-    assert "2 * fairmonitor:window_cadence_seconds" in alerts[0]["expr"]
-    assert "1 * fairmonitor:window_cadence_seconds" in alerts[1]["expr"]
+    for alert, severity in zip(alerts, ("warning", "critical"), strict=True):
+        assert alert["expr"].startswith("(\n" + "\n".join(
+            f"  {line}" for line in streak_expr(severity, COMMITTED).splitlines()))
+    # no wall-clock arithmetic, no self-referencing record
+    text = render_prometheus_rules(example_config, COMMITTED)
+    assert "time() - fairmonitor:" not in text and "breach_start" not in text
     assert ["keep_firing_for" in a for a in alerts] == [False, False]
     options = AlertOptions(grafana_url="http://g", keep_firing_for=timedelta(minutes=10))
     kept = _alerts(prometheus_rules(example_config, options), "FairnessThresholdBreached")
     assert [a["keep_firing_for"] for a in kept] == ["10m", "10m"]
+
+
+def test_streak_expression_aggregates_replicas():
+    expr = streak_expr("warning", AlertOptions(grafana_url="http://g",
+                                               hold_missing=timedelta(minutes=3)))
+    identity = "model, metric, sensitive_attribute, bound, severity"
+    assert expr == (
+        f"max by ({identity}) (\n"
+        f'  last_over_time({STREAK}{{severity="warning"}}[3m])\n)\n'
+        f">= on({identity})\n"
+        f"min by ({identity}) (\n"
+        f'  last_over_time({STREAK_REQUIRED}{{severity="warning"}}[3m])\n)')
 
 
 @pytest.mark.parametrize("level", ["0.05", "0.1", "0.2", "0.8", "0.7", "0.15", "0.3"])
@@ -193,7 +200,7 @@ def test_records_come_before_the_alerts_that_read_them(example_config):
     (group,) = prometheus_rules(example_config, COMMITTED)["groups"]
     order = [r.get("record") or r["alert"] for r in group["rules"]]
     first_alert = order.index("FairnessThresholdBreached")
-    for record in (METRIC_VALUE, CADENCE, ROUTING, BREACH):
+    for record in (METRIC_VALUE, CADENCE, ROUTING):
         assert order.index(record) < first_alert
 
 
@@ -234,8 +241,8 @@ def test_check_promql_rejects_a_bad_expression(promtool, tmp_path):
     ({"grafana_url": "localhost:3000"}, "grafana_url: must be an http(s) URL"),
     ({"runbook_url": ""}, "runbook_url: must not be empty"),
     ({"stale_after": 0}, "stale_after: must be an integer >= 1"),
-    ({"windows_critical": 2.5}, "windows_critical: must be an integer >= 1"),
-    ({"windows_warning": True}, "windows_warning: must be an integer >= 1"),
+    ({"stale_after": True}, "stale_after: must be an integer >= 1"),
+    ({"hold_missing": timedelta(0)}, "hold_missing: must be at least 1s"),
     ({"for_health": timedelta(minutes=-1)}, "for_health: must not be negative"),
     ({"error_window": timedelta(0)}, "error_window: must be at least 1s"),
     ({"scrape_job": ""}, "scrape_job: must not be empty"),

@@ -24,6 +24,7 @@ def test_reference_names_exactly_the_keys_the_schema_reads():
     assert _keys("models.<name>.source") == set(schema._SOURCE_KEYS)
     assert _keys("models.<name>.thresholds.<metric>") == set(schema._THRESHOLD_KEYS)
     assert _keys("models.<name>.reference") == set(schema._REFERENCE_KEYS)
+    assert _keys("models.<name>.alert_windows") == {"warning", "critical", "undefined"}
     assert _keys("models.<name>.alerting.budget") == set(schema._BUDGET_KEYS)
     assert set(schema._ALERTING_KEYS) == {"budget"}  # documented in the alerting entry
 
@@ -62,6 +63,8 @@ models:
         ("models.<name>.source", "version_column"): src.version_column,
         ("models.<name>.source", "features_column"): src.features_column,
         ("models.<name>.source", "timeout"): format_duration(src.timeout),
+        **{("models.<name>.alert_windows", k): str(getattr(m.alert_windows, k))
+           for k in ("warning", "critical", "undefined")},
     }
     assert {k: default[k] for k in loaded} == loaded
     budget = load_config("""

@@ -33,6 +33,8 @@ The schema, with defaults (``load_config`` of this text works as is)::
         owner: alice                      #   (optional; exported as fairmonitor_model_info)
         relabel_within: 24h               # default labels_after: windows with missing labels
                                           #   are evaluated again when more labels arrive
+        min_label_coverage: 0.5           # labelled fraction due by labels_after; below it:
+                                          #   labels overdue (FairmonitorLabelsOverdue)
         metrics: [demographic_parity_difference]
         alerting:                         # the false-page budget of compare: budget
           budget: {false_pages: 1, per: 90d, null_fraction: 0.5, alternative_fraction: 1.5}
@@ -41,6 +43,8 @@ The schema, with defaults (``load_config`` of this text works as is)::
           demographic_parity_difference: {warning: 0.1, critical: 0.2, compare: budget}
                                           # compare: value (the default), bound or budget
                                           #   (docs/alert-modes.md)
+        alert_windows: {warning: 3, critical: 2, undefined: 2}  # consecutive windows before
+                                          #   each alert fires, counted by the monitor
 
 Every relative path resolves against the config file's directory, never the working directory:
 files, the checkpoint, the spool and relative SQLite URLs (``sqlite:///predictions.db`` of a
@@ -55,6 +59,7 @@ from .model import (
     DEFAULT_LISTEN_ADDRESS,
     DEFAULT_MLFLOW_SPOOL,
     DEFAULT_TRACKING_URI,
+    AlertWindows,
     CheckpointConfig,
     ModelConfig,
     MonitorConfig,
@@ -64,6 +69,6 @@ from .model import (
 
 __all__ = [
     "DEFAULT_CHECKPOINT", "DEFAULT_LISTEN_ADDRESS", "DEFAULT_MLFLOW_SPOOL", "DEFAULT_TRACKING_URI",
-    "DURATION_HELP", "CheckpointConfig", "ModelConfig", "MonitorConfig", "ReferenceConfig",
-    "SourceConfig", "check_config", "format_duration", "load_config", "parse_duration",
+    "DURATION_HELP", "AlertWindows", "CheckpointConfig", "ModelConfig", "MonitorConfig",
+    "ReferenceConfig", "SourceConfig", "check_config", "format_duration", "load_config", "parse_duration",
 ]

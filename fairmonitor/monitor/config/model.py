@@ -82,6 +82,24 @@ class RollupConfig:
 
 
 @dataclass(frozen=True)
+class AlertWindows:
+    """Consecutive windows before an alert fires; the monitor counts them (``monitor/streaks``).
+
+    ``warning`` and ``critical``: breaching windows of ``FairnessThresholdBreached``;
+    ``undefined``: windows undefined for a reason that alerts (``FairnessMetricUndefined``) and
+    windows without rows (``FairmonitorNoTraffic``).
+    """
+
+    warning: int = 3
+    critical: int = 2
+    undefined: int = 2
+
+    def required(self, severity: str) -> int:
+        """Breaching windows before the alert of ``severity`` fires."""
+        return self.warning if severity == "warning" else self.critical
+
+
+@dataclass(frozen=True)
 class ModelConfig:
     """Everything the monitor needs to know about one model."""
 
@@ -106,6 +124,9 @@ class ModelConfig:
     #: how long after its labelled evaluation a window with missing labels is evaluated again
     #: when more labels arrive (default: labels_after; 0s: never)
     relabel_within: timedelta = timedelta(0)
+    #: a window whose labelled fraction is below this when its labels are due (labels_after
+    #: after it closed) has overdue labels: fairmonitor_labels_overdue_windows, not no traffic
+    min_label_coverage: float = 0.5
     start: datetime | None = None
     options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     min_group_size: int = 1
@@ -127,6 +148,8 @@ class ModelConfig:
     summary_max_raw: int = 8192
     #: rows per group kept in a stored summary's sample (HFM and CFair on rollups)
     summary_sample_size: int = 256
+    #: consecutive windows before each alert fires (counted by the monitor)
+    alert_windows: AlertWindows = field(default_factory=AlertWindows)
     #: the false-page budget of the ``compare: budget`` thresholds (``alerting.budget``);
     #: ``Budget()`` when a threshold uses it and none is configured, else None
     budget: Budget | None = None

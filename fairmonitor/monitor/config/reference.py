@@ -14,7 +14,8 @@ __all__ = ["ENTRIES", "markdown"]
 
 #: (section, key, default as written in YAML, meaning). Sections: "" (top level),
 #: "checkpoint", "models.<name>", "models.<name>.source", "models.<name>.thresholds.<metric>",
-#: "models.<name>.reference", "models.<name>.summaries", "models.<name>.alerting.budget".
+#: "models.<name>.reference", "models.<name>.summaries", "models.<name>.alerting.budget",
+#: "models.<name>.alert_windows".
 ENTRIES: tuple[tuple[str, str, str, str], ...] = (
     ("", "listen_address", "127.0.0.1:9464", "host:port of the Prometheus `/metrics` endpoint"),
     ("", "checkpoint", "fairmonitor-checkpoint.json",
@@ -51,6 +52,9 @@ ENTRIES: tuple[tuple[str, str, str, str], ...] = (
     ("models.<name>", "labels_after", "0s", "label metrics wait this long after a window ends"),
     ("models.<name>", "relabel_within", "labels_after",
      "windows with missing labels are evaluated again for this long when more labels arrive"),
+    ("models.<name>", "min_label_coverage", "0.5",
+     "labelled fraction a window must reach by `labels_after`; below it its labels are overdue "
+     "(`FairmonitorLabelsOverdue`)"),
     ("models.<name>", "start", "latest closed window",
      "first window to evaluate (ISO 8601, UTC); earlier history is backfilled"),
     ("models.<name>", "metrics", "required", "metric names (`fairmonitor.METRICS`)"),
@@ -70,6 +74,8 @@ ENTRIES: tuple[tuple[str, str, str, str], ...] = (
      "longer windows merged from the stored window summaries: durations (`[1d, 7d]`) or "
      "`{window, every}` (sliding); multiples of the (tumbling) window"),
     ("models.<name>", "summaries", "{}", "what each stored window summary keeps (below)"),
+    ("models.<name>", "alert_windows", "{}",
+     "consecutive windows before each alert fires, counted by the monitor (below)"),
     ("models.<name>", "alerting", "{}",
      "paging policy: `{budget: ...}`, the false-page budget of `compare: budget` (below)"),
     ("models.<name>", "team", "-", "routing label on every alert of the model"),
@@ -95,6 +101,13 @@ ENTRIES: tuple[tuple[str, str, str, str], ...] = (
      "histogram (exact parity and MADD, ABCC within a certified 1e-6)"),
     ("models.<name>.summaries", "sample_size", "256",
      "rows kept per group for HFM and CFair on rollups (estimates); 0: none"),
+    ("models.<name>.alert_windows", "warning", "3",
+     "breaching windows in a row before the warning `FairnessThresholdBreached`"),
+    ("models.<name>.alert_windows", "critical", "2",
+     "breaching windows in a row before the critical `FairnessThresholdBreached`"),
+    ("models.<name>.alert_windows", "undefined", "2",
+     "undefined windows in a row before `FairnessMetricUndefined`, empty windows before "
+     "`FairmonitorNoTraffic`"),
     ("models.<name>.thresholds.<metric>", "warning", "-", "warning level"),
     ("models.<name>.thresholds.<metric>", "critical", "-", "critical level"),
     ("models.<name>.thresholds.<metric>", "bound", "the metric's", "`upper` or `lower`"),

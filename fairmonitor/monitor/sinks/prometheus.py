@@ -40,6 +40,7 @@ from prometheus_client.registry import CollectorRegistry
 from ...metrics._groups import INTERSECTION_SEPARATOR
 from ...report.registry import METRICS
 from ...report.thresholds import Threshold, severity_code
+from ..snapshot import overdue_streak
 
 __all__ = ["ERROR_STAGES", "MAX_GROUPS", "NAMESPACE", "OTHER_GROUPS", "REASONS",
            "FairnessCollector", "reason_code"]
@@ -49,8 +50,8 @@ NAMESPACE = "fairmonitor"
 ERROR_STAGES = ("source", "data", "metric", "checkpoint", "rollup", "spool", "mlflow", "export",
                 "scheduler")
 #: ``reason`` label values of ``fairmonitor_metric_undefined``.
-REASONS = ("labels_pending", "insufficient_data", "too_few_groups", "no_traffic", "error",
-           "undefined")
+REASONS = ("labels_pending", "labels_overdue", "insufficient_data", "too_few_groups",
+           "no_traffic", "error", "undefined")
 #: ``fairmonitor_group_samples`` keeps the largest groups of each attribute; the rest are
 #: summed under :data:`OTHER_GROUPS`, so the label cannot grow with the data (intersections of
 #: three attributes gave 116 series for one model).
@@ -76,6 +77,8 @@ def reason_code(reason: str | None) -> str:
     ('error', 'undefined')
     """
     text = (reason or "").lower()
+    if text.startswith("labels overdue"):
+        return "labels_overdue"
     if text.startswith("labels not available") or "labels pending" in text:
         return "labels_pending"
     if text.startswith("error"):
@@ -126,9 +129,16 @@ class _Model:
     label_coverage: float = -1.0  # -1: no labelled evaluation yet
     skipped: int = 0
     label_window_end: float = 0.0
+    #: (windows, index) of :func:`..snapshot.overdue_streak`: labelled windows in a row whose
+    #: labels are overdue, and the latest labelled window's index
+    labels_overdue: tuple[int, int] = (0, -1)
+    #: phase -> due windows held back by a data error (0 once a window of the phase passes)
+    data_held: Mapping[str, int] = field(default_factory=dict)
     #: rollups: (rollup, metric, attribute) -> value; rollup -> (window end, windows merged)
     rollups: Mapping[tuple[str, str, str], _Value] = field(default_factory=dict)
     rollup_windows: Mapping[str, tuple[float, int]] = field(default_factory=dict)
+    #: the alert streaks (``monitor.streaks.Streaks``) after the latest completed window
+    streaks: Any = None
 
 
 #: ``reason`` label values of ``fairmonitor_window_rejected_rows`` (see ``monitor/rows.py``).
@@ -147,6 +157,10 @@ class _ModelSetup:
     labels_after: float = 0.0
     routing: tuple[tuple[str, str], ...] = ()  # (team, owner) labels set in the config
     min_group_size: int = 1
+    #: alert_windows: (warning, critical, undefined) windows before each alert fires
+    alert_windows: tuple[int, int, int] = (3, 2, 2)
+    #: the page level of the model's ``compare: budget`` series (None: none)
+    page_level: float | None = None
 
 
 def _setup_from_config(cfg: Any) -> _ModelSetup:
@@ -156,9 +170,22 @@ def _setup_from_config(cfg: Any) -> _ModelSetup:
     label_metrics = tuple(m for m in cfg.metrics if METRICS[m].needs_labels)
     routing = tuple((k, str(getattr(cfg, k))) for k in ("team", "owner")
                     if getattr(cfg, k, None))
+    windows = getattr(cfg, "alert_windows", None)
+    page_level = cfg.page_level(list(attrs)) if hasattr(cfg, "page_level") else None
     return _ModelSetup(tuple(cfg.thresholds), frozenset(cfg.metrics), label_metrics, attrs,
                        cfg.every.total_seconds(), cfg.labels_after.total_seconds(), routing,
-                       int(getattr(cfg, "min_group_size", 1)))
+                       int(getattr(cfg, "min_group_size", 1)),
+                       (windows.warning, windows.critical, windows.undefined)
+                       if windows is not None else (3, 2, 2), page_level)
+
+
+def _held(r: Any, setup: _ModelSetup) -> int:
+    """Due windows of ``r``'s phase from ``r`` (held by its data error) to its evaluation."""
+    if not setup.cadence or r.evaluated_at is None:
+        return 1
+    delay = setup.labels_after if r.phase == "labels" else 0.0
+    behind = (r.evaluated_at - r.end).total_seconds() - delay
+    return max(1, int(behind // setup.cadence) + 1)
 
 
 def _capped(counts: Mapping[str, int]) -> dict[str, int]:
@@ -293,6 +320,10 @@ class FairnessCollector:
         (one line per stage: source, data, metric, checkpoint, spool, mlflow, export, scheduler)
         # TYPE fairmonitor_labels_pending_windows gauge
         fairmonitor_labels_pending_windows{model="credit"} 24.0
+        # TYPE fairmonitor_labels_overdue_windows gauge
+        fairmonitor_labels_overdue_windows{model="credit"} 0.0
+        # TYPE fairmonitor_data_error_windows gauge
+        fairmonitor_data_error_windows{model="credit"} 0.0
         # TYPE fairmonitor_build_info gauge
         fairmonitor_build_info{version="0.1.0"} 1.0
         # TYPE fairmonitor_metric_lower_bound gauge
@@ -307,7 +338,9 @@ class FairnessCollector:
     overrides go to ``fairmonitor_threshold_by_attribute`` (and into ``fairmonitor_alert_state``,
     which always reflects the most specific threshold). Undefined ``reason`` codes:
     ``labels_pending`` (the window's labels have not arrived, or a label metric was never
-    computed yet), ``insufficient_data`` (groups exist but fewer than two reach
+    computed yet), ``labels_overdue`` (its labels were due, ``labels_after`` after it closed,
+    and no row had one: ``fairmonitor_labels_overdue_windows`` counts such windows in a row),
+    ``insufficient_data`` (groups exist but fewer than two reach
     ``min_group_size``), ``too_few_groups``, ``no_traffic`` (the window held no rows: a signal of its
     own, not an error), ``error`` (the metric raised), ``undefined`` (anything else). The
     liveness gauges (last success, cadence, labels_after) are what the generated alert rules
@@ -362,21 +395,32 @@ class FairnessCollector:
                 errors[stage] = errors.get(stage, 0) + 1
         if getattr(r, "rollup", ""):
             return self._apply_rollup(replace(m, errors=errors), r, setup)
+        if "data" in r.errors:  # the window is held (its watermark stays) until fixed
+            return replace(m, errors=errors,
+                           data_held={**m.data_held, r.phase: _held(r, setup)})
         if "source" in r.errors or (r.report is None and "checkpoint" in r.errors):
             # nothing new is known about the model: keep its values
             return replace(m, errors=errors)
+        overdue = getattr(r, "labels_overdue", False)
         values = dict(m.values)
         report = r.report
         if report is not None:
-            values.update(_values(report, r.version, window_end=r.end.timestamp(),
-                                  thresholds=self._setup.get(r.model, _ModelSetup()).thresholds))
+            new = _values(report, r.version, window_end=r.end.timestamp(),
+                          thresholds=self._setup.get(r.model, _ModelSetup()).thresholds)
+            if overdue:  # "labels not available" when they were due: overdue, not pending
+                new = {k: replace(v, reason="labels_overdue") if v.reason == "labels_pending"
+                       else v for k, v in new.items()}
+            values.update(new)
         else:  # empty window: what this phase computes is now undefined, not stale
             why = "no_traffic" if r.n_rows == 0 and not r.errors else "undefined"
+            why = "labels_overdue" if overdue else why
             for metric, attr in list(values):
                 if metric in r.metrics:
                     values[(metric, attr)] = _Value(r.version, math.nan, why, None,
                                                     r.end.timestamp())
         main_phase = r.phase != "labels"
+        if getattr(r, "streaks", None) is not None:
+            m = replace(m, streaks=r.streaks)
         robustness = dict(m.robustness)
         if report is not None:
             robustness.update(_robustness(report, r.version))
@@ -402,6 +446,8 @@ class FairnessCollector:
             rejected=dict(getattr(r, "rejected", {})) if main_phase else m.rejected,
             duplicates=int(getattr(r, "duplicates", 0)) if main_phase else m.duplicates,
             skipped=m.skipped + int(getattr(r, "skipped_before", 0)),
+            labels_overdue=overdue_streak(m.labels_overdue, r),
+            data_held={**m.data_held, r.phase: 0},
             **({"label_coverage": float(r.label_coverage), "label_window_end": r.end.timestamp()}
                if getattr(r, "label_coverage", None) is not None else {}),
         )
@@ -459,6 +505,8 @@ class FairnessCollector:
                   for attr, v in attrs.items()}
         version = str(snapshot.get("version", ""))
         rollups, rollup_windows = self._restored_rollups(model, snapshot, ts)
+        saved = snapshot.get("labels_overdue")  # [windows, index] (snapshot.overdue_streak)
+        overdue = (int(saved[0]), int(saved[1])) if saved else (0, -1)
 
         def change(m: _Model) -> _Model:
             return replace(m, version=version, values={**values, **m.values},
@@ -468,9 +516,18 @@ class FairnessCollector:
                            window_end=m.window_end or ts(snapshot.get("window_end")),
                            samples=m.samples or int(snapshot.get("samples", 0)),
                            groups=m.groups or dict(snapshot.get("groups") or {}),
-                           groups_version=m.groups_version or version)
+                           groups_version=m.groups_version or version,
+                           labels_overdue=(m.labels_overdue if m.labels_overdue[1] >= 0
+                                           else overdue))
 
         self._update(model, change)
+
+    def restore_streaks(self, model: str, streaks: Any) -> None:
+        """The alert streaks saved in the checkpoint (``monitor.streaks.Streaks``).
+
+        A window evaluated since the start wins: its streaks are newer.
+        """
+        self._update(model, lambda m: m if m.streaks is not None else replace(m, streaks=streaks))
 
     def _restored_rollups(self, model: str, snapshot: Mapping[str, Any], ts: Any
                           ) -> tuple[dict[tuple[str, str, str], _Value], dict[str, Any]]:
@@ -508,6 +565,62 @@ class FairnessCollector:
         yield from self._queue_families()
         yield from self._row_families(models)
         yield from self._rollup_families(models)
+        yield from self._streak_families(models)
+
+    def _streak_families(self, models: Mapping[str, _Model]) -> Iterator[Metric]:
+        """The alert streaks and the windows each alert needs (``monitor/streaks.py``).
+
+        Every window value with a threshold level gets its streak (0 when none), so a rule
+        compares two series of the same labels: ``breach_windows >= breach_windows_required``.
+        """
+        labels = ("model", "metric", "sensitive_attribute", "bound", "severity")
+        breach = _gauge("breach_windows", "Consecutive evaluated windows whose compared value "
+                        "breaches the severity's threshold level (undefined and empty windows "
+                        "neither count nor reset; a value inside resets).", *labels)
+        required = _gauge("breach_windows_required", "Consecutive breaching windows before "
+                          "FairnessThresholdBreached fires (alert_windows of the model).",
+                          *labels)
+        undefined = _gauge("undefined_windows", "Consecutive windows whose value is undefined "
+                           "for a reason that alerts (insufficient_data, too_few_groups, "
+                           "error); a defined value resets.", "model", "metric",
+                           "sensitive_attribute")
+        no_traffic = _gauge("no_traffic_windows", "Consecutive windows of the model without "
+                            "rows; a window with rows resets.", "model")
+        needed = _gauge("undefined_windows_required", "Consecutive undefined (or empty) windows "
+                        "before FairnessMetricUndefined (or FairmonitorNoTraffic) fires.",
+                        "model")
+        evidence = _gauge("breach_evidence", "Sequential evidence (log(1 + R) of the "
+                          "e-detector) of each compare: budget series; it breaches at "
+                          "fairmonitor_breach_evidence_page_level.", *labels)
+        page = _gauge("breach_evidence_page_level", "Evidence at which a compare: budget "
+                      "series breaches: the model's false-page budget over its budget series.",
+                      "model")
+        for model, m in models.items():
+            setup = self._setup.get(model, _ModelSetup())
+            streaks = m.streaks
+            counts = dict(getattr(streaks, "breach", None) or {})
+            gaps = dict(getattr(streaks, "undefined", None) or {})
+            proofs = dict(getattr(streaks, "evidence", None) or {})
+            keys = {k for k in m.values if k[0] in setup.metrics} | {k[:2] for k in counts}
+            for metric, attr in sorted(keys | set(gaps)):
+                undefined.add_metric([model, metric, attr], float(gaps.get((metric, attr), 0)))
+                rule = _governing(setup.thresholds, metric, attr)
+                for i, severity in enumerate(("warning", "critical")):
+                    if rule is None or getattr(rule, severity) is None:
+                        continue
+                    key = [model, metric, attr, rule.bound, severity]
+                    breach.add_metric(key, float(counts.get((metric, attr, severity), 0)))
+                    budget = rule.compare == "budget" and setup.page_level is not None
+                    # a budget series breaches on its evidence: one such window pages
+                    required.add_metric(key, 1.0 if budget else float(setup.alert_windows[i]))
+                    if budget:
+                        e = proofs.get((metric, attr, severity))
+                        evidence.add_metric(key, float(e.statistic) if e is not None else 0.0)
+            no_traffic.add_metric([model], float(getattr(streaks, "no_traffic", 0)))
+            needed.add_metric([model], float(setup.alert_windows[2]))
+            if setup.page_level is not None:
+                page.add_metric([model], setup.page_level)
+        yield from (breach, required, undefined, no_traffic, needed, evidence, page)
 
     def _rollup_families(self, models: Mapping[str, _Model]) -> Iterator[Metric]:
         labels = ("model", "version", "window", "metric", "sensitive_attribute")
@@ -647,8 +760,9 @@ class FairnessCollector:
                         family.add_metric([model, v.version, metric, attr], number)
                 if v.severity is not None:
                     alert.add_metric([model, v.version, metric, attr], float(v.severity))
+            never = "labels_overdue" if m.labels_overdue[0] else "labels_pending"
             for metric, attr in self._never_labelled(model, m):
-                undefined.add_metric([model, m.version, metric, attr, "labels_pending"], 1.0)
+                undefined.add_metric([model, m.version, metric, attr, never], 1.0)
             for attr, rows in m.robustness.items():
                 for version, metric, level, ratio in rows:
                     robustness.add_metric([model, version, attr, metric, level], ratio)
@@ -665,7 +779,7 @@ class FairnessCollector:
 
     def _never_labelled(self, model: str, m: _Model) -> Iterator[tuple[str, str]]:
         """Configured label metrics with no value yet (their first labels have not arrived)."""
-        if m.evaluated == 0:
+        if m.evaluated == 0 and not m.labels_overdue[0]:  # restored overdue labels: say so
             return
         setup = self._setup.get(model, _ModelSetup())
         for metric in setup.label_metrics:
@@ -728,8 +842,18 @@ class FairnessCollector:
         yield per_model("window_samples", "Rows in the latest evaluated window.",
                         lambda m: m.samples)
         yield per_model("labels_pending_windows",
-                        "Evaluated windows whose labels have not arrived yet.",
+                        "Closed windows whose labelled evaluation is not due or not done yet "
+                        "(waiting for labels_after).",
                         lambda m: m.labels_pending)
+        yield per_model("labels_overdue_windows",
+                        "Latest labelled windows in a row whose labels are overdue: fewer "
+                        "than min_label_coverage of their rows labelled labels_after after "
+                        "they closed (0: labels on time).",
+                        lambda m: m.labels_overdue[0])
+        yield per_model("data_error_windows",
+                        "Due windows held back by a data error (a configured column missing "
+                        "or not convertible): their watermark waits for the fix (0: none).",
+                        lambda m: sum(m.data_held.values()))
         evaluated = CounterMetricFamily(f"{NAMESPACE}_windows_evaluated",
                                         "Window evaluations completed (every phase).",
                                         labels=["model"])
