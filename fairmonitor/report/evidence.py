@@ -93,8 +93,8 @@ from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any
 
-__all__ = ["CAP_FACTOR", "SE_FLOOR_FRACTION", "Budget", "Evidence", "accumulate", "comparisons",
-           "increment"]
+__all__ = ["CAP_FACTOR", "FAMILIES", "SE_FLOOR_FRACTION", "Budget", "Evidence", "accumulate",
+           "comparisons", "increment", "metric_comparisons"]
 
 #: The standard error is at least this fraction of ``g1 - g0``: one window then adds at most
 #: ``0.5 * 8**2 = 32`` to the statistic at ``g1``, and a zero-width interval is harmless.
@@ -228,6 +228,19 @@ def comparisons(n_groups: int, families: int = 1) -> int:
     (1, 3, 6)
     """
     return max(1, families * n_groups * (n_groups - 1) // 2)
+
+
+#: Metrics whose gap is the largest over several families of rates (TPR and FPR).
+FAMILIES = {"equalized_odds_difference": 2}
+
+
+def metric_comparisons(metric: str, n_groups: int) -> int:
+    """:func:`comparisons` of a registry metric's largest gap over ``n_groups`` groups.
+
+    >>> metric_comparisons("equalized_odds_difference", 3), metric_comparisons("abcc", 2)
+    (6, 1)
+    """
+    return comparisons(n_groups, FAMILIES.get(metric, 1))
 
 
 def increment(*, value: float, lower: float, upper: float, level: float, bound: str,
