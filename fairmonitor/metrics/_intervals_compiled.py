@@ -1,8 +1,8 @@
-"""The score bootstrap's compiled kernels (numba): draws, curves, their errors, pair terms.
+"""The score bootstrap's compiled kernels (numba): curves, their errors, pair terms.
 
 :func:`~fairmonitor.metrics._intervals.score_gap_interval` reads, per group, a (draws, bins)
 array of bootstrap counts and turns it into curves, errors and per-pair sums. In numpy each
-step was a pass over a block temporary (the draw's product, sum and cast; the CDF's cumulative
+step was a pass over a block temporary (the CDF's cumulative
 sum and division; MADD's ``np.add.reduceat``; ABPC's mixed-type product and division; the
 error's subtraction, ``np.nan_to_num`` (four passes), cast and ``var`` (four passes); per pair
 the noise, two masked copies, ``abs`` and a sum). Compiled, each is one pass that writes only
@@ -45,7 +45,7 @@ import numpy as np
 from ._madd.compiled import _leaf, _walk
 from ._numba import compiled
 
-__all__ = ["cdf_curves", "cell_histogram", "coarse_curves", "density_curves", "draw",
+__all__ = ["cdf_curves", "cell_histogram", "coarse_curves", "density_curves",
            "errors", "pair_gaps", "pair_terms", "scaled"]
 
 #: numpy's pairwise summation: leaves of at most this many terms, 8 accumulators each.
@@ -92,14 +92,6 @@ def _divide(values, total, out):  # pragma: no cover - compiled
     else:
         for j in range(out.size):
             out[j] = _quotient(values[j], total)
-
-
-@compiled
-def draw(mean, root, noise):  # pragma: no cover - compiled
-    """``noise = (mean + root * noise).astype(float32)`` in place, in float64 as numpy."""
-    for d in range(noise.shape[0]):
-        for r in range(noise.shape[1]):
-            noise[d, r] = np.float32(mean[r] + root[r] * np.float64(noise[d, r]))
 
 
 @compiled
