@@ -370,10 +370,10 @@ class _Curves:
 
 #: Resolution of the fine histograms behind the score-distribution bootstrap: the noise of a
 #: curve is carried at this resolution (its value never is: intervals centre on the exact value).
-RESOLUTION = 512
+RESOLUTION = 128
 #: Bootstrap draws of the score distributions (the 95% bound's Monte Carlo error is ~2% of the
 #: half-width) and null draws behind their chance level.
-SCORE_DRAWS, NULL_DRAWS = 200, 60
+SCORE_DRAWS, NULL_DRAWS = 100, 60
 
 
 class ScoreBootstrap:
@@ -389,8 +389,9 @@ class ScoreBootstrap:
     The null draws (for the chance level) are the permutation null of the group labels: every
     group's rows drawn from the pooled histogram at its exact size, jointly (an exact random
     partition of the pooled rows) when the window has at most :data:`EXACT_NULL_ROWS` rows, and
-    a multinomial draw per group otherwise (the permutation without replacement then differs
-    by a variance factor ``N / (N - 1)``). It is the null of
+    independently per group otherwise (the permutation without replacement then differs by a
+    variance factor ``N / (N - 1)``): a multinomial draw at its exact size for a group of at
+    most ``R`` rows, Poisson counts at its expected histogram for a larger one. It is the null of
     :func:`~fairmonitor.metrics.permutation_test` read on the fine histogram, with the
     bandwidths held at the window's.
 
@@ -416,8 +417,7 @@ class ScoreBootstrap:
     def boot(self, g: int) -> NDArray[np.float32]:
         """(draws, R) bootstrap counts of group ``g``: Poisson(count) per bin."""
         if g not in self._boot:
-            self._boot[g] = self._gen.poisson(self.hist[g], (self.n_draws, self.hist.shape[1])
-                                              ).astype(np.float32)
+            self._boot[g] = _poisson(self.hist[g], self.n_draws, self._gen)
         return self._boot[g]
 
     def null(self, g: int) -> NDArray[np.float32]:
@@ -427,9 +427,17 @@ class ScoreBootstrap:
         return self._null[g]
 
 
+def _poisson(lam: NDArray[np.float64], n_draws: int,
+             gen: np.random.Generator) -> NDArray[np.float32]:
+    """(draws, R) Poisson(``lam``) counts from ``gen``'s uniforms, by inversion (compiled)."""
+    from ._intervals_compiled import poisson_counts  # numba: only when an interval is computed
+
+    return poisson_counts(lam, gen.random((n_draws, lam.size)))
+
+
 #: Windows of at most this many rows get their null draws by an exact permutation of the
 #: pooled rows (O(rows x draws)); larger ones by a multinomial draw per group.
-EXACT_NULL_ROWS = 20_000
+EXACT_NULL_ROWS = 2_000
 
 
 def _permutation_null(hist: NDArray[np.float64], n_draws: int,
@@ -455,7 +463,12 @@ def _permutation_null(hist: NDArray[np.float64], n_draws: int,
         return np.ascontiguousarray(out.reshape(n_draws, k, r).transpose(1, 0, 2),
                                     dtype=np.float32)
     share = pooled / total
-    return np.stack([gen.multinomial(int(n), share, size=n_draws) for n in sizes]
+    # a group of more rows than bins: Poisson counts at its expected histogram (the Poisson
+    # bootstrap's form of the null: its total varies by sqrt(n), which the curves divide out,
+    # and it costs a third of a multinomial draw); a smaller group at its exact size (numpy's
+    # multinomial stops once its rows are placed, so it is cheap there, and never empty)
+    return np.stack([_poisson(share * n, n_draws, gen) if n > r
+                     else gen.multinomial(int(n), share, size=n_draws) for n in sizes]
                     ).astype(np.float32)
 
 

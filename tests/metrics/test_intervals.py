@@ -348,6 +348,13 @@ def test_score_intervals_are_those_of_the_numpy_bootstrap(groups):
         assert math.isnan(got.lower) == (kind == "madd")  # MADD: a chance level, no bounds
 
 
+def _poisson_oracle(lam, n_draws, gen):
+    """Poisson draws by inversion of the generator's uniforms: scipy's exact quantile."""
+    u = gen.random((n_draws, lam.size))
+    return np.where(lam > 0, stats.poisson.ppf(u, np.where(lam > 0, lam, 1.0)), 0.0
+                    ).astype(np.float32)
+
+
 class _NumpyBootstrap:
     """The draws in the generator's order: a group's Poisson counts on first use, the whole
     permutation null (shuffled rows cut at the group sizes) on the first null read."""
@@ -362,13 +369,14 @@ class _NumpyBootstrap:
 
         if (tag, g) not in self.draws:
             if tag == "boot":
-                self.draws[tag, g] = self.gen.poisson(
-                    self.hist[g], (SCORE_DRAWS, self.hist.shape[1])).astype(np.float32)
-            elif self.hist.sum() > EXACT_NULL_ROWS:  # a multinomial draw per group
+                self.draws[tag, g] = _poisson_oracle(self.hist[g], SCORE_DRAWS, self.gen)
+            elif self.hist.sum() > EXACT_NULL_ROWS:  # per group: multinomial or Poisson
                 share = self.hist.sum(axis=0) / self.hist.sum()
+                r = self.hist.shape[1]
                 for q, size in enumerate(self.hist.sum(axis=1).astype(int)):
-                    self.draws["null", q] = self.gen.multinomial(
-                        size, share, size=NULL_DRAWS).astype(np.float32)
+                    draw = (_poisson_oracle(share * size, NULL_DRAWS, self.gen) if size > r
+                            else self.gen.multinomial(size, share, size=NULL_DRAWS))
+                    self.draws["null", q] = draw.astype(np.float32)
             else:
                 k, r = self.hist.shape
                 sizes = self.hist.sum(axis=1).astype(int)
@@ -455,7 +463,7 @@ def test_bootstrap_counts_are_never_negative_and_the_null_keeps_group_sizes():
     # issue 25: the Gaussian form mean + sqrt(mean) N(0, 1) made negative counts in sparse
     # bins; Poisson counts are whole and >= 0, and the null is a partition of the pooled rows
     rng = np.random.default_rng(0)
-    for sizes in ((2, 3), (7, 1, 4), (3000, 19000)):  # exact permutation and multinomial
+    for sizes in ((2, 3), (7, 1, 4), (3000, 19000, 40)):  # permutation; Poisson, multinomial
         hist = np.stack([fine_histogram(rng.beta(2, 5, n)) for n in sizes])
         boot = ScoreBootstrap(hist)
         for g, n in enumerate(sizes):
@@ -465,8 +473,10 @@ def test_bootstrap_counts_are_never_negative_and_the_null_keeps_group_sizes():
             # Poisson(count): the mean and variance of a bin's draws are its count
             assert abs(draws.sum(axis=1).mean() - n) <= 4 * math.sqrt(n / draws.shape[0])
             null = boot.null(g)
-            assert null.min() >= 0 and np.all(null.sum(axis=1) == n)
-        if sum(sizes) <= 20_000:  # an exact partition: the groups add up to the pooled rows
+            assert null.min() >= 0 and np.array_equal(null, np.rint(null))
+            if sum(sizes) <= 2_000 or n <= hist.shape[1]:  # at the group's exact size
+                assert np.all(null.sum(axis=1) == n)
+        if sum(sizes) <= 2_000:  # an exact partition: the groups add up to the pooled rows
             total = sum(boot.null(g) for g in range(len(sizes)))
             assert np.array_equal(total, np.broadcast_to(hist.sum(axis=0), total.shape))
 
@@ -480,3 +490,21 @@ def test_madd_has_a_chance_level_but_no_interval_and_says_why():
     p = np.diff(stats.beta(2.3, 5).cdf(np.linspace(0, 1, 33)))
     expected = math.sqrt(2 / math.pi) * np.sqrt(p * (1 - p) * (2 / 500)).sum()
     assert r.chance == pytest.approx(expected, rel=0.1)
+
+
+@pytest.mark.parametrize("lam", [0.0, 0.3, 1.0, 2.0, 7.5, 40.0, 1e3, 2.5e5])
+def test_poisson_kernel_is_the_exact_poisson_quantile(lam):
+    from fairmonitor.metrics._intervals_compiled import poisson_counts
+
+    rng = np.random.default_rng(int(lam))
+    u = rng.random((4000, 3))
+    u[:3, 0] = [1e-12, 0.5, 1 - 1e-12]  # the far tails end the walk
+    got = poisson_counts(np.full(3, lam), u)
+    want = stats.poisson.ppf(u, lam) if lam > 0 else np.zeros_like(u)
+    assert got.dtype == np.float32 and got.min() >= 0
+    # the walk's cumulative sums round differently from scipy's only on a boundary
+    body = (slice(3, None), slice(None))
+    assert np.mean(got[body] == want[body]) >= 0.999 and np.abs(got - want)[body].max() <= 1
+    # within the CDF's round-off of 0 or 1 (probability ~1e-12) the walk stops 8 SD out
+    assert got[0, 0] <= got[1, 0] <= got[2, 0]
+    assert np.abs(got[:3, 0] - want[:3, 0]).max() <= 40 + 1.5 * math.sqrt(lam)
