@@ -372,26 +372,38 @@ def _pair_rows(hat_i, hat_j, var_i, var_j, err_i, err_j, kappa, sums, nodes):  #
         b = settled_idx[k]
         for d in range(n_draws):
             settled[k, d] = err_i[d, b] - err_j[d, b]
-    return folded, settled.T, sign, value
+    # the near bins' noise with its sign (the linear error, for the upper bound), in float32
+    # column after column as the folded sum
+    signed = np.zeros(n_draws, dtype=np.float32)
+    for k in range(n_near):
+        b = near_idx[k]
+        d_hat = hat_i[b] - hat_j[b]
+        if d_hat != 0:
+            s = np.float32(1.0 if d_hat > 0 else -1.0)
+            for d in range(n_draws):
+                signed[d] += s * (err_i[d, b] - err_j[d, b])
+    return folded, settled.T, sign, value, signed
 
 
 def pair_terms(hat_i: np.ndarray, hat_j: np.ndarray, var_i: np.ndarray, var_j: np.ndarray,
                err_i: np.ndarray, err_j: np.ndarray, kappa: float
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
-    """A pair's derivative terms: ``(folded, settled, sign, value)``.
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, np.ndarray]:
+    """A pair's derivative terms: ``(folded, settled, sign, value, signed)``.
 
     With ``d = hat_i - hat_j``, ``noise = err_i - err_j`` and ``near = |d| <= kappa *
     max(sqrt(var_i + var_j), 1e-12)``: ``folded = |noise[:, near]|.sum(axis=1)`` (float32),
-    ``settled = noise[:, ~near]``, ``sign = sign(d[~near])`` as float32 and ``value =
-    |d|.sum()``. The derivative is ``folded + settled @ sign``.
+    ``settled = noise[:, ~near]``, ``sign = sign(d[~near])`` as float32, ``value =
+    |d|.sum()`` and ``signed = (noise[:, near] * sign(d[near])).sum(axis=1)`` (float32, the
+    columns in turn). The derivative is ``folded + settled @ sign``; the linear error (every
+    bin at its sign) ``signed + settled @ sign``.
 
     numpy's masked copy along the second axis is Fortran-ordered: its sum adds the columns in
     turn (not pairwise) and BLAS multiplies it column-major, so ``settled`` is the same
     Fortran-ordered array (BLAS then sums in the same order).
     """
-    folded, settled, sign, value = _pair_rows(hat_i, hat_j, var_i, var_j, err_i, err_j,
-                                              float(kappa), *_work(np.dtype(np.float64)))
-    return folded, settled, sign, float(value)
+    folded, settled, sign, value, signed = _pair_rows(
+        hat_i, hat_j, var_i, var_j, err_i, err_j, float(kappa), *_work(np.dtype(np.float64)))
+    return folded, settled, sign, float(value), signed
 
 
 @compiled

@@ -301,8 +301,13 @@ def test_pair_kernels_equal_their_numpy_versions(bins):
         near_zero = np.abs(d_hat) <= 3.0 * np.maximum(np.sqrt(var_i + var_j), 1e-12)
         sign = np.sign(d_hat[~near_zero]).astype(np.float32)
         expected = np.abs(noise[:, near_zero]).sum(axis=1) + noise[:, ~near_zero] @ sign
-        folded, settled, got_sign, value = kernels.pair_terms(hat_i, hat_j, var_i, var_j,
-                                                              err_i, err_j, 3.0)
+        folded, settled, got_sign, value, signed = kernels.pair_terms(hat_i, hat_j, var_i,
+                                                                      var_j, err_i, err_j, 3.0)
+        near_sign = np.sign(d_hat[near_zero]).astype(np.float32)
+        want = np.zeros(noise.shape[0], dtype=np.float32)
+        for col in (noise[:, near_zero] * near_sign).T:  # column after column, in float32
+            want += col
+        assert _bits(signed, want)
         assert _bits(settled, noise[:, ~near_zero]) and _bits(got_sign, sign)
         if settled.size:  # the same BLAS call
             assert settled.strides == noise[:, ~near_zero].strides
@@ -432,10 +437,11 @@ def _numpy_score_gap_interval(sample, kind, *, value, pairs=None, pair_bins=None
     gaps = np.stack([np.abs(curve(p[0], p, sample.get("null", p[0]))
                             - curve(p[1], p, sample.get("null", p[1]))).sum(axis=1) * w
                      for p in smallest], axis=1)
-    chance = float(np.clip(gaps.max(axis=1), 0.0, upper).mean())
+    null_max = np.clip(gaps.max(axis=1), 0.0, upper).astype(np.float64)
+    chance = float(null_max.mean())
     if kind == "madd":
         return (math.nan, math.nan, chance)
-    derivs, values = [], []
+    derivs, linear, values = [], [], []
     for p in _candidates(h, _Curves(kind, res, pair_bins, bandwidths), pairs, value):
         hats, errs, variances = [], [], []
         for g in p:
@@ -445,15 +451,26 @@ def _numpy_score_gap_interval(sample, kind, *, value, pairs=None, pair_bins=None
             variances.append(err.var(axis=0))
         d_hat, noise = hats[0] - hats[1], errs[0] - errs[1]
         near_zero = np.abs(d_hat) <= KAPPA * np.maximum(np.sqrt(sum(variances)), 1e-12)
-        derivs.append((np.abs(noise[:, near_zero]).sum(axis=1) + noise[:, ~near_zero]
-                       @ np.sign(d_hat[~near_zero]).astype(np.float32)) * w)
+        along = noise[:, ~near_zero] @ np.sign(d_hat[~near_zero]).astype(np.float32)
+        derivs.append((np.abs(noise[:, near_zero]).sum(axis=1) + along) * w)
+        signed = np.zeros(noise.shape[0], dtype=np.float32)
+        for col in (noise[:, near_zero] * np.sign(d_hat[near_zero]).astype(np.float32)).T:
+            signed += col
+        linear.append((signed + along) * w)
         values.append(float(np.abs(d_hat).sum() * w))
     deriv = np.stack(derivs, axis=1)
     pv = np.asarray(values)
-    worst = deriv[:, pv >= pv.max() - KAPPA * np.sqrt((deriv ** 2).mean(axis=0))].max(axis=1)
+    near_max = pv >= pv.max() - KAPPA * np.sqrt((deriv ** 2).mean(axis=0))
+    worst = deriv[:, near_max].max(axis=1)
     below = max(float(np.quantile(worst, 0.975)), 0.0)
-    half = float(np.quantile(np.abs(worst), 0.95))
-    return (max(value - below, 0.0), min(value + half, upper), chance)
+    above = max(-float(np.quantile(np.stack(linear, axis=1)[:, near_max].max(axis=1), 0.025)),
+                0.0)
+    lower = max(value - below, 0.0)
+    # the permutation test: 0 stays in unless the binned value beats ceil(.975 x 61) = all 60
+    if pv.max() <= np.sort(null_max)[min(math.ceil(0.975 * (null_max.size + 1)),
+                                         null_max.size) - 1]:
+        lower = 0.0
+    return (lower, min(value + above, upper), chance)
 
 
 # ------------------------------------------------------------- issue 25: the bootstrap's draws
