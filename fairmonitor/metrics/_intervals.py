@@ -612,39 +612,39 @@ def _bounds(sample: ScoreBootstrap, curves: _Curves, pairs: list[tuple[int, int]
     """(lower, upper, the metric on the fine histograms) from the bootstrap's derivatives.
 
     The lower end reads the directional derivative of the max (bins within ``KAPPA`` standard
-    errors of 0 folded, ``|h|``), one-sided at ``(1 + level) / 2``; the upper end the linear
-    error (every bin at its sign), at ``(1 - level) / 2``: the plug-in value is biased upwards
-    (``E integral |D^| >= integral |D|``), so the truth exceeds it by more than the linear
-    error's spread only rarely, and the folded derivative's spread (the lower end's) would
-    make the interval 1.3-1.8x the bootstrap's at parity (docs/intervals_scores.md).
+    errors of 0 folded, ``|h|``), one-sided at ``(1 + level) / 2``. The upper end is the
+    percentile bootstrap's, ``(1 + level) / 2`` quantile of the bootstrap draws' metric minus
+    the hat's, added to the value: the plug-in value is biased upwards (``E integral |D^| >=
+    integral |D|``), so this end is conservative; the folded derivative's spread made the
+    interval 1.3-1.8x the bootstrap's at parity, and the linear error (every bin at its
+    estimated sign) too short where signs are uncertain (docs/intervals_scores.md).
     """
     from ._intervals_compiled import pair_terms  # numba: per pair, one pass
 
     h = sample.hist
-    derivs, linear, pair_values = [], [], []
+    derivs, boot_values, pair_values = [], [], []
     for p in _candidates(h, curves, pairs, value):
         i, j = p
         hat_i, hat_j = curves("hat", i, p, h[i]), curves("hat", j, p, h[j])
         err_i, var_i = curves.error(i, p, h[i], sample.boot(i))
         err_j, var_j = curves.error(j, p, h[j], sample.boot(j))
         # sum of sign(D) h where D is settled, |h| where it may be 0
-        folded, settled, sign, total, signed = pair_terms(hat_i, hat_j, var_i, var_j, err_i,
-                                                          err_j, BIN_KAPPA)
+        folded, settled, sign, total, moved = pair_terms(hat_i, hat_j, var_i, var_j, err_i,
+                                                         err_j, BIN_KAPPA)
         w = curves.weight(p)
-        along = settled @ sign
-        derivs.append((folded + along) * w)
-        linear.append((signed + along) * w)
+        derivs.append((folded + settled @ sign) * w)
+        boot_values.append((total + moved) * w)
         pair_values.append(float(total * w))
     deriv = np.stack(derivs, axis=1)  # (draws, P)
     pv = np.asarray(pair_values)
     # a pair's error scale: RMS of its derivative (its SE when settled, its floor near 0)
     near_max = pv >= pv.max() - KAPPA * np.sqrt((deriv ** 2).mean(axis=0))
     worst = deriv[:, near_max].max(axis=1)
-    worst_linear = np.stack(linear, axis=1)[:, near_max].max(axis=1)
+    moved = np.stack(boot_values, axis=1)[:, near_max].max(axis=1) - pv.max()
     # one-sided at (1 + level) / 2 each: at parity the derivative is >= 0 (|h| folded), and the
     # former symmetric |derivative| quantile made the lower bound a one-sided test at `level`
     below = max(float(np.quantile(worst, 0.5 + level / 2.0)), 0.0)
-    above = max(-float(np.quantile(worst_linear, 0.5 - level / 2.0)), 0.0)
+    above = max(float(np.quantile(moved, 0.5 + level / 2.0)), 0.0)
     return max(value - below, 0.0), min(value + above, curves.upper), float(pv.max())
 
 

@@ -372,17 +372,14 @@ def _pair_rows(hat_i, hat_j, var_i, var_j, err_i, err_j, kappa, sums, nodes):  #
         b = settled_idx[k]
         for d in range(n_draws):
             settled[k, d] = err_i[d, b] - err_j[d, b]
-    # the near bins' noise with its sign (the linear error, for the upper bound), in float32
-    # column after column as the folded sum
-    signed = np.zeros(n_draws, dtype=np.float32)
-    for k in range(n_near):
-        b = near_idx[k]
+    # each draw's change of the L1 sum, sum |d + noise| - |d| (the bootstrap's value minus
+    # the hat, for the upper bound), in float64 bin after bin
+    moved = np.zeros(n_draws)
+    for b in range(g):
         d_hat = hat_i[b] - hat_j[b]
-        if d_hat != 0:
-            s = np.float32(1.0 if d_hat > 0 else -1.0)
-            for d in range(n_draws):
-                signed[d] += s * (err_i[d, b] - err_j[d, b])
-    return folded, settled.T, sign, value, signed
+        for d in range(n_draws):
+            moved[d] += abs(d_hat + np.float64(err_i[d, b] - err_j[d, b])) - abs(d_hat)
+    return folded, settled.T, sign, value, moved
 
 
 def pair_terms(hat_i: np.ndarray, hat_j: np.ndarray, var_i: np.ndarray, var_j: np.ndarray,
@@ -393,17 +390,17 @@ def pair_terms(hat_i: np.ndarray, hat_j: np.ndarray, var_i: np.ndarray, var_j: n
     With ``d = hat_i - hat_j``, ``noise = err_i - err_j`` and ``near = |d| <= kappa *
     max(sqrt(var_i + var_j), 1e-12)``: ``folded = |noise[:, near]|.sum(axis=1)`` (float32),
     ``settled = noise[:, ~near]``, ``sign = sign(d[~near])`` as float32, ``value =
-    |d|.sum()`` and ``signed = (noise[:, near] * sign(d[near])).sum(axis=1)`` (float32, the
-    columns in turn). The derivative is ``folded + settled @ sign``; the linear error (every
-    bin at its sign) ``signed + settled @ sign``.
+    |d|.sum()`` and ``moved = (|d + noise| - |d|)`` summed over the bins in turn (float64;
+    ``noise`` cast from float32). The derivative is ``folded + settled @ sign``; ``moved`` is
+    each bootstrap draw's value minus the hat's.
 
     numpy's masked copy along the second axis is Fortran-ordered: its sum adds the columns in
     turn (not pairwise) and BLAS multiplies it column-major, so ``settled`` is the same
     Fortran-ordered array (BLAS then sums in the same order).
     """
-    folded, settled, sign, value, signed = _pair_rows(
+    folded, settled, sign, value, moved = _pair_rows(
         hat_i, hat_j, var_i, var_j, err_i, err_j, float(kappa), *_work(np.dtype(np.float64)))
-    return folded, settled, sign, float(value), signed
+    return folded, settled, sign, float(value), moved
 
 
 @compiled

@@ -301,13 +301,12 @@ def test_pair_kernels_equal_their_numpy_versions(bins):
         near_zero = np.abs(d_hat) <= 3.0 * np.maximum(np.sqrt(var_i + var_j), 1e-12)
         sign = np.sign(d_hat[~near_zero]).astype(np.float32)
         expected = np.abs(noise[:, near_zero]).sum(axis=1) + noise[:, ~near_zero] @ sign
-        folded, settled, got_sign, value, signed = kernels.pair_terms(hat_i, hat_j, var_i,
-                                                                      var_j, err_i, err_j, 3.0)
-        near_sign = np.sign(d_hat[near_zero]).astype(np.float32)
-        want = np.zeros(noise.shape[0], dtype=np.float32)
-        for col in (noise[:, near_zero] * near_sign).T:  # column after column, in float32
-            want += col
-        assert _bits(signed, want)
+        folded, settled, got_sign, value, moved = kernels.pair_terms(hat_i, hat_j, var_i,
+                                                                     var_j, err_i, err_j, 3.0)
+        want = np.zeros(noise.shape[0])
+        for b in range(bins):  # bin after bin, in float64
+            want += np.abs(d_hat[b] + noise[:, b].astype(np.float64)) - abs(d_hat[b])
+        assert _bits(moved, want)
         assert _bits(settled, noise[:, ~near_zero]) and _bits(got_sign, sign)
         if settled.size:  # the same BLAS call
             assert settled.strides == noise[:, ~near_zero].strides
@@ -453,18 +452,19 @@ def _numpy_score_gap_interval(sample, kind, *, value, pairs=None, pair_bins=None
         near_zero = np.abs(d_hat) <= KAPPA * np.maximum(np.sqrt(sum(variances)), 1e-12)
         along = noise[:, ~near_zero] @ np.sign(d_hat[~near_zero]).astype(np.float32)
         derivs.append((np.abs(noise[:, near_zero]).sum(axis=1) + along) * w)
-        signed = np.zeros(noise.shape[0], dtype=np.float32)
-        for col in (noise[:, near_zero] * np.sign(d_hat[near_zero]).astype(np.float32)).T:
-            signed += col
-        linear.append((signed + along) * w)
-        values.append(float(np.abs(d_hat).sum() * w))
+        moved = np.zeros(noise.shape[0])
+        for b in range(d_hat.size):
+            moved += np.abs(d_hat[b] + noise[:, b].astype(np.float64)) - abs(d_hat[b])
+        total = np.abs(d_hat).sum()
+        linear.append((total + moved) * w)
+        values.append(float(total * w))
     deriv = np.stack(derivs, axis=1)
     pv = np.asarray(values)
     near_max = pv >= pv.max() - KAPPA * np.sqrt((deriv ** 2).mean(axis=0))
     worst = deriv[:, near_max].max(axis=1)
     below = max(float(np.quantile(worst, 0.975)), 0.0)
-    above = max(-float(np.quantile(np.stack(linear, axis=1)[:, near_max].max(axis=1), 0.025)),
-                0.0)
+    above = max(float(np.quantile(np.stack(linear, axis=1)[:, near_max].max(axis=1)
+                                  - pv.max(), 0.975)), 0.0)
     lower = max(value - below, 0.0)
     # the permutation test: 0 stays in unless the binned value beats ceil(.975 x 61) = all 60
     if pv.max() <= np.sort(null_max)[min(math.ceil(0.975 * (null_max.size + 1)),
