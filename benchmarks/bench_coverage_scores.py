@@ -19,7 +19,8 @@ groups. Per cell, ``reps`` simulated windows:
 
 True values by numerical integration of the population CDFs (ABCC) or of the population
 densities smoothed at the cell's bandwidth (ABPC), on a 16,384-cell grid. The unbalanced
-cells of 10,000 rows (500,000-row groups) run ``reps // 5`` windows.
+cells can be given fewer windows (``--scale``) or skipped (``--max-unbalanced``): the
+reported run's counts are in docs/intervals_scores.md.
 
 Usage: ``python benchmarks/bench_coverage_scores.py [--quick] [--reps N] [--ref-reps N]``
 (quick: 100 windows, 10 reference windows, sizes 50 and 1,000, 2 groups).
@@ -172,15 +173,21 @@ def main() -> None:
     parser.add_argument("--ref-reps", type=int, default=20)
     parser.add_argument("--kinds", default="abcc,abpc")
     parser.add_argument("--sizes", default="20,50,200,1000,10000")
+    parser.add_argument("--scale", action="store_true",
+                        help="fewer windows for large cells: reps x 200 / (n (1 + (K-1) ratio "
+                             "/ 10)), at least --min-reps")
+    parser.add_argument("--min-reps", type=int, default=40)
+    parser.add_argument("--max-unbalanced", type=int, default=10 ** 9,
+                        help="skip 1:50 cells from this many rows in the smallest group")
     args = parser.parse_args()
     reps, ref_reps = (100, 10) if args.quick else (args.reps, args.ref_reps)
     sizes = [50, 1000] if args.quick else [int(s) for s in args.sizes.split(",")]
     groups = [2] if args.quick else [2, 5]
-    print(f"load average {os.getloadavg()[0]:.2f}; {reps} windows per cell ({reps // 5} for "
-          f"unbalanced 10,000-row cells), reference on {ref_reps} of them; "
+    print(f"load average {os.getloadavg()[0]:.2f}; {reps} windows per cell (fewer with "
+          f"--scale: the 'reps' column), reference on {ref_reps} of them; "
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
-    print(f"{'metric':5s} {'dist':4s} {'n':>6s} {'bal':>4s} {'K':>2s} {'gap':>4s} {'truth':>7s} "
-          f"{'cover':>6s} {'excl0':>6s} {'width':>7s} {'ref':>7s} {'ratio':>6s}  verdict")
+    print(f"{'metric':5s} {'dist':4s} {'n':>6s} {'bal':>4s} {'K':>2s} {'gap':>4s} {'reps':>5s} "
+          f"{'truth':>7s} {'cover':>6s} {'excl0':>6s} {'width':>7s} {'ref':>7s} {'ratio':>6s}  verdict")
     summary: dict[str, list[float]] = {"cov": [], "excl": [], "ratio": []}
     failures = 0
     seed = 0
@@ -191,7 +198,10 @@ def main() -> None:
                     for k in groups:
                         for gap in (False, True):
                             seed += 1
-                            r = reps // 5 if (ratio == 50 and n >= 10_000) else reps
+                            if ratio == 50 and n >= args.max_unbalanced:
+                                continue  # 50 x 10,000-row groups: beyond this machine
+                            r = max(reps * 200 // max(n * (1 + (k - 1) * ratio // 10), 200),
+                                    args.min_reps) if args.scale else reps
                             row = cell(kind, n, dist, gap, ratio, k, r, ref_reps, seed)
                             ok, why = verdict(row, n, gap)
                             failures += not ok
@@ -201,7 +211,8 @@ def main() -> None:
                                 summary["excl"].append(row["exclusion"])
                             summary["ratio"].append(row["width"] / row["ref"])
                             print(f"{kind:5s} {dist.name:4s} {n:6d} {'1:' + str(ratio):>4s} "
-                                  f"{k:2d} {'yes' if gap else 'no':>4s} {row['truth']:7.4f} "
+                                  f"{k:2d} {'yes' if gap else 'no':>4s} {r:5d} "
+                                  f"{row['truth']:7.4f} "
                                   f"{row['coverage']:6.3f} {row['exclusion']:6.3f} "
                                   f"{row['width']:7.4f} {row['ref']:7.4f} "
                                   f"{row['width'] / row['ref']:6.2f}  "

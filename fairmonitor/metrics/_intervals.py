@@ -21,8 +21,10 @@ summaries merged from many batches:
 - rates (selection rate, TPR, FPR): Gaussian draws with the Agresti-Caffo variance
   ``p~(1 - p~) / (n + 2)``, ``p~ = (x + 1) / (n + 2)`` (never zero, so no 0-width interval);
   ratios use the log scale (Katz).
-- score distributions (ABCC, MADD, ABPC): a Poisson bootstrap (in its Gaussian form) of
-  per-group score histograms.
+- score distributions (ABCC, ABPC): a Poisson bootstrap (real Poisson counts) of per-group
+  128-bin score histograms; the lower end by the derivative and, at parity, the permutation
+  test of the group labels; the upper end the percentile bootstrap's. MADD gets its chance
+  level only (:data:`MADD_NO_INTERVAL` says why).
 
 Pure numpy (layer 1). Draws use a fixed seed by default so that a window's interval does not
 jitter from one evaluation to the next.
@@ -671,12 +673,15 @@ def _candidates(h: NDArray[np.float64], curves: _Curves, pairs: list[tuple[int, 
                 value: float) -> list[tuple[int, int]]:
     """The pairs that may be the largest within their error: at most :data:`MAX_PAIRS`.
 
+    Applied to any number of pairs: every pair's bootstrap costs as much as the bound it can
+    change, so an unfair window with many groups skips the pairs far below its maximum.
+
     A pair's value is at most the L1 distance of its fine curves (exact for ABCC and ABPC; for
     MADD, coarser bins can only shrink it) and its error at most the groups' multinomial L1
     errors ``sum sqrt(q (1 - q) / n)`` (smoothing, cumulating and coarsening do not enlarge an
     L1 norm), so pairs whose upper end falls below the value cannot be near the maximum.
     """
-    if len(pairs) <= MAX_PAIRS:
+    if len(pairs) == 1:
         return pairs
     n = h.sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -231,3 +231,21 @@ def test_many_groups_give_an_interval_or_a_reason_fast():
         warnings.simplefilter("ignore")
         r = evaluate_window(Window({"g": g}, y_score=rng.random(2000)), metrics=["abcc"])
     assert "at most 256" in r.intervals[("abcc", "g")].reason
+
+
+def test_fairmonitor_report_chance_of_madd_auto_is_the_reports():
+    # the CLI's chance (a permutation test) holds MADD's "auto" bins of two groups, as the
+    # report's chance level does: one chance level (60 null draws vs 300 shuffles: 4 SE, plus
+    # 3% for the window's bins read on 128-bin histograms)
+    from fairmonitor import METRICS
+    from fairmonitor.commands._chance import chance_floor
+
+    rng = np.random.default_rng(4)
+    g = np.repeat([0, 1], [300, 300])
+    window = Window({"g": g}, y_score=rng.beta(2, 5, g.size))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        chance = evaluate_window(window, metrics=["madd"]).intervals[("madd", "g")].chance
+        floor = chance_floor(METRICS["madd"], window, "g", 1, 300, np.random.default_rng(1))
+    se = math.hypot(floor.null_std / math.sqrt(300), floor.null_std / math.sqrt(60))
+    assert abs(chance - floor.null_mean) <= 4 * se + 0.03 * floor.null_mean
