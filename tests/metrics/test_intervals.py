@@ -195,10 +195,11 @@ def test_score_gap_interval_covers_at_the_nominal_rate(case, kind):
     dists, n = SCORE_CASES[case]
     coverage = _score_coverage(dists, n, kind)
     if case.startswith("fair"):
-        # at parity the upper end always holds 0 and the lower bound is one-sided at 97.5%
-        # (issue 25: it excluded a true 0 in 6.8% of fair windows): coverage is 1 minus the
-        # lower bound's exclusions, 97.5% nominal (500 replications: +-1.4% at 2 SE)
-        assert 0.96 <= coverage <= 0.995
+        # at parity the upper end always holds 0 and the lower bound leaves 0 in unless the
+        # permutation test (p <= 1/61) and the one-sided 97.5% derivative bound both exclude
+        # it (issue 25: it excluded a true 0 in 6.8% of fair windows): coverage is 1 minus the
+        # lower bound's exclusions, at least 97.5% (500 replications: -1.4% at 2 SE)
+        assert coverage >= 0.96
     else:
         assert 0.93 <= coverage <= 0.975
 
