@@ -10,9 +10,13 @@ summaries. Which method serves which metric (the registry's ``interval`` column)
   analytic draws from per-group counts (Agresti-Caffo variances, Fang-Santos directional
   derivative of the max); the calibration gap by
   :func:`~fairmonitor.metrics._intervals.mean_gap_interval` with a bounded variance;
-- ABCC, MADD, ABPC: :func:`~fairmonitor.metrics._intervals.score_gap_interval`, a Poisson
+- ABCC, ABPC: :func:`~fairmonitor.metrics._intervals.score_gap_interval`, a Poisson
   bootstrap of per-group score histograms, one :class:`ScoreBootstrap` per attribute shared by
-  the three;
+  the score metrics; MADD: its chance level only, no bounds (the reason says why);
+- the chance level of a score metric is the permutation null of the group labels read on the
+  same histograms (bandwidths held at the window's): what
+  :func:`~fairmonitor.metrics.permutation_test` and ``fairmonitor report`` give as "chance",
+  within Monte Carlo error;
 - HFM average: the sampled estimator's own interval (``method="sampled"``); HFM max has none
   (a maximum over nearest-neighbour distances is not estimable from a sample);
 - CFair: the paired comparison's (cluster-robust) 95% interval of the absolute gap;

@@ -129,9 +129,10 @@ class Threshold:
         spec = METRICS.get(self.metric)
         if self.compare != "value" and spec is not None and spec.interval is None:
             with_interval = ", ".join(m for m, s in METRICS.items() if s.interval)
+            why = f" ({spec.no_interval})" if spec.no_interval else ""
             raise ConfigError(
-                f"{where}.compare: {self.metric} has no confidence interval, so there is no "
-                f"bound or evidence to compare ({self.compare}); use compare: value, or a "
+                f"{where}.compare: {self.metric} has no confidence interval{why}, so there is "
+                f"no bound or evidence to compare ({self.compare}); use compare: value, or a "
                 f"metric with one ({with_interval}).")
 
     def compared(self, value: float, lower: float = math.nan, upper: float = math.nan) -> float:
