@@ -6,9 +6,11 @@ same per-group counts and score summaries the value was computed from, never the
 so it costs O(groups x bins x draws) whatever the window's size and it works on merged
 summaries. Which method serves which metric (the registry's ``interval`` column):
 
-- parity gaps (and predictive parity): :func:`~fairmonitor.metrics._intervals.rate_gap_interval`,
-  analytic draws from per-group counts (Agresti-Caffo variances, Fang-Santos directional
-  derivative of the max); the calibration gap by
+- parity gaps and ratios (and predictive parity):
+  :func:`~fairmonitor.metrics._rate_intervals.rate_gap_interval`, score-type intervals from
+  per-group counts (Newcombe's hybrid score interval per pair of groups, MOVER-R for the DP
+  ratio, a joint critical value over the pairs that may be the largest; ``docs/intervals.md``);
+  the calibration gap by
   :func:`~fairmonitor.metrics._intervals.mean_gap_interval` with a bounded variance;
 - ABCC, MADD, ABPC: :func:`~fairmonitor.metrics._intervals.score_gap_interval`, a Poisson
   bootstrap of per-group score histograms, one :class:`ScoreBootstrap` per attribute shared by
@@ -38,10 +40,10 @@ from ..metrics._intervals import (
     ScoreBootstrap,
     fine_histogram_sorted,
     mean_gap_interval,
-    rate_gap_interval,
     score_gap_interval,
     wald_interval,
 )
+from ..metrics._rate_intervals import rate_gap_interval
 from ..summaries import compute as _compute
 from ..summaries.core import AttributeSummary, GroupSummary
 
