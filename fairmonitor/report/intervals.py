@@ -70,7 +70,8 @@ def _kept(attr: AttributeSummary, min_group_size: int) -> list[GroupSummary]:
     return [attr.groups[label] for label in labels]
 
 
-def _rates(name: str, groups: list[GroupSummary], level: float) -> Interval:
+def _rates(name: str, groups: list[GroupSummary], level: float,
+           min_condition_size: int = 1) -> Interval:
     n = np.array([g.n for g in groups], dtype=float)
     if name.startswith("demographic"):
         if any(g.predicted_positive is None for g in groups):
@@ -80,13 +81,19 @@ def _rates(name: str, groups: list[GroupSummary], level: float) -> Interval:
     if any(g.confusion is None for g in groups):
         return undefined("labels not available")
     tp, fp, fn, tn = np.array([g.confusion for g in groups], dtype=float).reshape(-1, 4).T
-    if name == "equal_opportunity_difference":
-        return rate_gap_interval(tp, tp + fn, level=level)
-    if name == "predictive_parity_difference":
-        return rate_gap_interval(tp, tp + fp, level=level)
     if name == "calibration_difference":
         return _calibration(groups, n, tp + fn, level)
-    return rate_gap_interval(np.stack([tp, fp]), np.stack([tp + fn, fp + tn]), level=level)
+
+    def kept(trials: NDArray[np.float64]) -> NDArray[np.float64]:
+        # the metric's filter: a group with fewer conditioning rows has no rate (0 trials)
+        return np.where(trials < min_condition_size, 0.0, trials)
+
+    if name == "equal_opportunity_difference":
+        return rate_gap_interval(tp, kept(tp + fn), level=level)
+    if name == "predictive_parity_difference":
+        return rate_gap_interval(tp, kept(tp + fp), level=level)
+    return rate_gap_interval(np.stack([tp, fp]), np.stack([kept(tp + fn), kept(fp + tn)]),
+                             level=level)
 
 
 def _calibration(groups: list[GroupSummary], n: NDArray[np.float64],
@@ -200,7 +207,7 @@ def interval_of(name: str, field: str | None, value: float, result: Any,
         if name in _RATES or name in _SCORES:
             groups = _kept(attr, int(kw.get("min_group_size", 1)))
             if name in _RATES:
-                return _rates(name, groups, level)
+                return _rates(name, groups, level, int(kw.get("min_condition_size", 1)))
             return _scores(name, value, result, attr, groups, kw, level, cache)
         return _rows(name, field, value, result, level)
     except (AttributeError, KeyError, IndexError, TypeError) as exc:  # a result without SEs

@@ -12,6 +12,7 @@ from types import MappingProxyType
 from typing import Any
 
 from fairmonitor import METRICS, WindowReport, evaluate_window
+from fairmonitor.report.defaults import MIN_GROUP_SIZE
 
 from .config import DEFAULT_METRICS, FairnessConfig
 from .window import BuiltWindow, model_metrics
@@ -76,7 +77,9 @@ def compute_report(built: BuiltWindow, config: FairnessConfig) -> WindowReport:
     else:
         main = [m for m in config.metrics if m not in calls_model]
         robust = [m for m in config.metrics if m in calls_model]
-    common = {"min_group_size": config.min_group_size, "intersection": config.intersection,
+    common = {"min_group_size": config.min_group_size,
+              "min_condition_size": config.min_condition_size,
+              "intersection": config.intersection,
               "thresholds": config.thresholds, "rng": config.rng,
               "confidence_level": config.confidence_level}
     _announce(built, config, main, robust)
@@ -85,8 +88,10 @@ def compute_report(built: BuiltWindow, config: FairnessConfig) -> WindowReport:
              report.duration_seconds)
     # say which small-group rule shaped every value (issue 13 item 4)
     rule = (f"min_group_size={config.min_group_size}"
-            + (" (the default)" if config.min_group_size == 30 else "")
-            + ": groups with fewer rows are left out of every metric")
+            + (" (the default)" if config.min_group_size == MIN_GROUP_SIZE else "")
+            + ": groups with fewer rows are left out of every metric; "
+            + f"min_condition_size={config.min_condition_size}: groups with fewer rows of "
+            + "what a rate conditions on are left out of that rate's gap")
     report = dataclasses.replace(report, skipped=MappingProxyType({**report.skipped, **skipped}),
                                  notes=(rule, *report.notes))
     if robust_window is not None and robust:
