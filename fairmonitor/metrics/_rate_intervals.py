@@ -151,23 +151,46 @@ def _ordered_pairs(defined: NDArray[np.bool_], rates: _F, ratio: bool
     return np.concatenate(fam), np.concatenate(left), np.concatenate(right)
 
 
+def _mirrored(fam: NDArray[np.intp], i: NDArray[np.intp], j: NDArray[np.intp]) -> bool:
+    """Whether some pair's mirror (the same groups in the other order) is among the pairs."""
+    size = int(max(i.max(), j.max())) + 1
+    return bool(np.isin((fam * size + i) * size + j, (fam * size + j) * size + i).any())
+
+
 def _critical(sd: _F, fam: NDArray[np.intp], i: NDArray[np.intp], j: NDArray[np.intp],
-              tail: float, n_draws: int, rng: Any) -> float:
-    """Quantile ``1 - tail`` of ``max over the pairs of (e_i - e_j) / se_ij`` with independent
-    Gaussian group errors ``e ~ N(0, sd^2)``: the joint critical value of the pairs."""
+              shift: _F, settled: bool, tail: float, n_draws: int, rng: Any
+              ) -> tuple[float, float]:
+    """(towards parity, away from it): the joint critical values of the pairs in contention.
+
+    With independent Gaussian group errors ``e ~ N(0, sd^2)`` and ``T = (e_i - e_j) / se``:
+    towards parity the ``1 - tail`` quantile of ``max T`` (every pair may be the extreme);
+    away from it ``-`` the ``tail`` quantile of ``max (T - shift)``, ``shift`` being each
+    pair's distance below the extreme in SEs (plug-in): where several pairs tie for the
+    extreme (one group apart from k - 1 alike), the estimate is biased away from parity by
+    their maximum and a single pair's ``z_{1 - tail}`` would over-cover. Never above
+    ``z_{1 - tail}`` (one pair's bound, valid whatever the ties), and kept at it unless the
+    extreme is ``settled`` (its Bonferroni-level bound excludes parity): near parity the
+    sign is in doubt and the bound must be the folded one's.
+    """
     normal = NormalDist()
+    z = normal.inv_cdf(1.0 - tail)
+    mirrored = _mirrored(fam, i, j)
     if fam.size == 1:
-        return normal.inv_cdf(1.0 - tail)
-    if fam.size == 2 and fam[0] == fam[1] and i[0] == j[1] and i[1] == j[0]:
-        return normal.inv_cdf(1.0 - tail / 2.0)  # the two orders of one pair: |T|
+        return z, z
+    if fam.size == 2 and mirrored:
+        return normal.inv_cdf(1.0 - tail / 2.0), z  # the two orders of one pair: |T|
     if fam.size > MAX_SIMULATED_PAIRS:
-        return normal.inv_cdf(1.0 - tail / fam.size)  # Bonferroni: conservative
+        return normal.inv_cdf(1.0 - tail / fam.size), z  # Bonferroni: conservative
     cells, where = np.unique(np.concatenate([fam * sd.shape[1] + i, fam * sd.shape[1] + j]),
                              return_inverse=True)
     draws = _rng(rng).standard_normal((n_draws, cells.size)) * sd.ravel()[cells]
     se = np.hypot(sd[fam, i], sd[fam, j])
     t = (draws[:, where[:fam.size]] - draws[:, where[fam.size:]]) / se
-    return float(np.quantile(t.max(axis=1), 1.0 - tail))
+    near = float(np.quantile(t.max(axis=1), 1.0 - tail))
+    if not settled:
+        return near, z
+    far = -float(np.quantile((t - shift).max(axis=1), tail))
+    return near, min(max(far, 0.0), z)
 
 
 def _null_rates(gen: np.random.Generator, size: NDArray[np.int64], rate: float,
@@ -303,11 +326,16 @@ def _bounds(x: _F, n: _F, fam: NDArray[np.intp], i: NDArray[np.intp], j: NDArray
     near = lower <= upper.min() if ratio else upper >= lower.max()
     near[best] = True
     f, a, b = fam[near], i[near], j[near]
-    # Agresti-Caffo standard errors weigh the pairs' joint critical value (never 0)
+    # Agresti-Caffo standard errors weigh the pairs' joint critical values (never 0)
     q = (x + 1.0) / (n + 2.0)
-    sd = np.sqrt((1.0 - q) / ((n + 2.0) * q)) if ratio else np.sqrt(q * (1.0 - q) / (n + 2.0))
-    c_near = _critical(sd, f, a, b, tail, n_draws, rng)
-    c_far = NormalDist().inv_cdf(1.0 - tail)
+    if ratio:
+        sd, theta = np.sqrt((1.0 - q) / ((n + 2.0) * q)), np.log(q)
+        gap = theta[f, b] - theta[f, a]  # -log(p_a / p_b): larger is further from parity
+    else:
+        sd, gap = np.sqrt(q * (1.0 - q) / (n + 2.0)), x[f, a] / n[f, a] - x[f, b] / n[f, b]
+    shift = (gap.max() - gap) / np.hypot(sd[f, a], sd[f, b])
+    settled = bool(upper.min() < 1.0) if ratio else bool(lower.max() > 0.0)
+    c_near, c_far = _critical(sd, f, a, b, shift, settled, tail, n_draws, rng)
     value = float(est[best])
     if ratio:
         lower, upper = _pair_bounds(x, n, f, a, b, True, c_far, c_near)
