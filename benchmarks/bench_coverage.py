@@ -160,7 +160,7 @@ def rate_cell(cell: Cell, reps: int, seed: int) -> Result:
         nr = trials if cell.metric == "equalized_odds" else trials[0]
         if ratio and xr.max() == 0:
             continue  # 0/0: the metric itself is undefined on this window
-        iv = rate_gap_interval(xr, nr, ratio=ratio, level=LEVEL)
+        iv = rate_gap_interval(xr, nr, ratio=ratio, level=LEVEL, chance=False)
         used += 1
         hits += iv.lower <= truth <= iv.upper
         excluded += (iv.upper < 1.0) if ratio else (iv.lower > 0.0)

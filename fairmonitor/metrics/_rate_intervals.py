@@ -39,6 +39,7 @@ Pure numpy (layer 1).
 
 from __future__ import annotations
 
+import functools
 from statistics import NormalDist
 from typing import Any
 
@@ -151,6 +152,21 @@ def _ordered_pairs(defined: NDArray[np.bool_], rates: _F, ratio: bool
     return np.concatenate(fam), np.concatenate(left), np.concatenate(right)
 
 
+@functools.lru_cache(maxsize=32)
+def _fixed_normal(n_draws: int, size: int) -> _F:
+    """The fixed seed's standard normal draws, made once (read-only)."""
+    draws = _rng(None).standard_normal((n_draws, size))
+    draws.flags.writeable = False
+    return draws
+
+
+def _normal(rng: Any, n_draws: int, size: int) -> _F:
+    """(n_draws, size) standard normal draws: the fixed seed's are the same every call, so
+    they are drawn once (the default, ``rng=None``, costs no draws after the first)."""
+    return _fixed_normal(n_draws, size) if rng is None else _rng(rng).standard_normal(
+        (n_draws, size))
+
+
 def _mirrored(fam: NDArray[np.intp], i: NDArray[np.intp], j: NDArray[np.intp]) -> bool:
     """Whether some pair's mirror (the same groups in the other order) is among the pairs."""
     size = int(max(i.max(), j.max())) + 1
@@ -183,7 +199,7 @@ def _critical(sd: _F, fam: NDArray[np.intp], i: NDArray[np.intp], j: NDArray[np.
         return normal.inv_cdf(1.0 - tail / fam.size), z  # Bonferroni: conservative
     cells, where = np.unique(np.concatenate([fam * sd.shape[1] + i, fam * sd.shape[1] + j]),
                              return_inverse=True)
-    draws = _rng(rng).standard_normal((n_draws, cells.size)) * sd.ravel()[cells]
+    draws = _normal(rng, n_draws, cells.size) * sd.ravel()[cells]
     se = np.hypot(sd[fam, i], sd[fam, j])
     t = (draws[:, where[:fam.size]] - draws[:, where[fam.size:]]) / se
     near = float(np.quantile(t.max(axis=1), 1.0 - tail))
@@ -228,6 +244,7 @@ def rate_gap_interval(
     effective_trials: ArrayLike | None = None,
     n_draws: int = N_DRAWS,
     rng: Any = None,
+    chance: bool = True,
 ) -> Interval:
     """Score-type interval and chance level of the largest between-group gap in a rate.
 
@@ -255,6 +272,8 @@ def rate_gap_interval(
         binomial draws behind the chance level).
     rng : numpy.random.Generator, int or None
         None uses a fixed seed (stable bounds from one evaluation to the next).
+    chance : bool, default=True
+        False skips the chance level (NaN): the bounds alone, e.g. for coverage studies.
 
     Returns
     -------
@@ -295,8 +314,8 @@ def rate_gap_interval(
         x = np.where(defined, p, 0.0) * n
     fam, i, j = _ordered_pairs(defined, p, ratio)
     value, lo, hi = _bounds(x, n, fam, i, j, ratio, tail, n_draws, rng)
-    chance = _chance(x, n, defined, ratio, n_draws, rng)
-    return Interval(lo, hi, chance, method)
+    level_of_chance = _chance(x, n, defined, ratio, n_draws, rng) if chance else float("nan")
+    return Interval(lo, hi, level_of_chance, method)
 
 
 def _pair_bounds(x: _F, n: _F, fam: NDArray[np.intp], i: NDArray[np.intp],

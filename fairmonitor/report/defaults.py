@@ -7,8 +7,8 @@ same rows give the same numbers offline and online.
 - :data:`MIN_CONDITION_SIZE`, 10 rows of what a rate conditions on (actual positives for a
   TPR, actual negatives for an FPR, predicted positives for precision): a group of 30 rows can
   hold 5 positives, whose TPR moves in steps of 0.2 and whose 95% Wilson interval is at least
-  0.43 wide; with 10 it is at most 0.55 wide and its gap to a large group can be told from 0 at
-  a difference of ~0.4. Fewer conditioning rows than that would make the largest gap the
+  0.43 wide; with 10 it is at most 0.53 wide and a gap to a large group can be told from 0
+  from a difference of ~0.3. Fewer conditioning rows than that would make the largest gap the
   noisiest group's, which is what the issue's EOpp of 0.714 from 5/7 vs 0/5 positives was.
 
 The library functions (:func:`~fairmonitor.report.evaluate_window` and the metric functions)
