@@ -27,7 +27,8 @@ So at parity (every pair in contention, both orders) the lower bound of a gap ex
 most ``(1 - level) / 2`` of windows (2.5% at 95%): ``compare: bound`` is then a one-sided test at
 97.5%, as it is away from parity. For two groups whose gap is settled (Newcombe's interval
 at ``z_{1 - a/4}``, 2.24 instead of 1.96 at 95%, excludes 0) the interval is exactly
-Newcombe's; otherwise its lower bound is 0 and its upper bound Newcombe's. Every bound contains the point value and stays within the metric's range.
+Newcombe's; otherwise its lower bound is 0 and its upper bound Newcombe's. Every interval
+holds its point value and stays within the metric's range.
 
 Weighted rates (``sample_weight``): pass Kish's effective number of trials per group,
 ``(sum w)^2 / sum w^2``, as ``effective_trials``; the Wilson intervals then use that ``n`` and
@@ -58,7 +59,13 @@ _F = NDArray[np.float64]
 
 def wilson_interval(successes: ArrayLike, trials: ArrayLike, z: float | ArrayLike
                     ) -> tuple[_F, _F]:
-    """Wilson's score interval of ``successes / trials`` at normal quantile ``z`` (vectorised).
+    """Wilson's score interval of ``successes / trials`` at normal quantile ``z`` (vectorised),
+    with Brown, Cai & DasGupta's (2001, 4.1.1) fix at 1-3 successes (or failures).
+
+    Wilson's bound is too close to 0 when the count is 1, 2 (or 3 above 50 trials): its
+    one-sided coverage there drops to ~90%, and a group of 20 rows with 2 positives excluded
+    parity with a large group at 0.02 in 4% of fair windows. There the bound is the Poisson
+    one, ``chi2_{2x}(tail) / (2n)``, whichever is further out.
 
     Examples
     --------
@@ -67,15 +74,32 @@ def wilson_interval(successes: ArrayLike, trials: ArrayLike, z: float | ArrayLik
     (0.0, 0.4345)
     """
     x, n = np.asarray(successes, dtype=float), np.asarray(trials, dtype=float)
-    z2 = np.asarray(z, dtype=float) ** 2
+    z = np.asarray(z, dtype=float)
+    z2 = z ** 2
     with np.errstate(invalid="ignore", divide="ignore"):
         p = x / n
         centre = (x + z2 / 2.0) / (n + z2)
-        half = np.sqrt(z2) * np.sqrt(x * (n - x) / n + z2 / 4.0) / (n + z2)
+        half = z * np.sqrt(x * (n - x) / n + z2 / 4.0) / (n + z2)
     # the exact endpoints at 0 and n (the formula gives them up to rounding), and p inside
     lo = np.where(x <= 0, 0.0, np.minimum(centre - half, p))
     hi = np.where(x >= n, 1.0, np.maximum(centre + half, p))
+    lo = np.minimum(lo, _poisson_bound(x, n, z))
+    hi = np.maximum(hi, 1.0 - _poisson_bound(n - x, n, z))
     return np.clip(lo, 0.0, 1.0), np.clip(hi, 0.0, 1.0)
+
+
+def _poisson_bound(x: _F, n: _F, z: _F) -> _F:
+    """Brown-Cai-DasGupta's lower bound for 1 <= x <= 2 (3 above 50 trials); 1 elsewhere
+    (no effect on a minimum)."""
+    from scipy.stats import chi2, norm  # lazily: only small counts need it
+
+    small = (x >= 1) & ((x <= 2) | ((x <= 3) & (n > 50)))
+    if not np.any(small):
+        return np.ones(np.broadcast(x, n, z).shape)
+    tail = norm.sf(z)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        bound = chi2.ppf(tail, 2.0 * np.maximum(x, 1.0)) / (2.0 * n)
+    return np.where(small, bound, 1.0)
 
 
 def newcombe_difference(x1: ArrayLike, n1: ArrayLike, x2: ArrayLike, n2: ArrayLike, *,
@@ -90,7 +114,7 @@ def newcombe_difference(x1: ArrayLike, n1: ArrayLike, x2: ArrayLike, n2: ArrayLi
     --------
     >>> lo, hi = newcombe_difference(5, 7, 0, 5, z_lower=1.959964, z_upper=1.959964)
     >>> round(float(lo), 3), round(float(hi), 3)
-    (0.153, 0.918)
+    (0.153, 0.965)
     """
     p1 = np.asarray(x1, dtype=float) / np.asarray(n1, dtype=float)
     p2 = np.asarray(x2, dtype=float) / np.asarray(n2, dtype=float)
@@ -285,7 +309,7 @@ def rate_gap_interval(
 
     >>> r = rate_gap_interval([5, 0], [7, 5])
     >>> round(r.lower, 3), round(r.upper, 3)
-    (0.153, 0.918)
+    (0.153, 0.965)
 
     A demographic parity ratio of 0 lies inside its interval:
 

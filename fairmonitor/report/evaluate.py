@@ -647,7 +647,8 @@ def evaluate_summary(
         return _sample_window(summary, attr, predict, threshold)
 
     return _evaluate(summary, specs, skipped, rows, has, min_group_size=min_group_size,
-                     min_condition_size=min_condition_size, thresholds=thresholds, options=options, rng=rng, errors=errors,
+                     min_condition_size=min_condition_size, thresholds=thresholds,
+                     options=options, rng=rng, errors=errors,
                      threshold=threshold, started=started, notes=notes, level=confidence_level,
                      results=results)
 

@@ -23,17 +23,27 @@ Z95 = float(stats.norm.ppf(0.975))
 Z_PARITY = float(stats.norm.ppf(1 - 0.0125))
 
 
-def wilson(x: int, n: int, z: float) -> tuple[float, float]:
+def wilson(x: int, n: int, z: float, modified: bool = True) -> tuple[float, float]:
+    """Wilson (1927); ``modified``: Brown, Cai & DasGupta's (2001) Poisson bound at x = 1, 2
+    (and 3 above 50 trials), and at as many failures."""
     p = x / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return max(centre - half, 0.0), min(centre + half, 1.0)
+    lo, hi = (0.0 if x == 0 else centre - half), (1.0 if x == n else centre + half)
+    if modified:
+        tail, top = stats.norm.sf(z), (2 if n <= 50 else 3)
+        if 1 <= x <= top:
+            lo = min(lo, stats.chi2.ppf(tail, 2 * x) / (2 * n))
+        if 1 <= n - x <= top:
+            hi = max(hi, 1 - stats.chi2.ppf(tail, 2 * (n - x)) / (2 * n))
+    return max(lo, 0.0), min(hi, 1.0)
 
 
-def newcombe(x1: int, n1: int, x2: int, n2: int, z: float) -> tuple[float, float]:
+def newcombe(x1: int, n1: int, x2: int, n2: int, z: float, modified: bool = True
+             ) -> tuple[float, float]:
     """Newcombe (1998), method 10, for p1 - p2."""
     p1, p2 = x1 / n1, x2 / n2
-    (l1, u1), (l2, u2) = wilson(x1, n1, z), wilson(x2, n2, z)
+    (l1, u1), (l2, u2) = wilson(x1, n1, z, modified), wilson(x2, n2, z, modified)
     d = p1 - p2
     return d - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2), \
         d + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2)
@@ -56,10 +66,12 @@ def mover_r(x1: int, n1: int, x2: int, n2: int, z: float) -> tuple[float, float]
 def test_equal_opportunity_from_5_of_7_vs_0_of_5_positives_is_newcombes_interval():
     # issue 25: EOpp 0.714, the old interval's lower bound was 0.344 (centred on the raw 0/5)
     r = rate_gap_interval([5, 0], [7, 5])
-    lo, hi = newcombe(5, 7, 0, 5, Z95)
-    assert r.lower == pytest.approx(lo, rel=1e-9)
-    assert r.upper == pytest.approx(hi, rel=1e-9)
+    # the lower bound is Newcombe's from Wilson's own formula (5 of 7 and 0 of 5 are not
+    # counts Brown-Cai-DasGupta modify at that end)
+    assert r.lower == pytest.approx(newcombe(5, 7, 0, 5, Z95, modified=False)[0], rel=1e-9)
     assert round(r.lower, 3) == 0.153
+    # the upper bound reads 5 of 7's upper Wilson bound, where 2 failures take the Poisson one
+    assert r.upper == pytest.approx(newcombe(5, 7, 0, 5, Z95)[1], rel=1e-9)
     assert r.lower < 5 / 7 < r.upper
 
 
