@@ -165,19 +165,24 @@ def rate_cell(cell: Cell, reps: int, seed: int) -> Result:
     ratio = cell.metric == "dp_ratio"
     hits = excluded = used = 0
     widths, ref_widths = [], []
+    seen: dict[bytes, tuple[float, float]] = {}  # small cells repeat their counts
     for rep in range(reps):
         xr = x[rep] if cell.metric == "equalized_odds" else x[rep, 0]
         nr = trials if cell.metric == "equalized_odds" else trials[0]
         if ratio and xr.max() == 0:
             continue  # 0/0: the metric itself is undefined on this window
-        iv = rate_gap_interval(xr, nr, ratio=ratio, level=LEVEL, chance=False)
+        key = xr.tobytes()
+        if key not in seen:
+            iv = rate_gap_interval(xr, nr, ratio=ratio, level=LEVEL, chance=False)
+            seen[key] = (iv.lower, iv.upper)
+        lower, upper = seen[key]
         used += 1
-        hits += iv.lower <= truth <= iv.upper
-        excluded += (iv.upper < 1.0) if ratio else (iv.lower > 0.0)
+        hits += lower <= truth <= upper
+        excluded += (upper < 1.0) if ratio else (lower > 0.0)
         if cell.groups == 2 and cell.metric != "equalized_odds":
             ref = _mover_min_ratio(xr, nr) if ratio else _newcombe_abs(xr, nr)
             if ref is not None:
-                widths.append(iv.upper - iv.lower)
+                widths.append(upper - lower)
                 ref_widths.append(ref[1] - ref[0])
     width = float(np.mean(widths) / np.mean(ref_widths)) if widths else math.nan
     return Result(cell, hits / used, math.nan if cell.gap else excluded / used, width, used)

@@ -122,6 +122,12 @@ def newcombe_difference(x1: ArrayLike, n1: ArrayLike, x2: ArrayLike, n2: ArrayLi
     _, u2 = wilson_interval(x2, n2, z_lower)
     _, u1 = wilson_interval(x1, n1, z_upper)
     l2, _ = wilson_interval(x2, n2, z_upper)
+    return _newcombe(p1, p2, l1, u2, u1, l2)
+
+
+def _newcombe(p1: _F, p2: _F, l1: _F, u2: _F, u1: _F, l2: _F) -> tuple[_F, _F]:
+    """Newcombe's bounds from the Wilson bounds: ``l1, u2`` the lower bound's, ``u1, l2``
+    the upper bound's."""
     d = p1 - p2
     return d - np.hypot(p1 - l1, u2 - p2), d + np.hypot(u1 - p1, p2 - l2)
 
@@ -146,6 +152,11 @@ def mover_ratio(x1: ArrayLike, n1: ArrayLike, x2: ArrayLike, n2: ArrayLike, *,
     _, u2 = wilson_interval(x2, n2, z_lower)
     _, u1 = wilson_interval(x1, n1, z_upper)
     l2, _ = wilson_interval(x2, n2, z_upper)
+    return _mover_r(p1, p2, l1, u2, u1, l2)
+
+
+def _mover_r(p1: _F, p2: _F, l1: _F, u2: _F, u1: _F, l2: _F) -> tuple[_F, _F]:
+    """MOVER-R's bounds of ``p1 / p2`` from the Wilson bounds (as :func:`_newcombe`)."""
     pp = p1 * p2
     with np.errstate(invalid="ignore", divide="ignore"):
         # lower root of A r^2 - 2 pp r + C, rationalized (A = u2 (2 p2 - u2) may be <= 0)
@@ -345,11 +356,14 @@ def rate_gap_interval(
 def _pair_bounds(x: _F, n: _F, fam: NDArray[np.intp], i: NDArray[np.intp],
                  j: NDArray[np.intp], ratio: bool, z_lower: float, z_upper: float
                  ) -> tuple[_F, _F]:
-    """Each ordered pair's Newcombe (MOVER-R) interval of ``p_i - p_j`` (``p_i / p_j``)."""
-    pair = (x[fam, i], n[fam, i], x[fam, j], n[fam, j])
-    if ratio:
-        return mover_ratio(*pair, z_lower=z_lower, z_upper=z_upper)
-    return newcombe_difference(*pair, z_lower=z_lower, z_upper=z_upper)
+    """Each ordered pair's Newcombe (MOVER-R) interval of ``p_i - p_j`` (``p_i / p_j``): the
+    Wilson bounds once per group, then per pair."""
+    lo_l, lo_u = wilson_interval(x, n, z_lower)
+    up_l, up_u = wilson_interval(x, n, z_upper) if z_upper != z_lower else (lo_l, lo_u)
+    p = x / np.where(n > 0, n, 1.0)
+    a, b = (fam, i), (fam, j)
+    formula = _mover_r if ratio else _newcombe
+    return formula(p[a], p[b], lo_l[a], lo_u[b], up_u[a], up_l[b])
 
 
 def _bounds(x: _F, n: _F, fam: NDArray[np.intp], i: NDArray[np.intp], j: NDArray[np.intp],
