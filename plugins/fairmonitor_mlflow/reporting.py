@@ -89,11 +89,12 @@ def compute_report(built: BuiltWindow, config: FairnessConfig) -> WindowReport:
     # say which small-group rule shaped every value (issue 13 item 4)
     rule = (f"min_group_size={config.min_group_size}"
             + (" (the default)" if config.min_group_size == MIN_GROUP_SIZE else "")
-            + ": groups with fewer rows are left out of every metric; "
-            + f"min_condition_size={config.min_condition_size}: groups with fewer rows of "
-            + "what a rate conditions on are left out of that rate's gap")
+            + ": groups with fewer rows are left out of every metric")
+    conditioning = (f"min_condition_size={config.min_condition_size}: groups with fewer rows "
+                    "of what a rate conditions on (positives for TPR, negatives for FPR, "
+                    "predicted positives for precision) are left out of that rate's gap")
     report = dataclasses.replace(report, skipped=MappingProxyType({**report.skipped, **skipped}),
-                                 notes=(rule, *report.notes))
+                                 notes=(rule, conditioning, *report.notes))
     if robust_window is not None and robust:
         options = {name: _robust_options(name, built, config) for name in robust}
         report = _merge(report, evaluate_window(robust_window, metrics=robust, options=options,
