@@ -294,7 +294,7 @@ class WindowReport:
         >>> for key, v in r.flat_intervals().items():
         ...     print(key, round(v, 3))
         fairness/ci_lower/demographic_parity_difference/g 0.0
-        fairness/ci_upper/demographic_parity_difference/g 0.905
+        fairness/ci_upper/demographic_parity_difference/g 0.987
         fairness/chance/demographic_parity_difference/g 0.309
         """
         out: dict[str, float] = {}
