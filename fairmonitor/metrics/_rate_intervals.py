@@ -138,7 +138,7 @@ def mover_ratio(x1: ArrayLike, n1: ArrayLike, x2: ArrayLike, n2: ArrayLike, *,
 
     ``rho`` is inside iff the MOVER interval of ``p1 - rho p2`` holds 0; the bounds are the
     roots of that quadratic, written so that they stay finite when ``p1`` is 0 (lower 0) and
-    when a Wilson bound reaches twice its rate. ``p2`` must be > 0.
+    when a Wilson bound reaches twice its rate; with ``p2 = 0`` the upper bound is infinite.
 
     Examples
     --------
@@ -164,15 +164,16 @@ def _mover_r(p1: _F, p2: _F, l1: _F, u2: _F, u1: _F, l2: _F) -> tuple[_F, _F]:
         lower = np.where(c <= 0, 0.0, c / (pp + np.sqrt(np.maximum(pp * pp - a * c, 0.0))))
         # upper root of B r^2 - 2 pp r + E, B = l2 (2 p2 - l2) > 0 when p2 > 0
         b, e = l2 * (2 * p2 - l2), u1 * (2 * p1 - u1)
-        upper = (pp + np.sqrt(np.maximum(pp * pp - b * e, 0.0))) / b
-    ratio = p1 / p2
+        upper = np.where(b > 0, (pp + np.sqrt(np.maximum(pp * pp - b * e, 0.0))) / b, np.inf)
+        ratio = p1 / p2
     return np.minimum(lower, ratio), np.maximum(upper, ratio)
 
 
 def _ordered_pairs(defined: NDArray[np.bool_], rates: _F, ratio: bool
                    ) -> tuple[NDArray[np.intp], NDArray[np.intp], NDArray[np.intp]]:
-    """(family, i, j) of every ordered pair of defined groups; for a ratio ``p_i / p_j``
-    only with ``p_j > 0`` (a zero denominator is never the smallest ratio)."""
+    """(family, i, j) of every ordered pair of defined groups; for a ratio ``p_i / p_j`` not
+    both 0 (``p_i / 0`` is infinite, never the smallest ratio, but it is the mirror of
+    ``0 / p_i``: at parity the two orders share the tail)."""
     fam, left, right = [], [], []
     for f, row in enumerate(defined):
         keep = np.flatnonzero(row)
@@ -180,7 +181,8 @@ def _ordered_pairs(defined: NDArray[np.bool_], rates: _F, ratio: bool
         off = a != b
         a, b = a[off], b[off]
         if ratio:
-            a, b = a[rates[f, b] > 0], b[rates[f, b] > 0]
+            some = (rates[f, a] > 0) | (rates[f, b] > 0)
+            a, b = a[some], b[some]
         fam.append(np.full(a.size, f))
         left.append(a)
         right.append(b)
