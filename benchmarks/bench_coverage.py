@@ -282,6 +282,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="smoke test: 100 replications, "
                         "sizes 50 and 1000")
     parser.add_argument("--reps", type=int, default=None)
+    parser.add_argument("--metric", choices=("rate_gap", "dp_ratio", "equalized_odds"),
+                        help="only this metric's cells")
+    parser.add_argument("--rate", type=float, choices=RATES, help="only this rate's cells")
     parser.add_argument("--cost", action="store_true", help="only the rate intervals' cost "
                         "per window (target <= 20 ms up to 10^5 rows)")
     args = parser.parse_args()
@@ -296,7 +299,9 @@ def main() -> None:
     print(f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}; load average "
           f"{' '.join(f'{v:.2f}' for v in os.getloadavg())}; {os.cpu_count()} CPUs")
     started = time.perf_counter()
-    results = run("rate metrics", rate_cells(sizes), rate_cell, reps)
+    cells = [c for c in rate_cells(sizes) if args.metric in (None, c.metric)
+             and args.rate in (None, c.rate)]
+    results = run("rate metrics", cells, rate_cell, reps)
     summary(results)
     print(f"\n{time.perf_counter() - started:.0f} s; load average at the end "
           f"{' '.join(f'{v:.2f}' for v in os.getloadavg())}")

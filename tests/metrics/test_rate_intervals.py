@@ -24,18 +24,23 @@ Z_PARITY = float(stats.norm.ppf(1 - 0.0125))
 
 
 def wilson(x: int, n: int, z: float, modified: bool = True) -> tuple[float, float]:
-    """Wilson (1927); ``modified``: Brown, Cai & DasGupta's (2001) Poisson bound at x = 1, 2
-    (and 3 above 50 trials), and at as many failures."""
+    """Wilson (1927); ``modified``: Clopper-Pearson's bound where further out at rare counts
+    (Brown, Cai & DasGupta 2001: x = 1, 2, 3 above 50 trials; and up to 10 at a rate <= 0.1),
+    and at as many failures."""
     p = x / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
     lo, hi = (0.0 if x == 0 else centre - half), (1.0 if x == n else centre + half)
     if modified:
         tail, top = stats.norm.sf(z), (2 if n <= 50 else 3)
-        if 1 <= x <= top:
-            lo = min(lo, stats.chi2.ppf(tail, 2 * x) / (2 * n))
-        if 1 <= n - x <= top:
-            hi = max(hi, 1 - stats.chi2.ppf(tail, 2 * (n - x)) / (2 * n))
+
+        def rare(k: int) -> bool:
+            return 1 <= k <= top or (1 <= k <= 10 and k <= 0.1 * n)
+
+        if rare(x):
+            lo = min(lo, stats.beta.ppf(tail, x, n - x + 1))
+        if rare(n - x):
+            hi = max(hi, stats.beta.isf(tail, x + 1, n - x))
     return max(lo, 0.0), min(hi, 1.0)
 
 
@@ -67,10 +72,10 @@ def test_equal_opportunity_from_5_of_7_vs_0_of_5_positives_is_newcombes_interval
     # issue 25: EOpp 0.714, the old interval's lower bound was 0.344 (centred on the raw 0/5)
     r = rate_gap_interval([5, 0], [7, 5])
     # the lower bound is Newcombe's from Wilson's own formula (5 of 7 and 0 of 5 are not
-    # counts Brown-Cai-DasGupta modify at that end)
+    # rare counts at that end)
     assert r.lower == pytest.approx(newcombe(5, 7, 0, 5, Z95, modified=False)[0], rel=1e-9)
     assert round(r.lower, 3) == 0.153
-    # the upper bound reads 5 of 7's upper Wilson bound, where 2 failures take the Poisson one
+    # the upper bound reads 5 of 7's upper bound, where 2 failures take Clopper-Pearson's
     assert r.upper == pytest.approx(newcombe(5, 7, 0, 5, Z95)[1], rel=1e-9)
     assert r.lower < 5 / 7 < r.upper
 
