@@ -200,7 +200,7 @@ def _coverage(p, n, *, ratio=False, reps=1000, seed=0):
     x = np.random.default_rng(seed).binomial(n, p, size=(reps, p.size))
     hits = zero_out = 0
     for row in x:
-        r = rate_gap_interval(row, n, ratio=ratio, n_draws=500)
+        r = rate_gap_interval(row, n, ratio=ratio, chance=False)  # the default draws
         hits += r.lower <= truth <= r.upper
         zero_out += (r.lower > 0) if not ratio else (r.upper < 1)
     return hits / reps, zero_out / reps
