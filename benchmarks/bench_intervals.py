@@ -30,7 +30,7 @@ import numpy as np
 from scipy import stats
 
 from fairmonitor import Threshold
-from fairmonitor.metrics._intervals import rate_gap_interval
+from fairmonitor.metrics._rate_intervals import rate_gap_interval
 from fairmonitor.report import Window, evaluate_window
 
 DEFAULT = ["demographic_parity_difference", "demographic_parity_ratio",

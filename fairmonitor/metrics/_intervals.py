@@ -18,9 +18,8 @@ The noise is drawn from per-group sufficient statistics only, never from rows, s
 O(groups x bins x draws) whatever the window's size, and the same code serves window
 summaries merged from many batches:
 
-- rates (selection rate, TPR, FPR): Gaussian draws with the Agresti-Caffo variance
-  ``p~(1 - p~) / (n + 2)``, ``p~ = (x + 1) / (n + 2)`` (never zero, so no 0-width interval);
-  ratios use the log scale (Katz).
+- means (the calibration gap): Gaussian draws with the given variances. (Rate gaps and
+  ratios have score-type intervals of their own: :mod:`._rate_intervals`.)
 - score distributions (ABCC, ABPC): a Poisson bootstrap (real Poisson counts) of per-group
   128-bin score histograms; the lower end by the derivative and, at parity, the permutation
   test of the group labels; the upper end the percentile bootstrap's. MADD gets its chance
@@ -41,7 +40,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 __all__ = ["Interval", "KAPPA", "N_DRAWS", "RESOLUTION", "fine_histogram",
-           "fine_histogram_sorted", "rate_gap_interval",
+           "fine_histogram_sorted",
            "ScoreBootstrap", "mean_gap_interval", "score_gap_interval", "wald_interval"]
 
 #: Standard errors within which a pair's difference counts as "possibly 0" and a pair as
@@ -111,84 +110,6 @@ def _pair_index(defined: NDArray[np.bool_]) -> tuple[NDArray[np.intp], NDArray[n
         left.append(keep[iu[0]])
         right.append(keep[iu[1]])
     return np.concatenate(fam), np.concatenate(left), np.concatenate(right)
-
-
-def rate_gap_interval(
-    successes: ArrayLike,
-    trials: ArrayLike,
-    *,
-    ratio: bool = False,
-    level: float = 0.95,
-    n_draws: int = N_DRAWS,
-    rng: Any = None,
-) -> Interval:
-    """Interval and chance level of the largest between-group gap in a rate.
-
-    The gap is ``max_f (max_k p_fk - min_k p_fk)`` over families ``f`` of rates (one family
-    for demographic parity or equal opportunity; TPR and FPR for equalized odds), or with
-    ``ratio=True`` the smallest ``min_k p_k / max_k p_k`` (computed as the largest gap of
-    ``log p``).
-
-    Parameters
-    ----------
-    successes, trials : array-like of shape (K,) or (F, K)
-        Per group (and family): positives and rows. A group with 0 trials has an undefined
-        rate and is left out of its family, as the metric does.
-    ratio : bool, default=False
-        Interval of the min/max ratio instead of the max-min difference.
-    level : float, default=0.95
-        Confidence level.
-    n_draws : int, default=2000
-        Gaussian draws behind the quantiles.
-    rng : numpy.random.Generator, int or None
-        None uses a fixed seed (stable bounds from one evaluation to the next).
-
-    Returns
-    -------
-    interval : Interval
-
-    Examples
-    --------
-    Two groups of 400, selection rates 0.50 and 0.40 (a DP difference of 0.10):
-
-    >>> r = rate_gap_interval([200, 160], [400, 400])
-    >>> round(r.lower, 3), round(r.upper, 3), round(r.chance, 3)
-    (0.031, 0.169, 0.028)
-    """
-    method = "log-ratio" if ratio else "difference"
-    x = np.atleast_2d(np.asarray(successes, dtype=float))
-    n = np.atleast_2d(np.asarray(trials, dtype=float))
-    defined = n > 0
-    if not (defined.sum(axis=1) >= 2).any():
-        return _undefined(method, "fewer than two groups with a defined rate")
-    defined &= (defined.sum(axis=1) >= 2)[:, None]
-    z = _z(level)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        p_hat = np.where(defined, x / np.where(defined, n, 1), np.nan)
-        p_adj = (x + 1.0) / (n + 2.0)  # Agresti-Caffo: never 0 or 1, so the variance is > 0
-        pooled = np.nansum(np.where(defined, x, 0), axis=1) / np.nansum(np.where(defined, n, 0),
-                                                                         axis=1)
-        if ratio:
-            if not np.all(p_hat[defined] > 0):  # a zero rate: log undefined, use the adjusted
-                p_hat = np.where(defined, p_adj, np.nan)
-            theta = np.log(p_hat)
-            var = (1.0 - p_adj) / ((n + 2.0) * p_adj)
-            p0 = np.clip(pooled, 0.5 / n.max(), 1.0)[:, None]
-            null_sd = np.sqrt((1.0 - p0) / (np.maximum(n, 1) * p0))
-        else:
-            theta = p_hat
-            var = p_adj * (1.0 - p_adj) / (n + 2.0)
-            p0 = pooled[:, None]
-            null_sd = np.sqrt(p0 * (1.0 - p0) / np.maximum(n, 1))
-    del z  # the quantile comes from the draws; _z only validates `level`
-    found = _max_gap(theta, var, null_sd, defined, level=level, n_draws=n_draws, rng=rng)
-    if isinstance(found, str):
-        return _undefined(method, found)
-    lo, hi, chance_gap = found
-    if ratio:
-        return Interval(float(np.exp(-hi)), float(np.exp(-lo)),
-                        float(np.exp(-chance_gap).mean()), method)
-    return Interval(lo, min(hi, 1.0), float(chance_gap.mean()), method)
 
 
 def _max_gap(theta: NDArray[np.float64], var: NDArray[np.float64],

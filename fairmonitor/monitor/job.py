@@ -201,6 +201,7 @@ def _report(cfg: ModelConfig, frame: pd.DataFrame, metrics: Sequence[str], *, la
             if faults is not None:
                 faults["rollup"] = f"cannot summarize the window: {type(exc).__name__}: {exc}"
     return evaluate_window(window, metrics=metrics, min_group_size=cfg.min_group_size,
+                           min_condition_size=cfg.min_condition_size,
                            intersection=cfg.intersection, thresholds=cfg.thresholds,
                            options=cfg.options, rng=rng, confidence_level=cfg.confidence_level)
 

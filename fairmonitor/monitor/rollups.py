@@ -152,7 +152,8 @@ def evaluate_rollup(cfg: ModelConfig, rollup: RollupConfig, end: datetime,
     if not parts_free and not with_labels:
         return RollupEvaluation(**base)
     rng = np.random.default_rng([cfg.seed, max(index, 0), int(rollup.window.total_seconds())])
-    kw = dict(min_group_size=cfg.min_group_size, thresholds=cfg.thresholds,
+    kw = dict(min_group_size=cfg.min_group_size, min_condition_size=cfg.min_condition_size,
+              thresholds=cfg.thresholds,
               options=cfg.options, threshold=cfg.decision_threshold, rng=rng,
               confidence_level=cfg.confidence_level)
     try:

@@ -44,6 +44,8 @@ models:
     window: 1h
     start: 2026-11-22T00:00:00Z
     metrics: [{DPD}, {EOD}]
+    min_group_size: 1      # the small test windows: every group counts (as before the
+    min_condition_size: 1  # shared defaults of 30 rows / 10 conditioning rows)
 {extra}""")
 
 

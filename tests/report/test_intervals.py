@@ -17,7 +17,7 @@ import pytest
 
 from fairmonitor import METRICS, Threshold, Window, evaluate_window
 from fairmonitor.exceptions import ConfigError
-from fairmonitor.metrics._intervals import rate_gap_interval
+from fairmonitor.metrics._rate_intervals import rate_gap_interval
 from fairmonitor.report import evaluate_summary
 from fairmonitor.summaries import SummarySpec, summarize
 
