@@ -26,7 +26,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -36,10 +36,12 @@ from ..exceptions import InvalidInputError
 from ..report.evaluate import Window, WindowReport, evaluate_window
 from ..report.thresholds import Severity
 from ..summaries import summarize, to_bytes
+from . import clock as _clock
 from . import rollups as _rollups
 from . import streaks as _streaks
 from .checkpoint import Checkpoint, ModelState
 from .config import ModelConfig, MonitorConfig
+from .incidents import INCIDENTS
 from .merge import merge_reports
 from .rows import prepare as prepare_rows
 from .snapshot import fold
@@ -433,6 +435,7 @@ def run_once(
                     r.name: _rollups.floor_to(done, r.every) for r in cfg.rollups
                     if r.name in missing_rollups}})
                 checkpoint.save(name, state)
+            state, may_skip = _clock_checked(name, cfg, state, checkpoint, now, config.catch_up)
         except Exception as exc:  # without progress records, evaluating would repeat windows
             log.error("%s: checkpoint unavailable, model skipped this tick: %s", name, exc)
             # a result without a window, so the exporter counts the fault (stage checkpoint)
@@ -449,7 +452,7 @@ def run_once(
             after = getattr(state, attr) or state.predictions_end
             delay = cfg.labels_after if phase == "labels" else type(cfg.labels_after)(0)
             spans, skipped = due_windows(cfg.window, cfg.every, after=after, now=now,
-                                         delay=delay, cap=config.catch_up)
+                                         delay=delay, cap=config.catch_up, skip=may_skip)
             if skipped:
                 log.warning("%s: %d missed %s window(s) beyond the catch-up cap (%d) were "
                             "skipped", name, skipped, phase, config.catch_up)
@@ -479,6 +482,31 @@ def run_once(
                 results += _rollup_windows(name, cfg, state, summaries, checkpoint, now,
                                            durable, others, relabelled, cap=config.catch_up)
     return results
+
+
+def _clock_checked(name: str, cfg: ModelConfig, state: ModelState, checkpoint: Checkpoint,
+                   now: datetime, cap: int) -> tuple[ModelState, bool]:
+    """:mod:`.clock`'s rules: watermarks ahead of ``now`` go back (saved), jumps are counted.
+
+    Returns the state and whether the catch-up cap may skip windows (the first tick of the
+    process only: later, a gap beyond the cap is a clock jump, and its windows stay due).
+    """
+    jumped = _clock.WATCH.tick(checkpoint, name, now)
+    phases = [(attr, cfg.labels_after if phase == "labels" else timedelta(0))
+              for phase, attr in _phases(cfg)]
+    rewound, ahead = _clock.rewind(cfg, state, now, phases)
+    if ahead > timedelta(0):
+        INCIDENTS.count("clock_jumps", name, "backward")
+        log.warning("%s: clock jump backward: the watermark was %s ahead of now (%s); windows "
+                    "ending after now are evaluated again when they close", name, ahead,
+                    now.isoformat())
+        checkpoint.save(name, rewound)
+    if jumped is not None and jumped > cap * cfg.every:
+        INCIDENTS.count("clock_jumps", name, "forward")
+        log.warning("%s: clock jump forward: now (%s) moved %s more than the time elapsed "
+                    "since the previous tick; due windows are evaluated oldest first, at most "
+                    "%d a tick, none skipped", name, now.isoformat(), jumped, cap)
+    return rewound, jumped is None
 
 
 def _base_done(cfg: ModelConfig, state: ModelState) -> datetime | None:

@@ -528,6 +528,33 @@ class FairnessCollector:
         yield from self._row_families(models)
         yield from self._rollup_families(models)
         yield from self._streak_families(models)
+        yield from self._state_families(models)
+
+    def _state_families(self, models: Mapping[str, _Model]) -> Iterator[Metric]:
+        """Clock jumps, integrity errors and repairs of the monitor's state (``incidents``).
+
+        Counted process-wide (:data:`..incidents.INCIDENTS`: a checkpoint repairs itself inside
+        ``load``, with no window at hand); zeros for every configured model and label value.
+        """
+        from ..incidents import DIRECTIONS, INCIDENTS, INTEGRITY_KINDS, REPAIR_KINDS
+
+        specs = [("clock_jumps", "direction", DIRECTIONS, "Clock jumps seen by the monitor: "
+                  "forward (now ran ahead of the elapsed time by more than catch_up windows; "
+                  "nothing skipped) or backward (now earlier than a watermark; the windows "
+                  "after now are evaluated again)."),
+                 ("integrity_errors", "kind", INTEGRITY_KINDS, "Stored state whose checksum "
+                  "or identity (model, window, spec) did not match when loaded."),
+                 ("repairs", "kind", REPAIR_KINDS, "State re-made by the monitor: window "
+                  "summaries from the source's rows, a checkpoint from its previous "
+                  "generation.")]
+        for counter, label, values, doc in specs:
+            family = CounterMetricFamily(f"{NAMESPACE}_{counter}", doc, labels=["model", label])
+            counts = {(model, v): 0 for model in models for v in values}
+            for model, v, n in INCIDENTS.items(counter):
+                counts[(model, v)] = n
+            for (model, v), n in sorted(counts.items()):
+                family.add_metric([model, v], float(n))
+            yield family
 
     def _streak_families(self, models: Mapping[str, _Model]) -> Iterator[Metric]:
         """The alert streaks and the windows each alert needs (``monitor/streaks.py``).
