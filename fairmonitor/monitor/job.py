@@ -480,7 +480,8 @@ def run_once(
             if cfg.rollups and summaries is not None:
                 relabelled = [r.index for r in late if r.ok]
                 results += _rollup_windows(name, cfg, state, summaries, checkpoint, now,
-                                           durable, others, relabelled, cap=config.catch_up)
+                                           durable, others, relabelled, cap=config.catch_up,
+                                           source=sources[name])
     return results
 
 
@@ -518,9 +519,14 @@ def _base_done(cfg: ModelConfig, state: ModelState) -> datetime | None:
 def _rollup_windows(name: str, cfg: ModelConfig, state: ModelState, store: SummaryStore,
                     checkpoint: Checkpoint, now: datetime, durable: list[tuple[str, Hook]],
                     others: list[tuple[str, Hook]], relabelled: Sequence[int], *,
-                    cap: int) -> list[WindowResult]:
-    """Evaluate the due rollup windows of one model, and those late labels changed."""
+                    cap: int, source: WindowSource | None = None) -> list[WindowResult]:
+    """Evaluate the due rollup windows of one model, and those late labels changed.
+
+    With the model's ``source``, a stored window summary that is corrupt or missing is re-made
+    from the window's rows before the rollup merges it (:func:`.rollups.evaluate_rollup`).
+    """
     out: list[WindowResult] = []
+    remake = _remaker(cfg, source, now) if source is not None else None
     done = _base_done(cfg, state)
     for rollup in cfg.rollups:
         after = state.rollups.get(rollup.name)
@@ -530,7 +536,8 @@ def _rollup_windows(name: str, cfg: ModelConfig, state: ModelState, store: Summa
         again = sorted({t for i in relabelled
                         for t in _rollups.containing(cfg, rollup, i, after)})
         for end in again if cfg.label_metrics else ():
-            result = _rollup_result(cfg, rollup, end, store, now=now, labels_only=True)
+            result = _rollup_result(cfg, rollup, end, store, now=now, labels_only=True,
+                                    remake=remake)
             result, state, stop = _complete_rollup(name, result, state, rollup.name,
                                                    checkpoint, durable, others)
             _log(result)
@@ -544,7 +551,7 @@ def _rollup_windows(name: str, cfg: ModelConfig, state: ModelState, store: Summa
             log.warning("%s: %d missed %s rollup window(s) beyond the catch-up cap (%d) were "
                         "skipped", name, skipped, rollup.name, cap)
         for end in (sp.end for sp in spans):
-            result = _rollup_result(cfg, rollup, end, store, now=now)
+            result = _rollup_result(cfg, rollup, end, store, now=now, remake=remake)
             if "rollup" in result.errors:
                 # the stored summaries could not be read: the rollup window waits for the next
                 # tick (its watermark stays), the fault is counted and logged
@@ -570,10 +577,12 @@ def _rollup_windows(name: str, cfg: ModelConfig, state: ModelState, store: Summa
 
 
 def _rollup_result(cfg: ModelConfig, rollup: Any, end: datetime, store: SummaryStore, *,
-                   now: datetime, labels_only: bool = False) -> WindowResult:
+                   now: datetime, labels_only: bool = False,
+                   remake: _rollups.Remake | None = None) -> WindowResult:
     """One rollup window (:func:`.rollups.evaluate_rollup`) as a ``WindowResult``."""
     started = time.perf_counter()
-    e = _rollups.evaluate_rollup(cfg, rollup, end, store, labels_only=labels_only)
+    e = _rollups.evaluate_rollup(cfg, rollup, end, store, labels_only=labels_only,
+                                 remake=remake)
     return WindowResult(
         model=cfg.name, version=e.version, index=e.index, start=end - rollup.window, end=end,
         phase=e.phase, labels_included=e.labelled_rows > 0,  # type: ignore[arg-type]
@@ -581,6 +590,27 @@ def _rollup_result(cfg: ModelConfig, rollup: Any, end: datetime, store: SummaryS
         errors=MappingProxyType({"rollup": e.error} if e.error else {}), evaluated_at=now,
         duration_seconds=time.perf_counter() - started, metrics=e.metrics,
         labelled_rows=e.labelled_rows, rollup=rollup.name, merged_windows=e.merged_windows)
+
+
+def _remaker(cfg: ModelConfig, source: WindowSource, now: datetime) -> _rollups.Remake:
+    """Re-make a window's stored summary parts from the source's rows (self-repair).
+
+    The window is evaluated again in each of the model's phases, as when it closed (same rows
+    rule, same summary spec); only its summaries are kept. Raises when the rows cannot be read.
+    """
+    def remake(index: int) -> dict[str, bytes]:
+        sp = window_span(cfg.window, cfg.every, index)
+        parts: dict[str, bytes] = {}
+        for phase, _ in _phases(cfg):
+            result = evaluate_model_window(cfg, source, sp.start, sp.end, now=now, phase=phase,
+                                           index=index)
+            problem = {k: v for k, v in result.errors.items() if k in ("source", "data",
+                                                                       "rollup")}
+            if problem:
+                raise RuntimeError(f"window #{index} cannot be re-made: {problem}")
+            parts.update(result.summaries)
+        return parts
+    return remake
 
 
 def _complete_rollup(name: str, result: WindowResult, state: ModelState, rollup: str,
