@@ -72,7 +72,8 @@ log = logging.getLogger(__name__)
 
 Phase = Literal["full", "predictions", "labels"]
 #: Where a window's evaluation can fail; the exporter pre-initialises one error series per stage.
-STAGES = ("source", "data", "metric", "checkpoint", "rollup", "export", "mlflow")
+STAGES = ("source", "data", "metric", "checkpoint", "rollup", "summary_store", "export",
+          "mlflow")
 #: Hook stages whose values must be durable before the checkpoint moves (see :func:`run_once`).
 DURABLE_STAGES = ("mlflow",)
 Hook = Callable[["WindowResult"], object]
@@ -739,9 +740,14 @@ def _complete(name: str, result: WindowResult, state: ModelState, attr: str, end
         try:
             for part, blob in result.summaries.items():
                 summaries.put(name, result.index, part, blob)
-        except Exception as exc:  # full disk, database down: the rollups would miss it
-            failed = ["rollup summary"]
-            log.error("%s: cannot store window #%d's summary: %s", name, result.index, exc)
+        except Exception as exc:  # full disk, quota, database down
+            # the window's own values stand and the checkpoint moves on: the rollup re-makes
+            # the missing summary from the source's rows when it needs it (self-repair)
+            why = (f"cannot store the window's summary: {type(exc).__name__}: {exc}; the "
+                   "rollups re-make it from the source's rows (free space in the store)")
+            result = dataclasses.replace(
+                result, errors=MappingProxyType({**result.errors, "summary_store": why}))
+            log.error("%s: window #%d: %s", name, result.index, why)
     # the watermark, what was reported and the alert streaks move together, in one write
     streaks = _streaks.advance(_streaks.Streaks.from_json(state.streaks), result, thresholds,
                                budget=budget)

@@ -46,8 +46,8 @@ __all__ = ["ERROR_STAGES", "MAX_GROUPS", "NAMESPACE", "OTHER_GROUPS", "REASONS",
 
 NAMESPACE = "fairmonitor"
 #: ``stage`` label values of ``fairmonitor_errors_total`` (pre-initialised for every model).
-ERROR_STAGES = ("source", "data", "metric", "checkpoint", "rollup", "spool", "mlflow", "export",
-                "scheduler")
+ERROR_STAGES = ("source", "data", "metric", "checkpoint", "rollup", "summary_store", "spool",
+                "mlflow", "export", "scheduler")
 #: ``reason`` label values of ``fairmonitor_metric_undefined``.
 REASONS = ("labels_pending", "insufficient_data", "too_few_groups", "no_traffic", "error",
            "undefined")
@@ -57,7 +57,7 @@ REASONS = ("labels_pending", "insufficient_data", "too_few_groups", "no_traffic"
 MAX_GROUPS = 10
 OTHER_GROUPS = "_other"
 #: Stages the job records itself; hook stages (export, mlflow) are counted by the caller.
-_EVALUATION_STAGES = ("source", "data", "metric", "checkpoint", "rollup")
+_EVALUATION_STAGES = ("source", "data", "metric", "checkpoint", "rollup", "summary_store")
 _TOO_FEW_GROUPS = re.compile(r"fewer than (two|2) groups|single group|no groups?\b")
 
 
