@@ -33,6 +33,8 @@ The schema, with defaults (``load_config`` of this text works as is)::
         owner: alice                      #   (optional; exported as fairmonitor_model_info)
         relabel_within: 24h               # default labels_after: windows with missing labels
                                           #   are evaluated again when more labels arrive
+        min_label_coverage: 0.5           # labelled fraction due by labels_after; below it:
+                                          #   labels overdue (FairmonitorLabelsOverdue)
         metrics: [demographic_parity_difference]
         thresholds:                       # bound defaults to the metric's direction; the
                                           #   other side needs against_direction: true
