@@ -12,11 +12,13 @@ clock, and each has its rule here:
 - **Forward** (``now`` moved ahead of the time really elapsed since this process's previous
   tick, by more than ``catch_up`` windows): the windows between the watermark and ``now`` may
   lie in the real future. The catch-up cap used to *skip* the older ones (marked done, never
-  evaluated); within a running process a gap that large cannot be downtime, so :class:`ClockWatch`
-  tells the job to evaluate the oldest ``catch_up`` windows this tick and keep the rest due
-  (nothing skipped). Those evaluated ahead of their time are redone by :func:`rewind` once the
-  clock is back. Skipping beyond the cap stays for the first tick of a process: after
-  downtime or with an old ``start`` the gap is real history, and that is what the cap is for.
+  evaluated); a wall clock that ran ahead of the monotonic clock is no downtime, so
+  :class:`ClockWatch` tells the job to evaluate the oldest ``catch_up`` windows this tick and
+  keep the rest due (nothing skipped). Those evaluated ahead of their time are redone by
+  :func:`rewind` once the clock is back. Skipping beyond the cap stays otherwise: on the first
+  tick of a process (after downtime, or with an old ``start``) and after an outage the process
+  lived through (the monotonic clock agrees with the wall clock), the gap is real history, and
+  that is what the cap is for.
 
 Why not hold (evaluate nothing) on a forward jump? A jump can also be the clock being
 *corrected* (an NTP step after a boot with a wrong hardware clock): holding would stop the

@@ -531,8 +531,9 @@ def _clock_checked(name: str, cfg: ModelConfig, state: ModelState, checkpoint: C
                    now: datetime, cap: int) -> tuple[ModelState, bool]:
     """:mod:`.clock`'s rules: watermarks ahead of ``now`` go back (saved), jumps are counted.
 
-    Returns the state and whether the catch-up cap may skip windows (the first tick of the
-    process only: later, a gap beyond the cap is a clock jump, and its windows stay due).
+    Returns the state and whether the catch-up cap may skip windows: not after a forward
+    jump (``now`` ran ahead of the time elapsed since this process's previous tick by more
+    than ``cap`` windows), whose windows stay due; as before after downtime or an outage.
     """
     jumped = _clock.WATCH.tick(checkpoint, name, now)
     phases = [(attr, cfg.labels_after if phase == "labels" else timedelta(0))
@@ -544,12 +545,13 @@ def _clock_checked(name: str, cfg: ModelConfig, state: ModelState, checkpoint: C
                     "ending after now are evaluated again when they close", name, ahead,
                     now.isoformat())
         checkpoint.save(name, rewound)
-    if jumped is not None and jumped > cap * cfg.every:
+    forward = jumped is not None and jumped > cap * cfg.every
+    if forward:
         INCIDENTS.count("clock_jumps", name, "forward")
         log.warning("%s: clock jump forward: now (%s) moved %s more than the time elapsed "
                     "since the previous tick; due windows are evaluated oldest first, at most "
                     "%d a tick, none skipped", name, now.isoformat(), jumped, cap)
-    return rewound, jumped is None
+    return rewound, not forward
 
 
 def _base_done(cfg: ModelConfig, state: ModelState) -> datetime | None:
