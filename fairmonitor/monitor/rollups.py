@@ -170,8 +170,8 @@ def _repair(cfg: ModelConfig, store: SummaryStore, remake: Remake, indices: Iter
         have = {p for p, got in parts.items() if index in got}
         if index not in bad and have:
             continue  # stored and sound (one part is enough: see evaluate_rollup)
-        blobs = remake(index)
-        if not blobs:  # no rows: nothing was stored because there was nothing
+        blobs = {p: b for p, b in remake(index).items() if p in parts}
+        if not blobs:  # no rows (or none this rollup reads): nothing to repair
             if index in bad:
                 notes.append(f"window #{index}'s stored summary was corrupt and the source has "
                              "no rows for it any more: left out")
@@ -234,7 +234,8 @@ def evaluate_rollup(cfg: ModelConfig, rollup: RollupConfig, end: datetime,
     except Exception as exc:  # store down
         return RollupEvaluation(**base, error=f"cannot read the stored summaries: "
                                               f"{type(exc).__name__}: {exc}")
-    parts = {"labels": with_labels, "predictions": without}
+    # the parts this evaluation reads (a re-evaluation after late labels: the labelled ones)
+    parts = {"labels": with_labels, "predictions": without} if free else {"labels": with_labels}
     try:
         if remake is not None:
             _repair(cfg, store, remake, indices, bad, parts, notes)
@@ -243,7 +244,7 @@ def evaluate_rollup(cfg: ModelConfig, rollup: RollupConfig, end: datetime,
     except Exception as exc:  # a corrupt summary that cannot be re-made: never merged
         return RollupEvaluation(**base, error=f"cannot repair the stored summaries: "
                                               f"{type(exc).__name__}: {exc}")
-    with_labels, without = parts["labels"], parts["predictions"] if free else {}
+    with_labels, without = parts["labels"], parts.get("predictions", {})
     # a window stored without a predictions part had every row labelled: its labelled
     # summary serves the label-free metrics too
     parts_free = {i: without.get(i) or with_labels[i].without_labels()
