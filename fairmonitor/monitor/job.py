@@ -640,11 +640,15 @@ def _remaker(cfg: ModelConfig, source: WindowSource, now: datetime) -> _rollups.
     """Re-make a window's stored summary parts from the source's rows (self-repair).
 
     The window is evaluated again in each of the model's phases, as when it closed (same rows
-    rule, same summary spec); only its summaries are kept. Raises when the rows cannot be read.
+    rule, same summary spec); only its summaries are kept. A window starting before the
+    model's ``start`` is never made (its rows are not the model's to report). Raises when the
+    rows cannot be read.
     """
     def remake(index: int) -> dict[str, bytes]:
         sp = window_span(cfg.window, cfg.every, index)
         parts: dict[str, bytes] = {}
+        if cfg.start is not None and sp.start < cfg.start:
+            return parts
         for phase, _ in _phases(cfg):
             result = evaluate_model_window(cfg, source, sp.start, sp.end, now=now, phase=phase,
                                            index=index)

@@ -148,3 +148,33 @@ models:
     assert run_once(cfg, {"credit": MemorySource(frame)}, checkpoint, now=T0 + 2 * H) == []
     assert checkpoint.load("credit").predictions_end == T0 + 5 * H
     assert INCIDENTS.get("clock_jumps", "credit", "backward") == before
+
+
+def test_rewind_moves_every_watermark_and_the_rollups_back_to_now():
+    from fairmonitor.monitor.checkpoint import ModelState
+    from fairmonitor.monitor.clock import rewind
+
+    cfg = load_config(f"""
+models:
+  credit:
+    source: {{kind: sql, url: "sqlite://"}}
+    sensitive_features: [sex]
+    prediction: prediction
+    label: label
+    window: 1h
+    labels_after: 2h
+    metrics: [{DPD}, equal_opportunity_difference]
+    rollups: [6h]
+""").models["credit"]
+    ahead = T0 + timedelta(days=3)
+    state = ModelState(ahead, ahead - 2 * H, rollups={"6h": ahead - 6 * H})
+    now = T0 + 10 * H + timedelta(minutes=30)
+    phases = [("predictions_end", timedelta(0)), ("labels_end", 2 * H)]
+    moved, by = rewind(cfg, state, now, phases)
+    # the latest window closed at now, and at now - labels_after for the labelled phase
+    assert moved.predictions_end == T0 + 10 * H
+    assert moved.labels_end == T0 + 8 * H
+    # the rollup follows the windows done in every phase, on its own grid
+    assert moved.rollups == {"6h": T0 + 6 * H}
+    assert by == ahead - now
+    assert rewind(cfg, moved, now, phases) == (moved, timedelta(0))  # idempotent
