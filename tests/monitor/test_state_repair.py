@@ -165,6 +165,41 @@ def test_without_the_rows_a_mismatch_is_an_error_never_a_merge(tmp_path):
     assert "is model 'credit' [2026-11-20T03:00:00+00:00, 2026-11-20T04:00:00+00:00)" in e.error
 
 
+class FlakySource(MemorySource):
+    """Cannot give the rows of the windows starting at ``unreadable`` (a partition offline)."""
+
+    unreadable: frozenset = frozenset()
+
+    def fetch(self, model, start, end):
+        if start in self.unreadable:
+            raise ConnectionError("partition offline")
+        return super().fetch(model, start, end)
+
+
+def test_a_corrupt_summary_waits_for_its_rows_when_the_source_cannot_give_them(tmp_path):
+    frame = traffic(13)
+    cfg = config()
+    checkpoint, store = MemoryCheckpoint(), FileSummaryStore(tmp_path / "s")
+    source = FlakySource(frame)
+    run_once(cfg, {"credit": source}, checkpoint, now=T0 + 11 * HOUR, summaries=store)
+    assert checkpoint.load("credit").rollups == {"6h": T0 + 6 * HOUR}
+    blob = store.get("credit", [index(8)], "labels")[index(8)]
+    store.put("credit", index(8), "labels", blob[:100])  # truncated
+    source.unreadable = frozenset({T0 + 8 * HOUR})
+    failed = run_once(cfg, {"credit": source}, checkpoint, now=T0 + 12 * HOUR, summaries=store)
+    (six,) = [r for r in failed if r.rollup]
+    assert six.report is None and "cannot repair" in six.errors["rollup"]
+    assert "partition offline" in six.errors["rollup"]
+    assert checkpoint.load("credit").rollups == {"6h": T0 + 6 * HOUR}  # waits, nothing merged
+    source.unreadable = frozenset()
+    again = run_once(cfg, {"credit": source}, checkpoint, now=T0 + 12 * HOUR, summaries=store)
+    (six,) = [r for r in again if r.rollup]
+    assert six.ok and checkpoint.load("credit").rollups == {"6h": T0 + 12 * HOUR}
+    truth = oracle(frame, T0 + 6 * HOUR, T0 + 12 * HOUR)
+    for key, expected in truth.items():
+        assert six.report.values[key] == pytest.approx(expected, abs=1e-12), key
+
+
 def test_a_summary_written_before_checksums_is_still_read():
     s = summarize({"g": np.array(["a", "b"] * 5)}, y_score=np.linspace(0, 1, 10),
                   model="m", start=T0, end=T0 + HOUR)
