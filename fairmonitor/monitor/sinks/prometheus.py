@@ -317,7 +317,8 @@ class FairnessCollector:
         fairmonitor_windows_evaluated_total{model="credit"} 12.0
         # TYPE fairmonitor_errors_total counter
         fairmonitor_errors_total{model="credit",stage="source"} 0.0
-        (one line per stage: source, data, metric, checkpoint, spool, mlflow, export, scheduler)
+        (one line per stage: source, data, metric, checkpoint, rollup, summary_store, spool,
+        mlflow, export, scheduler)
         # TYPE fairmonitor_labels_pending_windows gauge
         fairmonitor_labels_pending_windows{model="credit"} 24.0
         # TYPE fairmonitor_labels_overdue_windows gauge
