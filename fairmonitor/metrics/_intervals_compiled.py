@@ -46,7 +46,7 @@ from ._madd.compiled import _leaf, _walk
 from ._numba import compiled
 
 __all__ = ["cdf_curves", "cell_histogram", "coarse_curves", "density_curves",
-           "errors", "pair_gaps", "pair_terms", "poisson_counts", "scaled"]
+           "errors", "pair_gaps", "pair_maxima", "pair_terms", "poisson_counts", "scaled"]
 
 #: numpy's pairwise summation: leaves of at most this many terms, 8 accumulators each.
 _LEAF = 128
@@ -447,3 +447,40 @@ def cell_histogram(count: np.ndarray, total: np.ndarray, res: int) -> np.ndarray
     out = np.zeros(res)
     _cells_into(np.asarray(count), np.asarray(total, dtype=np.float64), res, out)
     return out
+
+
+@compiled
+def _pair_max_rows(z, scale, left, right, se, shift, near, far):  # pragma: no cover
+    n_draws, pairs = z.shape[0], left.size
+    for d in range(n_draws):
+        top, top_shifted = -np.inf, -np.inf
+        for k in range(pairs):
+            t = (z[d, left[k]] * scale[left[k]] - z[d, right[k]] * scale[right[k]]) / se[k]
+            if t > top or t != t:  # np.max: NaN wins
+                top = t
+            s = t - shift[k]
+            if s > top_shifted or s != s:
+                top_shifted = s
+        near[d], far[d] = top, top_shifted
+
+
+def pair_maxima(z: np.ndarray, scale: np.ndarray, left: np.ndarray, right: np.ndarray,
+                se: np.ndarray, shift: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per draw ``max_k T_k`` and ``max_k (T_k - shift_k)``, ``T_k = (e_l - e_r) / se_k`` and
+    ``e = z * scale`` (the rate intervals' joint critical value, :mod:`._rate_intervals`).
+
+    numpy's ``draws = z * scale``, the two gathers, the difference, the division, ``t - shift``
+    and the two maxima each made a (draws, pairs) temporary; here one pass, the same float
+    operations in the same order (bit for bit numpy's).
+
+    >>> z = np.array([[1.0, -1.0], [0.5, 2.0]])
+    >>> near, far = pair_maxima(z, np.ones(2), np.array([0, 1]), np.array([1, 0]),
+    ...                         np.full(2, 2.0), np.array([0.0, 1.0]))
+    >>> near.tolist(), far.tolist()
+    ([1.0, 0.75], [1.0, -0.25])
+    """
+    near, far = np.empty(z.shape[0]), np.empty(z.shape[0])
+    _pair_max_rows(z, scale, left.astype(np.intp), right.astype(np.intp),
+                   np.ascontiguousarray(se, dtype=np.float64),
+                   np.ascontiguousarray(shift, dtype=np.float64), near, far)
+    return near, far
