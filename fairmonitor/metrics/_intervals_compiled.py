@@ -95,40 +95,58 @@ def _divide(values, total, out):  # pragma: no cover - compiled
 
 
 @compiled
-def _poisson_rows(lam, mode, pmf, cdf, uniforms, out):  # pragma: no cover - compiled
+def _poisson_rows(lam, mode, pmf, cdf, uniforms, table, out):  # pragma: no cover
+    """Each draw's count by the walk from the mode (down while ``u <= F(k - 1)``, up while
+    ``u > F(k)``) over the bin's CDF, each ``F(k)`` computed once per bin, when a draw first
+    reaches it, by the walk's own steps (down ``F(k - 1) = F(k) - p(k)``, ``p(k - 1) = p(k)
+    (k / rate)``; up ``p(k) = p(k - 1) (rate / k)``, ``F(k) = F(k - 1) + p(k)``): the same
+    sequence, so the same counts, without a division per draw and step.
+    """
     n_draws, r = uniforms.shape
     for b in range(r):
         rate = lam[b]
-        if rate <= 0.0:
+        if rate <= 0.0 or rate != rate:  # none (NaN: no count, as the walk gave)
             for d in range(n_draws):
-                out[d, b] = 0.0
+                out[d, b] = 0.0 if rate <= 0.0 else rate
             continue
         # 8 standard deviations from the mode (probability < 1e-15) the walk stops: only a u
         # within the CDF's round-off of 0 or 1 gets there
-        top = mode[b] + 8.0 * math.sqrt(rate) + 40.0
-        bottom = max(mode[b] - 8.0 * math.sqrt(rate) - 40.0, 0.0)
+        bottom = math.floor(max(mode[b] - 8.0 * math.sqrt(rate) - 40.0, 0.0))
+        last = int(math.ceil(mode[b] + 8.0 * math.sqrt(rate) + 40.0) - bottom)
+        at = int(mode[b] - bottom)
+        table[at] = cdf[b]
+        low, k_low, p_low, high, k_high, p_high = at, mode[b], pmf[b], at, mode[b], pmf[b]
         for d in range(n_draws):
-            u, k, p, c = uniforms[d, b], mode[b], pmf[b], cdf[b]
-            if u <= c:  # at or below the mode: step down while u <= F(k - 1)
-                while k > bottom and u <= c - p:
-                    c -= p
-                    p *= k / rate
-                    k -= 1.0
+            u, k = uniforms[d, b], at
+            if u <= table[at]:  # at or below the mode: step down while u <= F(k - 1)
+                while k > 0:
+                    if k == low:  # F(k - 1) not yet computed: one step of the walk
+                        table[low - 1] = table[low] - p_low
+                        p_low *= k_low / rate
+                        k_low -= 1.0
+                        low -= 1
+                    if not u <= table[k - 1]:
+                        break
+                    k -= 1
             else:  # above: step up until F(k) >= u
-                while u > c and k < top:
-                    k += 1.0
-                    p *= rate / k
-                    c += p
-            out[d, b] = k
+                while k < last and u > table[k]:
+                    if k == high:
+                        k_high += 1.0
+                        p_high *= rate / k_high
+                        table[high + 1] = table[high] + p_high
+                        high += 1
+                    k += 1
+            out[d, b] = bottom + k
 
 
 def poisson_counts(lam: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
     """Poisson(``lam[b]``) draws by inversion of ``uniforms`` (draws, R), as float32 counts.
 
     The inverse CDF walked from the mode, where the pmf and CDF are exact (log-gamma and the
-    regularized incomplete gamma): ~0.8 sqrt(lam) steps a draw, a third of numpy's
-    per-element Poisson (which redoes its PTRS set-up for every element of a varying
-    ``lam``). Whole counts, never negative.
+    regularized incomplete gamma), each step's value computed
+    once per bin, not once per draw; a third of numpy's per-element
+    Poisson (which redoes its PTRS set-up for every element of a varying ``lam``). Whole
+    counts, never negative.
     """
     from scipy import special
 
@@ -138,7 +156,10 @@ def poisson_counts(lam: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
         pmf = np.exp(mode * np.log(lam) - lam - special.gammaln(mode + 1.0))
     cdf = special.pdtr(mode, lam)
     out = np.empty(uniforms.shape, dtype=np.float32)
-    _poisson_rows(lam, mode, pmf, cdf, uniforms, out)
+    finite = lam[np.isfinite(lam)]
+    # the walk spans at most 16 sqrt(lam) + 82 counts (bottom clipped at 0: below that)
+    table = np.empty(int(16.0 * math.sqrt(max(finite.max(initial=0.0), 0.0))) + 100)
+    _poisson_rows(lam, mode, pmf, cdf, uniforms, table, out)
     return out
 
 
