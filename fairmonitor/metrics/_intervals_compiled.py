@@ -1,4 +1,4 @@
-"""The score bootstrap's compiled kernels (numba): curves, their errors, pair terms.
+"""The intervals' compiled kernels (numba): bootstrap curves, errors, pair sums; rate maxima.
 
 :func:`~fairmonitor.metrics._intervals.score_gap_interval` reads, per group, a (draws, bins)
 array of bootstrap counts and turns it into curves, errors and per-pair sums. In numpy each
