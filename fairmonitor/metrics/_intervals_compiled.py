@@ -1,4 +1,4 @@
-"""The score bootstrap's compiled kernels (numba): curves, their errors, pair terms.
+"""The intervals' compiled kernels (numba): bootstrap curves, errors, pair sums; rate maxima.
 
 :func:`~fairmonitor.metrics._intervals.score_gap_interval` reads, per group, a (draws, bins)
 array of bootstrap counts and turns it into curves, errors and per-pair sums. In numpy each
@@ -46,7 +46,7 @@ from ._madd.compiled import _leaf, _walk
 from ._numba import compiled
 
 __all__ = ["cdf_curves", "cell_histogram", "coarse_curves", "density_curves",
-           "errors", "pair_gaps", "pair_terms", "poisson_counts", "scaled"]
+           "errors", "pair_gaps", "pair_maxima", "pair_terms", "poisson_counts", "scaled"]
 
 #: numpy's pairwise summation: leaves of at most this many terms, 8 accumulators each.
 _LEAF = 128
@@ -95,40 +95,58 @@ def _divide(values, total, out):  # pragma: no cover - compiled
 
 
 @compiled
-def _poisson_rows(lam, mode, pmf, cdf, uniforms, out):  # pragma: no cover - compiled
+def _poisson_rows(lam, mode, pmf, cdf, uniforms, table, out):  # pragma: no cover
+    """Each draw's count by the walk from the mode (down while ``u <= F(k - 1)``, up while
+    ``u > F(k)``) over the bin's CDF, each ``F(k)`` computed once per bin, when a draw first
+    reaches it, by the walk's own steps (down ``F(k - 1) = F(k) - p(k)``, ``p(k - 1) = p(k)
+    (k / rate)``; up ``p(k) = p(k - 1) (rate / k)``, ``F(k) = F(k - 1) + p(k)``): the same
+    sequence, so the same counts, without a division per draw and step.
+    """
     n_draws, r = uniforms.shape
     for b in range(r):
         rate = lam[b]
-        if rate <= 0.0:
+        if rate <= 0.0 or rate != rate:  # none (NaN: no count, as the walk gave)
             for d in range(n_draws):
-                out[d, b] = 0.0
+                out[d, b] = 0.0 if rate <= 0.0 else rate
             continue
         # 8 standard deviations from the mode (probability < 1e-15) the walk stops: only a u
         # within the CDF's round-off of 0 or 1 gets there
-        top = mode[b] + 8.0 * math.sqrt(rate) + 40.0
-        bottom = max(mode[b] - 8.0 * math.sqrt(rate) - 40.0, 0.0)
+        bottom = math.floor(max(mode[b] - 8.0 * math.sqrt(rate) - 40.0, 0.0))
+        last = int(math.ceil(mode[b] + 8.0 * math.sqrt(rate) + 40.0) - bottom)
+        at = int(mode[b] - bottom)
+        table[at] = cdf[b]
+        low, k_low, p_low, high, k_high, p_high = at, mode[b], pmf[b], at, mode[b], pmf[b]
         for d in range(n_draws):
-            u, k, p, c = uniforms[d, b], mode[b], pmf[b], cdf[b]
-            if u <= c:  # at or below the mode: step down while u <= F(k - 1)
-                while k > bottom and u <= c - p:
-                    c -= p
-                    p *= k / rate
-                    k -= 1.0
+            u, k = uniforms[d, b], at
+            if u <= table[at]:  # at or below the mode: step down while u <= F(k - 1)
+                while k > 0:
+                    if k == low:  # F(k - 1) not yet computed: one step of the walk
+                        table[low - 1] = table[low] - p_low
+                        p_low *= k_low / rate
+                        k_low -= 1.0
+                        low -= 1
+                    if not u <= table[k - 1]:
+                        break
+                    k -= 1
             else:  # above: step up until F(k) >= u
-                while u > c and k < top:
-                    k += 1.0
-                    p *= rate / k
-                    c += p
-            out[d, b] = k
+                while k < last and u > table[k]:
+                    if k == high:
+                        k_high += 1.0
+                        p_high *= rate / k_high
+                        table[high + 1] = table[high] + p_high
+                        high += 1
+                    k += 1
+            out[d, b] = bottom + k
 
 
 def poisson_counts(lam: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
     """Poisson(``lam[b]``) draws by inversion of ``uniforms`` (draws, R), as float32 counts.
 
     The inverse CDF walked from the mode, where the pmf and CDF are exact (log-gamma and the
-    regularized incomplete gamma): ~0.8 sqrt(lam) steps a draw, a third of numpy's
-    per-element Poisson (which redoes its PTRS set-up for every element of a varying
-    ``lam``). Whole counts, never negative.
+    regularized incomplete gamma), each step's value computed
+    once per bin, not once per draw; a third of numpy's per-element
+    Poisson (which redoes its PTRS set-up for every element of a varying ``lam``). Whole
+    counts, never negative.
     """
     from scipy import special
 
@@ -138,7 +156,10 @@ def poisson_counts(lam: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
         pmf = np.exp(mode * np.log(lam) - lam - special.gammaln(mode + 1.0))
     cdf = special.pdtr(mode, lam)
     out = np.empty(uniforms.shape, dtype=np.float32)
-    _poisson_rows(lam, mode, pmf, cdf, uniforms, out)
+    finite = lam[np.isfinite(lam)]
+    # the walk spans at most 16 sqrt(lam) + 82 counts (bottom clipped at 0: below that)
+    table = np.empty(int(16.0 * math.sqrt(max(finite.max(initial=0.0), 0.0))) + 100)
+    _poisson_rows(lam, mode, pmf, cdf, uniforms, table, out)
     return out
 
 
@@ -447,3 +468,40 @@ def cell_histogram(count: np.ndarray, total: np.ndarray, res: int) -> np.ndarray
     out = np.zeros(res)
     _cells_into(np.asarray(count), np.asarray(total, dtype=np.float64), res, out)
     return out
+
+
+@compiled
+def _pair_max_rows(z, scale, left, right, se, shift, near, far):  # pragma: no cover
+    n_draws, pairs = z.shape[0], left.size
+    for d in range(n_draws):
+        top, top_shifted = -np.inf, -np.inf
+        for k in range(pairs):
+            t = (z[d, left[k]] * scale[left[k]] - z[d, right[k]] * scale[right[k]]) / se[k]
+            if t > top or t != t:  # np.max: NaN wins
+                top = t
+            s = t - shift[k]
+            if s > top_shifted or s != s:
+                top_shifted = s
+        near[d], far[d] = top, top_shifted
+
+
+def pair_maxima(z: np.ndarray, scale: np.ndarray, left: np.ndarray, right: np.ndarray,
+                se: np.ndarray, shift: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per draw ``max_k T_k`` and ``max_k (T_k - shift_k)``, ``T_k = (e_l - e_r) / se_k`` and
+    ``e = z * scale`` (the rate intervals' joint critical value, :mod:`._rate_intervals`).
+
+    numpy's ``draws = z * scale``, the two gathers, the difference, the division, ``t - shift``
+    and the two maxima each made a (draws, pairs) temporary; here one pass, the same float
+    operations in the same order (bit for bit numpy's).
+
+    >>> z = np.array([[1.0, -1.0], [0.5, 2.0]])
+    >>> near, far = pair_maxima(z, np.ones(2), np.array([0, 1]), np.array([1, 0]),
+    ...                         np.full(2, 2.0), np.array([0.0, 1.0]))
+    >>> near.tolist(), far.tolist()
+    ([1.0, 0.75], [1.0, -0.25])
+    """
+    near, far = np.empty(z.shape[0]), np.empty(z.shape[0])
+    _pair_max_rows(z, scale, left.astype(np.intp), right.astype(np.intp),
+                   np.ascontiguousarray(se, dtype=np.float64),
+                   np.ascontiguousarray(shift, dtype=np.float64), near, far)
+    return near, far

@@ -35,12 +35,15 @@ Weighted rates (``sample_weight``): pass Kish's effective number of trials per g
 the weighted share as the rate (an approximation that ignores the weights' correlation with the
 outcome; exact for equal weights).
 
-Pure numpy (layer 1).
+Pure numpy (layer 1); the joint critical value's draws go through one compiled kernel
+(:func:`._intervals_compiled.pair_maxima`, numba, imported when first needed).
 """
 
 from __future__ import annotations
 
+import collections
 import functools
+import threading
 from statistics import NormalDist
 from typing import Any
 
@@ -95,13 +98,15 @@ def _rare_bound(x: _F, n: _F, z: _F) -> _F:
     (3 above 50 trials); its one-sided coverage stays low a little further near 0 (4 of 50
     successes at a true 0.02: 1.8% of windows beyond a 1.25% bound), so rare counts, up to
     10 successes and a rate of 0.1, take the exact binomial bound when it is further out."""
-    from scipy.stats import beta, norm  # lazily: only small counts need it
-
     small = (x >= 1) & (((x <= 10) & (x <= 0.1 * n)) | (x <= 2) | ((x <= 3) & (n > 50)))
     if not np.any(small):
         return np.ones(np.broadcast(x, n, z).shape)
+    # the beta quantile and normal tail as scipy.stats' beta.ppf and norm.sf compute them
+    # (the same Boost and Cephes functions, the same bits), without their ~0.15 ms a call
+    from scipy.special import betaincinv, ndtr  # lazily: only small counts need it
+
     with np.errstate(invalid="ignore", divide="ignore"):
-        bound = beta.ppf(norm.sf(z), np.maximum(x, 1.0), np.maximum(n - x + 1.0, 1.0))
+        bound = betaincinv(np.maximum(x, 1.0), np.maximum(n - x + 1.0, 1.0), ndtr(-z))
     return np.where(small, bound, 1.0)
 
 
@@ -237,15 +242,17 @@ def _critical(sd: _F, fam: NDArray[np.intp], i: NDArray[np.intp], j: NDArray[np.
         return normal.inv_cdf(1.0 - tail / 2.0), z  # the two orders of one pair: |T|
     if fam.size > MAX_SIMULATED_PAIRS:
         return normal.inv_cdf(1.0 - tail / fam.size), z  # Bonferroni: conservative
+    from ._intervals_compiled import pair_maxima  # numba: one pass over draws x pairs
+
     cells, where = np.unique(np.concatenate([fam * sd.shape[1] + i, fam * sd.shape[1] + j]),
                              return_inverse=True)
-    draws = _normal(rng, n_draws, cells.size) * sd.ravel()[cells]
     se = np.hypot(sd[fam, i], sd[fam, j])
-    t = (draws[:, where[:fam.size]] - draws[:, where[fam.size:]]) / se
-    near = float(np.quantile(t.max(axis=1), 1.0 - tail))
+    top, top_shifted = pair_maxima(_normal(rng, n_draws, cells.size), sd.ravel()[cells],
+                                   where[:fam.size], where[fam.size:], se, shift)
+    near = float(np.quantile(top, 1.0 - tail))
     if not settled:
         return near, z
-    far = -float(np.quantile((t - shift).max(axis=1), tail))
+    far = -float(np.quantile(top_shifted, tail))
     return near, min(max(far, 0.0), z)
 
 
@@ -259,16 +266,45 @@ def _null_rates(gen: np.random.Generator, size: NDArray[np.int64], rate: float,
     return gen.binomial(size, rate, size=(n_draws, size.size)) / np.maximum(size, 1)
 
 
+#: The fixed seed's chance draws, per sequence of families (group sizes, pooled rate, draws):
+#: a window's DP difference and ratio read the same counts, equal opportunity reads the TPR
+#: family equalized odds drew first, so each is drawn once. Bounded (a window has a handful).
+_CHANCE_DRAWS: collections.OrderedDict[Any, tuple[_F, _F, Any]] = collections.OrderedDict()
+_CHANCE_CACHE_SIZE = 64
+_CHANCE_LOCK = threading.Lock()
+
+
+def _extremes(gen: np.random.Generator, key: Any, size: NDArray[np.int64], rate: float,
+              n_draws: int, fixed: bool) -> tuple[_F, _F]:
+    """(largest, smallest) group rate per chance draw. With the fixed seed (``fixed``), the
+    draws of the families ``key`` names (this one and those drawn before it from ``gen``)
+    are made once: a hit leaves ``gen`` where the draws would have left it."""
+    with _CHANCE_LOCK:
+        found = _CHANCE_DRAWS.get(key) if fixed else None
+    if found is not None:
+        gen.bit_generator.state = found[2]
+        return found[0], found[1]
+    rates = _null_rates(gen, size, rate, n_draws)
+    hi, lo = rates.max(axis=1), rates.min(axis=1)
+    if fixed:
+        hi.flags.writeable = lo.flags.writeable = False
+        with _CHANCE_LOCK:
+            _CHANCE_DRAWS[key] = (hi, lo, gen.bit_generator.state)
+            while len(_CHANCE_DRAWS) > _CHANCE_CACHE_SIZE:
+                _CHANCE_DRAWS.popitem(last=False)
+    return hi, lo
+
+
 def _chance(x: _F, n: _F, defined: NDArray[np.bool_], ratio: bool, n_draws: int,
             rng: Any) -> float:
     """Mean of the metric when every group of a family shares its pooled rate: binomial
     draws at these group sizes (the small-sample floor a fair model reads)."""
-    gen, worst = _rng(rng), np.full(n_draws, -np.inf)
+    gen, worst, key = _rng(rng), np.full(n_draws, -np.inf), (n_draws,)
     for f in np.flatnonzero(defined.any(axis=1)):
         size = np.rint(n[f, defined[f]]).astype(np.int64)
         pooled = x[f, defined[f]].sum() / n[f, defined[f]].sum()
-        rates = _null_rates(gen, size, pooled, n_draws)
-        hi, lo = rates.max(axis=1), rates.min(axis=1)
+        key += (size.tobytes(), float(pooled))
+        hi, lo = _extremes(gen, key, size, pooled, n_draws, rng is None)
         if ratio:  # 0/0 (no group selected) reads as parity, as a fair model would
             return float(np.where(hi > 0, lo / np.where(hi > 0, hi, 1.0), 1.0).mean())
         worst = np.maximum(worst, hi - lo)

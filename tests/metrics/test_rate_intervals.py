@@ -222,3 +222,46 @@ def test_at_parity_zero_is_excluded_in_at_most_2_5_percent(p, n, ratio):
 def test_a_real_gap_is_covered_at_the_nominal_rate(p, n, ratio):
     coverage, _ = _coverage(p, n, ratio=ratio)
     assert 0.93 <= coverage <= 0.975
+
+
+def test_shared_chance_draws_give_the_values_of_a_cold_start():
+    """The fixed seed's chance draws are made once per window for a sequence of families:
+    each metric's chance level equals the one computed with nothing cached (EO's FPR family
+    still draws from where its TPR family left the generator)."""
+    from fairmonitor.metrics import _rate_intervals as r
+
+    tp, fn = np.array([40.0, 9.0, 25.0]), np.array([60.0, 11.0, 30.0])
+    fp, tn = np.array([12.0, 2.0, 8.0]), np.array([88.0, 18.0, 70.0])
+    calls = [lambda: rate_gap_interval(tp, tp + fn),
+             lambda: rate_gap_interval(tp, tp + fn, ratio=True),
+             lambda: rate_gap_interval(np.stack([tp, fp]), np.stack([tp + fn, fp + tn])),
+             lambda: rate_gap_interval(fp, fp + tn)]
+    cold = []
+    for call in calls:
+        r._CHANCE_DRAWS.clear()
+        cold.append(call().chance)
+    r._CHANCE_DRAWS.clear()
+    assert [call().chance for call in calls] == cold  # warm: each reads the others' draws
+    # the oracle: EO's level from its own generator, family after family
+    from fairmonitor.metrics._intervals import _SEED
+
+    gen = np.random.default_rng(_SEED)
+    worst = np.full(r.N_DRAWS, -np.inf)
+    for x, n in ((tp, tp + fn), (fp, fp + tn)):
+        size = n.astype(np.int64)
+        rates = gen.binomial(size, x.sum() / n.sum(), size=(r.N_DRAWS, 3)) / size
+        worst = np.maximum(worst, rates.max(axis=1) - rates.min(axis=1))
+    assert cold[2] == pytest.approx(float(worst.mean()), rel=1e-12)
+
+
+def test_joint_maxima_kernel_is_numpys_arithmetic():
+    from fairmonitor.metrics._intervals_compiled import pair_maxima
+
+    rng = np.random.default_rng(3)
+    z, scale = rng.standard_normal((500, 7)), rng.uniform(0.01, 0.1, 7)
+    left, right = rng.integers(0, 7, 30), rng.integers(0, 7, 30)
+    se, shift = rng.uniform(0.01, 0.2, 30), rng.uniform(0, 3, 30)
+    t = ((z * scale)[:, left] - (z * scale)[:, right]) / se
+    near, far = pair_maxima(z, scale, left, right, se, shift)
+    np.testing.assert_array_equal(near, t.max(axis=1))
+    np.testing.assert_array_equal(far, (t - shift).max(axis=1))

@@ -1,0 +1,104 @@
+"""What the intervals add to a window, two checkouts timed alternately (before/after a change).
+
+Each round runs, per checkout and in a fresh process (``PYTHONPATH`` at that checkout), the
+set-up of ``bench_intervals.py``'s cost (the default metric set on 2 attributes and their
+intersection) and ``bench_coverage.py --cost`` (the rate metrics alone); the table keeps the
+minimum over rounds. Alternating the checkouts puts both under the same machine load.
+
+Usage: ``nice -n 10 python benchmarks/interval_cost_ab.py BEFORE_DIR AFTER_DIR [--rounds 3]
+[--repeats 9]`` (e.g. ``/work/main /work/wt/interval-cost``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SIZES = (10 ** 4, 10 ** 5, 10 ** 6)
+
+
+def child(repeats: int) -> None:
+    """In the checkout's process: per size, the minimum CPU time without and with intervals."""
+    import numpy as np
+
+    sys.path.insert(0, str(HERE))
+    from bench_intervals import DEFAULT
+
+    from fairmonitor.report import Window, evaluate_window
+
+    for n in SIZES:
+        rng = np.random.default_rng(0)
+        sex = rng.choice(np.array(["F", "M"], dtype=object), n)
+        race = rng.choice(np.array(list("abcde"), dtype=object), n)
+        score = np.clip(rng.beta(2, 2, n) + np.where(sex == "F", -0.05, 0.05), 0, 1)
+        label = (rng.random(n) < score).astype(np.int64)
+        window = Window({"sex": sex, "race": race}, y_score=score, y_true=label)
+
+        def run(level: float | None, window: Window = window) -> float:
+            start = time.process_time()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                evaluate_window(window, metrics=DEFAULT, confidence_level=level)
+            return time.process_time() - start
+
+        run(0.95)  # imports and first-call caches
+        without, with_ = [], []
+        for _ in range(repeats if n < 10 ** 6 else max(repeats // 2, 3)):
+            without.append(run(None))
+            with_.append(run(0.95))
+        print(f"n={n} without={min(without) * 1e3:.1f} with={min(with_) * 1e3:.1f}")
+
+
+def measure(tree: str, repeats: int) -> dict[str, float]:
+    env = {**os.environ, "PYTHONPATH": f"{tree}:{tree}/plugins"}
+    out = subprocess.run([sys.executable, __file__, "--child", "--repeats", str(repeats)],
+                         env=env, capture_output=True, text=True, check=True).stdout
+    got = {}
+    for n, wo, w in re.findall(r"n=(\d+) without=([\d.]+) with=([\d.]+)", out):
+        got[f"without {n}"], got[f"with {n}"] = float(wo), float(w)
+    rates = subprocess.run([sys.executable, str(HERE / "bench_coverage.py"), "--cost"], env=env,
+                           capture_output=True, text=True, check=True).stdout
+    for ms, n in re.findall(r"add ([\d.]+) ms per window at (\S+) rows", rates):
+        got[f"rates {int(float(n))}"] = float(ms)
+    return got
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("trees", nargs="*")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=9)
+    parser.add_argument("--child", action="store_true")
+    args = parser.parse_args()
+    if args.child:
+        child(args.repeats)
+        return
+    before, after = args.trees
+    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load {os.getloadavg()}")
+    best: dict[str, dict[str, float]] = {before: {}, after: {}}
+    for _ in range(args.rounds):
+        for tree in (before, after):
+            for key, v in measure(tree, args.repeats).items():
+                best[tree][key] = min(best[tree].get(key, float("inf")), v)
+    print(f"end {time.strftime('%H:%M UTC', time.gmtime())}; load {os.getloadavg()}")
+    print("| rows | without (before / after) | with, before | with, after | added |")
+    print("|---|---|---|---|---|")
+    b, a = best[before], best[after]
+    for n in SIZES:
+        wo_b, wo_a, w_b, w_a = b[f"without {n}"], a[f"without {n}"], b[f"with {n}"], a[f"with {n}"]
+        print(f"| {n:.0e} | {wo_b:.1f} / {wo_a:.1f} ms | {w_b:.1f} ms ({w_b / wo_b:.2f}x) | "
+              f"{w_a:.1f} ms ({w_a / wo_a:.2f}x) | +{w_b - wo_b:.0f} -> +{w_a - wo_a:.0f} ms |")
+    for n in SIZES[:2]:
+        print(f"| rate metrics alone, {n:.0e} | | +{b[f'rates {n}']:.1f} ms | "
+              f"+{a[f'rates {n}']:.1f} ms | |")
+
+
+if __name__ == "__main__":
+    main()
