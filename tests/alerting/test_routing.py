@@ -290,3 +290,19 @@ def test_grafana_contact_point_urls_are_set_by_the_compose_variant():
     assert variables == {"FAIRMONITOR_WEBHOOK_URL", "FAIRMONITOR_ONCALL_WEBHOOK_URL"}
     override = read_yaml(DOCKER / "compose.grafana-alerting.yaml")["services"]["grafana"]
     assert variables <= set(override["environment"])
+
+
+def test_matcher_labels_exist_on_the_alerts_they_match(am):
+    """A matcher on a label an alert does not carry (or a stage its rule leaves out) never
+    matches, so its inhibition is dead: `reason` left FairnessMetricUndefined when the monitor
+    began counting undefined windows, and FairmonitorErrors leaves out `stage="data"`."""
+    seen = _labels_in_rule_tests()
+    for rule in am["inhibit_rules"]:
+        for side in ("source_matchers", "target_matchers"):
+            name, *extra = rule[side]
+            names = re.fullmatch(r'alertname=~?"(.+)"', name).group(1).split("|")
+            for matcher in extra:
+                label = re.match(r"(\w+)", matcher).group(1)
+                for alert in (n for n in names if n in seen):
+                    assert any(label in labels for labels in seen[alert]), (rule, alert, label)
+                assert matcher != 'stage="data"' or names != ["FairmonitorErrors"], rule
