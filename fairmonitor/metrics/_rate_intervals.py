@@ -110,6 +110,20 @@ def _rare_bound(x: _F, n: _F, z: _F) -> _F:
     return np.where(small, bound, 1.0)
 
 
+def _wilson_pair(x1: ArrayLike, n1: ArrayLike, x2: ArrayLike, n2: ArrayLike,
+                 z_lower: float | ArrayLike, z_upper: float | ArrayLike
+                 ) -> tuple[_F, _F, _F, _F, _F, _F]:
+    """The two rates and the Wilson bounds a pair interval combines: ``p1, p2``, then
+    ``l1, u2`` at ``z_lower`` (the lower bound's) and ``u1, l2`` at ``z_upper``."""
+    p1 = np.asarray(x1, dtype=float) / np.asarray(n1, dtype=float)
+    p2 = np.asarray(x2, dtype=float) / np.asarray(n2, dtype=float)
+    l1, _ = wilson_interval(x1, n1, z_lower)
+    _, u2 = wilson_interval(x2, n2, z_lower)
+    _, u1 = wilson_interval(x1, n1, z_upper)
+    l2, _ = wilson_interval(x2, n2, z_upper)
+    return p1, p2, l1, u2, u1, l2
+
+
 def newcombe_difference(x1: ArrayLike, n1: ArrayLike, x2: ArrayLike, n2: ArrayLike, *,
                         z_lower: float | ArrayLike, z_upper: float | ArrayLike
                         ) -> tuple[_F, _F]:
@@ -124,13 +138,7 @@ def newcombe_difference(x1: ArrayLike, n1: ArrayLike, x2: ArrayLike, n2: ArrayLi
     >>> round(float(lo), 3), round(float(hi), 3)
     (0.153, 0.963)
     """
-    p1 = np.asarray(x1, dtype=float) / np.asarray(n1, dtype=float)
-    p2 = np.asarray(x2, dtype=float) / np.asarray(n2, dtype=float)
-    l1, _ = wilson_interval(x1, n1, z_lower)
-    _, u2 = wilson_interval(x2, n2, z_lower)
-    _, u1 = wilson_interval(x1, n1, z_upper)
-    l2, _ = wilson_interval(x2, n2, z_upper)
-    return _newcombe(p1, p2, l1, u2, u1, l2)
+    return _newcombe(*_wilson_pair(x1, n1, x2, n2, z_lower, z_upper))
 
 
 def _newcombe(p1: _F, p2: _F, l1: _F, u2: _F, u1: _F, l2: _F) -> tuple[_F, _F]:
@@ -154,13 +162,7 @@ def mover_ratio(x1: ArrayLike, n1: ArrayLike, x2: ArrayLike, n2: ArrayLike, *,
     >>> float(lo), round(float(hi), 3)
     (0.0, 0.318)
     """
-    p1 = np.asarray(x1, dtype=float) / np.asarray(n1, dtype=float)
-    p2 = np.asarray(x2, dtype=float) / np.asarray(n2, dtype=float)
-    l1, _ = wilson_interval(x1, n1, z_lower)
-    _, u2 = wilson_interval(x2, n2, z_lower)
-    _, u1 = wilson_interval(x1, n1, z_upper)
-    l2, _ = wilson_interval(x2, n2, z_upper)
-    return _mover_r(p1, p2, l1, u2, u1, l2)
+    return _mover_r(*_wilson_pair(x1, n1, x2, n2, z_lower, z_upper))
 
 
 def _mover_r(p1: _F, p2: _F, l1: _F, u2: _F, u1: _F, l2: _F) -> tuple[_F, _F]:
