@@ -133,6 +133,8 @@ class FileCheckpoint:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
+        #: the lease check run before every write (:mod:`.leadership`); None: unfenced
+        self.fence: Any = None
 
     def _read(self) -> dict[str, Any]:
         try:
@@ -147,6 +149,8 @@ class FileCheckpoint:
 
     def save(self, model: str, state: ModelState) -> None:  # noqa: D102
         with self._lock:
+            if self.fence is not None:  # a monitor that lost the lease writes nothing
+                self.fence()
             models = self._read()
             models[model] = state.to_json()
             text = json.dumps({"format": 1, "models": models}, indent=2, sort_keys=True)
@@ -170,6 +174,8 @@ class SQLCheckpoint:
             sa.Column("updated_at", sa.String(40), nullable=False),
         )
         self.table.metadata.create_all(self.engine)
+        #: ``fence(conn)`` run first in every write transaction (:mod:`.leadership`)
+        self.fence: Any = None
 
     def load(self, model: str) -> ModelState:  # noqa: D102
         import sqlalchemy as sa
@@ -187,6 +193,8 @@ class SQLCheckpoint:
         row = {"model": model, "state": json.dumps(state.to_json(), sort_keys=True),
                "updated_at": datetime.now(UTC).isoformat()}
         with self.engine.begin() as conn:
+            if self.fence is not None:  # the lease row, in this transaction: stale -> rollback
+                self.fence(conn)
             conn.execute(sa.delete(self.table).where(self.table.c.model == model))
             conn.execute(sa.insert(self.table).values(**row))
 

@@ -22,7 +22,7 @@ import re
 import threading
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from .atomic import write_atomic
 from .config import CheckpointConfig
@@ -82,6 +82,8 @@ class FileSummaryStore:
     def __init__(self, directory: str | Path) -> None:
         self.directory = Path(directory)
         self._lock = threading.Lock()
+        #: the lease check run before every write (:mod:`.leadership`); None: unfenced
+        self.fence: Any = None
 
     def _path(self, model: str, index: int, part: str) -> Path:
         return self.directory / _safe(model) / f"{int(index)}.{part}"
@@ -89,6 +91,8 @@ class FileSummaryStore:
     def put(self, model: str, index: int, part: Part, blob: bytes) -> None:  # noqa: D102
         path = self._path(model, index, part)
         with self._lock:
+            if self.fence is not None:
+                self.fence()
             path.parent.mkdir(parents=True, exist_ok=True)
             write_atomic(path, bytes(blob))
 
@@ -105,6 +109,8 @@ class FileSummaryStore:
         folder = self.directory / _safe(model)
         n = 0
         with self._lock:
+            if self.fence is not None:  # a former leader must not prune the new one's windows
+                self.fence()
             for path in folder.glob("*.*") if folder.is_dir() else ():
                 head = path.name.split(".", 1)[0]
                 if head.lstrip("-").isdigit() and int(head) < before:
@@ -128,12 +134,16 @@ class SQLSummaryStore:
             sa.Column("summary", sa.LargeBinary, nullable=False),
         )
         self.table.metadata.create_all(self.engine)
+        #: ``fence(conn)`` run first in every write transaction (:mod:`.leadership`)
+        self.fence: Any = None
 
     def put(self, model: str, index: int, part: Part, blob: bytes) -> None:  # noqa: D102
         import sqlalchemy as sa
 
         t = self.table
         with self.engine.begin() as conn:  # replace in one transaction
+            if self.fence is not None:
+                self.fence(conn)
             conn.execute(sa.delete(t).where(t.c.model == model, t.c.window_index == int(index),
                                             t.c.part == part))
             conn.execute(sa.insert(t).values(model=model, window_index=int(index), part=part,
@@ -158,6 +168,8 @@ class SQLSummaryStore:
 
         t = self.table
         with self.engine.begin() as conn:
+            if self.fence is not None:  # a former leader must not prune the new one's windows
+                self.fence(conn)
             result = conn.execute(sa.delete(t).where(t.c.model == model,
                                                      t.c.window_index < int(before)))
         return int(result.rowcount or 0)
