@@ -346,12 +346,12 @@ class SQLLease(_Fenced):
         self._new_term()
         return True
 
-    def _bump(self, conn: Any) -> int:
+    def _bump(self, conn: Any, token: int) -> int:
         import sqlalchemy as sa
 
         t = self.table
         return int(conn.execute(sa.update(t).where(
-            t.c.name == self.name, t.c.token == self.token).values(
+            t.c.name == self.name, t.c.token == token).values(
             beat=t.c.beat + 1, renewed_at=_now())).rowcount)
 
     def renew(self) -> None:  # noqa: D102
@@ -365,17 +365,17 @@ class SQLLease(_Fenced):
         lock it takes serialises the write with a standby's takeover, so a write either sees
         its token still current or is rolled back.
         """
-        if self.token is None:
+        token = self.token  # read once: the lease thread may drop it meanwhile
+        if token is None:
             raise self._refuse("this monitor does not hold the checkpoint's lease")
         if conn is None:
             with self.engine.begin() as own:
-                n = self._bump(own)
+                n = self._bump(own, token)
         else:
-            n = self._bump(conn)
+            n = self._bump(conn, token)
         if n != 1:
-            lost = self.token
             self.token = None
-            raise self._refuse(f"lease token {lost} is no longer current (another monitor "
+            raise self._refuse(f"lease token {token} is no longer current (another monitor "
                                "took the lease over)")
 
     def release(self) -> None:  # noqa: D102
@@ -460,6 +460,7 @@ class LeaseKeeper:
                 elif self.lease.acquire():
                     self._last_ok = time.monotonic()
                     self._set(True)
+                self._said = ""  # reachable again: the next outage is logged again
             except LeaseLost:
                 self._set(False)
             except Exception as exc:  # unreachable store: keep the role until the lease ends
