@@ -557,7 +557,8 @@ class _RoleGate:
                       "Writes refused because this monitor no longer held the lease",
                       float(getattr(svc.lease, "refused", 0)))
         yield _single(CounterMetricFamily, "fairmonitor_leader_changes",
-                      "Times this monitor became leader or stepped down", float(svc.leader_changes))
+                      "Times this monitor became leader or stepped down",
+                      float(svc.leader_changes))
         if leader:
             yield from svc.collector.collect()
 
