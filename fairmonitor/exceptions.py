@@ -24,6 +24,7 @@ __all__ = [
     "FairmonitorError",
     "GroupExclusionWarning",
     "InvalidInputError",
+    "MissingColumnError",
     "NotFittedError",
     "UndefinedMetricWarning",
     "WindowUnavailableError",
@@ -48,6 +49,18 @@ class NotFittedError(FairmonitorError, ValueError, AttributeError):
 
 class WindowUnavailableError(FairmonitorError):
     """A window source could not deliver the rows of a window (source down, table missing...)."""
+
+
+class MissingColumnError(WindowUnavailableError):
+    """A source lacks a configured column: a data error of the config, not an outage.
+
+    The monitor holds the window (its watermark stays) and alerts on it as a data error;
+    ``key`` is the config key naming the column (``source.timestamp_column``).
+    """
+
+    def __init__(self, message: str, key: str = "") -> None:
+        super().__init__(message)
+        self.key = key
 
 
 class UndefinedMetricWarning(UserWarning):

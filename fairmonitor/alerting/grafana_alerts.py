@@ -275,8 +275,27 @@ def _health_rules(options: AlertOptions) -> list[dict[str, Any]]:
                   "The monitor on {{ $labels.instance }} has run for more than "
                   f"{n} cadences without evaluating a window of model "
                   "{{ $labels.model }}: check its data source and the monitor's log.")),
+        _rule(_uid("labels-overdue"), "fairness labels overdue",
+              f"max by (model) ({NAMESPACE}_labels_overdue_windows)", "gt", 0.0,
+              for_=health_for, labels=warning, annotations=notes(
+                  "FairmonitorLabelsOverdue",
+                  "Labels of model {{ $labels.model }} are overdue",
+                  '{{ printf "%.0f" $values.B.Value }} labelled window(s) in a row of model '
+                  "{{ $labels.model }} had fewer than min_label_coverage of their rows "
+                  "labelled labels_after after they closed: the ground truth has stopped "
+                  "arriving. Label metrics are undefined (reason labels_overdue) and their "
+                  "alerts hold until labels are back.")),
+        _rule(_uid("data-errors"), "fairmonitor data errors",
+              f"max by (model) ({NAMESPACE}_data_error_windows)", "gt", 0.0,
+              for_="0s", labels=warning, annotations=notes(
+                  "FairmonitorDataErrors",
+                  "Data error: windows of model {{ $labels.model }} are held",
+                  '{{ printf "%.0f" $values.B.Value }} due window(s) of model '
+                  "{{ $labels.model }} cannot be read (a configured column is missing or "
+                  "cannot be converted); the monitor's log names the column and the fix.")),
         _rule(_uid("errors"), "fairmonitor errors",
-              f"sum by (model, stage) (increase({NAMESPACE}_errors_total[{window}]))", "gt",
+              f"sum by (model, stage) (increase({NAMESPACE}_errors_total"
+              f'{{stage!="data"}}[{window}]))', "gt",
               0.0, for_=health_for, labels=warning, annotations=notes(
                   "FairmonitorErrors",
                   "fairmonitor {{ $labels.stage }} errors for model {{ $labels.model }}",
@@ -302,8 +321,8 @@ def grafana_alert_rules(config: Any, options: AlertOptions) -> dict[str, Any]:
     """The Grafana alerting provisioning file (as a mapping) for a monitor config.
 
     One rule group per model (its thresholds, on its windows and its rollups) and one
-    ``fairmonitor-health`` group (undefined values, no traffic, staleness, errors, monitor down
-    or absent), all in the ``Fairness`` folder; a webhook contact point whose URL is read from
+    ``fairmonitor-health`` group (undefined values, no traffic, staleness, labels overdue, data
+    errors, other errors, monitor down or absent), all in the ``Fairness`` folder; a webhook contact point whose URL is read from
     ``$FAIRMONITOR_WEBHOOK_URL`` when Grafana starts, and a notification policy tree routing
     everything to it.
     """

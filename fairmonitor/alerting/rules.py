@@ -113,7 +113,7 @@ ALERTS = (
     "FairnessThresholdBreached", "FairnessRollupThresholdBreached", "FairnessMetricUndefined",
     "FairmonitorNoTraffic",
     "FairmonitorWindowStale", "FairmonitorNeverEvaluated", "FairmonitorLabelsOverdue",
-    "FairmonitorErrors", "FairmonitorDown", "FairmonitorAbsent",
+    "FairmonitorDataErrors", "FairmonitorErrors", "FairmonitorDown", "FairmonitorAbsent",
     "FairmonitorRuleEvaluationFailures",
 )
 _OPERATOR = {"upper": ">", "lower": "<"}
@@ -473,16 +473,25 @@ def _health_alerts(options: AlertOptions) -> list[dict[str, Any]]:
               "window of model {{ $labels.model }}: check its data source and the monitor's "
               "log.", for_=health_for),
         alert("FairmonitorLabelsOverdue",
-              f"max by (model) ({NAMESPACE}_labels_pending_windows)\n> on(model)\n"
-              f"(\n  max by (model) ({NAMESPACE}_labels_after_seconds)\n  / on(model)\n"
-              f"  max by (model) ({NAMESPACE}_window_cadence_seconds)\n  + {n}\n)", "warning",
+              f"max by (model) ({NAMESPACE}_labels_overdue_windows) > 0", "warning",
               "Labels of model {{ $labels.model }} are overdue",
-              '{{ $value | printf "%.0f" }} windows of model {{ $labels.model }} still wait '
-              f"for their labels, more than labels_after explains (+{n} windows): the ground "
-              "truth has stopped arriving, so label metrics (equalized odds, ...) are not "
-              "updated.", for_=health_for),
+              '{{ $value | printf "%.0f" }} labelled window(s) in a row of model '
+              "{{ $labels.model }} had fewer than min_label_coverage of their rows labelled "
+              "labels_after after they closed: the ground truth has stopped arriving (or "
+              "labels_after is too short). Their label metrics (equalized odds, ...) are "
+              "undefined (reason labels_overdue) or rest on the few labelled rows, and their "
+              "threshold alerts hold their state until labels are back.", for_=health_for),
+        alert("FairmonitorDataErrors",
+              f"max by (model) ({NAMESPACE}_data_error_windows) > 0", "warning",
+              "Data error: windows of model {{ $labels.model }} are held",
+              '{{ $value | printf "%.0f" }} due window(s) of model {{ $labels.model }} '
+              "cannot be read: a configured column is missing from the source (a typo in the "
+              "config, a renamed column) or cannot be converted. The monitor's log names the "
+              "column, lists the available ones and says the fix; the windows wait for it "
+              "(at most catch_up of them are evaluated once fixed, older ones are skipped)."),
         alert("FairmonitorErrors",
-              f"sum by (model, stage) (increase({NAMESPACE}_errors_total[{window}])) > 0",
+              f"sum by (model, stage) (increase({NAMESPACE}_errors_total"
+              f'{{stage!="data"}}[{window}])) > 0',
               "warning",
               "fairmonitor {{ $labels.stage }} errors for model {{ $labels.model }}",
               '{{ $value | printf "%.0f" }} {{ $labels.stage }} error(s) in the last '

@@ -2,11 +2,13 @@
 
 ``--check`` validates the config and prints what would be monitored (exit 0), or every error
 with its dotted key path (exit 2), without starting anything; it also reports files that are
-not there (a missing SQLite source file). ``--once`` runs a single tick (due windows, MLflow
-writes) and exits, for cron-style use and debugging: exit 0 when every window was evaluated and
-saved and every MLflow value written, 1 when something failed (a source down, a checkpoint
-that cannot be saved, MLflow values still pending; the failures are on stderr), 2 for a bad
-config. ``--backfill-from TIME`` first rewinds every model's checkpoint to the windows starting
+not there (a missing SQLite source file) and connects to each source: the table or files must
+exist and hold every configured column with a plausible type (the available columns are
+listed on a mismatch). ``--once`` runs a single tick (due windows, MLflow writes) and exits,
+for cron-style use and debugging: exit 0 when every window was evaluated and saved and every
+MLflow value written, 1 when something failed (a source down, a data error such as a missing
+column, a checkpoint that cannot be saved, MLflow values still pending; the failures are on
+stderr), 2 for a bad config. ``--backfill-from TIME`` first rewinds every model's checkpoint to the windows starting
 at ``TIME``, so they are evaluated again (at most ``catch_up`` per run: repeat ``--once`` until
 it reports no window). Otherwise the service
 runs until SIGTERM/SIGINT, serving Prometheus metrics on ``--web.listen-address`` (default: the
@@ -24,7 +26,7 @@ __all__ = ["add_arguments", "once_failures", "run"]
 
 #: stages whose failure makes ``--once`` exit 1 (an empty window or an undefined metric is a
 #: result, not a failure)
-FAILING_STAGES = ("source", "checkpoint", "mlflow", "export", "scheduler")
+FAILING_STAGES = ("source", "data", "checkpoint", "mlflow", "export", "scheduler")
 
 
 def once_failures(results: Any, sink: Any) -> list[str]:
@@ -36,6 +38,13 @@ def once_failures(results: Any, sink: Any) -> list[str]:
         lines.append(f"{pending} MLflow values could not be written (kept in the spool for "
                      "the next run)")
     return lines
+
+
+def _source_problems(config: Any) -> list[str]:
+    """Each model's configured columns against its source (``--check``)."""
+    from ..monitor.columns import source_problems
+
+    return [p for cfg in config.models.values() for p in source_problems(cfg)]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -63,6 +72,18 @@ def run(args: Any) -> int:
         if args.check:
             for line in check_config(args.config):
                 print(line)
+            # the YAML is valid; now its columns against each source
+            config = load_config(args.config)
+            for cfg in config.models.values():
+                if cfg.source.kind == "spark":  # starting a session is too heavy for a check
+                    print(f"{cfg.name}: columns of the spark source are checked on the first "
+                          "window (a data error then)")
+            problems = _source_problems(config)
+            if problems:
+                print(f"monitor sources have {len(problems)} problem(s):", file=sys.stderr)
+                for line in problems:
+                    print(f"  {line}", file=sys.stderr)
+                return 2
             return 0
         config = load_config(args.config)
     except ConfigError as err:

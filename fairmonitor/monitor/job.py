@@ -12,11 +12,16 @@ metrics (phase ``predictions``), and ``labels_after`` later on the label-needing
 the rows whose label has arrived (phase ``labels``). Each metric of each window is computed once.
 
 Faults never propagate: a source that is down leaves the window (and those after it) for the
-next tick; unreadable data and a failing metric complete the window with the error recorded in
-``WindowResult.errors`` under the stage ``source``, ``data`` or ``metric``; a hook that raises
-is logged and recorded under its stage (``export``, ``mlflow``). An empty window is not a
-fault: it completes with ``n_rows == 0``, no report and no error ("no traffic", exported as its
-own signal).
+next tick, and so does unreadable data (a configured column missing, a column that cannot be
+converted: stage ``data``, logged once per cause with the fix), so a typo in the config holds
+the watermark instead of losing windows; once fixed, the held windows are evaluated (at most
+``catch_up`` of them). A failing metric completes the window with the error recorded in
+``WindowResult.errors`` under the stage ``metric``; a hook that raises is logged and recorded
+under its stage (``export``, ``mlflow``). An empty window is not a fault: it completes with
+``n_rows == 0``, no report and no error ("no traffic", exported as its own signal). Nor is a
+window whose labels are overdue (``labels_overdue``: fewer than ``min_label_coverage`` of its
+rows labelled when its labels are due): its label metrics are computed on the labelled rows,
+undefined without any, and the overdue state is exported on its own.
 """
 
 from __future__ import annotations
@@ -32,13 +37,14 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from ..exceptions import InvalidInputError
+from ..exceptions import InvalidInputError, MissingColumnError
 from ..report.evaluate import Window, WindowReport, evaluate_window
 from ..report.thresholds import Severity
 from ..summaries import summarize, to_bytes
 from . import rollups as _rollups
 from . import streaks as _streaks
 from .checkpoint import Checkpoint, ModelState
+from .columns import frame_problem
 from .config import ModelConfig, MonitorConfig
 from .merge import merge_reports
 from .rows import prepare as prepare_rows
@@ -117,6 +123,9 @@ class WindowResult:
     rollup: str = ""
     #: rollups: how many of the model's windows had a stored summary to merge
     merged_windows: int = 0
+    #: its labels are due (phase labels or full) but fewer than min_label_coverage of its rows
+    #: have one: exported as fairmonitor_labels_overdue_windows, never as "no traffic"
+    labels_overdue: bool = False
     #: the window's serialized summary per part (``predictions``, ``labels``), stored by
     #: :func:`run_once` before the checkpoint moves (models with rollups only)
     summaries: Mapping[str, bytes] = field(default_factory=dict, repr=False, compare=False)
@@ -268,6 +277,11 @@ def evaluate_model_window(
 
     try:
         frame = source.fetch(model_cfg.name, start, end)
+    except MissingColumnError as exc:  # the config names a column the source lacks
+        return done(labels_included=False, n_rows=0, report=None,
+                    errors={"data": f"models.{model_cfg.name}.{exc.key}: {exc}. Fix it in the "
+                                    "config (or add the column to the source); the windows "
+                                    "wait for the fix"})
     except Exception as exc:  # WindowUnavailableError, or any bug in a third-party source
         return done(labels_included=False, n_rows=0, report=None,
                     errors={"source": f"{type(exc).__name__}: {exc}"})
@@ -278,6 +292,10 @@ def evaluate_model_window(
         versions = {str(k): int(v) for k, v in counts.items()}
     version = max(versions, key=versions.__getitem__) if versions else fallback_version
     undated = int(frame.attrs.get(NO_TIMESTAMP, 0))
+    problem = frame_problem(model_cfg, frame, labels=phase != "predictions")
+    if problem is not None:  # a configured column is missing: the window waits for the fix
+        return done(version=version, versions=versions, labels_included=False,
+                    n_rows=len(frame), report=None, errors={"data": problem})
     try:  # real column types in, invalid model outputs out: one rule for every metric
         frame, rejected, duplicates = prepare_rows(
             frame, score=model_cfg.score, prediction=model_cfg.prediction,
@@ -290,10 +308,12 @@ def evaluate_model_window(
     base.update(rejected=MappingProxyType(rejected), duplicates=duplicates)
     if phase != "predictions" and model_cfg.label in frame.columns and len(frame):
         labelled = int(frame[model_cfg.label].notna().sum())
-        base.update(labelled_rows=labelled, label_coverage=labelled / len(frame))
+        base.update(labelled_rows=labelled, label_coverage=labelled / len(frame),
+                    labels_overdue=bool(model_cfg.label_metrics)
+                    and labelled < model_cfg.min_label_coverage * len(frame))
     if phase == "labels" and model_cfg.label in frame.columns:
         frame = frame[frame[model_cfg.label].notna()]
-    if len(frame) == 0:  # no traffic: a signal of its own, not a fault
+    if len(frame) == 0:  # no traffic (or no label yet: labels_overdue), not a fault
         return done(version=version, versions=versions, labels_included=phase == "labels",
                     n_rows=0, report=None)
     if rng is None:
@@ -342,7 +362,8 @@ def describe(result: WindowResult) -> str:
             f"[{result.start:%Y-%m-%d %H:%M}, {result.end:%Y-%m-%d %H:%M}) {result.phase}: "
             f"{result.n_rows} rows")
     if result.report is None:
-        why = "; ".join(f"{k}: {v}" for k, v in result.errors.items()) or "no traffic"
+        why = "; ".join(f"{k}: {v}" for k, v in result.errors.items()) or (
+            "labels overdue: no row labelled" if result.labels_overdue else "no traffic")
         return f"{head}, not evaluated ({why})"
     breaches = [f"{m}/{a}={result.report.values[(m, a)]:.4g} {s}"
                 for (m, a), s in result.report.statuses.items() if s in ("warning", "critical")]
@@ -373,8 +394,28 @@ def _deliver(result: WindowResult, hooks: list[tuple[str, Hook]]) -> WindowResul
     return dataclasses.replace(result, errors=MappingProxyType({**result.errors, **errors}))
 
 
+#: (model, phase) -> the data errors already logged (logged once per cause, not per window)
+_data_causes: dict[tuple[str, str], set[str]] = {}
+
+
 def _log(result: WindowResult) -> None:
     # faults only: the service logs the one verdict line per window (and threshold crossings)
+    key = (result.model, result.phase)
+    data = result.errors.get("data")
+    if data is None:
+        if result.report is not None:
+            _data_causes.pop(key, None)  # fixed: a recurrence is logged again
+    else:
+        # once per cause: the column named before "; available columns" or the first clause
+        cause = data.split("; available columns")[0].split(". ")[0]
+        seen = _data_causes.setdefault(key, set())
+        if cause not in seen:
+            seen.add(cause)
+            log.error("%s: data error, window(s) held from #%d until fixed: %s", result.model,
+                      result.index, data)
+        else:
+            log.debug(describe(result))
+        return
     if result.errors:
         log.warning(describe(result))
     else:
@@ -692,7 +733,9 @@ def _complete(name: str, result: WindowResult, state: ModelState, attr: str, end
     Returns the result (with the hooks' and the checkpoint's errors), the state and whether
     the model must stop for this tick (the window is redone next tick).
     """
-    if "source" in result.errors:  # nothing was read: nothing to keep, the window is redone
+    if "source" in result.errors or "data" in result.errors:
+        # nothing usable was read: the watermark stays, the window is redone next tick (a data
+        # error, e.g. a misnamed column, until the config or the source is fixed)
         return _deliver(result, durable + others), state, True
     result = _deliver(result, durable)
     failed = [stage for stage, _ in durable if stage in result.errors]

@@ -132,7 +132,11 @@ class _WindowLog:
         head = (f"{r.model} v{r.version or '?'} {window} {r.phase}"
                 + (f" ({rollup} rollup)" if rollup else ""))
         if r.report is None:
-            why = "; ".join(f"{k}: {v}" for k, v in r.errors.items()) or "no traffic"
+            # a data error repeats every tick while the window is held: the job logs it once
+            # per cause with the fix, this line only says the window waits
+            why = "; ".join("data: held until fixed (see the data error logged once)"
+                            if k == "data" else f"{k}: {v}" for k, v in r.errors.items()) or (
+                "labels overdue" if getattr(r, "labels_overdue", False) else "no traffic")
             log.info("%s rows=%d verdict=none (%s)", head, r.n_rows, why)
             return
         cfg = self._models.get(r.model)

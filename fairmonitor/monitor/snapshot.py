@@ -32,7 +32,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["fold"]
+__all__ = ["fold", "overdue_streak"]
 
 
 def _number(v: Any) -> float | None:
@@ -75,12 +75,40 @@ def _fold_values(previous: Mapping[str, Any], result: Any) -> dict[str, Any]:
                 "reason": (report.reasons.get((metric, attr)) or "")[:200],
                 "status": report.statuses.get((metric, attr)), **bounds, **window}
     else:  # an empty window: what this phase computes is now undefined, not stale
+        why = ("labels overdue: no row labelled" if getattr(result, "labels_overdue", False)
+               else "no rows in the window")
         for metric in result.metrics:
             for attr in values.get(metric, {}):
                 values[metric][attr] = {"value": None, "version": result.version,
-                                        "reason": "no rows in the window", "status": None,
-                                        **window}
+                                        "reason": why, "status": None, **window}
     return values
+
+
+def overdue_streak(previous: Any, result: Any) -> tuple[int, int]:
+    """(windows, index): the latest labelled windows in a row whose labels are overdue.
+
+    A labelled evaluation (``label_coverage`` set) of a window newer than ``index`` adds one
+    when its labels are overdue and resets to 0 otherwise; the same window again (late labels)
+    can only reset it; an older window's late labels, a window without rows or a phase
+    without labels change nothing, so the count stays up while labels are missing instead of
+    toggling with the ticks.
+
+    >>> from types import SimpleNamespace as NS
+    >>> s = (0, -1)
+    >>> for i, late in ((5, True), (6, True), (6, True), (4, False)):
+    ...     s = overdue_streak(s, NS(index=i, label_coverage=0.0, labels_overdue=late))
+    >>> s
+    (2, 6)
+    >>> overdue_streak(s, NS(index=6, label_coverage=0.9, labels_overdue=False))
+    (0, 6)
+    """
+    windows, index = (int(previous[0]), int(previous[1])) if previous else (0, -1)
+    if getattr(result, "label_coverage", None) is None or result.index < index:
+        return windows, index
+    late = bool(getattr(result, "labels_overdue", False))
+    if result.index == index:
+        return (windows if late else 0), index
+    return (windows + 1 if late else 0), int(result.index)
 
 
 def fold(previous: Mapping[str, Any], result: Any) -> dict[str, Any]:
@@ -91,6 +119,8 @@ def fold(previous: Mapping[str, Any], result: Any) -> dict[str, Any]:
     values = _fold_values(previous.get("values") or {}, result)
     report = result.report
     snap["values"] = values
+    if getattr(result, "label_coverage", None) is not None:
+        snap["labels_overdue"] = list(overdue_streak(previous.get("labels_overdue"), result))
     if result.phase != "labels":  # the model-level gauges follow the latest closed window
         snap.update(version=result.version or snap.get("version", ""),
                     window_end=result.end.isoformat(), samples=int(result.n_rows),

@@ -166,16 +166,21 @@ def _reason_code(reason: str | None) -> str:
 
 def _budget_breach(rule: Threshold, key: tuple[str, str, str], level: float,
                    value: float, lower: float, upper: float, budget: Budget, index: int,
-                   evidence: dict[tuple[str, str, str], Any]) -> bool | None:
-    """Whether a budget series breaches after this window; None: no evidence (hold)."""
-    from ..report.evidence import Evidence, accumulate
+                   evidence: dict[tuple[str, str, str], Any], groups: int = 2) -> bool | None:
+    """Whether a budget series breaches after this window; None: no evidence (hold).
+
+    ``groups``: the attribute's groups in the window; the value is the largest gap over
+    their pairs (and families), which the evidence must discount to stay within budget.
+    """
+    from ..report.evidence import Evidence, accumulate, metric_comparisons
 
     if index % budget.stride:
         return None  # overlaps the last window fed: not independent evidence
     before = evidence.get(key, Evidence())
     after = accumulate(before, value=value, lower=lower, upper=upper, level=level,
                        bound=rule.bound, budget=budget.budget,
-                       confidence_level=budget.confidence_level, page_level=budget.page_level)
+                       confidence_level=budget.confidence_level, page_level=budget.page_level,
+                       n_comparisons=metric_comparisons(key[0], groups))
     if after == before and not all(map(math.isfinite, (value, lower, upper))):
         return None  # undefined value or interval: the state is unchanged
     evidence[key] = after
@@ -201,8 +206,9 @@ def _breaches(report: Any, thresholds: tuple[Threshold, ...], previous: Streaks,
             if level is None:
                 continue
             if rule.compare == "budget" and budget is not None:
+                groups = len((getattr(report, "group_counts", None) or {}).get(attr, {}))
                 breached = _budget_breach(rule, key, level, float(value), lower, upper, budget,
-                                          index, evidence)
+                                          index, evidence, max(groups, 2))
             else:  # no evidence either way (NaN) holds the streak
                 breached = None if math.isnan(compared) else rule.breaches(compared, level)
             if breached is None:

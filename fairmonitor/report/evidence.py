@@ -16,9 +16,16 @@ against ``g0`` is ``l = (g1 - g0) / s**2 * (x - (g0 + g1) / 2)`` (Page 1954).
 The gap statistics of the registry are *folded*: ``|p_a - p_b|`` (a largest pair gap) is >= 0
 and biased upward when ``s`` is comparable with ``L`` (small groups). Under a folded normal
 at ``g0``, ``E[exp(l)] = c = Phi((g0 + d) / s) + exp(-2 d g0 / s**2) Phi((d - g0) / s)`` with
-``d = g1 - g0``, which exceeds 1 for ``L / s`` below about 1.3. The increment used is
+``d = g1 - g0``, above 1 and markedly so on small groups (1.24 at ``L / s = 0.5``, 1.11 at
+1.3, 1.014 at 2, with the default zone). The increment used is
 ``l - log c``: an e-value (``E[exp(.)] <= 1`` at every true gap ``<= g0``, folded or not, since
 the folded statistic grows stochastically with the gap). On large groups ``c`` is 1.
+
+Most gaps are a *largest* one: over the ``K (K - 1) / 2`` pairs of ``K`` groups, and over two
+families for equalized odds. ``exp(a max_i y_i) <= sum_i exp(a y_i)``, so with ``m`` such
+comparisons the increment is ``l - log(m c)`` (:func:`comparisons` counts them; the caller
+passes it). Without it a fair model with small groups and many pairs drifts upward: the
+largest of six folded pair gaps of 12-row groups sits above the midpoint on average.
 
 The increments feed a Shiryaev-Roberts e-detector (Shin, Ramdas and Rinaldo), kept in log
 scale as ``statistic = log(1 + R)``, ``R_t = exp(l_t) (1 + R_{t-1})``: ``statistic_t =
@@ -39,8 +46,9 @@ it detects more slowly at ``1.5 L``. Bonferroni over series and windows (one-win
 ``1 / A``) is the baseline the benchmark compares with.
 
 Assumptions: windows are independent given the gap (tumbling windows; sliding windows share
-rows and the bound does not hold), the per-window estimate is Gaussian with the standard
-error its interval implies (Wald-type: groups of a few dozen rows and more), and the gap
+rows, so only one evaluation in ``window / every`` may feed the state), the per-window
+estimate is Gaussian with the standard error its interval implies (Wald-type: groups of a few
+dozen rows and more; for the score distances, a rougher approximation), and the gap
 stays at or below ``g0`` for the guarantee; between ``g0`` and ``g1`` either outcome is
 acceptable.
 
@@ -85,14 +93,15 @@ from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any
 
-__all__ = ["CAP_FACTOR", "SE_FLOOR_FRACTION", "Budget", "Evidence", "accumulate", "increment"]
+__all__ = ["CAP_FACTOR", "FAMILIES", "SE_FLOOR_FRACTION", "Budget", "Evidence", "accumulate",
+           "comparisons", "increment", "metric_comparisons"]
 
 #: The standard error is at least this fraction of ``g1 - g0``: one window then adds at most
 #: ``0.5 * 8**2 = 32`` to the statistic at ``g1``, and a zero-width interval is harmless.
 SE_FLOOR_FRACTION = 1.0 / 8.0
 #: With a page level, the statistic is capped at this multiple of it: evidence beyond that
 #: only delays the all-clear after a breach ends.
-CAP_FACTOR = 2.0
+CAP_FACTOR = 1.5
 _NORMAL = NormalDist()
 
 
@@ -136,7 +145,7 @@ class Budget:
                 f"{self.null_fraction} and {self.alternative_fraction}.")
 
     def page_level(self, *, windows_per_day: float, n_series: int) -> float:
-        """The statistic's page level ``h = log(1 + n_series * windows * / false_pages)``.
+        """The statistic's page level ``h = log(1 + n_series * windows / false_pages)``.
 
         ``windows`` is ``windows_per_day * days``: the e-detector pages at most
         ``windows / exp(h)`` times per series in expectation, so at most ``false_pages``
@@ -210,9 +219,36 @@ def _zone(level: float, bound: str, budget: Budget) -> tuple[float, float]:
     return g0, g1
 
 
+def comparisons(n_groups: int, families: int = 1) -> int:
+    """Pairs of ``n_groups`` groups in each of ``families`` that a largest gap maximises over.
+
+    Two families (TPR and FPR) for equalized odds, one for the other parity gaps; at least 1.
+
+    >>> comparisons(2), comparisons(3), comparisons(3, families=2)
+    (1, 3, 6)
+    """
+    return max(1, families * n_groups * (n_groups - 1) // 2)
+
+
+#: Metrics whose gap is the largest over several families of rates (TPR and FPR).
+FAMILIES = {"equalized_odds_difference": 2}
+
+
+def metric_comparisons(metric: str, n_groups: int) -> int:
+    """:func:`comparisons` of a registry metric's largest gap over ``n_groups`` groups.
+
+    >>> metric_comparisons("equalized_odds_difference", 3), metric_comparisons("abcc", 2)
+    (6, 1)
+    """
+    return comparisons(n_groups, FAMILIES.get(metric, 1))
+
+
 def increment(*, value: float, lower: float, upper: float, level: float, bound: str,
-              budget: Budget, confidence_level: float = 0.95) -> float:
-    """One window's log e-value ``l - log c`` (see the module docstring); NaN if undefined.
+              budget: Budget, confidence_level: float = 0.95, n_comparisons: int = 1) -> float:
+    """One window's log e-value ``l - log(m c)`` (see the module docstring); NaN if undefined.
+
+    ``n_comparisons`` is ``m``, the number of pair gaps the value is the largest of
+    (:func:`comparisons`).
 
     Examples
     --------
@@ -234,7 +270,7 @@ def increment(*, value: float, lower: float, upper: float, level: float, bound: 
     a = d / (s * s)
     llr = a * (x - (g0 + g1) / 2.0)
     fold = _NORMAL.cdf((g0 + d) / s) + math.exp(-2.0 * a * g0) * _NORMAL.cdf((d - g0) / s)
-    return llr - math.log(fold)
+    return llr - math.log(max(1, n_comparisons) * fold)
 
 
 def _softplus(y: float) -> float:
@@ -243,7 +279,7 @@ def _softplus(y: float) -> float:
 
 def accumulate(state: Evidence, *, value: float, lower: float, upper: float, level: float,
                bound: str, budget: Budget, confidence_level: float = 0.95,
-               page_level: float | None = None) -> Evidence:
+               page_level: float | None = None, n_comparisons: int = 1) -> Evidence:
     """The series' state after one more window.
 
     Parameters
@@ -269,6 +305,11 @@ def accumulate(state: Evidence, *, value: float, lower: float, upper: float, lev
         restart cycles); and the statistic is capped at ``CAP_FACTOR * page_level``, so a
         long breach clears within a few fair windows. Both only lower ``R``, which keeps
         ``R_t - t`` a supermartingale and the guarantee intact.
+    n_comparisons : int, default=1
+        How many pair gaps the value is the largest of (:func:`comparisons`: 1 for two
+        groups, 3 for three, twice that for equalized odds). The monitor passes the window's
+        count; 1 is right only for a single pair, and undercounting breaks the guarantee on
+        small groups.
 
     Returns
     -------
@@ -282,7 +323,8 @@ def accumulate(state: Evidence, *, value: float, lower: float, upper: float, lev
     Evidence(statistic=0.0, windows=0)
     """
     step = increment(value=value, lower=lower, upper=upper, level=level, bound=bound,
-                     budget=budget, confidence_level=confidence_level)
+                     budget=budget, confidence_level=confidence_level,
+                     n_comparisons=n_comparisons)
     if math.isnan(step):
         return state
     statistic = _softplus(state.statistic + step)

@@ -131,7 +131,8 @@ class Threshold:
             with_interval = ", ".join(m for m, s in METRICS.items() if s.interval)
             raise ConfigError(
                 f"{where}.compare: {self.metric} has no confidence interval, so there is no "
-                f"bound or evidence to compare ({self.compare}); use compare: value, or a metric with one ({with_interval}).")
+                f"bound or evidence to compare ({self.compare}); use compare: value, or a "
+                f"metric with one ({with_interval}).")
 
     def compared(self, value: float, lower: float = math.nan, upper: float = math.nan) -> float:
         """The quantity this threshold compares in one window: the value, or the unfair-side

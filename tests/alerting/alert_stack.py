@@ -327,3 +327,34 @@ def monitor_at(config: Any, port: int) -> Iterator[Any]:
     finally:
         svc.stop()
         thread.join(30)
+
+
+class Labeller:
+    """Attaches ground truth (label = prediction) to every unlabelled row every
+    :data:`BATCH_SECONDS` while :attr:`on`: labels arriving with the predictions; switch it
+    off to stop the labels (issue 24: labels overdue)."""
+
+    def __init__(self, url: str, table: str = "predictions"):
+        import sqlalchemy as sa
+
+        self.on = True
+        self._engine = sa.create_engine(url)
+        self._update = sa.text(f"UPDATE {table} SET label = prediction, "
+                               "labeled_at = timestamp WHERE label IS NULL")
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(BATCH_SECONDS):
+            if self.on:
+                with self._engine.begin() as conn:
+                    conn.execute(self._update)
+
+    def __enter__(self) -> Labeller:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(10)
+        self._engine.dispose()

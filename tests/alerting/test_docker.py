@@ -251,7 +251,7 @@ def test_promtool_check_config(promtool, tmp_path):
     shutil.copy(DASHBOARDS / "alerts" / "fairmonitor.rules.yml", tmp_path / "rules")
     result = run_promtool(promtool, "check", "config", str(tmp_path / "prometheus.yml"))
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "SUCCESS: 16 rules found" in result.stdout
+    assert "SUCCESS: 17 rules found" in result.stdout
 
 
 def test_grafana_is_provisioned_and_private(services):

@@ -203,7 +203,8 @@ def test_health_rules_read_the_exported_cadence(example_config):
     health = [g for g in doc["groups"] if g["name"] == "fairmonitor-health"]
     assert [r["title"] for r in health[0]["rules"]] == [
         "fairness metric undefined", "fairness windows without traffic",
-        "fairness window stale", "fairness model never evaluated", "fairmonitor errors",
+        "fairness window stale", "fairness model never evaluated",
+        "fairness labels overdue", "fairmonitor data errors", "fairmonitor errors",
         "fairmonitor down", "fairmonitor absent"]
 
 
@@ -263,3 +264,27 @@ def test_rollup_queries_are_valid_promql(example_config, promtool, tmp_path):
     exprs = [r["data"][0]["model"]["expr"] for r in _rules(doc) if "over rollups" in r["title"]]
     result = check_promql(promtool, exprs, tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_pipeline_alarms_have_the_prometheus_semantics(example_config):
+    """Issue 24: labels overdue and data errors fire from the monitor's own gauges, as the
+    Prometheus rules do (overdue after for_health, data errors at the first held window), and
+    the error rule leaves stage data to its own alert."""
+    doc = grafana_alert_rules(example_config, AlertOptions(grafana_url="http://g"))
+    by_title = {r["title"]: r for r in _rules(doc)}
+    expected = {
+        "fairness labels overdue": ("max by (model) (fairmonitor_labels_overdue_windows)",
+                                    "5m", "fairmonitorlabelsoverdue"),
+        "fairmonitor data errors": ("max by (model) (fairmonitor_data_error_windows)",
+                                    "0s", "fairmonitordataerrors"),
+    }
+    for title, (expr, for_, anchor) in expected.items():
+        rule = by_title[title]
+        assert rule["data"][0]["model"]["expr"] == expr
+        assert rule["data"][2]["model"]["conditions"][0]["evaluator"] == {
+            "type": "gt", "params": [0.0]}
+        assert rule["for"] == for_
+        assert rule["labels"] == {"severity": "warning"}
+        assert rule["annotations"]["runbook_url"] == f"docs/runbook.md#{anchor}"
+    assert by_title["fairmonitor errors"]["data"][0]["model"]["expr"] == (
+        'sum by (model, stage) (increase(fairmonitor_errors_total{stage!="data"}[15m]))')

@@ -39,7 +39,9 @@ def write_config(tmp_path, *, mlflow="sqlite:///unused.db", experiment="cli", st
 
 
 def test_check_accepts_a_valid_config(tmp_path, capsys):
-    (tmp_path / "predictions.db").write_bytes(b"")  # --check requires the source file
+    # --check requires the source file and its table with every configured column
+    PredictionLogger(f"sqlite:///{tmp_path / 'predictions.db'}", model="credit",
+                     sensitive_features=["sex"]).close()
     assert main(["monitor", "--config", str(write_config(tmp_path)), "--check"]) == 0
     assert capsys.readouterr().out.startswith("config OK: 1 model(s)")
 

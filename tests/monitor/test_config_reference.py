@@ -78,9 +78,8 @@ models:
     thresholds: {demographic_parity_difference: {warning: 0.1, compare: budget}}
 """, base_dir=tmp_path).models["credit"].budget
     section = "models.<name>.alerting.budget"
-    assert {k: float(default[(section, k)])
-            for k in ("false_pages", "null_fraction", "alternative_fraction")} \
-        == {k: getattr(budget, k) for k in ("false_pages", "null_fraction", "alternative_fraction")}
+    keys = ("false_pages", "null_fraction", "alternative_fraction")
+    assert {k: float(default[(section, k)]) for k in keys} == {k: getattr(budget, k) for k in keys}
     assert default[(section, "per")] == f"{budget.days:g}d"
     assert format_duration(load_config("""
 models:

@@ -166,7 +166,10 @@ def test_missing_column_is_a_data_error(make_predictions):
     frame = make_predictions(n_hours=1).drop(columns=["sex"])
     (result,) = run_once(_config(), {"credit": MemorySource(frame)}, MemoryCheckpoint(),
                          now=T0 + H)
-    assert result.errors["data"].startswith("InvalidInputError: column(s) ['sex'] not in")
+    assert result.errors["data"].startswith(
+        "models.credit.sensitive_features[0]: sensitive feature column 'sex' is not in the "
+        "source; available columns: ['timestamp', 'model', 'version', 'prediction', 'score', "
+        "'label']")
 
 
 def test_label_metrics_wait_for_labels_after_the_delay(make_predictions):

@@ -343,3 +343,22 @@ models:
     saved = Streaks.from_json(FileCheckpoint(tmp_path / "c.json").load("credit").streaks)
     assert saved.evidence[CRIT].statistic == pytest.approx(
         results[-1].streaks.evidence[CRIT].statistic)
+
+
+def test_budget_evidence_discounts_the_pairs_of_more_groups():
+    """Three groups: the value is the largest of 3 pair gaps, so the window's log e-value
+    loses log 3 (report.evidence.comparisons); without group counts, two groups are assumed."""
+    from fairmonitor.report.evidence import Budget, increment
+
+    budget = (Threshold(DPD, warning=0.1, compare="budget"),)
+    step = increment(value=0.15, lower=0.15 - 0.0588, upper=0.15 + 0.0588, level=0.1,
+                     bound="upper", budget=Budget())
+    for groups, expected in ((None, step), (["a", "b", "c"], step - math.log(3))):
+        win = _window(0.15, lower=0.15 - 0.0588)
+        win.report.intervals[(DPD, "sex")] = NS(lower=0.15 - 0.0588, upper=0.15 + 0.0588,
+                                                chance=math.nan)
+        if groups is not None:
+            win.report.group_counts = {"sex": dict.fromkeys(groups, 500)}
+        (state,) = _run([win], budget, policy=_budget_policy(9.98))
+        assert state.evidence[(DPD, "sex", "warning")].statistic == pytest.approx(
+            _softplus(expected), abs=1e-12)

@@ -9,7 +9,7 @@ import pytest
 from scipy.stats import norm
 
 from fairmonitor.report.evidence import (
-    CAP_FACTOR, SE_FLOOR_FRACTION, Budget, Evidence, accumulate, increment,
+    CAP_FACTOR, SE_FLOOR_FRACTION, Budget, Evidence, accumulate, comparisons, increment,
 )
 
 Z95 = norm.ppf(0.975)
@@ -145,5 +145,49 @@ def test_the_cap_and_the_restart_clear_a_long_breach_quickly():
     while state.statistic >= h:
         state = accumulate(state, **_window(0.0, 0.03), page_level=h)
         cleared += 1
-    # a fair window subtracts about (0.1 / 0.03**2) * 0.1 = 11.1 > 2h - h = 9.98: one clears
+    # a fair window subtracts about (0.1 / 0.03**2) * 0.1 = 11.1 > 1.5h - h = 5.0: one clears
     assert cleared == 1 and state == Evidence(0.0, 0)
+
+
+def test_a_largest_of_several_pair_gaps_divides_by_the_comparisons():
+    window = _window(0.2, 0.05)
+    one = increment(**window)
+    assert increment(**window, n_comparisons=6) == pytest.approx(one - math.log(6))
+    assert [comparisons(k, f) for k, f in ((2, 1), (3, 1), (4, 1), (3, 2), (1, 1))] == \
+        [1, 3, 6, 6, 1]
+
+
+def test_arl0_of_the_largest_gap_of_three_small_groups_at_parity():
+    # three groups of 30 at one rate: the max pair gap's noise (0.13) exceeds the level 0.1;
+    # the interval's half-width is computed as the project's intervals do, from draws
+    rng = np.random.default_rng(11)
+    sd = math.sqrt(0.25 / 30)
+    draws = rng.standard_normal((4000, 3)) * sd
+    half = np.quantile(draws.max(axis=1) - draws.min(axis=1), 0.95)
+    # P(page within T windows) <= E[pages within T] <= T / A
+    h, horizon = math.log1p(200.0), 50
+    lengths = []
+    for _ in range(400):
+        state, t = Evidence(), 0
+        while state.statistic < h and t < horizon:
+            t += 1
+            p = rng.normal(0.5, sd, 3)
+            x = p.max() - p.min()
+            state = accumulate(state, value=x, lower=max(x - half, 0.0), upper=x + half,
+                               level=0.1, bound="upper", budget=Budget(), page_level=h,
+                               n_comparisons=comparisons(3))
+        lengths.append(state.statistic >= h)
+    paged = float(np.mean(lengths))
+    assert paged <= horizon / 200.0
+    # the same windows with one comparison (the max taken as a single pair) page too often
+    rng = np.random.default_rng(11)
+    single = 0
+    for _ in range(400):
+        state = Evidence()
+        for _ in range(horizon):
+            p = rng.normal(0.5, sd, 3)
+            x = p.max() - p.min()
+            state = accumulate(state, value=x, lower=max(x - half, 0.0), upper=x + half,
+                               level=0.1, bound="upper", budget=Budget(), page_level=h)
+        single += state.windows < horizon or state.statistic >= h
+    assert single / 400 > horizon / 200.0

@@ -33,10 +33,16 @@ The schema, with defaults (``load_config`` of this text works as is)::
         owner: alice                      #   (optional; exported as fairmonitor_model_info)
         relabel_within: 24h               # default labels_after: windows with missing labels
                                           #   are evaluated again when more labels arrive
+        min_label_coverage: 0.5           # labelled fraction due by labels_after; below it:
+                                          #   labels overdue (FairmonitorLabelsOverdue)
         metrics: [demographic_parity_difference]
+        alerting:                         # the false-page budget of compare: budget
+          budget: {false_pages: 1, per: 90d, null_fraction: 0.5, alternative_fraction: 1.5}
         thresholds:                       # bound defaults to the metric's direction; the
                                           #   other side needs against_direction: true
-          demographic_parity_difference: {warning: 0.1, critical: 0.2}
+          demographic_parity_difference: {warning: 0.1, critical: 0.2, compare: budget}
+                                          # compare: value (the default), bound or budget
+                                          #   (docs/alert-modes.md)
         alert_windows: {warning: 3, critical: 2, undefined: 2}  # consecutive windows before
                                           #   each alert fires, counted by the monitor
 

@@ -127,6 +127,9 @@ class ModelConfig:
     #: how long after its labelled evaluation a window with missing labels is evaluated again
     #: when more labels arrive (default: labels_after; 0s: never)
     relabel_within: timedelta = timedelta(0)
+    #: a window whose labelled fraction is below this when its labels are due (labels_after
+    #: after it closed) has overdue labels: fairmonitor_labels_overdue_windows, not no traffic
+    min_label_coverage: float = 0.5
     start: datetime | None = None
     options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     min_group_size: int = 1

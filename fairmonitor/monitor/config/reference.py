@@ -55,6 +55,9 @@ ENTRIES: tuple[tuple[str, str, str, str], ...] = (
     ("models.<name>", "labels_after", "0s", "label metrics wait this long after a window ends"),
     ("models.<name>", "relabel_within", "labels_after",
      "windows with missing labels are evaluated again for this long when more labels arrive"),
+    ("models.<name>", "min_label_coverage", "0.5",
+     "labelled fraction a window must reach by `labels_after`; below it its labels are overdue "
+     "(`FairmonitorLabelsOverdue`)"),
     ("models.<name>", "start", "latest closed window",
      "first window to evaluate (ISO 8601, UTC); earlier history is backfilled"),
     ("models.<name>", "metrics", "required", "metric names (`fairmonitor.METRICS`)"),

@@ -43,7 +43,7 @@ _TOP_KEYS = ("listen_address", "checkpoint", "mlflow_spool", "catch_up", "timezo
 _MODEL_KEYS = (
     "model", "tracking_uri", "experiment", "source", "sensitive_features", "label", "score",
     "prediction", "features", "decision_threshold", "window", "every", "mode", "labels_after",
-    "relabel_within",
+    "relabel_within", "min_label_coverage",
     "start", "metrics", "options", "min_group_size", "confidence_level", "intersection", "seed",
     "thresholds",
     "reference", "team", "owner", "missing", "rollups", "summaries", "alerting",
@@ -213,6 +213,7 @@ def _model(r: Reader, at: str, name: str, raw: Any, base: Path) -> ModelConfig |
                         if label is not None else timedelta(0)),
         options=MappingProxyType({k: MappingProxyType(dict(v)) for k, v in options.items()}),
         min_group_size=r.positive_int(raw, "min_group_size", 1, path=at),
+        min_label_coverage=_coverage(r, at, raw.get("min_label_coverage", 0.5)),
         intersection=r.get(raw, "intersection", bool, True, path=at),
         seed=r.get(raw, "seed", int, 0, path=at), thresholds=thresholds, reference=reference,
         team=r.get(raw, "team", str, None, path=at),
@@ -362,6 +363,15 @@ def _confidence(r: Reader, at: str, raw: Any) -> float | None:
         r.error(f"{at}.confidence_level", f"must be a number in (0, 1), e.g. 0.95, or null "
                 f"(no intervals); got {raw!r}")
         return 0.95
+    return float(raw)
+
+
+def _coverage(r: Reader, at: str, raw: Any) -> float:
+    """``min_label_coverage``: the labelled fraction a window must reach by ``labels_after``."""
+    if isinstance(raw, bool) or not isinstance(raw, int | float) or not 0 <= raw <= 1:
+        r.error(f"{at}.min_label_coverage", f"must be a fraction in [0, 1], e.g. 0.5; got "
+                f"{raw!r}")
+        return 0.5
     return float(raw)
 
 

@@ -40,6 +40,7 @@ from prometheus_client.registry import CollectorRegistry
 from ...metrics._groups import INTERSECTION_SEPARATOR
 from ...report.registry import METRICS
 from ...report.thresholds import Threshold, severity_code
+from ..snapshot import overdue_streak
 
 __all__ = ["ERROR_STAGES", "MAX_GROUPS", "NAMESPACE", "OTHER_GROUPS", "REASONS",
            "FairnessCollector", "reason_code"]
@@ -49,8 +50,8 @@ NAMESPACE = "fairmonitor"
 ERROR_STAGES = ("source", "data", "metric", "checkpoint", "rollup", "spool", "mlflow", "export",
                 "scheduler")
 #: ``reason`` label values of ``fairmonitor_metric_undefined``.
-REASONS = ("labels_pending", "insufficient_data", "too_few_groups", "no_traffic", "error",
-           "undefined")
+REASONS = ("labels_pending", "labels_overdue", "insufficient_data", "too_few_groups",
+           "no_traffic", "error", "undefined")
 #: ``fairmonitor_group_samples`` keeps the largest groups of each attribute; the rest are
 #: summed under :data:`OTHER_GROUPS`, so the label cannot grow with the data (intersections of
 #: three attributes gave 116 series for one model).
@@ -76,6 +77,8 @@ def reason_code(reason: str | None) -> str:
     ('error', 'undefined')
     """
     text = (reason or "").lower()
+    if text.startswith("labels overdue"):
+        return "labels_overdue"
     if text.startswith("labels not available") or "labels pending" in text:
         return "labels_pending"
     if text.startswith("error"):
@@ -126,6 +129,11 @@ class _Model:
     label_coverage: float = -1.0  # -1: no labelled evaluation yet
     skipped: int = 0
     label_window_end: float = 0.0
+    #: (windows, index) of :func:`..snapshot.overdue_streak`: labelled windows in a row whose
+    #: labels are overdue, and the latest labelled window's index
+    labels_overdue: tuple[int, int] = (0, -1)
+    #: phase -> due windows held back by a data error (0 once a window of the phase passes)
+    data_held: Mapping[str, int] = field(default_factory=dict)
     #: rollups: (rollup, metric, attribute) -> value; rollup -> (window end, windows merged)
     rollups: Mapping[tuple[str, str, str], _Value] = field(default_factory=dict)
     rollup_windows: Mapping[str, tuple[float, int]] = field(default_factory=dict)
@@ -169,6 +177,15 @@ def _setup_from_config(cfg: Any) -> _ModelSetup:
                        int(getattr(cfg, "min_group_size", 1)),
                        (windows.warning, windows.critical, windows.undefined)
                        if windows is not None else (3, 2, 2), page_level)
+
+
+def _held(r: Any, setup: _ModelSetup) -> int:
+    """Due windows of ``r``'s phase from ``r`` (held by its data error) to its evaluation."""
+    if not setup.cadence or r.evaluated_at is None:
+        return 1
+    delay = setup.labels_after if r.phase == "labels" else 0.0
+    behind = (r.evaluated_at - r.end).total_seconds() - delay
+    return max(1, int(behind // setup.cadence) + 1)
 
 
 def _capped(counts: Mapping[str, int]) -> dict[str, int]:
@@ -303,6 +320,10 @@ class FairnessCollector:
         (one line per stage: source, data, metric, checkpoint, spool, mlflow, export, scheduler)
         # TYPE fairmonitor_labels_pending_windows gauge
         fairmonitor_labels_pending_windows{model="credit"} 24.0
+        # TYPE fairmonitor_labels_overdue_windows gauge
+        fairmonitor_labels_overdue_windows{model="credit"} 0.0
+        # TYPE fairmonitor_data_error_windows gauge
+        fairmonitor_data_error_windows{model="credit"} 0.0
         # TYPE fairmonitor_build_info gauge
         fairmonitor_build_info{version="0.1.0"} 1.0
         # TYPE fairmonitor_metric_lower_bound gauge
@@ -317,7 +338,9 @@ class FairnessCollector:
     overrides go to ``fairmonitor_threshold_by_attribute`` (and into ``fairmonitor_alert_state``,
     which always reflects the most specific threshold). Undefined ``reason`` codes:
     ``labels_pending`` (the window's labels have not arrived, or a label metric was never
-    computed yet), ``insufficient_data`` (groups exist but fewer than two reach
+    computed yet), ``labels_overdue`` (its labels were due, ``labels_after`` after it closed,
+    and no row had one: ``fairmonitor_labels_overdue_windows`` counts such windows in a row),
+    ``insufficient_data`` (groups exist but fewer than two reach
     ``min_group_size``), ``too_few_groups``, ``no_traffic`` (the window held no rows: a signal of its
     own, not an error), ``error`` (the metric raised), ``undefined`` (anything else). The
     liveness gauges (last success, cadence, labels_after) are what the generated alert rules
@@ -372,16 +395,25 @@ class FairnessCollector:
                 errors[stage] = errors.get(stage, 0) + 1
         if getattr(r, "rollup", ""):
             return self._apply_rollup(replace(m, errors=errors), r, setup)
+        if "data" in r.errors:  # the window is held (its watermark stays) until fixed
+            return replace(m, errors=errors,
+                           data_held={**m.data_held, r.phase: _held(r, setup)})
         if "source" in r.errors or (r.report is None and "checkpoint" in r.errors):
             # nothing new is known about the model: keep its values
             return replace(m, errors=errors)
+        overdue = getattr(r, "labels_overdue", False)
         values = dict(m.values)
         report = r.report
         if report is not None:
-            values.update(_values(report, r.version, window_end=r.end.timestamp(),
-                                  thresholds=self._setup.get(r.model, _ModelSetup()).thresholds))
+            new = _values(report, r.version, window_end=r.end.timestamp(),
+                          thresholds=self._setup.get(r.model, _ModelSetup()).thresholds)
+            if overdue:  # "labels not available" when they were due: overdue, not pending
+                new = {k: replace(v, reason="labels_overdue") if v.reason == "labels_pending"
+                       else v for k, v in new.items()}
+            values.update(new)
         else:  # empty window: what this phase computes is now undefined, not stale
             why = "no_traffic" if r.n_rows == 0 and not r.errors else "undefined"
+            why = "labels_overdue" if overdue else why
             for metric, attr in list(values):
                 if metric in r.metrics:
                     values[(metric, attr)] = _Value(r.version, math.nan, why, None,
@@ -414,6 +446,8 @@ class FairnessCollector:
             rejected=dict(getattr(r, "rejected", {})) if main_phase else m.rejected,
             duplicates=int(getattr(r, "duplicates", 0)) if main_phase else m.duplicates,
             skipped=m.skipped + int(getattr(r, "skipped_before", 0)),
+            labels_overdue=overdue_streak(m.labels_overdue, r),
+            data_held={**m.data_held, r.phase: 0},
             **({"label_coverage": float(r.label_coverage), "label_window_end": r.end.timestamp()}
                if getattr(r, "label_coverage", None) is not None else {}),
         )
@@ -471,6 +505,8 @@ class FairnessCollector:
                   for attr, v in attrs.items()}
         version = str(snapshot.get("version", ""))
         rollups, rollup_windows = self._restored_rollups(model, snapshot, ts)
+        saved = snapshot.get("labels_overdue")  # [windows, index] (snapshot.overdue_streak)
+        overdue = (int(saved[0]), int(saved[1])) if saved else (0, -1)
 
         def change(m: _Model) -> _Model:
             return replace(m, version=version, values={**values, **m.values},
@@ -480,7 +516,9 @@ class FairnessCollector:
                            window_end=m.window_end or ts(snapshot.get("window_end")),
                            samples=m.samples or int(snapshot.get("samples", 0)),
                            groups=m.groups or dict(snapshot.get("groups") or {}),
-                           groups_version=m.groups_version or version)
+                           groups_version=m.groups_version or version,
+                           labels_overdue=(m.labels_overdue if m.labels_overdue[1] >= 0
+                                           else overdue))
 
         self._update(model, change)
 
@@ -722,8 +760,9 @@ class FairnessCollector:
                         family.add_metric([model, v.version, metric, attr], number)
                 if v.severity is not None:
                     alert.add_metric([model, v.version, metric, attr], float(v.severity))
+            never = "labels_overdue" if m.labels_overdue[0] else "labels_pending"
             for metric, attr in self._never_labelled(model, m):
-                undefined.add_metric([model, m.version, metric, attr, "labels_pending"], 1.0)
+                undefined.add_metric([model, m.version, metric, attr, never], 1.0)
             for attr, rows in m.robustness.items():
                 for version, metric, level, ratio in rows:
                     robustness.add_metric([model, version, attr, metric, level], ratio)
@@ -740,7 +779,7 @@ class FairnessCollector:
 
     def _never_labelled(self, model: str, m: _Model) -> Iterator[tuple[str, str]]:
         """Configured label metrics with no value yet (their first labels have not arrived)."""
-        if m.evaluated == 0:
+        if m.evaluated == 0 and not m.labels_overdue[0]:  # restored overdue labels: say so
             return
         setup = self._setup.get(model, _ModelSetup())
         for metric in setup.label_metrics:
@@ -803,8 +842,18 @@ class FairnessCollector:
         yield per_model("window_samples", "Rows in the latest evaluated window.",
                         lambda m: m.samples)
         yield per_model("labels_pending_windows",
-                        "Evaluated windows whose labels have not arrived yet.",
+                        "Closed windows whose labelled evaluation is not due or not done yet "
+                        "(waiting for labels_after).",
                         lambda m: m.labels_pending)
+        yield per_model("labels_overdue_windows",
+                        "Latest labelled windows in a row whose labels are overdue: fewer "
+                        "than min_label_coverage of their rows labelled labels_after after "
+                        "they closed (0: labels on time).",
+                        lambda m: m.labels_overdue[0])
+        yield per_model("data_error_windows",
+                        "Due windows held back by a data error (a configured column missing "
+                        "or not convertible): their watermark waits for the fix (0: none).",
+                        lambda m: sum(m.data_held.values()))
         evaluated = CounterMetricFamily(f"{NAMESPACE}_windows_evaluated",
                                         "Window evaluations completed (every phase).",
                                         labels=["model"])

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from ...exceptions import WindowUnavailableError
+from ...exceptions import MissingColumnError, WindowUnavailableError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -17,8 +17,12 @@ if TYPE_CHECKING:
 #: ``DataFrame.attrs`` key: rows read for a window whose timestamp is empty or unparseable
 #: (they belong to no window; the job counts them as rejected rows)
 NO_TIMESTAMP = "rows_without_timestamp"
+#: ``DataFrame.attrs`` key: every column of the source's table (a SQL source reads only the
+#: configured ones, so a missing one is told from the table, with the table's columns listed)
+SOURCE_COLUMNS = "source_columns"
 
-__all__ = ["NO_TIMESTAMP", "MemorySource", "WindowSource", "expand_json_column", "to_utc"]
+__all__ = ["NO_TIMESTAMP", "SOURCE_COLUMNS", "MemorySource", "WindowSource", "expand_json_column",
+           "to_utc"]
 
 log = logging.getLogger(__name__)
 
@@ -57,8 +61,9 @@ def _in_window(frame: pd.DataFrame, column: str, start: datetime, end: datetime,
     import pandas as pd
 
     if column not in frame.columns:
-        raise WindowUnavailableError(
-            f"timestamp column {column!r} not in the source; columns: {list(frame.columns)}")
+        raise MissingColumnError(
+            f"timestamp column {column!r} is not in the source; available columns: "
+            f"{list(frame.columns)}", key="source.timestamp_column")
     values = frame[column]
     if values.dtype.kind in "OU" or isinstance(values.dtype, pd.StringDtype):
         # empty or unparseable timestamps belong to no window: counted (NO_TIMESTAMP), not a

@@ -7,13 +7,13 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ...exceptions import WindowUnavailableError
+from ...exceptions import MissingColumnError, WindowUnavailableError
 
 if TYPE_CHECKING:
     import pandas as pd
 
 
-from .base import NO_TIMESTAMP, _utc, expand_json_column, to_utc
+from .base import NO_TIMESTAMP, SOURCE_COLUMNS, _utc, expand_json_column, to_utc
 
 __all__ = ["SQLSource"]
 
@@ -79,9 +79,10 @@ class SQLSource:
         try:
             table = self._reflect()
             if self.timestamp_column not in table.c:
-                raise WindowUnavailableError(
-                    f"{self._where()} has no timestamp column {self.timestamp_column!r}; "
-                    f"columns: {list(table.c.keys())}")
+                raise MissingColumnError(
+                    f"timestamp column {self.timestamp_column!r} is not in {self._where()}; "
+                    f"available columns: {list(table.c.keys())}",
+                    key="source.timestamp_column")
             ts = table.c[self.timestamp_column]
             aware = bool(getattr(ts.type, "timezone", False))
             lo, hi = (start, end) if aware else (start.replace(tzinfo=None),
@@ -126,6 +127,7 @@ class SQLSource:
         if self.expand_features and self.features_column:
             frame = expand_json_column(frame, self.features_column)
         frame.attrs[NO_TIMESTAMP] = undated
+        frame.attrs[SOURCE_COLUMNS] = list(table.c.keys())
         return frame
 
     def close(self) -> None:

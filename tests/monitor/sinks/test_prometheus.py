@@ -233,13 +233,18 @@ def test_empty_window_is_no_traffic_not_zero_and_not_an_error(registry, collecto
     assert value(registry, "fairmonitor_errors_total", model="credit", stage="data") == 0.0
 
 
-def test_unreadable_window_is_an_undefined_data_error(registry, collector, config):
+def test_unreadable_window_is_a_held_data_error(registry, collector, config):
+    # issue 24: the window keeps its watermark (evaluated once fixed), so the values of the
+    # last evaluated window stay; the held window is counted and exported on its own
     collector.observe(result(window([1, 1, 1, 0, 1, 0, 0, 0]), config=config))
+    before = value(registry, f"fairmonitor_{DP}", **labels("sex"))
     collector.observe(result(None, config=config, end=END + timedelta(hours=1), n_rows=8,
                              errors={"data": "KeyError: 'sex'"}))
+    assert value(registry, f"fairmonitor_{DP}", **labels("sex")) == before
     assert value(registry, "fairmonitor_metric_undefined", metric=DP, reason="undefined",
-                 **labels("sex")) == 1.0
+                 **labels("sex")) is None
     assert value(registry, "fairmonitor_errors_total", model="credit", stage="data") == 1.0
+    assert value(registry, "fairmonitor_data_error_windows", model="credit") == 1.0
 
 
 def test_what_the_alert_rules_read_is_exported_per_model(tmp_path):

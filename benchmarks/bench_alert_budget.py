@@ -1,0 +1,378 @@
+"""False pages and windows-to-page of the alert modes (issue 24 items 2-3): value, bound, budget.
+
+A simulated model with 2 sensitive attributes (``sex``: 2 groups, ``age_group``: 3 groups),
+``n`` rows per group per hourly window, label rate 0.4, TPR 0.8 and FPR 0.3 (selection 0.5);
+a true gap ``m x`` the warning level lowers group 1's TPR and FPR by ``m * 0.1``, which puts
+the DP difference and EO difference at ``m * 0.1`` and the DP ratio at ``1 - 0.2 m``: every
+series sits at ``m`` times its warning level's distance from parity. The shipped thresholds
+(docker/monitor.example.yaml): DP difference and EO difference warning 0.1, critical 0.2; DP
+ratio warning 0.8. Ten alerting series: per attribute DP difference and EO difference at
+both severities and the DP ratio's warning.
+
+Per window, each value and 95% interval come from the project's code: the metric from the
+simulated counts (max - min of the group rates; min / max for the ratio) and
+``metrics._intervals.rate_gap_interval`` (memoised on the counts: the same counts give the
+same interval). Decisions use ``Threshold.severity(Threshold.compared(...))`` and
+``report.evidence.accumulate``:
+
+- ``value``: the point value, paging after 3 consecutive breaching windows (warning) or 2
+  (critical), as shipped;
+- ``bound``: the unfair-side 95% bound, one window;
+- ``bonferroni``: the unfair-side bound at the one-sided level ``budget / (series * windows)``,
+  one window (the baseline the sequential method must beat on delay);
+- ``budget``: ``report.evidence`` with the default ``Budget()`` (1 false page per model per 90
+  days, g0 = 0.5x, g1 = 1.5x the level), page level for 10 series of hourly windows.
+
+Measured: false pages per model-month for fair streams (gap 0 and 0.5x, all series of both
+attributes at that gap) over seeded 90-day repetitions (2,160 windows), with an exact Poisson
+95% interval; windows-to-page after a change to 1x, 1.5x, 2x on ``sex`` (the first page of any
+of its series; median, 95th percentile, share within 3 and 6 windows); reset time after a 24-
+window breach at 2x (windows from its end to the all-clear of every series).
+
+Targets (budget mode): false pages of the fair streams <= 1 per model per 90 days at every
+group size; at 1.5x, groups >= 500 page within 3 windows in >= 95% of runs and groups >= 100
+within 6 windows.
+
+Usage: ``nice -n 10 python benchmarks/bench_alert_budget.py [--quick]`` (quick: 30-day
+streams, 3 group sizes, 60 runs, ~3.5 min; default two 90-day streams per cell, 5 group sizes,
+200 runs, ~17 min on 2 shared cores).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import math
+import os
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import stats
+
+from fairmonitor import Threshold
+from fairmonitor.metrics._intervals import rate_gap_interval
+from fairmonitor.report.evidence import Budget, Evidence, accumulate, comparisons
+
+DP, DPR, EO = ("demographic_parity_difference", "demographic_parity_ratio",
+               "equalized_odds_difference")
+LEVELS = {DP: (0.1, 0.2, "upper"), EO: (0.1, 0.2, "upper"), DPR: (0.8, 0.7, "lower")}
+#: the model's alerting series per attribute: (metric, severity)
+SERIES = ((DP, "warning"), (DP, "critical"), (EO, "warning"), (EO, "critical"),
+          (DPR, "warning"))
+ATTRIBUTES = {"sex": 2, "age_group": 3}
+N_SERIES = len(SERIES) * len(ATTRIBUTES)
+WINDOWS_PER_DAY = 24
+PERSISTENCE = {"warning": 3, "critical": 2}
+MODES = ("value", "bound", "bonferroni", "budget")
+BUDGET = Budget()
+PAGE_LEVEL = BUDGET.page_level(windows_per_day=WINDOWS_PER_DAY, n_series=N_SERIES)
+Z95 = stats.norm.ppf(0.975)
+#: one-sided Bonferroni quantile: budget / (series x windows of the period)
+Z_BONFERRONI = stats.norm.isf(BUDGET.false_pages / (N_SERIES * WINDOWS_PER_DAY * BUDGET.days))
+BASE_RATE, TPR, FPR = 0.4, 0.8, 0.3
+
+
+def _threshold(metric: str, compare: str) -> Threshold:
+    warning, critical, bound = LEVELS[metric]
+    return Threshold(metric, warning=warning, critical=critical, bound=bound, compare=compare)
+
+
+THRESHOLDS = {(m, c): _threshold(m, c) for m in LEVELS for c in ("value", "bound")}
+
+
+# ------------------------------------------------------------------------------ windows
+
+
+@functools.lru_cache(maxsize=1 << 20)
+def _interval(successes: tuple, trials: tuple, ratio: bool) -> tuple[float, float]:
+    iv = rate_gap_interval(np.asarray(successes), np.asarray(trials), ratio=ratio)
+    return iv.lower, iv.upper
+
+
+def _gap(x: np.ndarray, n: np.ndarray) -> float:
+    p = x / n
+    return float(p.max() - p.min())
+
+
+def window_values(rng: np.random.Generator, groups: int, n: int,
+                  delta: float) -> dict[str, tuple[float, float, float]]:
+    """One window of one attribute: {metric: (value, lower, upper)} from simulated counts."""
+    tpr, fpr = np.full(groups, TPR), np.full(groups, FPR)
+    tpr[1] -= delta
+    fpr[1] -= delta
+    trials = np.full(groups, n)
+    pos = rng.binomial(n, BASE_RATE, groups)
+    tp, fp = rng.binomial(pos, tpr), rng.binomial(n - pos, fpr)
+    sel = tp + fp
+    out = {}
+    out[DP] = (_gap(sel, trials), *_interval(tuple(sel), tuple(trials), False))
+    p = sel / trials
+    out[DPR] = (float(p.min() / p.max()) if p.max() > 0 else math.nan,
+                *_interval(tuple(sel), tuple(trials), True))
+    if (pos > 0).all() and (pos < n).all():
+        eo = max(_gap(tp, pos), _gap(fp, n - pos))
+        fam = (tuple(np.stack([tp, fp]).ravel()), tuple(np.stack([pos, n - pos]).ravel()))
+        lo, hi = _eo_interval(*fam)
+        out[EO] = (eo, lo, hi)
+    else:
+        out[EO] = (math.nan, math.nan, math.nan)  # an empty family: undefined, as the metric
+    return out
+
+
+@functools.lru_cache(maxsize=1 << 20)
+def _eo_interval(successes: tuple, trials: tuple) -> tuple[float, float]:
+    iv = rate_gap_interval(np.reshape(successes, (2, -1)), np.reshape(trials, (2, -1)))
+    return iv.lower, iv.upper
+
+
+# ---------------------------------------------------------------------------- decisions
+
+
+def _bonferroni_bound(metric: str, value: float, lower: float, upper: float) -> float:
+    """The unfair-side bound at the Bonferroni level, from the 95% interval's wider half."""
+    if LEVELS[metric][2] == "upper":
+        s = max(value - lower, upper - value) / Z95
+        return value - Z_BONFERRONI * s
+    if value <= 0 or lower <= 0:
+        return math.nan if value <= 0 else value
+    s = max(math.log(upper / value), math.log(value / lower)) / Z95  # the log scale
+    return value * math.exp(Z_BONFERRONI * s)
+
+
+@dataclass
+class Series:
+    """One alerting series' state in one mode; ``update`` returns True on a new page."""
+
+    metric: str
+    severity: str
+    mode: str
+    groups: int = 2
+    streak: int = 0
+    firing: bool = False
+    evidence: Evidence = field(default_factory=Evidence)
+
+    def _breach(self, value: float, lower: float, upper: float) -> bool | None:
+        if self.mode == "bonferroni":
+            compared = _bonferroni_bound(self.metric, value, lower, upper)
+            t = THRESHOLDS[(self.metric, "value")]
+        else:
+            t = THRESHOLDS[(self.metric, self.mode)]
+            compared = t.compared(value, lower, upper)
+        sev = t.severity(compared)
+        if sev == "undefined":
+            return None
+        return sev == "critical" or (sev == "warning" and self.severity == "warning")
+
+    def update(self, value: float, lower: float, upper: float) -> bool:
+        was = self.firing
+        if self.mode == "budget":
+            level = LEVELS[self.metric][0 if self.severity == "warning" else 1]
+            self.evidence = accumulate(
+                self.evidence, value=value, lower=lower, upper=upper, level=level,
+                bound=LEVELS[self.metric][2], budget=BUDGET, page_level=PAGE_LEVEL,
+                n_comparisons=comparisons(self.groups, 2 if self.metric == EO else 1))
+            self.firing = self.evidence.statistic >= PAGE_LEVEL
+            return self.firing and not was
+        breach = self._breach(value, lower, upper)
+        if breach is None:  # undefined: neither advances nor resets
+            return False
+        self.streak = self.streak + 1 if breach else 0
+        need = PERSISTENCE[self.severity] if self.mode == "value" else 1
+        self.firing = self.streak >= need
+        return self.firing and not was
+
+
+def model_series(attributes) -> dict[str, list[Series]]:
+    return {mode: [Series(m, s, mode, groups) for groups in attributes.values()
+                   for m, s in SERIES] for mode in MODES}
+
+
+def _step(states: dict[str, list[Series]], values: list[dict]) -> dict[str, int]:
+    """Feed one window (values per attribute) to every mode; new pages per mode."""
+    pages = {}
+    for mode, series in states.items():
+        k = 0
+        for i, s in enumerate(series):
+            v = values[i // len(SERIES)][s.metric]
+            k += s.update(*v)
+        pages[mode] = k
+    return pages
+
+
+# -------------------------------------------------------------------------- experiments
+
+
+def fair_pages(n: int, multiple: float, *, days: int, reps: int,
+               seed: int) -> tuple[dict[str, int], dict[str, int]]:
+    """(pages, days with a page) per mode over ``reps`` streams of ``days`` at ``multiple`` x."""
+    total, paged_days = dict.fromkeys(MODES, 0), dict.fromkeys(MODES, 0)
+    for rep in range(reps):
+        rng = np.random.default_rng([seed, n, int(multiple * 100), rep])
+        states = model_series(ATTRIBUTES)
+        for _ in range(days):
+            today = dict.fromkeys(MODES, 0)
+            for _ in range(WINDOWS_PER_DAY):
+                values = [window_values(rng, g, n, multiple * 0.1) for g in ATTRIBUTES.values()]
+                for mode, k in _step(states, values).items():
+                    today[mode] += k
+            for mode, k in today.items():
+                total[mode] += k
+                paged_days[mode] += k > 0
+    return total, paged_days
+
+
+def delays(n: int, multiple: float, *, runs: int, seed: int, limit: int = 48):
+    """Windows from a change to ``multiple`` x on ``sex`` to its first page, per mode."""
+    out = {mode: [] for mode in MODES}
+    for run in range(runs):
+        rng = np.random.default_rng([seed, n, int(multiple * 100), run, 1])
+        states = {mode: [Series(m, s, mode) for m, s in SERIES] for mode in MODES}
+        first = dict.fromkeys(MODES, math.inf)
+        for t in range(1, limit + 1):
+            values = [window_values(rng, 2, n, multiple * 0.1)]
+            for mode, k in _step(states, values).items():
+                if k and first[mode] == math.inf:
+                    first[mode] = t
+            if all(math.isfinite(v) for v in first.values()):
+                break
+        for mode in MODES:
+            out[mode].append(first[mode])
+    return {mode: np.array(v) for mode, v in out.items()}
+
+
+def resets(n: int, *, runs: int, seed: int, breach: int = 24, limit: int = 48):
+    """Windows from the end of a ``breach``-window 2x breach to the all-clear, per mode."""
+    out = {mode: [] for mode in MODES}
+    for run in range(runs):
+        rng = np.random.default_rng([seed, n, run, 2])
+        states = {mode: [Series(m, s, mode) for m, s in SERIES] for mode in MODES}
+        for _ in range(breach):
+            _step(states, [window_values(rng, 2, n, 0.2)])
+        clear = {mode: (math.nan if not any(s.firing for s in states[mode]) else math.inf)
+                 for mode in MODES}  # nan: never paged, no reset to time
+        for t in range(1, limit + 1):
+            _step(states, [window_values(rng, 2, n, 0.0)])
+            for mode in MODES:
+                if clear[mode] == math.inf and not any(s.firing for s in states[mode]):
+                    clear[mode] = t
+        for mode in MODES:
+            out[mode].append(clear[mode])
+    return {mode: np.array(v) for mode, v in out.items()}
+
+
+# ------------------------------------------------------------------------------ reports
+
+
+def poisson_ci(k: int, exposure: float) -> tuple[float, float]:
+    """Exact (Garwood) 95% interval of a Poisson rate: ``k`` events over ``exposure``."""
+    lo = stats.chi2.ppf(0.025, 2 * k) / 2 if k else 0.0
+    hi = stats.chi2.ppf(0.975, 2 * k + 2) / 2
+    return lo / exposure, hi / exposure
+
+
+def verdict(ok: bool) -> str:
+    return "PASS" if ok else "FAIL"
+
+
+def report_fair(sizes, days, reps, seed) -> bool:
+    print(f"\n## False pages of a fair model ({N_SERIES} series, {reps} x {days} days of hourly "
+          "windows per cell)")
+    print("| rows/group | true gap | mode | pages | per model-month [95% CI] | per 90 days | "
+          "days with a page |")
+    print("|---|---|---|---|---|---|---|")
+    ok, pooled = True, dict.fromkeys(MODES, 0)
+    months = reps * days / 30.0
+    for multiple in (0.0, 0.5):
+        for n in sizes:
+            total, paged_days = fair_pages(n, multiple, days=days, reps=reps, seed=seed)
+            for mode in MODES:
+                k = total[mode]
+                pooled[mode] += k
+                lo, hi = poisson_ci(k, months)
+                per90 = k / months * 3
+                print(f"| {n} | {multiple:g}x | {mode} | {k} | {k / months:.3g} "
+                      f"[{lo:.3g}, {hi:.3g}] | {per90:.3g} | "
+                      f"{paged_days[mode] / (reps * days):.1%} |")
+                if mode == "budget":
+                    ok &= per90 <= BUDGET.false_pages
+    cells = 2 * len(sizes)
+    for mode in MODES:
+        lo, hi = poisson_ci(pooled[mode], cells * months)
+        print(f"pooled {mode}: {pooled[mode]} pages over {cells * months:g} model-months: "
+              f"{pooled[mode] / (cells * months):.3g} per model-month [{lo:.3g}, {hi:.3g}]")
+    print(f"TARGET budget: fair false pages <= {BUDGET.false_pages:g} per model per "
+          f"{BUDGET.days:g} days at every size and gap <= 0.5x: {verdict(ok)}")
+    return ok
+
+
+def _fmt(x: float) -> str:
+    return ">48" if math.isinf(x) else f"{x:g}"
+
+
+def report_delays(sizes, runs, seed) -> bool:
+    print(f"\n## Windows to page after a change on `sex` ({runs} runs per cell; >48: none "
+          "within 48 windows)")
+    print("| rows/group | true gap | mode | median | p95 | within 3 | within 6 |")
+    print("|---|---|---|---|---|---|---|")
+    ok = True
+    for multiple in (1.0, 1.5, 2.0):
+        for n in sizes:
+            d = delays(n, multiple, runs=runs, seed=seed)
+            for mode in MODES:
+                w3, w6 = float(np.mean(d[mode] <= 3)), float(np.mean(d[mode] <= 6))
+                print(f"| {n} | {multiple:g}x | {mode} | {_fmt(np.median(d[mode]))} | "
+                      f"{_fmt(np.quantile(d[mode], 0.95, method='higher'))} | {w3:.0%} | "
+                      f"{w6:.0%} |")
+                if mode == "budget" and multiple == 1.5:
+                    if n >= 500 and w3 < 0.95:
+                        ok = False
+                        print(f"TARGET budget 1.5x n={n}: within 3 windows {w3:.1%} < 95%")
+                    if n >= 100 and w6 < 0.95:
+                        ok = False
+                        print(f"TARGET budget 1.5x n={n}: within 6 windows {w6:.1%} < 95%")
+    print(f"TARGET budget: 1.5x pages within 3 windows (n >= 500) and 6 (n >= 100) in >= 95% "
+          f"of runs: {verdict(ok)}")
+    return ok
+
+
+def report_resets(sizes, runs, seed) -> None:
+    print(f"\n## Reset: windows from the end of a 24-window breach at 2x to the all-clear "
+          f"({runs} runs)")
+    print("| rows/group | mode | paged | median | p95 |")
+    print("|---|---|---|---|---|")
+    for n in sizes:
+        r = resets(n, runs=runs, seed=seed)
+        for mode in MODES:
+            paged = r[mode][~np.isnan(r[mode])]
+            med = _fmt(np.median(paged)) if paged.size else "-"
+            p95 = _fmt(np.quantile(paged, 0.95, method="higher")) if paged.size else "-"
+            print(f"| {n} | {mode} | {paged.size}/{runs} | {med} | {p95} |")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="a smoke run (minutes)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--reps", type=int, default=None, help="fair streams per cell")
+    ap.add_argument("--runs", type=int, default=None, help="change runs per cell")
+    args = ap.parse_args()
+    if args.quick:
+        sizes, days, reps, runs = (30, 500, 10_000), 30, args.reps or 1, args.runs or 60
+    else:
+        sizes, days, reps, runs = (30, 100, 500, 2000, 10_000), 90, args.reps or 2, \
+            args.runs or 200
+    start = time.perf_counter()
+    print(f"# bench_alert_budget: page level h = {PAGE_LEVEL:.3f} ({N_SERIES} series, "
+          f"{WINDOWS_PER_DAY} windows/day, budget {BUDGET}); Bonferroni z = "
+          f"{Z_BONFERRONI:.3f}")
+    print(f"machine: {os.cpu_count()} cpus, load {open('/proc/loadavg').read().split()[:3]}")
+    ok = report_fair(sizes, days, reps, args.seed)
+    ok &= report_delays(sizes, runs, args.seed)
+    report_resets(sizes, max(runs // 2, 20), args.seed)
+    print(f"\nelapsed {time.perf_counter() - start:.0f} s; load "
+          f"{open('/proc/loadavg').read().split()[:3]}; overall {verdict(ok)}")
+
+
+if __name__ == "__main__":
+    main()
