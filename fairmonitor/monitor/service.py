@@ -294,6 +294,9 @@ class MonitorService:
         if not leader or not hasattr(self, "_scheduler"):
             return  # an in-flight tick stops at its next window (keep_going)
         self._restore()  # the values the previous leader last reported
+        reload = getattr(getattr(self, "sink", None), "reload_spool", None)
+        if reload is not None:  # a spool beside a shared checkpoint is the former leader's
+            reload()
         if self._scheduler.running:  # catch up now, not at the next scheduled tick
             try:
                 if self._at_window_ends:
@@ -485,7 +488,9 @@ class MonitorService:
             self._scheduler.shutdown(wait=True)
         flush = self.sink.flush
         bounded = self._signalled and "budget" in inspect.signature(flush).parameters
-        flushed = flush(budget=STOP_FLUSH_SECONDS) if bounded else flush()
+        # a standby never flushes: a spool it shares with the leader is the leader's
+        flushed = not self.keeper.is_leader or (
+            flush(budget=STOP_FLUSH_SECONDS) if bounded else flush())
         if not flushed:
             log.warning("%d MLflow values could not be written before shutdown%s",
                         self.sink.pending, " (kept in the spool)"
@@ -540,7 +545,12 @@ class MonitorService:
 
 
 class _RoleGate:
-    """The service's role families, and the fairness collector's only while it leads."""
+    """The service's role families, and the fairness collector's only while it leads.
+
+    A standby exports ``fairmonitor_leader 0``, the lease's counters and
+    ``fairmonitor_build_info``, never values of its own: the alert rules aggregate over
+    replicas, and a standby's stale copy of the leader's values would only add noise.
+    """
 
     def __init__(self, service: MonitorService) -> None:
         self._service = service
@@ -563,8 +573,10 @@ class _RoleGate:
         yield _single(CounterMetricFamily, "fairmonitor_leader_changes",
                       "Times this monitor became leader or stepped down",
                       float(svc.leader_changes))
-        if leader:
-            yield from svc.collector.collect()
+        for family in svc.collector.collect():
+            # a standby keeps build_info: FairmonitorAbsent reads it, and the replica is there
+            if leader or family.name == "fairmonitor_build_info":
+                yield family
 
 
 def _single(kind: Any, name: str, doc: str, value: float) -> Any:

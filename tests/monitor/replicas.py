@@ -11,6 +11,7 @@ MLflow with an independent recomputation of each window's demographic parity dif
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -20,6 +21,7 @@ import sys
 import threading
 import time
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -322,3 +324,44 @@ class TcpProxy:
     def close(self) -> None:
         """Stop forwarding for good."""
         self.cut()
+
+
+@contextlib.contextmanager
+def postgres() -> Iterator[str]:
+    """A throw-away PostgreSQL server on 127.0.0.1 (for the benchmark; the tests use the
+    session fixture of ``conftest.py``), stopped by its data directory when done."""
+    import glob
+    import shutil
+    import tempfile
+
+    bindir = Path(sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))[-1]).parent
+    root = Path(tempfile.mkdtemp(prefix="fairmonitor-pg-"))
+    as_user: list[str] = []
+    if os.geteuid() == 0:  # PostgreSQL refuses to run as root
+        shutil.chown(root, "postgres", "postgres")
+        as_user = ["runuser", "-u", "postgres", "--"]
+    data, port = root / "data", free_port()
+    subprocess.run([*as_user, str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U",
+                    "postgres", "--no-sync"], check=True, capture_output=True, timeout=120)
+    options = (f"-c listen_addresses=127.0.0.1 -p {port} -k {root} -c fsync=off "
+               "-c synchronous_commit=off")
+    subprocess.run([*as_user, str(bindir / "pg_ctl"), "-D", str(data), "-o", options, "-l",
+                    str(root / "server.log"), "-w", "-t", "60", "start"], check=True,
+                   capture_output=True, timeout=120)
+    try:
+        yield f"postgresql+psycopg2://postgres@127.0.0.1:{port}/postgres"
+    finally:
+        subprocess.run([*as_user, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate",
+                        "-w", "stop"], capture_output=True, timeout=60)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def create_database(url: str, name: str) -> str:
+    """``CREATE DATABASE name`` on the server of ``url``; the new database's URL."""
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(url, isolation_level="AUTOCOMMIT")
+    with engine.connect() as conn:
+        conn.execute(sa.text(f"CREATE DATABASE {name}"))
+    engine.dispose()
+    return url.rsplit("/", 1)[0] + f"/{name}"

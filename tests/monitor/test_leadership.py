@@ -15,6 +15,7 @@ import signal
 import time
 import uuid
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -27,7 +28,7 @@ from fairmonitor.monitor.sources import MemorySource
 from fairmonitor.monitor.summary_store import SQLSummaryStore
 
 from .conftest import T0, prediction_frame
-from .replicas import Stack, TcpProxy, wait_for
+from .replicas import Stack, TcpProxy, create_database, wait_for
 
 LEASE = 2.0  # seconds: the replicas' lease
 #: failover bound asserted: the lease, a third of it (the standby's polling), one tick (1 s),
@@ -202,6 +203,9 @@ def test_a_standby_evaluates_nothing_and_exports_its_role_without_values(tmp_pat
         assert len(leader.tick()) == 4 and len(leader_sink.submitted) == 4
         read = standby.registry.get_sample_value
         assert read("fairmonitor_leader") == 0 and read("fairmonitor_lease_token") == 0
+        from fairmonitor import __version__
+
+        assert read("fairmonitor_build_info", {"version": __version__}) == 1  # not "absent"
         assert read("fairmonitor_demographic_parity_difference",
                     {"model": "credit", "sensitive_attribute": "sex", "version": "1"}) is None
         assert leader.registry.get_sample_value("fairmonitor_leader") == 1
@@ -273,15 +277,9 @@ def pg_mlflow_uri(postgres_url):
     holds that file's lock, and nobody can write it until it resumes (SQLite's locking, not the
     monitor's); a database server has no such shared file lock.
     """
-    import sqlalchemy as sa
     from mlflow.tracking import MlflowClient
 
-    name = _unique("mlflow")
-    engine = sa.create_engine(postgres_url, isolation_level="AUTOCOMMIT")
-    with engine.connect() as conn:
-        conn.execute(sa.text(f"CREATE DATABASE {name}"))
-    engine.dispose()
-    uri = postgres_url.rsplit("/", 1)[0] + f"/{name}"
+    uri = create_database(postgres_url, _unique("mlflow"))
     MlflowClient(tracking_uri=uri).search_experiments()  # migrate before the replicas race
     return uri
 
@@ -430,3 +428,33 @@ def test_memory_checkpoint_needs_no_lease(tmp_path):
                          clock=lambda: T0 + timedelta(hours=2, minutes=1))
     assert mem.is_leader and mem.registry.get_sample_value("fairmonitor_leader") == 1
     mem.shutdown()
+
+
+def test_a_standby_never_flushes_a_spool_it_shares(tmp_path):
+    leader, leader_sink = _service(tmp_path, "a")
+    standby, standby_sink = _service(tmp_path, "b")
+    flushed = []
+    standby_sink.flush = lambda: flushed.append("standby") or True
+    leader_sink.flush = lambda: flushed.append("leader") or True
+    standby.shutdown()
+    leader.shutdown()
+    assert flushed == ["leader"]
+
+
+def test_compose_ha_override_adds_a_standby_on_the_same_state():
+    import yaml
+
+    docker = Path(__file__).resolve().parents[2] / "docker"
+    base = yaml.safe_load((docker / "compose.yaml").read_text())["services"]
+    ha = yaml.safe_load((docker / "compose.ha.yaml").read_text())["services"]
+    standby, monitor = ha["monitor-standby"], base["monitor"]
+    assert standby["image"] == monitor["image"]
+    assert standby["volumes"] == monitor["volumes"]  # same config, same checkpoint volume
+    assert standby["ports"] == ["127.0.0.1:9465:9464"]
+    assert ha["prometheus"]["volumes"] == ["./prometheus.ha.yml:/etc/prometheus/prometheus.yml:ro"]
+    prom = yaml.safe_load((docker / "prometheus.ha.yml").read_text())
+    plain = yaml.safe_load((docker / "prometheus.yml").read_text())
+    job = next(j for j in prom["scrape_configs"] if j["job_name"] == "fairmonitor")
+    assert job["static_configs"][0]["targets"] == ["monitor:9464", "monitor-standby:9464"]
+    job["static_configs"][0]["targets"] = ["monitor:9464"]
+    assert prom == plain  # otherwise the same Prometheus

@@ -215,6 +215,19 @@ class MlflowSink:
             self._enqueue(item)
         log.info("MLflow spool %s: %d values from a previous run queued", path, self._size)
 
+    def reload_spool(self) -> None:
+        """Forget the queue and read the spool again.
+
+        For a standby that becomes the leader: the spool (shared with the other replica, beside
+        a file checkpoint) is what the former leader left, not what this process read at start.
+        """
+        if self._spool is None:
+            return
+        with self._lock:
+            self._queue.clear()
+            self._size = 0
+        self._restore()
+
     def _unmask(self, stored: str | None, model: str) -> str | None:
         """The real tracking URI behind a masked one: the configured URI it masks."""
         for uri in (self._target(model)[0], self._default[0]):
