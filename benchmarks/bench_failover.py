@@ -107,7 +107,10 @@ def main() -> None:
         with postgres() as pg:
             from mlflow.tracking import MlflowClient
 
-            mlflow_uri = create_database(pg, "mlflow")
+            # MLflow's database written directly (no tracking server): a paused replica's
+            # transaction there is ended by the server as the monitor's own are
+            mlflow_uri = create_database(pg, "mlflow") + \
+                "?options=-c%20idle_in_transaction_session_timeout%3D1000"
             MlflowClient(tracking_uri=mlflow_uri).search_experiments()  # migrate once
             runs = {"kill": [], "pause": [], "sigterm": []}
             for _ in range(kills):

@@ -46,7 +46,7 @@ from typing import Any, Protocol
 from .redact import mask_urls_in
 
 __all__ = ["DEFAULT_LEASE_SECONDS", "FileLease", "Lease", "LeaseKeeper", "LeaseLost", "NoLease",
-           "SQLLease", "identity", "open_lease"]
+           "SQLLease", "guard_engine", "identity", "open_lease"]
 
 log = logging.getLogger(__name__)
 
@@ -278,6 +278,9 @@ class SQLLease(_Fenced):
             sa.Column("beat", sa.BigInteger, nullable=False),
             sa.Column("renewed_at", sa.String(40), nullable=False),
         )
+        # a leader paused inside a transaction must not hold the lease row for ever, and this
+        # thread must never wait long for it
+        guard_engine(self.engine, self.seconds / 2, lock_seconds=max(0.1, self.seconds / 3))
         self._seen: tuple[int, int, str] | None = None
         self._seen_at = 0.0
         self._created = False
@@ -405,6 +408,35 @@ class SQLLease(_Fenced):
 
 def _now() -> str:
     return datetime.now(UTC).isoformat()
+
+
+def guard_engine(engine: Any, idle_seconds: float, *, lock_seconds: float | None = None) -> None:
+    """PostgreSQL: the server ends a transaction its client left open for ``idle_seconds``.
+
+    A leader paused (SIGSTOP, a frozen VM) inside a write transaction holds its row locks,
+    the lease row's included: no standby could take over until it resumed. With
+    ``idle_in_transaction_session_timeout`` the server ends that session and frees the locks;
+    the resumed process finds its connection gone and its write failed. ``lock_seconds`` bounds
+    how long a statement waits for a lock (the lease thread: it must never hang). The monitor's
+    own transactions are a few statements sent back to back, never idle. Other databases: no-op.
+    """
+    if engine.dialect.name != "postgresql":
+        return
+    import sqlalchemy as sa
+
+    settings = [f"SET idle_in_transaction_session_timeout = {max(1000, int(idle_seconds * 1000))}"]
+    if lock_seconds is not None:
+        settings.append(f"SET lock_timeout = {max(100, int(lock_seconds * 1000))}")
+
+    def configure(dbapi_conn: Any, _record: Any) -> None:
+        cursor = dbapi_conn.cursor()
+        for statement in settings:
+            cursor.execute(statement)
+        cursor.close()
+        dbapi_conn.commit()
+
+    sa.event.listen(engine, "connect", configure)
+    engine.dispose()  # connections opened before (creating the tables) lack the settings
 
 
 def open_lease(cfg: Any, *, holder: str | None = None) -> Lease:

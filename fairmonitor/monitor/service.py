@@ -43,7 +43,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from prometheus_client import CollectorRegistry, ProcessCollector, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-from .leadership import LeaseKeeper, NoLease, SQLLease, open_lease
+from .leadership import LeaseKeeper, NoLease, SQLLease, guard_engine, open_lease
 from .sinks.mlflow import MlflowSink
 from .sinks.prometheus import FairnessCollector
 from .streaks import Streaks
@@ -280,6 +280,8 @@ class MonitorService:
         for store in (self.checkpoint, self.summaries):
             if store is not None and hasattr(store, "fence"):
                 store.fence = lease.fence  # every write checks the lease (fencing token)
+            if own and getattr(store, "engine", None) is not None:
+                guard_engine(store.engine, lease.seconds / 2)  # a paused leader's locks end
         self.leader_changes = 0
         self.keeper = LeaseKeeper(lease, self._role_changed)
 

@@ -131,6 +131,35 @@ def test_sql_checkpoint_and_summary_writes_of_a_stale_leader_are_rolled_back(db_
             closeable.close()
 
 
+def test_leader_paused_inside_a_postgres_transaction_does_not_keep_the_lease(postgres_url):
+    import sqlalchemy as sa
+
+    table = _unique("lease")
+    a = SQLLease(postgres_url, table, seconds=1.0, holder="a")
+    b = SQLLease(postgres_url, table, seconds=1.0, holder="b")
+    try:
+        assert a.acquire()
+        conn = a.engine.connect()
+        tx = conn.begin()
+        a.fence(conn)  # a write in flight holds the lease row's lock... and the process stops
+        t0 = time.monotonic()
+        taken = False
+        while not taken:
+            assert time.monotonic() - t0 < 15, "the paused transaction kept the lease row"
+            try:
+                taken = b.acquire()  # waits at most lock_timeout, never hangs
+            except sa.exc.OperationalError:
+                pass  # the row is still locked: try again
+            time.sleep(0.1)
+        assert b.token == 2
+        with pytest.raises(sa.exc.DBAPIError):  # the server ended the paused transaction
+            tx.commit()
+        conn.close()
+    finally:
+        a.close()
+        b.close()
+
+
 def test_keeper_steps_down_when_renewals_fail_for_a_lease(tmp_path):
     url = f"sqlite:///{tmp_path / 'ck.db'}"
     lease = SQLLease(url, "ck_lease", seconds=0.3, holder="a")
@@ -279,7 +308,10 @@ def pg_mlflow_uri(postgres_url):
     """
     from mlflow.tracking import MlflowClient
 
-    uri = create_database(postgres_url, _unique("mlflow"))
+    # the replicas write MLflow's database directly (a tracking server would hold the
+    # transactions of a paused client, not the client): end a paused writer's transaction
+    uri = create_database(postgres_url, _unique("mlflow")) + \
+        "?options=-c%20idle_in_transaction_session_timeout%3D1000"
     MlflowClient(tracking_uri=uri).search_experiments()  # migrate before the replicas race
     return uri
 
