@@ -1,9 +1,13 @@
 """The long-running monitor: APScheduler ticks around :func:`~fairmonitor.monitor.job.run_once`.
 
-This is the only module that imports APScheduler. Each tick:
+This is the only module that imports APScheduler. A tick does anything only on the replica that
+holds the checkpoint's lease (:mod:`.leadership`: one active monitor per checkpoint; the others
+are hot standbys serving ``fairmonitor_leader 0`` and no values, and take over when the leader
+dies or hangs). Each tick of the leader:
 
 1. ``job.run_once`` evaluates every due window of every model (catch-up included), with the
-   Prometheus collector and the MLflow sink as ``on_result`` hooks;
+   Prometheus collector, the MLflow sink (the lease checked first) and the window log as
+   ``on_result`` hooks, and stops between two windows on SIGTERM or when the lease is lost;
 2. new model versions are evaluated on their reference data (models with ``reference`` only);
 3. the labels-pending gauges are refreshed from the checkpoint;
 4. the MLflow queue is flushed (a failed write waits for the next tick).
@@ -21,7 +25,10 @@ source that was down is retried at the next tick, whichever comes first). With a
 Prometheus is served by prometheus-client's own HTTP server thread on the configured address
 (default ``127.0.0.1:9464``), from a registry owned by the service.
 
-Logs: one INFO line per evaluated window with its verdict; a WARNING when a value crosses into
+SIGTERM/SIGINT: the tick stops after the window in flight, the MLflow flush gets
+:data:`STOP_FLUSH_SECONDS`, the lease is released: exit within 5 s plus that window.
+
+Logs: one INFO line per evaluated window with its verdict, as each window completes; a WARNING when a value crosses into
 warning or critical (and an INFO line when it is back to ok); faults are logged by the job.
 
 Time is injectable (``clock``): :class:`ReplayClock` replays history at tick speed, which is how
@@ -522,6 +529,9 @@ class MonitorService:
         try:
             self.start()
             self.keeper.start()
+            if not isinstance(self.lease, NoLease):  # a standby takes over without the import
+                threading.Thread(target=_import_mlflow, name="fairmonitor-warmup",
+                                 daemon=True).start()
             # wake up regularly: a deadline must be honoured even without any event
             while not self._stop.wait(0.2):
                 if deadline is not None and time.monotonic() >= deadline:
@@ -544,6 +554,16 @@ class MonitorService:
             self.stop()
 
         return {sig: signal.signal(sig, handle) for sig in (signal.SIGTERM, signal.SIGINT)}
+
+
+def _import_mlflow() -> None:
+    """Import MLflow's client ahead of the first write (2-5 s): a standby that takes over
+    writes its first window at once, not after the import."""
+    try:
+        import mlflow.entities  # noqa: F401
+        import mlflow.tracking  # noqa: F401
+    except Exception as exc:  # the first write says it again, with the context
+        log.debug("cannot import mlflow ahead of time: %s", exc)
 
 
 class _RoleGate:

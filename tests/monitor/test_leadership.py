@@ -283,7 +283,32 @@ def test_stop_between_windows_leaves_the_checkpoint_at_the_last_done_window():
     assert [r.end for r in rest] == [T0 + timedelta(hours=h) for h in range(3, 7)]
 
 
-def load_config_text():
+def test_stop_between_rollup_windows_keeps_the_rollup_watermark_at_the_last_done():
+    from fairmonitor.monitor import job
+    from fairmonitor.monitor.summary_store import MemorySummaryStore
+
+    cfg = load_config_text("rollups: [2h]")
+    ck, store = MemoryCheckpoint(), MemorySummaryStore()
+    frame = prediction_frame(n_hours=8, bias_from=4)
+    calls = []
+
+    def keep_going():  # the model, 8 windows, the late-labels step, then one rollup window
+        calls.append(1)
+        return len(calls) <= 11
+
+    now = T0 + timedelta(hours=8, minutes=1)
+    first = job.run_once(cfg, {"credit": MemorySource(frame)}, ck, now=now, summaries=store,
+                         keep_going=keep_going)
+    assert [r.end for r in first if r.rollup] == [T0 + timedelta(hours=2)]
+    assert ck.load("credit").rollups["2h"] == T0 + timedelta(hours=2)
+    rest = job.run_once(cfg, {"credit": MemorySource(frame)}, ck, now=now, summaries=store)
+    assert [r.end for r in rest if r.rollup] == [T0 + timedelta(hours=h) for h in (4, 6, 8)]
+    # hours 2-4 balanced, 4-8 biased (F selected at 0.2, M at 0.8): exact rates per group
+    assert [r.report.values[("demographic_parity_difference", "sex")]
+            for r in rest if r.rollup] == pytest.approx([0.0, 0.6, 0.6])
+
+
+def load_config_text(extra: str = ""):
     return load_config(f"""
 checkpoint: unused.json
 models:
@@ -294,6 +319,7 @@ models:
     window: 1h
     start: "{T0.isoformat()}"
     metrics: [demographic_parity_difference]
+    {extra}
 """)
 
 
