@@ -269,7 +269,11 @@ class SQLLease(_Fenced):
         self.holder = holder or identity()
         self.name = name
         self.token: int | None = None
-        self.engine = sa.create_engine(url, pool_pre_ping=True)
+        # a database that stopped answering must not hang the lease thread (or the release at
+        # SIGTERM) in a TCP connect: PostgreSQL drivers take a connect timeout
+        connect = ({"connect_timeout": max(1, int(self.seconds / 3))}
+                   if sa.engine.make_url(url).get_backend_name() == "postgresql" else {})
+        self.engine = sa.create_engine(url, pool_pre_ping=True, connect_args=connect)
         self.table = sa.Table(
             table, sa.MetaData(),
             sa.Column("name", sa.String(64), primary_key=True),
@@ -550,8 +554,8 @@ class LeaseKeeper:
     def stop(self, *, release: bool = True) -> None:
         """Stop the thread and, by default, give the lease up for a standby."""
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
+        if self._thread is not None:  # a daemon: never wait long for it (the SIGTERM bound)
+            self._thread.join(timeout=2)
         if release and self._leader:
             with contextlib.suppress(Exception):
                 self.lease.release()
