@@ -55,9 +55,18 @@ from .sinks.mlflow import MlflowSink
 from .sinks.prometheus import FairnessCollector
 from .streaks import Streaks
 
-__all__ = ["STOP_FLUSH_SECONDS", "MonitorService", "ReplayClock", "parse_listen_address"]
+__all__ = ["AFTER_LEADING", "STOP_FLUSH_SECONDS", "MonitorService", "ReplayClock", "parse_listen_address"]
 
 log = logging.getLogger(__name__)
+
+#: what a replica that led, then stepped down (the lease lost), still exports: its liveness,
+#: frozen at the step-down, never values nor the window counts that drive alerts. The rules take
+#: the freshest ``last_success`` over replicas, so a new leader hides it, and an outage of every
+#: leader (the checkpoint's database down) still ends in FairmonitorWindowStale, not silence
+AFTER_LEADING = frozenset({
+    "fairmonitor_window_last_success_timestamp_seconds", "fairmonitor_window_end_timestamp_seconds",
+    "fairmonitor_window_cadence_seconds", "fairmonitor_labels_after_seconds",
+    "fairmonitor_model_info", "fairmonitor_windows_evaluated", "fairmonitor_errors"})
 
 #: on SIGTERM/SIGINT, the most time spent flushing MLflow before exiting (plus the request in
 #: flight, itself bounded by ``mlflow_timeout``); what is left stays in the spool
@@ -290,6 +299,7 @@ class MonitorService:
             if own and getattr(store, "engine", None) is not None:
                 guard_engine(store.engine, lease.seconds / 2)  # a paused leader's locks end
         self.leader_changes = 0
+        self.has_led = False  # led at some point: its frozen liveness stays exported
         self.keeper = LeaseKeeper(lease, self._role_changed)
 
     @property
@@ -300,6 +310,7 @@ class MonitorService:
     def _role_changed(self, leader: bool) -> None:
         """From the lease thread (or a refused write): restore the gauges, or stop evaluating."""
         self.leader_changes += 1
+        self.has_led = self.has_led or leader
         if not leader or not hasattr(self, "_scheduler"):
             return  # an in-flight tick stops at its next window (keep_going)
         self._restore()  # the values the previous leader last reported
@@ -596,8 +607,10 @@ class _RoleGate:
                       "Times this monitor became leader or stepped down",
                       float(svc.leader_changes))
         for family in svc.collector.collect():
-            # a standby keeps build_info: FairmonitorAbsent reads it, and the replica is there
-            if leader or family.name == "fairmonitor_build_info":
+            # a standby keeps build_info (FairmonitorAbsent reads it: the replica is there), and
+            # one that led its frozen liveness (module constant)
+            if leader or family.name == "fairmonitor_build_info" or (
+                    svc.has_led and family.name in AFTER_LEADING):
                 yield family
 
 

@@ -210,7 +210,7 @@ class _Sink:
         return True
 
 
-def _service(tmp_path, name):
+def _service(tmp_path, name, lease=None):
     path = tmp_path / "monitor.yaml"
     path.write_text(CONFIG.format(db=tmp_path / "ck.db", tmp=tmp_path, start=T0.isoformat()))
     config = load_config(path)
@@ -219,7 +219,7 @@ def _service(tmp_path, name):
     svc = MonitorService(config, registry=CollectorRegistry(), sink=sink,
                          sources={"credit": MemorySource(frame)},
                          clock=lambda: T0 + timedelta(hours=4, minutes=1),
-                         listen_address="127.0.0.1:0")
+                         listen_address="127.0.0.1:0", lease=lease)
     return svc, sink
 
 
@@ -235,6 +235,9 @@ def test_a_standby_evaluates_nothing_and_exports_its_role_without_values(tmp_pat
         from fairmonitor import __version__
 
         assert read("fairmonitor_build_info", {"version": __version__}) == 1  # not "absent"
+        # never led: no liveness of its own either (FairmonitorNeverEvaluated is per instance)
+        assert read("fairmonitor_window_last_success_timestamp_seconds",
+                    {"model": "credit"}) is None
         assert read("fairmonitor_demographic_parity_difference",
                     {"model": "credit", "sensitive_attribute": "sex", "version": "1"}) is None
         assert leader.registry.get_sample_value("fairmonitor_leader") == 1
@@ -248,6 +251,30 @@ def test_a_standby_evaluates_nothing_and_exports_its_role_without_values(tmp_pat
     again, sink = _service(tmp_path, "c")
     assert again.is_leader and again.tick() == []  # nothing due twice: the checkpoint moved
     again.shutdown()
+
+
+def test_a_leader_that_stepped_down_keeps_its_frozen_liveness_not_its_values(tmp_path):
+    url = f"sqlite:///{tmp_path / 'ck.db'}"
+    leader, _ = _service(tmp_path, "a", lease=SQLLease(url, "t_lease", seconds=0.2))
+    other, _ = _service(tmp_path, "b", lease=SQLLease(url, "t_lease", seconds=0.2))
+    try:
+        assert len(leader.tick()) == 4
+        time.sleep(0.3)  # the leader "hangs" past its lease
+        assert not other.keeper.step()  # first look at the row
+        time.sleep(0.3)
+        assert other.keeper.step()  # unchanged for a lease: taken over
+        assert leader.tick() == []  # its renewal is refused: it steps down, evaluates nothing
+        read = leader.registry.get_sample_value
+        assert read("fairmonitor_leader") == 0
+        assert read("fairmonitor_lease_fenced_writes_total") == 1
+        assert read("fairmonitor_demographic_parity_difference",
+                    {"model": "credit", "sensitive_attribute": "sex", "version": "1"}) is None
+        # its liveness stays, frozen: WindowStale takes the freshest over the replicas
+        assert read("fairmonitor_window_last_success_timestamp_seconds",
+                    {"model": "credit"}) > 0
+    finally:
+        leader.shutdown()
+        other.shutdown()
 
 
 def test_once_refuses_to_run_while_another_monitor_leads(tmp_path, capsys):
