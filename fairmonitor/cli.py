@@ -34,7 +34,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="fairmonitor", description="Fairness as a monitored production signal."
     )
     parser.add_argument("--log-level", default="INFO",
-                        choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="logging verbosity")
+                        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+                        help="verbosity of fairmonitor's logs (other libraries log warnings "
+                             "and errors only)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module, help_text) in SUBCOMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
@@ -43,11 +45,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def configure_logging(level: str) -> None:
+    """``--log-level`` for fairmonitor's own loggers; other libraries stay at WARNING.
+
+    The root logger (numba, urllib3, APScheduler, MLflow...) keeps WARNING: ``DEBUG`` on it
+    made numba's compiler print tens of thousands of lines. fairmonitor's records reach the
+    same handler through propagation.
+    """
+    logging.basicConfig(level=logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("fairmonitor").setLevel(level)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code (testable without a subprocess)."""
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=args.log_level,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging(args.log_level)
     result: int = importlib.import_module(args._module).run(args)
     return result
 

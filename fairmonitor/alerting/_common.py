@@ -7,17 +7,19 @@ are defined once here and cross-checked by the tests.
 from __future__ import annotations
 
 import json
+import urllib.parse
 from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
 import yaml
 
+from ..exceptions import ConfigError
 from ..report.registry import METRICS
 
 __all__ = [
     "DASHBOARD_UID", "DATASOURCE", "DATASOURCE_UID", "FOLDER", "NAMESPACE",
-    "cadence_seconds", "dashboard_url", "dump_yaml", "fairness_name_regex",
+    "absolute_url", "cadence_seconds", "dashboard_url", "dump_yaml", "fairness_name_regex",
     "promql_duration", "promql_string", "runbook_link",
 ]
 
@@ -93,8 +95,41 @@ def dashboard_url(grafana_url: str, **variables: str) -> str:
     return f"{base}?{query}" if query else base
 
 
-def runbook_link(base: str, alert: str) -> str:
-    """Link to the section of ``docs/runbook.md`` that explains ``alert``.
+def absolute_url(name: str, url: object, what: str, *, query: bool = True) -> str:
+    """``url`` if it is an absolute http(s) URL with a host and no fragment, else ConfigError.
+
+    A page is read on a phone or in another network: a relative link (``docs/runbook.md``) or
+    one without a host opens nothing. Links are built by appending to the base (``#<alert>``
+    for the runbook, ``/d/<uid>/...?var-...`` for Grafana), so the base may not carry a
+    fragment, nor a query when ``query`` is False.
+
+    >>> absolute_url("runbook_url", "https://wiki.example.org/fm/runbook.md", "of the runbook")
+    'https://wiki.example.org/fm/runbook.md'
+    >>> absolute_url("runbook_url", "docs/runbook.md", "of the runbook")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    fairmonitor.exceptions.ConfigError: runbook_url: must be an absolute http(s) URL ...
+    """
+    example = {"grafana_url": "https://grafana.example.org"}.get(
+        name, "https://git.example.org/ml/fairmonitor/blob/main/docs/runbook.md")
+    problem = f"must be an absolute http(s) URL {what}, as seen by whoever reads the alert " \
+              f"(e.g. {example})"
+    if not isinstance(url, str):
+        raise ConfigError(f"{name}: {problem}; got {url!r}.")
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname or " " in url:
+        raise ConfigError(f"{name}: {problem}; got {url!r}.")
+    if parts.fragment or url.endswith("#"):
+        raise ConfigError(f"{name}: must not contain a '#fragment' (each alert appends its "
+                          f"own); got {url!r}.")
+    if not query and (parts.query or url.endswith("?")):
+        raise ConfigError(f"{name}: must not contain a '?query' (links append their own "
+                          f"path and variables); got {url!r}.")
+    return url
+
+
+def runbook_link(base: str | None, alert: str) -> str | None:
+    """Link to the section of ``docs/runbook.md`` that explains ``alert`` (None without a base).
 
     The runbook has one ``## <AlertName>`` heading per alert, whose anchor (on GitHub, GitLab
     and most Markdown renderers) is the lower-case name.
@@ -102,8 +137,10 @@ def runbook_link(base: str, alert: str) -> str:
     >>> runbook_link("https://git.example.org/ml/fairmonitor/blob/main/docs/runbook.md",
     ...              "FairmonitorDown")
     'https://git.example.org/ml/fairmonitor/blob/main/docs/runbook.md#fairmonitordown'
+    >>> runbook_link(None, "FairmonitorDown") is None
+    True
     """
-    return f"{base}#{alert.lower()}"
+    return None if base is None else f"{base}#{alert.lower()}"
 
 
 class _Dumper(yaml.SafeDumper):

@@ -33,6 +33,19 @@ Choices:
   (``sensitive_attribute!="sex"``): the most specific threshold wins, as in the monitor.
 - ``noDataState: OK`` because ``FairmonitorAbsent`` covers a monitor that is gone;
   ``execErrState: Error`` surfaces a broken query.
+- Routing as ``docker/alertmanager.yml`` (:mod:`.routing`): pages in their own groups with a
+  30 s ``group_interval``, the monitor's and the pipelines' health to the monitoring on-call
+  (contact point ``fairmonitor-oncall``), model-level health to it *and* to the teams
+  (``continue``). Every rule carries the Prometheus alert name in :data:`ALERT_LABEL`, which
+  the policies match (Grafana's ``alertname`` is the rule title).
+- One cause, one page: Grafana 11 has no inhibition rules (its Alertmanager configuration
+  takes them only for an external Alertmanager). The symptom rules therefore drop, in their
+  query, the models whose cause holds (:func:`.routing.unless_cause`: errors of a source,
+  data or checkpoint stage in the last ``error_window``). This suppresses rather than mutes:
+  the symptom shows Normal while its cause holds (an inhibited Prometheus alert still shows
+  firing), and it fires, after its own ``for``, once the cause is gone. ``FairmonitorDown`` and
+  ``FairmonitorAbsent`` need no such clause: the series of a monitor that is not scraped go
+  stale, so no symptom query has data (``noDataState: OK``).
 - Rule uids are stable hashes of what the rule checks (Grafana allows at most 40 characters),
   so regenerating the file updates rules in place.
 """
@@ -55,6 +68,15 @@ from ._common import (
     promql_string,
     runbook_link,
 )
+from .routing import (
+    BATCH_TIMING,
+    MODEL_HEALTH_ALERTS,
+    MONITOR_ALERTS,
+    MONITOR_TIMING,
+    PAGE_TIMING,
+    alert_regex,
+    unless_cause,
+)
 from .rules import (
     _INTERSECTION,
     ROUTING_LABELS,
@@ -65,13 +87,19 @@ from .rules import (
     undefined_expr,
 )
 
-__all__ = ["ALERT_STATE_PANEL_ID", "CONTACT_POINT", "grafana_alert_rules",
-           "render_grafana_alert_rules"]
+__all__ = ["ALERT_LABEL", "ALERT_STATE_PANEL_ID", "CONTACT_POINT", "ONCALL_CONTACT_POINT",
+           "grafana_alert_rules", "render_grafana_alert_rules"]
 
 #: Panel of the dashboard linked from every fairness rule (the alert-state timeline).
 ALERT_STATE_PANEL_ID = 2
 #: Name of the provisioned contact point (a webhook; its URL comes from the environment).
 CONTACT_POINT = "fairmonitor-webhook"
+#: Contact point of the monitoring on-call (the monitor's and the pipelines' health); its URL
+#: comes from ``$FAIRMONITOR_ONCALL_WEBHOOK_URL``.
+ONCALL_CONTACT_POINT = "fairmonitor-oncall"
+#: Label carrying the Prometheus alert name on every Grafana rule: Grafana names an alert after
+#: its rule title, so the policies route (and silences match) on this label instead.
+ALERT_LABEL = "fairmonitor_alert"
 _EVALUATOR = {"upper": "gt", "lower": "lt"}
 _WORST = {"upper": "max", "lower": "min"}
 _EXPR = {"type": "__expr__", "uid": "__expr__"}
@@ -107,7 +135,8 @@ def _rule(uid: str, title: str, expr: str, evaluator: str, level: float, *,
         "noDataState": no_data,
         "execErrState": "Error",
         "for": for_,
-        "annotations": annotations,
+        # no runbook_url at all rather than a relative link (AlertOptions.runbook_url None)
+        "annotations": {key: text for key, text in annotations.items() if text is not None},
         "labels": labels,
         "isPaused": False,
     }
@@ -150,9 +179,10 @@ def _levels(cfg: Any) -> Iterator[tuple[Threshold, set[str], str, float]]:
                 yield t, overridden, severity, float(level)
 
 
-def _threshold_labels(model: str, cfg: Any, t: Threshold, severity: str) -> dict[str, str]:
+def _threshold_labels(model: str, cfg: Any, t: Threshold, severity: str,
+                      alert: str = "FairnessThresholdBreached") -> dict[str, str]:
     return {"severity": severity, "model": model, "metric": t.metric, "bound": t.bound,
-            **_routing(cfg)}
+            **_routing(cfg), ALERT_LABEL: alert}
 
 
 def _threshold_link(options: AlertOptions, model: str, t: Threshold) -> str:
@@ -170,7 +200,8 @@ def _threshold_rules(model: str, cfg: Any, options: AlertOptions) -> list[dict[s
         rules.append(_rule(
             _uid("streak", model, severity), f"{model}: fairness {severity}",
             streak_expr(severity, options, model=model, zero=True), "gt", 0.0, for_="0s",
-            labels={"severity": severity, "model": model, **_routing(cfg)},
+            labels={"severity": severity, "model": model, **_routing(cfg),
+                    ALERT_LABEL: "FairnessThresholdBreached"},
             panel=ALERT_STATE_PANEL_ID,
             annotations={
                 "summary": (f"{{{{ $labels.metric }}}} {side} its {severity} threshold for "
@@ -207,7 +238,8 @@ def _rollup_rules(model: str, cfg: Any, options: AlertOptions) -> list[dict[str,
             f"{model}: {t.metric} {severity} over rollups"
             + (f" ({t.attribute})" if t.attribute else ""),
             _selector(model, t, overridden), _EVALUATOR[t.bound], level,
-            for_="0s", labels=_threshold_labels(model, cfg, t, severity),
+            for_="0s",
+            labels=_threshold_labels(model, cfg, t, severity, "FairnessRollupThresholdBreached"),
             panel=ALERT_STATE_PANEL_ID,
             annotations={
                 "summary": (f"{t.metric} over {{{{ $labels.window }}}} {side} its "
@@ -238,11 +270,14 @@ def _health_rules(options: AlertOptions) -> list[dict[str, Any]]:
         return {"summary": summary, "description": description, "dashboard": link,
                 "runbook_url": runbook_link(options.runbook_url, alert)}
 
-    warning = {"severity": "warning"}
-    critical = {"severity": "critical"}
+    def labels(alert: str, severity: str) -> dict[str, str]:
+        return {"severity": severity, ALERT_LABEL: alert}
+
     return [
-        _rule(_uid("undefined"), "fairness metric undefined", undefined_expr(options, zero=True),
-              "gt", 0.0, for_="0s", labels=warning, annotations=notes(
+        _rule(_uid("undefined"), "fairness metric undefined",
+              unless_cause(undefined_expr(options, zero=True), options.error_window),
+              "gt", 0.0, for_="0s", labels=labels("FairnessMetricUndefined", "warning"),
+              annotations=notes(
                   "FairnessMetricUndefined",
                   "{{ $labels.metric }} is undefined for {{ $labels.sensitive_attribute }} "
                   "(model {{ $labels.model }})",
@@ -251,15 +286,18 @@ def _health_rules(options: AlertOptions) -> list[dict[str, Any]]:
                   "attribute {{ $labels.sensitive_attribute }} of model {{ $labels.model }} "
                   "(fairmonitor_metric_undefined says why).")),
         _rule(_uid("no-traffic"), "fairness windows without traffic",
-              no_traffic_expr(options, zero=True), "gt", 0.0,
-              for_="0s", labels=warning, annotations=notes(
+              unless_cause(no_traffic_expr(options, zero=True), options.error_window),
+              "gt", 0.0,
+              for_="0s", labels=labels("FairmonitorNoTraffic", "warning"), annotations=notes(
                   "FairmonitorNoTraffic",
                   "No predictions in the latest windows of model {{ $labels.model }}",
                   '{{ printf "%.0f" $values.B.Value }} consecutive windows of model '
                   "{{ $labels.model }} held no rows.")),
         _rule(_uid("stale"), "fairness window stale",
-              f"(time() - max by (model) ({last} > 0)) / on(model) {cadence}", "gt", float(n),
-              for_=health_for, labels=warning, annotations=notes(
+              unless_cause(f"(time() - max by (model) ({last} > 0)) / on(model) {cadence}",
+                           options.error_window), "gt", float(n),
+              for_=health_for, labels=labels("FairmonitorWindowStale", "warning"),
+              annotations=notes(
                   "FairmonitorWindowStale",
                   f"No fairness window evaluated for model {{{{ $labels.model }}}} in {n} "
                   "cadences",
@@ -267,7 +305,8 @@ def _health_rules(options: AlertOptions) -> list[dict[str, Any]]:
                   '{{ printf "%.1f" $values.B.Value }} cadences ago: the data source is down '
                   "or the monitor is stuck, so its fairness gauges are stale.")),
         _rule(_uid("never-evaluated"), "fairness model never evaluated",
-              never_evaluated_expr(n), "gt", 0.0, for_=health_for, labels=warning,
+              unless_cause(never_evaluated_expr(n), options.error_window), "gt", 0.0,
+              for_=health_for, labels=labels("FairmonitorNeverEvaluated", "warning"),
               annotations=notes(
                   "FairmonitorNeverEvaluated",
                   "Model {{ $labels.model }} has no evaluated window yet on "
@@ -276,8 +315,10 @@ def _health_rules(options: AlertOptions) -> list[dict[str, Any]]:
                   f"{n} cadences without evaluating a window of model "
                   "{{ $labels.model }}: check its data source and the monitor's log.")),
         _rule(_uid("labels-overdue"), "fairness labels overdue",
-              f"max by (model) ({NAMESPACE}_labels_overdue_windows)", "gt", 0.0,
-              for_=health_for, labels=warning, annotations=notes(
+              unless_cause(f"max by (model) ({NAMESPACE}_labels_overdue_windows)",
+                           options.error_window), "gt", 0.0,
+              for_=health_for, labels=labels("FairmonitorLabelsOverdue", "warning"),
+              annotations=notes(
                   "FairmonitorLabelsOverdue",
                   "Labels of model {{ $labels.model }} are overdue",
                   '{{ printf "%.0f" $values.B.Value }} labelled window(s) in a row of model '
@@ -287,7 +328,7 @@ def _health_rules(options: AlertOptions) -> list[dict[str, Any]]:
                   "alerts hold until labels are back.")),
         _rule(_uid("data-errors"), "fairmonitor data errors",
               f"max by (model) ({NAMESPACE}_data_error_windows)", "gt", 0.0,
-              for_="0s", labels=warning, annotations=notes(
+              for_="0s", labels=labels("FairmonitorDataErrors", "warning"), annotations=notes(
                   "FairmonitorDataErrors",
                   "Data error: windows of model {{ $labels.model }} are held",
                   '{{ printf "%.0f" $values.B.Value }} due window(s) of model '
@@ -296,19 +337,22 @@ def _health_rules(options: AlertOptions) -> list[dict[str, Any]]:
         _rule(_uid("errors"), "fairmonitor errors",
               f"sum by (model, stage) (increase({NAMESPACE}_errors_total"
               f'{{stage!="data"}}[{window}]))', "gt",
-              0.0, for_=health_for, labels=warning, annotations=notes(
+              0.0, for_=health_for, labels=labels("FairmonitorErrors", "warning"),
+              annotations=notes(
                   "FairmonitorErrors",
                   "fairmonitor {{ $labels.stage }} errors for model {{ $labels.model }}",
                   '{{ printf "%.0f" $values.B.Value }} {{ $labels.stage }} error(s) in the '
                   f"last {window} for model {{{{ $labels.model }}}}; see the monitor's log.")),
         _rule(_uid("down"), "fairmonitor down",
               f"up{{job=~{promql_string(options.scrape_job)}}}", "lt", 1.0,
-              for_=promql_duration(options.absent_for), labels=critical, annotations=notes(
+              for_=promql_duration(options.absent_for),
+              labels=labels("FairmonitorDown", "critical"), annotations=notes(
                   "FairmonitorDown", "fairmonitor on {{ $labels.instance }} is down",
                   "Prometheus cannot scrape the monitor at {{ $labels.instance }}.",
                   dashboard_url(options.grafana_url))),
         _rule(_uid("absent"), "fairmonitor absent", f"absent({NAMESPACE}_build_info)", "gt",
-              0.0, for_=promql_duration(options.absent_for), labels=critical,
+              0.0, for_=promql_duration(options.absent_for),
+              labels=labels("FairmonitorAbsent", "critical"),
               annotations=notes(
                   "FairmonitorAbsent", "No fairness monitor is being scraped",
                   "No fairmonitor_build_info series: no monitor runs or Prometheus cannot "
@@ -322,9 +366,10 @@ def grafana_alert_rules(config: Any, options: AlertOptions) -> dict[str, Any]:
 
     One rule group per model (its thresholds, on its windows and its rollups) and one
     ``fairmonitor-health`` group (undefined values, no traffic, staleness, labels overdue, data
-    errors, other errors, monitor down or absent), all in the ``Fairness`` folder; a webhook contact point whose URL is read from
-    ``$FAIRMONITOR_WEBHOOK_URL`` when Grafana starts, and a notification policy tree routing
-    everything to it.
+    errors, other errors, monitor down or absent), all in the ``Fairness`` folder; two webhook
+    contact points whose URLs are read from ``$FAIRMONITOR_WEBHOOK_URL`` (the teams) and
+    ``$FAIRMONITOR_ONCALL_WEBHOOK_URL`` (the monitoring on-call) when Grafana starts, and the
+    notification policy tree of ``docker/alertmanager.yml`` (:mod:`.routing`).
     """
     groups = []
     for name, m in config.models.items():
@@ -336,15 +381,50 @@ def grafana_alert_rules(config: Any, options: AlertOptions) -> dict[str, Any]:
     return {
         "apiVersion": 1,
         "groups": groups,
-        "contactPoints": [{"orgId": 1, "name": CONTACT_POINT, "receivers": [{
-            "uid": _uid("contact", CONTACT_POINT), "type": "webhook",
-            # Grafana expands environment variables in provisioning files
-            "settings": {"url": "$FAIRMONITOR_WEBHOOK_URL", "httpMethod": "POST"},
-            "disableResolveMessage": False}]}],
+        "contactPoints": [_contact_point(CONTACT_POINT, "FAIRMONITOR_WEBHOOK_URL"),
+                          _contact_point(ONCALL_CONTACT_POINT, "FAIRMONITOR_ONCALL_WEBHOOK_URL")],
         # replaces the whole policy tree of the org: merge by hand if you have one
-        "policies": [{"orgId": 1, "receiver": CONTACT_POINT,
-                      "group_by": ["alertname", "model", "metric", "sensitive_attribute"],
-                      "group_wait": "10s", "group_interval": "1m", "repeat_interval": "4h"}],
+        "policies": [_policies()],
+    }
+
+
+def _contact_point(name: str, variable: str) -> dict[str, Any]:
+    """A webhook contact point whose URL Grafana reads from ``$variable`` when it starts."""
+    return {"orgId": 1, "name": name, "receivers": [{
+        "uid": _uid("contact", name), "type": "webhook",
+        # Grafana expands environment variables in provisioning files
+        "settings": {"url": f"${variable}", "httpMethod": "POST"},
+        "disableResolveMessage": False}]}
+
+
+def _policies() -> dict[str, Any]:
+    """The notification policy tree of ``docker/alertmanager.yml``, in Grafana's terms.
+
+    Routes match :data:`ALERT_LABEL` (the Prometheus alert name) where Alertmanager matches
+    ``alertname``; the per-team and per-model routes of the example Alertmanager file are
+    yours to add under the root (their receivers are yours).
+    """
+    def match(name: str, op: str, value: str) -> list[list[str]]:
+        return [[name, op, value]]
+
+    page = dict(PAGE_TIMING)
+    return {
+        "orgId": 1, "receiver": CONTACT_POINT,
+        "group_by": ["alertname", "model", "metric", "sensitive_attribute", "severity"],
+        **BATCH_TIMING,
+        "routes": [
+            {"receiver": ONCALL_CONTACT_POINT,
+             "object_matchers": match(ALERT_LABEL, "=~", alert_regex(MONITOR_ALERTS)),
+             "group_by": [ALERT_LABEL], **MONITOR_TIMING},
+            {"receiver": ONCALL_CONTACT_POINT,
+             "object_matchers": match(ALERT_LABEL, "=~", alert_regex(MODEL_HEALTH_ALERTS)),
+             "group_by": [ALERT_LABEL, "stage", "severity"], "continue": True,
+             "routes": [{"object_matchers": match("severity", "=", "critical"), **page}]},
+            {"object_matchers": match("severity", "=", "critical"), **page},
+            # everything else, also the health alerts the on-call route sent on: a matched
+            # `continue` route keeps an alert from the root's own contact point
+            {"receiver": CONTACT_POINT},
+        ],
     }
 
 

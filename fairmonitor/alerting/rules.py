@@ -70,6 +70,7 @@ from ..exceptions import ConfigError
 from ..metrics._groups import INTERSECTION_SEPARATOR
 from ._common import (
     NAMESPACE,
+    absolute_url,
     dashboard_url,
     dump_yaml,
     fairness_name_regex,
@@ -130,11 +131,14 @@ class AlertOptions:
     Parameters
     ----------
     grafana_url : str
-        Base URL of Grafana, for the dashboard link in every alert. Required: a link to
-        ``localhost`` is useless in a page received on another machine.
-    runbook_url : str
-        Where ``docs/runbook.md`` is served; every alert gets
-        ``runbook_url: <runbook_url>#<alert name in lower case>``.
+        Base URL of Grafana, for the dashboard link in every alert: an absolute http(s) URL
+        (checked by :func:`~._common.absolute_url`). Required: a link to ``localhost`` is
+        useless in a page received on another machine.
+    runbook_url : str or None
+        Absolute http(s) URL where ``docs/runbook.md`` is served; every alert gets
+        ``runbook_url: <runbook_url>#<alert name in lower case>``. None (the library default;
+        ``fairmonitor rules`` requires it) writes no ``runbook_url`` rather than a relative
+        link that no pager can open.
     stale_after : int
         Cadences without a successful window before the staleness alert fires; also the slack
         of "never evaluated" and of "labels overdue" (in windows).
@@ -157,7 +161,7 @@ class AlertOptions:
     """
 
     grafana_url: str
-    runbook_url: str = "docs/runbook.md"
+    runbook_url: str | None = None
     stale_after: int = 3
     for_health: timedelta = timedelta(minutes=5)
     error_window: timedelta = timedelta(minutes=15)
@@ -167,12 +171,9 @@ class AlertOptions:
     hold_missing: timedelta = timedelta(minutes=10)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.grafana_url, str) \
-                or not self.grafana_url.startswith(("http://", "https://")):
-            raise ConfigError(f"grafana_url: must be an http(s) URL of your Grafana, as seen "
-                              f"by whoever reads the alert; got {self.grafana_url!r}.")
-        if not self.runbook_url:
-            raise ConfigError("runbook_url: must not be empty.")
+        absolute_url("grafana_url", self.grafana_url, "of your Grafana", query=False)
+        if self.runbook_url is not None:
+            absolute_url("runbook_url", self.runbook_url, "where docs/runbook.md is served")
         for name in ("stale_after",):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -326,8 +327,9 @@ def _link(options: AlertOptions, **labels: str) -> str:
 
 def _annotations(options: AlertOptions, alert: str, summary: str, description: str,
                  dashboard: str) -> dict[str, str]:
-    return {"summary": summary, "description": description, "dashboard": dashboard,
-            "runbook_url": runbook_link(options.runbook_url, alert)}
+    notes = {"summary": summary, "description": description, "dashboard": dashboard,
+             "runbook_url": runbook_link(options.runbook_url, alert)}
+    return {key: text for key, text in notes.items() if text is not None}
 
 
 def _compared_template() -> str:

@@ -34,9 +34,11 @@ def chance_floor(spec: MetricSpec, window: Window, attribute: str, min_group_siz
     first, *others = (np.asarray(window.get(i))[kept] for i in spec.inputs)
     codes = groups.codes[kept]
 
+    held = _held_bins(spec, first, codes)
+
     def metric(values: Any, *, sensitive_features: Any, **kw: Any) -> float:
         result = spec.func(values, *others, sensitive_features=sensitive_features,
-                           **{**spec.options, **kw})
+                           **{**spec.options, **held, **kw})
         return float(getattr(result, spec.field or "value", result))
 
     with warnings.catch_warnings():
@@ -47,3 +49,19 @@ def chance_floor(spec: MetricSpec, window: Window, attribute: str, min_group_siz
             metric, first, sensitive_features=codes, n_resamples=n_resamples, rng=rng,
             alternative="greater" if spec.direction == "lower_is_fairer" else "less",
         )
+
+
+def _held_bins(spec: MetricSpec, scores: Any, codes: Any) -> dict[str, Any]:
+    """MADD's bins on the real labels, held through the shuffles (two groups).
+
+    The report's chance level holds each pair's bins at the window's (the "auto" search is not
+    re-run per null draw); holding them here too gives one chance level, the permutation null
+    at the window's bins. With more groups each pair has its own bins, which ``madd`` cannot
+    take: the shuffles re-run the search (docs/intervals_scores.md: within ~10%).
+    """
+    if spec.name != "madd" or "n_bins" in spec.options:
+        return {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pairs = getattr(spec.func(scores, sensitive_features=codes, **spec.options), "pairs", ())
+    return {"n_bins": int(pairs[0].n_bins)} if len(pairs) == 1 else {}

@@ -31,11 +31,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="output directory: writes alerts/fairmonitor.rules.yml and "
                              "grafana-alerting/fairmonitor.yaml (default: dashboards)")
     parser.add_argument("--grafana-url", required=True, metavar="URL",
-                        help="Grafana base URL as seen by whoever receives the alert "
-                             "(dashboard links in every alert)")
-    parser.add_argument("--runbook-url", default="docs/runbook.md", metavar="URL",
-                        help="where docs/runbook.md is served; alerts link "
-                             "<URL>#<alertname> (default: docs/runbook.md)")
+                        help="Grafana base URL as seen by whoever receives the alert, "
+                             "absolute http(s) (dashboard links in every alert)")
+    parser.add_argument("--runbook-url", required=True, metavar="URL",
+                        help="absolute http(s) URL where docs/runbook.md is served; every "
+                             "alert links <URL>#<alertname> (docs/alert-routing.md)")
     for flag in _MOVED:  # the monitor counts the windows now (issue 24)
         parser.add_argument(f"--windows-{flag}", type=int, default=None, metavar="N",
                             help=f"removed: set models.<name>.alert_windows.{flag} in the "

@@ -42,7 +42,7 @@ def mlflow_store(uri: str) -> Iterator[None]:
 @contextlib.contextmanager
 def quiet_logs() -> Iterator[None]:
     """Keep library INFO chatter out of the demo's output (unless --log-level DEBUG)."""
-    if logging.getLogger().getEffectiveLevel() <= logging.DEBUG:
+    if logging.getLogger("fairmonitor").getEffectiveLevel() <= logging.DEBUG:
         yield
         return
     levels = {"mlflow": logging.WARNING, "alembic": logging.WARNING,

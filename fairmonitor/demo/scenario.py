@@ -140,7 +140,8 @@ def _shown_path(path: Path) -> str:
 
 def _reset(workdir: Path) -> None:
     """Remove the files every run rewrites (never anything else in the directory)."""
-    for name in ("predictions.db", "predictions.db-journal", "checkpoint.json"):
+    for name in ("predictions.db", "predictions.db-journal", "checkpoint.json",
+                 "checkpoint.json.1"):  # and its previous generation
         (workdir / name).unlink(missing_ok=True)
 
 

@@ -18,11 +18,12 @@ The noise is drawn from per-group sufficient statistics only, never from rows, s
 O(groups x bins x draws) whatever the window's size, and the same code serves window
 summaries merged from many batches:
 
-- rates (selection rate, TPR, FPR): Gaussian draws with the Agresti-Caffo variance
-  ``p~(1 - p~) / (n + 2)``, ``p~ = (x + 1) / (n + 2)`` (never zero, so no 0-width interval);
-  ratios use the log scale (Katz).
-- score distributions (ABCC, MADD, ABPC): a Poisson bootstrap (in its Gaussian form) of
-  per-group score histograms.
+- means (the calibration gap): Gaussian draws with the given variances. (Rate gaps and
+  ratios have score-type intervals of their own: :mod:`._rate_intervals`.)
+- score distributions (ABCC, ABPC): a Poisson bootstrap (real Poisson counts) of per-group
+  128-bin score histograms; the lower end by the derivative and, at parity, the permutation
+  test of the group labels; the upper end the percentile bootstrap's. MADD gets its chance
+  level only (:data:`MADD_NO_INTERVAL` says why).
 
 Pure numpy (layer 1). Draws use a fixed seed by default so that a window's interval does not
 jitter from one evaluation to the next.
@@ -30,6 +31,7 @@ jitter from one evaluation to the next.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any
@@ -38,7 +40,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 __all__ = ["Interval", "KAPPA", "N_DRAWS", "RESOLUTION", "fine_histogram",
-           "fine_histogram_sorted", "rate_gap_interval",
+           "fine_histogram_sorted",
            "ScoreBootstrap", "mean_gap_interval", "score_gap_interval", "wald_interval"]
 
 #: Standard errors within which a pair's difference counts as "possibly 0" and a pair as
@@ -108,84 +110,6 @@ def _pair_index(defined: NDArray[np.bool_]) -> tuple[NDArray[np.intp], NDArray[n
         left.append(keep[iu[0]])
         right.append(keep[iu[1]])
     return np.concatenate(fam), np.concatenate(left), np.concatenate(right)
-
-
-def rate_gap_interval(
-    successes: ArrayLike,
-    trials: ArrayLike,
-    *,
-    ratio: bool = False,
-    level: float = 0.95,
-    n_draws: int = N_DRAWS,
-    rng: Any = None,
-) -> Interval:
-    """Interval and chance level of the largest between-group gap in a rate.
-
-    The gap is ``max_f (max_k p_fk - min_k p_fk)`` over families ``f`` of rates (one family
-    for demographic parity or equal opportunity; TPR and FPR for equalized odds), or with
-    ``ratio=True`` the smallest ``min_k p_k / max_k p_k`` (computed as the largest gap of
-    ``log p``).
-
-    Parameters
-    ----------
-    successes, trials : array-like of shape (K,) or (F, K)
-        Per group (and family): positives and rows. A group with 0 trials has an undefined
-        rate and is left out of its family, as the metric does.
-    ratio : bool, default=False
-        Interval of the min/max ratio instead of the max-min difference.
-    level : float, default=0.95
-        Confidence level.
-    n_draws : int, default=2000
-        Gaussian draws behind the quantiles.
-    rng : numpy.random.Generator, int or None
-        None uses a fixed seed (stable bounds from one evaluation to the next).
-
-    Returns
-    -------
-    interval : Interval
-
-    Examples
-    --------
-    Two groups of 400, selection rates 0.50 and 0.40 (a DP difference of 0.10):
-
-    >>> r = rate_gap_interval([200, 160], [400, 400])
-    >>> round(r.lower, 3), round(r.upper, 3), round(r.chance, 3)
-    (0.031, 0.169, 0.028)
-    """
-    method = "log-ratio" if ratio else "difference"
-    x = np.atleast_2d(np.asarray(successes, dtype=float))
-    n = np.atleast_2d(np.asarray(trials, dtype=float))
-    defined = n > 0
-    if not (defined.sum(axis=1) >= 2).any():
-        return _undefined(method, "fewer than two groups with a defined rate")
-    defined &= (defined.sum(axis=1) >= 2)[:, None]
-    z = _z(level)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        p_hat = np.where(defined, x / np.where(defined, n, 1), np.nan)
-        p_adj = (x + 1.0) / (n + 2.0)  # Agresti-Caffo: never 0 or 1, so the variance is > 0
-        pooled = np.nansum(np.where(defined, x, 0), axis=1) / np.nansum(np.where(defined, n, 0),
-                                                                         axis=1)
-        if ratio:
-            if not np.all(p_hat[defined] > 0):  # a zero rate: log undefined, use the adjusted
-                p_hat = np.where(defined, p_adj, np.nan)
-            theta = np.log(p_hat)
-            var = (1.0 - p_adj) / ((n + 2.0) * p_adj)
-            p0 = np.clip(pooled, 0.5 / n.max(), 1.0)[:, None]
-            null_sd = np.sqrt((1.0 - p0) / (np.maximum(n, 1) * p0))
-        else:
-            theta = p_hat
-            var = p_adj * (1.0 - p_adj) / (n + 2.0)
-            p0 = pooled[:, None]
-            null_sd = np.sqrt(p0 * (1.0 - p0) / np.maximum(n, 1))
-    del z  # the quantile comes from the draws; _z only validates `level`
-    found = _max_gap(theta, var, null_sd, defined, level=level, n_draws=n_draws, rng=rng)
-    if isinstance(found, str):
-        return _undefined(method, found)
-    lo, hi, chance_gap = found
-    if ratio:
-        return Interval(float(np.exp(-hi)), float(np.exp(-lo)),
-                        float(np.exp(-chance_gap).mean()), method)
-    return Interval(lo, min(hi, 1.0), float(chance_gap.mean()), method)
 
 
 def _max_gap(theta: NDArray[np.float64], var: NDArray[np.float64],
@@ -318,6 +242,11 @@ class _Curves:
         self._cache: dict[tuple[Any, ...], Any] = {}
         self._segments: dict[int, tuple[NDArray[np.intp], NDArray[np.intp]]] = {}
 
+    @property
+    def upper(self) -> float:
+        """The metric's largest value."""
+        return 1.0 if self.kind == "abcc" else 2.0
+
     def weight(self, pair: tuple[int, int]) -> float:
         return 1.0 if self.kind == "madd" else 1.0 / self.resolution
 
@@ -365,25 +294,34 @@ class _Curves:
 
 #: Resolution of the fine histograms behind the score-distribution bootstrap: the noise of a
 #: curve is carried at this resolution (its value never is: intervals centre on the exact value).
-RESOLUTION = 512
+RESOLUTION = 128
 #: Bootstrap draws of the score distributions (the 95% bound's Monte Carlo error is ~2% of the
 #: half-width) and null draws behind their chance level.
-SCORE_DRAWS, NULL_DRAWS = 200, 60
+SCORE_DRAWS, NULL_DRAWS = 100, 60
 
 
 class ScoreBootstrap:
     """Per-group bootstrap and null draws of fine score histograms, drawn once.
 
-    The bootstrap is the Poisson bootstrap (TFMA's scheme: each row's count times Poisson(1))
-    in its Gaussian form: a bin of ``c`` rows varies by ``sqrt(c)`` standard normals, the
-    Poisson's mean and variance. Every curve is linear in the counts and the intervals read
-    sums over many bins, so only those two moments matter, and normal draws cost a quarter of
-    Poisson draws. The null draws (every group at the pooled histogram, for the chance level)
-    are the same Gaussian form of the multinomial.
+    The bootstrap is the Poisson bootstrap (TFMA's scheme: each row's count times Poisson(1)),
+    drawn as it is: a bin of ``c`` rows gets a Poisson(``c``) count (``Generator.poisson``),
+    never negative, so every draw is a histogram and every curve read from it lies in the
+    metric's range. (A Gaussian form ``c + sqrt(c) N(0, 1)`` made negative counts in sparse
+    bins; a draw whose total came near 0 then gave densities, and chance levels, far outside
+    the metric's range.) A draw that empties a group carries no error (see ``_Curves.error``).
 
-    Shared by every score metric of one attribute (ABCC, MADD, ABPC read the same draws), so
-    their intervals cost one bootstrap, not three. Draws are made on first use, group by group,
-    from one generator (a fixed seed by default): the same window gives the same bounds.
+    The null draws (for the chance level) are the permutation null of the group labels: every
+    group's rows drawn from the pooled histogram at its exact size, jointly (an exact random
+    partition of the pooled rows) when the window has at most :data:`EXACT_NULL_ROWS` rows, and
+    independently per group otherwise (the permutation without replacement then differs by a
+    variance factor ``N / (N - 1)``): a multinomial draw at its exact size for a group of at
+    most ``R`` rows, Poisson counts at its expected histogram for a larger one. It is the null of
+    :func:`~fairmonitor.metrics.permutation_test` read on the fine histogram, with the
+    bandwidths held at the window's.
+
+    Shared by every score metric of one attribute (ABCC, MADD's chance level, ABPC read the
+    same draws), so their intervals cost one bootstrap, not three. Draws are made on first
+    use, from one generator (a fixed seed by default): the same window gives the same bounds.
 
     Parameters
     ----------
@@ -398,27 +336,64 @@ class ScoreBootstrap:
         self.n_draws = n_draws
         self._gen = _rng(rng)
         self._boot: dict[int, NDArray[np.float32]] = {}
-        self._null: dict[int, NDArray[np.float32]] = {}
-
-    def _draw(self, mean: NDArray[np.float64], size: int) -> NDArray[np.float32]:
-        from ._intervals_compiled import draw  # numba: only when an interval is computed
-
-        noise = self._gen.standard_normal((size, mean.size), dtype=np.float32)
-        draw(mean, np.sqrt(mean), noise)  # (mean + sqrt(mean) noise) in float64, as float32
-        return noise
+        self._null: NDArray[np.float32] | None = None
 
     def boot(self, g: int) -> NDArray[np.float32]:
-        """(draws, R) bootstrap counts of group ``g``."""
+        """(draws, R) bootstrap counts of group ``g``: Poisson(count) per bin."""
         if g not in self._boot:
-            self._boot[g] = self._draw(self.hist[g], self.n_draws)
+            self._boot[g] = _poisson(self.hist[g], self.n_draws, self._gen)
         return self._boot[g]
 
     def null(self, g: int) -> NDArray[np.float32]:
         """(draws, R) counts of group ``g``'s size drawn from the pooled histogram."""
-        if g not in self._null:
-            pooled = self.hist.sum(axis=0)
-            self._null[g] = self._draw(pooled * (self.hist[g].sum() / pooled.sum()), NULL_DRAWS)
+        if self._null is None:
+            self._null = _permutation_null(self.hist, NULL_DRAWS, self._gen)
         return self._null[g]
+
+
+def _poisson(lam: NDArray[np.float64], n_draws: int,
+             gen: np.random.Generator) -> NDArray[np.float32]:
+    """(draws, R) Poisson(``lam``) counts from ``gen``'s uniforms, by inversion (compiled)."""
+    from ._intervals_compiled import poisson_counts  # numba: only when an interval is computed
+
+    return poisson_counts(lam, gen.random((n_draws, lam.size)))
+
+
+#: Windows of at most this many rows get their null draws by an exact permutation of the
+#: pooled rows (O(rows x draws)); larger ones by a multinomial draw per group.
+EXACT_NULL_ROWS = 2_000
+
+
+def _permutation_null(hist: NDArray[np.float64], n_draws: int,
+                      gen: np.random.Generator) -> NDArray[np.float32]:
+    """(K, draws, R) group histograms under shuffled group labels, each group at its size.
+
+    >>> h = np.array([[3.0, 0.0], [0.0, 2.0]])
+    >>> null = _permutation_null(h, 4, np.random.default_rng(0))
+    >>> null.sum(axis=2).tolist() == [[3.0] * 4, [2.0] * 4], null.sum(axis=0).tolist()[0]
+    (True, [3.0, 2.0])
+    """
+    counts = np.rint(hist).astype(np.int64)
+    sizes, pooled = counts.sum(axis=1), counts.sum(axis=0)
+    k, r = hist.shape
+    total = int(sizes.sum())
+    if total <= EXACT_NULL_ROWS:
+        # a random partition of the pooled rows: shuffle the rows' bins, cut at the sizes
+        rows = np.repeat(np.arange(r), pooled)
+        owner = np.repeat(np.arange(k), sizes) * r
+        out = np.empty((n_draws, k * r))
+        for d in range(n_draws):
+            out[d] = np.bincount(owner + gen.permutation(rows), minlength=k * r)
+        return np.ascontiguousarray(out.reshape(n_draws, k, r).transpose(1, 0, 2),
+                                    dtype=np.float32)
+    share = pooled / total
+    # a group of more rows than bins: Poisson counts at its expected histogram (the Poisson
+    # bootstrap's form of the null: its total varies by sqrt(n), which the curves divide out,
+    # and it costs a third of a multinomial draw); a smaller group at its exact size (numpy's
+    # multinomial stops once its rows are placed, so it is cheap there, and never empty)
+    return np.stack([_poisson(share * n, n_draws, gen) if n > r
+                     else gen.multinomial(int(n), share, size=n_draws) for n in sizes]
+                    ).astype(np.float32)
 
 
 def fine_histogram(scores: ArrayLike, resolution: int = RESOLUTION) -> NDArray[np.float64]:
@@ -526,48 +501,108 @@ def score_gap_interval(
         return _undefined(method, f"{len(used)} groups: intervals are computed for at most "
                                   f"{MAX_GROUPS} (raise min_group_size)")
     curves = _Curves(kind, h.shape[1], pair_bins, bandwidths)
-    candidates = _candidates(h, curves, pairs, value)
-    from ._intervals_compiled import pair_gaps, pair_terms  # numba: per pair, one pass
+    null_gaps = _null_gaps(sample, curves, pairs)
+    chance = float(null_gaps.mean())
+    if kind == "madd":
+        return Interval(float("nan"), float("nan"), chance, "none", MADD_NO_INTERVAL)
+    lower, upper, binned = _bounds(sample, curves, pairs, value, level)
+    if binned <= _null_quantile(null_gaps, 0.5 + level / 2.0):
+        lower = 0.0  # not beyond chance: the permutation test at (1 - level) / 2 keeps 0
+    return Interval(lower, upper, chance, method)
 
-    derivs, pair_values = [], []
-    for p in candidates:
+
+def _null_quantile(gaps: NDArray[np.float64], q: float) -> float:
+    """The permutation test's critical value: the ``ceil(q (D + 1))``-th smallest of ``D``.
+
+    A value above it has a permutation p-value of at most ``1 - q`` (the observed labelling
+    counted as one of the ``D + 1``); with 60 draws and ``q = 0.975`` it is the largest.
+    """
+    rank = min(math.ceil(q * (gaps.size + 1)), gaps.size)
+    return float(np.partition(gaps, rank - 1)[rank - 1])
+
+
+#: Why MADD has no interval (docs/intervals_scores.md has the measurements).
+MADD_NO_INTERVAL = (
+    "MADD has no interval: its value is biased upwards by ~sqrt(2/pi) sqrt((m - 1)(1/n_i + "
+    "1/n_j)) for m bins (0.24 at 500 rows per group and 32 bins), no bias-corrected interval "
+    "covers (bootstrap bias correction: coverage 87%, a true 0 excluded in 53-95% of fair "
+    "windows), and the folded interval that does is 3x the bootstrap's width; compare the "
+    "value with its chance level, or use ABCC/ABPC for compare: bound")
+
+
+def _bounds(sample: ScoreBootstrap, curves: _Curves, pairs: list[tuple[int, int]],
+            value: float, level: float) -> tuple[float, float, float]:
+    """(lower, upper, the metric on the fine histograms) from the bootstrap's derivatives.
+
+    The lower end reads the directional derivative of the max (bins within ``KAPPA`` standard
+    errors of 0 folded, ``|h|``), one-sided at ``(1 + level) / 2``. The upper end is the
+    percentile bootstrap's, ``(1 + level) / 2`` quantile of the bootstrap draws' metric minus
+    the hat's, added to the value: the plug-in value is biased upwards (``E integral |D^| >=
+    integral |D|``), so this end is conservative; the folded derivative's spread made the
+    interval 1.3-1.8x the bootstrap's at parity, and the linear error (every bin at its
+    estimated sign) too short where signs are uncertain (docs/intervals_scores.md).
+    """
+    from ._intervals_compiled import pair_terms  # numba: per pair, one pass
+
+    h = sample.hist
+    derivs, boot_values, pair_values = [], [], []
+    for p in _candidates(h, curves, pairs, value):
         i, j = p
         hat_i, hat_j = curves("hat", i, p, h[i]), curves("hat", j, p, h[j])
         err_i, var_i = curves.error(i, p, h[i], sample.boot(i))
         err_j, var_j = curves.error(j, p, h[j], sample.boot(j))
         # sum of sign(D) h where D is settled, |h| where it may be 0
-        folded, settled, sign, total = pair_terms(hat_i, hat_j, var_i, var_j, err_i, err_j,
-                                                  BIN_KAPPA)
+        folded, settled, sign, total, moved = pair_terms(hat_i, hat_j, var_i, var_j, err_i,
+                                                         err_j, BIN_KAPPA)
         w = curves.weight(p)
         derivs.append((folded + settled @ sign) * w)
+        boot_values.append((total + moved) * w)
         pair_values.append(float(total * w))
     deriv = np.stack(derivs, axis=1)  # (draws, P)
     pv = np.asarray(pair_values)
     # a pair's error scale: RMS of its derivative (its SE when settled, its floor near 0)
-    pair_se = np.sqrt((deriv ** 2).mean(axis=0))
-    near_max = pv >= pv.max() - KAPPA * pair_se
-    half = float(np.quantile(np.abs(deriv[:, near_max].max(axis=1)), level))
-    # the null gap is largest between the smallest groups: the MAX_PAIRS pairs of smallest size
-    n = h.sum(axis=1)
+    near_max = pv >= pv.max() - KAPPA * np.sqrt((deriv ** 2).mean(axis=0))
+    worst = deriv[:, near_max].max(axis=1)
+    moved = np.stack(boot_values, axis=1)[:, near_max].max(axis=1) - pv.max()
+    # one-sided at (1 + level) / 2 each: at parity the derivative is >= 0 (|h| folded), and the
+    # former symmetric |derivative| quantile made the lower bound a one-sided test at `level`
+    below = max(float(np.quantile(worst, 0.5 + level / 2.0)), 0.0)
+    above = max(float(np.quantile(moved, 0.5 + level / 2.0)), 0.0)
+    return max(value - below, 0.0), min(value + above, curves.upper), float(pv.max())
+
+
+def _null_gaps(sample: ScoreBootstrap, curves: _Curves,
+               pairs: list[tuple[int, int]]) -> NDArray[np.float64]:
+    """The largest pair gap of each null draw (shuffled group labels): their mean is the
+    chance level.
+
+    The null gap is largest between the smallest groups: the MAX_PAIRS pairs of smallest size.
+    Counts are never negative, so every draw's gap is within the metric's range (the clip
+    only guards float round-off).
+    """
+    from ._intervals_compiled import pair_gaps  # numba
+
+    n = sample.hist.sum(axis=1)
     smallest = sorted(pairs, key=lambda q: -(n[q[0]] ** -0.5 + n[q[1]] ** -0.5))[:MAX_PAIRS]
     gaps = np.stack([pair_gaps(curves("null", p[0], p, sample.null(p[0])),
                                curves("null", p[1], p, sample.null(p[1])))
                      * curves.weight(p) for p in smallest], axis=1)
-    chance = float(gaps.max(axis=1).mean())  # every group drawn from the pooled histogram
-    upper = 1.0 if kind == "abcc" else 2.0
-    return Interval(max(value - half, 0.0), min(value + half, upper), chance, method)
+    return np.clip(gaps.max(axis=1), 0.0, curves.upper).astype(np.float64)
 
 
 def _candidates(h: NDArray[np.float64], curves: _Curves, pairs: list[tuple[int, int]],
                 value: float) -> list[tuple[int, int]]:
     """The pairs that may be the largest within their error: at most :data:`MAX_PAIRS`.
 
+    Applied to any number of pairs: every pair's bootstrap costs as much as the bound it can
+    change, so an unfair window with many groups skips the pairs far below its maximum.
+
     A pair's value is at most the L1 distance of its fine curves (exact for ABCC and ABPC; for
     MADD, coarser bins can only shrink it) and its error at most the groups' multinomial L1
     errors ``sum sqrt(q (1 - q) / n)`` (smoothing, cumulating and coarsening do not enlarge an
     L1 norm), so pairs whose upper end falls below the value cannot be near the maximum.
     """
-    if len(pairs) <= MAX_PAIRS:
+    if len(pairs) == 1:
         return pairs
     n = h.sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -1,8 +1,8 @@
-"""The score bootstrap's compiled kernels (numba): draws, curves, their errors, pair terms.
+"""The score bootstrap's compiled kernels (numba): curves, their errors, pair terms.
 
 :func:`~fairmonitor.metrics._intervals.score_gap_interval` reads, per group, a (draws, bins)
 array of bootstrap counts and turns it into curves, errors and per-pair sums. In numpy each
-step was a pass over a block temporary (the draw's product, sum and cast; the CDF's cumulative
+step was a pass over a block temporary (the CDF's cumulative
 sum and division; MADD's ``np.add.reduceat``; ABPC's mixed-type product and division; the
 error's subtraction, ``np.nan_to_num`` (four passes), cast and ``var`` (four passes); per pair
 the noise, two masked copies, ``abs`` and a sum). Compiled, each is one pass that writes only
@@ -45,8 +45,8 @@ import numpy as np
 from ._madd.compiled import _leaf, _walk
 from ._numba import compiled
 
-__all__ = ["cdf_curves", "cell_histogram", "coarse_curves", "density_curves", "draw",
-           "errors", "pair_gaps", "pair_terms", "scaled"]
+__all__ = ["cdf_curves", "cell_histogram", "coarse_curves", "density_curves",
+           "errors", "pair_gaps", "pair_terms", "poisson_counts", "scaled"]
 
 #: numpy's pairwise summation: leaves of at most this many terms, 8 accumulators each.
 _LEAF = 128
@@ -95,11 +95,51 @@ def _divide(values, total, out):  # pragma: no cover - compiled
 
 
 @compiled
-def draw(mean, root, noise):  # pragma: no cover - compiled
-    """``noise = (mean + root * noise).astype(float32)`` in place, in float64 as numpy."""
-    for d in range(noise.shape[0]):
-        for r in range(noise.shape[1]):
-            noise[d, r] = np.float32(mean[r] + root[r] * np.float64(noise[d, r]))
+def _poisson_rows(lam, mode, pmf, cdf, uniforms, out):  # pragma: no cover - compiled
+    n_draws, r = uniforms.shape
+    for b in range(r):
+        rate = lam[b]
+        if rate <= 0.0:
+            for d in range(n_draws):
+                out[d, b] = 0.0
+            continue
+        # 8 standard deviations from the mode (probability < 1e-15) the walk stops: only a u
+        # within the CDF's round-off of 0 or 1 gets there
+        top = mode[b] + 8.0 * math.sqrt(rate) + 40.0
+        bottom = max(mode[b] - 8.0 * math.sqrt(rate) - 40.0, 0.0)
+        for d in range(n_draws):
+            u, k, p, c = uniforms[d, b], mode[b], pmf[b], cdf[b]
+            if u <= c:  # at or below the mode: step down while u <= F(k - 1)
+                while k > bottom and u <= c - p:
+                    c -= p
+                    p *= k / rate
+                    k -= 1.0
+            else:  # above: step up until F(k) >= u
+                while u > c and k < top:
+                    k += 1.0
+                    p *= rate / k
+                    c += p
+            out[d, b] = k
+
+
+def poisson_counts(lam: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
+    """Poisson(``lam[b]``) draws by inversion of ``uniforms`` (draws, R), as float32 counts.
+
+    The inverse CDF walked from the mode, where the pmf and CDF are exact (log-gamma and the
+    regularized incomplete gamma): ~0.8 sqrt(lam) steps a draw, a third of numpy's
+    per-element Poisson (which redoes its PTRS set-up for every element of a varying
+    ``lam``). Whole counts, never negative.
+    """
+    from scipy import special
+
+    lam = np.asarray(lam, dtype=np.float64)
+    mode = np.floor(lam)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pmf = np.exp(mode * np.log(lam) - lam - special.gammaln(mode + 1.0))
+    cdf = special.pdtr(mode, lam)
+    out = np.empty(uniforms.shape, dtype=np.float32)
+    _poisson_rows(lam, mode, pmf, cdf, uniforms, out)
+    return out
 
 
 @compiled
@@ -332,26 +372,35 @@ def _pair_rows(hat_i, hat_j, var_i, var_j, err_i, err_j, kappa, sums, nodes):  #
         b = settled_idx[k]
         for d in range(n_draws):
             settled[k, d] = err_i[d, b] - err_j[d, b]
-    return folded, settled.T, sign, value
+    # each draw's change of the L1 sum, sum |d + noise| - |d| (the bootstrap's value minus
+    # the hat, for the upper bound), in float64 bin after bin
+    moved = np.zeros(n_draws)
+    for b in range(g):
+        d_hat = hat_i[b] - hat_j[b]
+        for d in range(n_draws):
+            moved[d] += abs(d_hat + np.float64(err_i[d, b] - err_j[d, b])) - abs(d_hat)
+    return folded, settled.T, sign, value, moved
 
 
 def pair_terms(hat_i: np.ndarray, hat_j: np.ndarray, var_i: np.ndarray, var_j: np.ndarray,
                err_i: np.ndarray, err_j: np.ndarray, kappa: float
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
-    """A pair's derivative terms: ``(folded, settled, sign, value)``.
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, np.ndarray]:
+    """A pair's derivative terms: ``(folded, settled, sign, value, signed)``.
 
     With ``d = hat_i - hat_j``, ``noise = err_i - err_j`` and ``near = |d| <= kappa *
     max(sqrt(var_i + var_j), 1e-12)``: ``folded = |noise[:, near]|.sum(axis=1)`` (float32),
-    ``settled = noise[:, ~near]``, ``sign = sign(d[~near])`` as float32 and ``value =
-    |d|.sum()``. The derivative is ``folded + settled @ sign``.
+    ``settled = noise[:, ~near]``, ``sign = sign(d[~near])`` as float32, ``value =
+    |d|.sum()`` and ``moved = (|d + noise| - |d|)`` summed over the bins in turn (float64;
+    ``noise`` cast from float32). The derivative is ``folded + settled @ sign``; ``moved`` is
+    each bootstrap draw's value minus the hat's.
 
     numpy's masked copy along the second axis is Fortran-ordered: its sum adds the columns in
     turn (not pairwise) and BLAS multiplies it column-major, so ``settled`` is the same
     Fortran-ordered array (BLAS then sums in the same order).
     """
-    folded, settled, sign, value = _pair_rows(hat_i, hat_j, var_i, var_j, err_i, err_j,
-                                              float(kappa), *_work(np.dtype(np.float64)))
-    return folded, settled, sign, float(value)
+    folded, settled, sign, value, moved = _pair_rows(
+        hat_i, hat_j, var_i, var_j, err_i, err_j, float(kappa), *_work(np.dtype(np.float64)))
+    return folded, settled, sign, float(value), moved
 
 
 @compiled

@@ -23,6 +23,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._validation import (
     check_binary,
+    check_positive_int,
     check_same_length,
     check_sample_weight,
     format_labels,
@@ -64,6 +65,10 @@ class GroupRates:
         prediction; None without ``y_true``.
     excluded : dict
         Group label -> rows, for groups left out by ``min_group_size``.
+    positives, negatives, predicted : ndarray of shape (K,) or None
+        Rows (not weight) each rate conditions on: actual positives (TPR), actual negatives
+        (FPR), predicted positives (precision); None without ``y_true``. What
+        ``min_condition_size`` counts.
     """
 
     attribute: str
@@ -74,6 +79,9 @@ class GroupRates:
     false_positive_rate: NDArray[np.float64] | None = None
     excluded: Mapping[Any, int] = field(default_factory=dict)
     precision: NDArray[np.float64] | None = None
+    positives: NDArray[np.float64] | None = None
+    negatives: NDArray[np.float64] | None = None
+    predicted: NDArray[np.float64] | None = None
 
 
 def _rate(numerator: NDArray[np.float64], denominator: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -136,14 +144,39 @@ def group_rates(
         tpr = _rate(tp, pos)
         fpr = _rate(_sums(groups, (1 - true) * pred * one), neg)
         ppv = _rate(tp, predicted)
+        # the rows each rate conditions on (min_condition_size counts rows, not weight)
+        rows = (pos, neg, predicted) if w is None else (
+            _sums(groups, true), _sums(groups, 1 - true), _sums(groups, pred))
+        return GroupRates(groups.name, groups.labels, groups.counts, _rate(predicted, n), tpr,
+                          fpr, groups.excluded, ppv, *rows)
     return GroupRates(groups.name, groups.labels, groups.counts, _rate(predicted, n), tpr, fpr,
                       groups.excluded, ppv)
 
 
+#: What each rate conditions on, in the words of a warning.
+_CONDITIONS = {"true positive rate": "actual positives", "false positive rate":
+               "actual negatives", "precision": "predicted positives"}
+
+
 def _gap(metric: str, rates: GroupRates, values: NDArray[np.float64], what: str,
-         *, ratio: bool = False) -> float:
-    """Max-minus-min (or min-over-max) of per-group ``values``, skipping undefined groups."""
+         *, ratio: bool = False, support: NDArray[np.float64] | None = None,
+         min_condition_size: int = 1) -> float:
+    """Max-minus-min (or min-over-max) of per-group ``values``, skipping undefined groups and
+    those with fewer than ``min_condition_size`` rows in ``support`` (the rows the rate
+    conditions on), each with a warning."""
     undefined = np.isnan(values)
+    if support is not None and min_condition_size > 1:
+        few = ~undefined & (support < min_condition_size)
+        if few.any():
+            names = format_labels(lab for lab, u in zip(rates.labels, few, strict=True) if u)
+            warnings.warn(
+                f"{metric}: left out group(s) {names} of '{rates.attribute}' with fewer than "
+                f"{min_condition_size} {_CONDITIONS[what]}, which its {what} conditions on "
+                f"(min_condition_size={min_condition_size})", GroupExclusionWarning,
+                stacklevel=3)
+        values = np.where(few, np.nan, values)
+    else:
+        few = np.zeros(values.shape, dtype=bool)
     if undefined.any():
         names = format_labels(lab for lab, u in zip(rates.labels, undefined, strict=True) if u)
         warnings.warn(
@@ -152,7 +185,7 @@ def _gap(metric: str, rates: GroupRates, values: NDArray[np.float64], what: str,
             GroupExclusionWarning,
             stacklevel=3,
         )
-    defined = values[~undefined]
+    defined = values[~(undefined | few)]
     if defined.size < 2:
         return warn_undefined(metric, f"fewer than two groups of '{rates.attribute}' have a "
                               f"defined {what}")
@@ -236,7 +269,7 @@ def demographic_parity_ratio(
 
 def equalized_odds_difference(
     y_true: ArrayLike, y_pred: ArrayLike, *, sensitive_features: Any, min_group_size: int = 1,
-    sample_weight: ArrayLike | None = None,
+    sample_weight: ArrayLike | None = None, min_condition_size: int = 1,
 ) -> float:
     """The larger of the between-group gaps in true positive rate and false positive rate.
 
@@ -254,6 +287,9 @@ def equalized_odds_difference(
         Groups with fewer rows are left out with a warning.
     sample_weight : array-like of shape (n_samples,), optional
         Per-row weights; rates become weighted shares (see :func:`group_rates`).
+    min_condition_size : int, default=1
+        Per rate, groups with fewer actual positives (TPR) or actual negatives (FPR) are left
+        out of that rate's gap with a warning.
 
     Returns
     -------
@@ -267,12 +303,12 @@ def equalized_odds_difference(
     """
     rates = group_rates(y_true, y_pred, sensitive_features=sensitive_features,
                         min_group_size=min_group_size, sample_weight=sample_weight)
-    return parity_from_rates("equalized_odds_difference", rates)
+    return parity_from_rates("equalized_odds_difference", rates, min_condition_size)
 
 
 def equal_opportunity_difference(
     y_true: ArrayLike, y_pred: ArrayLike, *, sensitive_features: Any, min_group_size: int = 1,
-    sample_weight: ArrayLike | None = None,
+    sample_weight: ArrayLike | None = None, min_condition_size: int = 1,
 ) -> float:
     """Largest between-group gap in true positive rate (recall of the positive class).
 
@@ -288,6 +324,10 @@ def equal_opportunity_difference(
         Groups with fewer rows are left out with a warning.
     sample_weight : array-like of shape (n_samples,), optional
         Per-row weights; rates become weighted shares (see :func:`group_rates`).
+    min_condition_size : int, default=1
+        Groups with fewer actual positives (the rows a true positive rate conditions on; rows,
+        not weight) are left out with a warning: ``min_group_size`` counts all the group's
+        rows, and a group of 500 rows with 5 positives has a TPR of steps of 0.2.
 
     Returns
     -------
@@ -301,12 +341,12 @@ def equal_opportunity_difference(
     """
     rates = group_rates(y_true, y_pred, sensitive_features=sensitive_features,
                         min_group_size=min_group_size, sample_weight=sample_weight)
-    return parity_from_rates("equal_opportunity_difference", rates)
+    return parity_from_rates("equal_opportunity_difference", rates, min_condition_size)
 
 
 def predictive_parity_difference(
     y_true: ArrayLike, y_pred: ArrayLike, *, sensitive_features: Any, min_group_size: int = 1,
-    sample_weight: ArrayLike | None = None,
+    sample_weight: ArrayLike | None = None, min_condition_size: int = 1,
 ) -> float:
     """Largest between-group gap in precision, P(y = 1 | yhat = 1) (predictive parity).
 
@@ -326,6 +366,9 @@ def predictive_parity_difference(
         Groups with fewer rows are left out with a warning.
     sample_weight : array-like of shape (n_samples,), optional
         Per-row weights; rates become weighted shares (see :func:`group_rates`).
+    min_condition_size : int, default=1
+        Groups with fewer predicted positives (what precision conditions on) are left out
+        with a warning.
 
     Returns
     -------
@@ -343,19 +386,22 @@ def predictive_parity_difference(
     """
     rates = group_rates(y_true, y_pred, sensitive_features=sensitive_features,
                         min_group_size=min_group_size, sample_weight=sample_weight)
-    return parity_from_rates("predictive_parity_difference", rates)
+    return parity_from_rates("predictive_parity_difference", rates, min_condition_size)
 
 
-def parity_from_rates(metric: str, rates: GroupRates) -> float:
+def parity_from_rates(metric: str, rates: GroupRates, min_condition_size: int = 1) -> float:
     """The parity metric ``metric`` from per-group rates (what the public functions compute).
 
     Shared with :mod:`fairmonitor.summaries`, which builds the rates from merged counts, so
-    both give the same value and the same warnings.
+    both give the same value and the same warnings. ``min_condition_size`` leaves out, per
+    rate, the groups with fewer rows of what it conditions on (see
+    :func:`equal_opportunity_difference`).
 
     >>> r = group_rates(None, [1, 0, 0, 0], sensitive_features=["a", "a", "b", "b"])
     >>> parity_from_rates("demographic_parity_difference", r)
     0.5
     """
+    min_condition_size = check_positive_int(min_condition_size, "min_condition_size")
     reason = require_two_groups(rates.attribute, rates.labels, rates.excluded)
     if reason is not None:
         return warn_undefined(metric, reason)
@@ -368,9 +414,12 @@ def parity_from_rates(metric: str, rates: GroupRates) -> float:
     if metric == "predictive_parity_difference":
         if rates.precision is None:
             raise InvalidInputError(f"{metric} needs labels (y_true)")
-        return _gap(metric, rates, rates.precision, "precision")
-    tpr = _gap(metric, rates, rates.true_positive_rate, "true positive rate")
+        return _gap(metric, rates, rates.precision, "precision", support=rates.predicted,
+                    min_condition_size=min_condition_size)
+    tpr = _gap(metric, rates, rates.true_positive_rate, "true positive rate",
+               support=rates.positives, min_condition_size=min_condition_size)
     if metric == "equal_opportunity_difference":
         return tpr
-    fpr = _gap(metric, rates, rates.false_positive_rate, "false positive rate")
+    fpr = _gap(metric, rates, rates.false_positive_rate, "false positive rate",
+               support=rates.negatives, min_condition_size=min_condition_size)
     return float(max(tpr, fpr)) if not (np.isnan(tpr) or np.isnan(fpr)) else float("nan")

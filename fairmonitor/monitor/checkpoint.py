@@ -17,11 +17,23 @@ monitor killed at any point resumes at the first window not yet done: nothing is
 most the window that was in flight is evaluated again. Three stores implement the
 :class:`Checkpoint` protocol: a JSON file written atomically (temp file + ``os.replace``), a
 table in any SQLAlchemy database (e.g. next to the predictions), and memory (tests).
+
+Integrity (format 2): each model's entry carries its own name (``model``) and a SHA-256 of its
+content (``checksum``), checked on load. Every save keeps the previous generation (the file
+``<checkpoint>.1``, or the table ``<table>_previous``): a corrupt checkpoint (truncated,
+edited, checksum or identity mismatch) falls back to it, says so (logged, counted as
+``fairmonitor_repairs_total{kind="checkpoint_previous"}``) and is rewritten from it (the
+corrupt file is kept as ``<checkpoint>.corrupt``). A format this fairmonitor does not know (a
+newer one, or a malformed document such as ``{"models": []}``) is refused with
+:class:`CheckpointFormatError`: the model stops rather than restart from ``start``. Format 1
+(no checksums) is still read; it is rewritten as format 2 at the next save.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 import os
 import threading
 from collections.abc import Mapping
@@ -32,9 +44,78 @@ from typing import Any, Protocol, runtime_checkable
 
 from .atomic import write_atomic
 from .config import CheckpointConfig
+from .incidents import INCIDENTS
 
-__all__ = ["Checkpoint", "FileCheckpoint", "MemoryCheckpoint", "ModelState", "SQLCheckpoint",
-           "open_checkpoint"]
+__all__ = ["FORMAT", "Checkpoint", "CheckpointCorruptError", "CheckpointFormatError",
+           "FileCheckpoint", "MemoryCheckpoint", "ModelState", "SQLCheckpoint", "open_checkpoint"]
+
+log = logging.getLogger(__name__)
+
+#: the checkpoint format written (1: no checksums, still read)
+FORMAT = 2
+_KNOWN = (1, 2)
+
+
+class CheckpointFormatError(ValueError):
+    """A checkpoint this fairmonitor cannot read (newer format, malformed): refused."""
+
+
+class CheckpointCorruptError(ValueError):
+    """A checkpoint whose content fails its check (truncated, checksum, identity)."""
+
+
+def _digest(entry: Mapping[str, Any]) -> str:
+    body = {k: v for k, v in entry.items() if k != "checksum"}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), allow_nan=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def seal(model: str, state: ModelState, **extra: Any) -> dict[str, Any]:
+    """A model's entry as stored: its state, its name and the SHA-256 of both.
+
+    >>> entry = seal("credit", ModelState())
+    >>> entry["model"], len(entry["checksum"])
+    ('credit', 64)
+    >>> unseal("credit", entry) == ModelState()
+    True
+    """
+    entry = {**state.to_json(), **extra, "model": model}
+    entry["checksum"] = _digest(entry)
+    return entry
+
+
+def unseal(model: str, entry: Any, *, checked: bool = True) -> ModelState:
+    """The state in a stored entry, after checking its checksum and name.
+
+    ``checked=False`` reads a format-1 entry (no checksum). Raises
+    :class:`CheckpointCorruptError` on a mismatch.
+    """
+    if not isinstance(entry, Mapping):
+        raise CheckpointCorruptError(f"the entry of model {model!r} is not an object")
+    if checked or "checksum" in entry:
+        if entry.get("checksum") != _digest(entry):
+            raise CheckpointCorruptError(f"the entry of model {model!r} fails its checksum "
+                                         "(edited or damaged)")
+        if entry.get("model") != model:
+            raise CheckpointCorruptError(f"the entry stored for model {model!r} is model "
+                                         f"{entry.get('model')!r}'s")
+    try:
+        return ModelState.from_json(entry)
+    except Exception as exc:
+        raise CheckpointCorruptError(f"the entry of model {model!r} cannot be read: "
+                                     f"{type(exc).__name__}: {exc}") from None
+
+
+def _format_of(doc: Any, where: str) -> int:
+    """The format of a checkpoint document; refuse what this fairmonitor does not know."""
+    fmt = doc.get("format") if isinstance(doc, dict) else None
+    if fmt not in _KNOWN or isinstance(fmt, bool):
+        raise CheckpointFormatError(
+            f"{where}: checkpoint format {fmt!r} is not one this fairmonitor reads "
+            f"({', '.join(map(str, _KNOWN))}); written by a newer fairmonitor (upgrade) or not "
+            "a fairmonitor checkpoint. Refused: the models are not restarted from `start`. "
+            "Fix or move the file (its previous generation is beside it, suffix .1)")
+    return int(fmt)
 
 
 @dataclass(frozen=True)
@@ -123,84 +204,205 @@ class MemoryCheckpoint:
 
 
 class FileCheckpoint:
-    """A JSON file ``{"format": 1, "models": {name: state}}``, replaced atomically on save.
+    """A JSON file ``{"format": 2, "models": {name: entry}}``, replaced atomically on save.
 
     The new content is written to a temporary file in the same directory, flushed to disk and
     renamed over the old one (``os.replace`` is atomic on POSIX and Windows), so a crash leaves
-    either the old or the new checkpoint, never a truncated one.
+    either the old or the new checkpoint, never a truncated one. The old content is kept as
+    ``<path>.1`` first (the previous generation), and each entry is checked on load (module
+    docstring).
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
+        self.previous = self.path.with_name(self.path.name + ".1")
         self._lock = threading.Lock()
         #: the lease check run before every write (:mod:`.leadership`); None: unfenced
         self.fence: Any = None
 
-    def _read(self) -> dict[str, Any]:
+    def _parse(self, path: Path) -> dict[str, Any] | None:
+        """The checked models of one generation (None: no file); raises on a bad one."""
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
+            text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
-            return {}
-        return dict(data.get("models", {}))
+            return None
+        try:
+            doc = json.loads(text)
+        except ValueError as exc:
+            raise CheckpointCorruptError(f"{path}: not JSON (truncated?): {exc}") from None
+        fmt = _format_of(doc, str(path))
+        models = doc.get("models")
+        if not isinstance(models, dict):
+            raise CheckpointFormatError(
+                f"{path}: checkpoint format {fmt} needs an object of models, found "
+                f"{type(models).__name__}. Refused: the models are not restarted from `start`")
+        for name, entry in models.items():
+            unseal(name, entry, checked=fmt >= 2)
+        return models
+
+    def _read(self) -> dict[str, Any]:
+        """The current generation's models, or the previous one's if it is corrupt."""
+        try:
+            models = self._parse(self.path)
+        except CheckpointCorruptError as exc:
+            return self._fall_back(exc)
+        return {} if models is None else models
+
+    def _fall_back(self, problem: Exception) -> dict[str, Any]:
+        for name in self._names():
+            INCIDENTS.count("integrity_errors", name, "checkpoint_corrupt")
+        log.error("checkpoint %s is corrupt: %s", self.path, problem)
+        try:
+            models = self._parse(self.previous)
+        except (CheckpointCorruptError, CheckpointFormatError) as exc:
+            raise CheckpointCorruptError(f"{problem}; its previous generation {self.previous} "
+                                         f"is not usable either: {exc}") from None
+        if models is None:
+            raise CheckpointCorruptError(f"{problem}; no previous generation "
+                                         f"({self.previous}) to fall back to") from None
+        # repair: keep the damaged file for a post-mortem, restore the previous generation
+        if self.fence is not None:  # a repair is a write: only the lease holder's
+            self.fence()
+        os.replace(self.path, self.path.with_name(self.path.name + ".corrupt"))
+        write_atomic(self.path, self.previous.read_text(encoding="utf-8"))
+        for name in models:
+            INCIDENTS.count("repairs", name, "checkpoint_previous")
+        log.warning("checkpoint %s: using its previous generation %s (the windows done since "
+                    "are evaluated again; the damaged file is kept as %s.corrupt)", self.path,
+                    self.previous, self.path.name)
+        return models
+
+    def _names(self) -> list[str]:
+        """Model names of the previous generation (what a corrupt file is counted against)."""
+        try:
+            return list(json.loads(self.previous.read_text(encoding="utf-8"))["models"])
+        except Exception:
+            return [""]
 
     def load(self, model: str) -> ModelState:  # noqa: D102
         with self._lock:
-            return ModelState.from_json(self._read().get(model, {}))
+            entry = self._read().get(model)
+            return ModelState() if entry is None else unseal(model, entry, checked=False)
 
     def save(self, model: str, state: ModelState) -> None:  # noqa: D102
         with self._lock:
             if self.fence is not None:  # a monitor that lost the lease writes nothing
                 self.fence()
-            models = self._read()
-            models[model] = state.to_json()
-            text = json.dumps({"format": 1, "models": models}, indent=2, sort_keys=True)
+            # format-1 entries are sealed as they are rewritten (the file is format 2 after)
+            models = {n: seal(n, unseal(n, e, checked=False)) for n, e in self._read().items()}
+            models[model] = seal(model, state)
+            text = json.dumps({"format": FORMAT, "models": models}, indent=2, sort_keys=True)
+            if self.path.exists():  # sound (just read): it becomes the previous generation
+                write_atomic(self.previous, self.path.read_bytes())
             write_atomic(self.path, text)
 
 
 class SQLCheckpoint:
     """A table ``(model PRIMARY KEY, state JSON text, updated_at)`` in a SQLAlchemy database.
 
-    Each save replaces the model's row in one transaction.
+    Each save copies the model's row to ``<table>_previous`` (the previous generation) and
+    replaces it, in one transaction. A row is a sealed entry (:func:`seal`, with ``format``);
+    a row written before format 2 (no ``format``) is read unchecked.
     """
 
     def __init__(self, url: str, table: str = "fairmonitor_checkpoint") -> None:
         import sqlalchemy as sa
 
         self.engine = sa.create_engine(url, pool_pre_ping=True)
-        self.table = sa.Table(
-            table, sa.MetaData(),
+        metadata = sa.MetaData()
+        self.table, self.previous = (sa.Table(
+            name, metadata,
             sa.Column("model", sa.String(200), primary_key=True),
             sa.Column("state", sa.Text, nullable=False),
             sa.Column("updated_at", sa.String(40), nullable=False),
-        )
-        self.table.metadata.create_all(self.engine)
+        ) for name in (table, f"{table}_previous"))
+        metadata.create_all(self.engine)
         #: ``fence(conn)`` run first in every write transaction (:mod:`.leadership`)
         self.fence: Any = None
 
-    def load(self, model: str) -> ModelState:  # noqa: D102
+    def _row(self, conn: Any, table: Any, model: str) -> str | None:
         import sqlalchemy as sa
 
+        return conn.execute(sa.select(table.c.state).where(table.c.model == model)).scalar()
+
+    def _parse(self, model: str, text: str | None, where: str) -> ModelState | None:
+        if text is None:
+            return None
+        try:
+            doc = json.loads(text)
+        except ValueError as exc:
+            raise CheckpointCorruptError(f"{where}: the row of model {model!r} is not JSON "
+                                         f"(truncated?): {exc}") from None
+        if not isinstance(doc, dict):
+            raise CheckpointCorruptError(f"{where}: the row of model {model!r} is not an object")
+        if "format" not in doc:  # format 1: the bare state
+            return unseal(model, doc, checked=False)
+        _format_of(doc, f"{where}, model {model!r}")
+        return unseal(model, doc)
+
+    def load(self, model: str) -> ModelState:  # noqa: D102
         with self.engine.connect() as conn:
-            text = conn.execute(sa.select(self.table.c.state)
-                                .where(self.table.c.model == model)).scalar()
-        return ModelState() if text is None else ModelState.from_json(json.loads(text))
+            text = self._row(conn, self.table, model)
+        try:
+            state = self._parse(model, text, self.table.name)
+        except CheckpointCorruptError as exc:
+            return self._fall_back(model, exc)
+        return ModelState() if state is None else state
+
+    def _fall_back(self, model: str, problem: Exception) -> ModelState:
+        import sqlalchemy as sa
+
+        INCIDENTS.count("integrity_errors", model, "checkpoint_corrupt")
+        log.error("checkpoint %s is corrupt: %s", self.table.name, problem)
+        with self.engine.begin() as conn:
+            if self.fence is not None:  # a repair is a write: only the lease holder's
+                self.fence(conn)
+            text = self._row(conn, self.previous, model)
+            try:
+                state = self._parse(model, text, self.previous.name)
+            except (CheckpointCorruptError, CheckpointFormatError) as exc:
+                raise CheckpointCorruptError(f"{problem}; its previous generation is not "
+                                             f"usable either: {exc}") from None
+            if state is None:
+                raise CheckpointCorruptError(f"{problem}; no previous generation to fall "
+                                             "back to") from None
+            t = self.table  # repair: the previous generation becomes the current one
+            conn.execute(sa.delete(t).where(t.c.model == model))
+            conn.execute(sa.insert(t).values(model=model, state=text,
+                                             updated_at=_stamp()))
+        INCIDENTS.count("repairs", model, "checkpoint_previous")
+        log.warning("checkpoint %s: model %r uses its previous generation (the windows done "
+                    "since are evaluated again)", self.table.name, model)
+        return state
 
     def save(self, model: str, state: ModelState) -> None:  # noqa: D102
-        from datetime import UTC
-
         import sqlalchemy as sa
 
-        row = {"model": model, "state": json.dumps(state.to_json(), sort_keys=True),
-               "updated_at": datetime.now(UTC).isoformat()}
+        text = json.dumps(seal(model, state, format=FORMAT), sort_keys=True)
         with self.engine.begin() as conn:
             if self.fence is not None:  # the lease row, in this transaction: stale -> rollback
                 self.fence(conn)
-            conn.execute(sa.delete(self.table).where(self.table.c.model == model))
-            conn.execute(sa.insert(self.table).values(**row))
+            current = self._row(conn, self.table, model)
+            try:
+                sound = self._parse(model, current, self.table.name) is not None
+            except CheckpointCorruptError:
+                sound = False  # keep the previous generation as it is
+            for t, value in ((self.previous, current), (self.table, text)):
+                if t is self.previous and not sound:
+                    continue
+                conn.execute(sa.delete(t).where(t.c.model == model))
+                conn.execute(sa.insert(t).values(model=model, state=value,
+                                                 updated_at=_stamp()))
 
     def close(self) -> None:
         """Release the connection pool."""
         self.engine.dispose()
+
+
+def _stamp() -> str:
+    from datetime import UTC
+
+    return datetime.now(UTC).isoformat()
 
 
 def open_checkpoint(cfg: CheckpointConfig) -> Checkpoint:

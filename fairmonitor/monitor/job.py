@@ -31,7 +31,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -41,11 +41,13 @@ from ..exceptions import InvalidInputError, MissingColumnError
 from ..report.evaluate import Window, WindowReport, evaluate_window
 from ..report.thresholds import Severity
 from ..summaries import summarize, to_bytes
+from . import clock as _clock
 from . import rollups as _rollups
 from . import streaks as _streaks
 from .checkpoint import Checkpoint, ModelState
 from .columns import frame_problem
 from .config import ModelConfig, MonitorConfig
+from .incidents import INCIDENTS
 from .merge import merge_reports
 from .rows import prepare as prepare_rows
 from .snapshot import fold
@@ -76,7 +78,8 @@ log = logging.getLogger(__name__)
 
 Phase = Literal["full", "predictions", "labels"]
 #: Where a window's evaluation can fail; the exporter pre-initialises one error series per stage.
-STAGES = ("source", "data", "metric", "checkpoint", "rollup", "export", "mlflow")
+STAGES = ("source", "data", "metric", "checkpoint", "rollup", "summary_store", "export",
+          "mlflow")
 #: Hook stages whose values must be durable before the checkpoint moves (see :func:`run_once`).
 DURABLE_STAGES = ("mlflow",)
 Hook = Callable[["WindowResult"], object]
@@ -201,6 +204,7 @@ def _report(cfg: ModelConfig, frame: pd.DataFrame, metrics: Sequence[str], *, la
             if faults is not None:
                 faults["rollup"] = f"cannot summarize the window: {type(exc).__name__}: {exc}"
     return evaluate_window(window, metrics=metrics, min_group_size=cfg.min_group_size,
+                           min_condition_size=cfg.min_condition_size,
                            intersection=cfg.intersection, thresholds=cfg.thresholds,
                            options=cfg.options, rng=rng, confidence_level=cfg.confidence_level)
 
@@ -482,6 +486,7 @@ def run_once(
                     r.name: _rollups.floor_to(done, r.every) for r in cfg.rollups
                     if r.name in missing_rollups}})
                 checkpoint.save(name, state)
+            state, may_skip = _clock_checked(name, cfg, state, checkpoint, now, config.catch_up)
         except Exception as exc:  # without progress records, evaluating would repeat windows
             log.error("%s: checkpoint unavailable, model skipped this tick: %s", name, exc)
             # a result without a window, so the exporter counts the fault (stage checkpoint)
@@ -498,7 +503,7 @@ def run_once(
             after = getattr(state, attr) or state.predictions_end
             delay = cfg.labels_after if phase == "labels" else type(cfg.labels_after)(0)
             spans, skipped = due_windows(cfg.window, cfg.every, after=after, now=now,
-                                         delay=delay, cap=config.catch_up)
+                                         delay=delay, cap=config.catch_up, skip=may_skip)
             if skipped:
                 log.warning("%s: %d missed %s window(s) beyond the catch-up cap (%d) were "
                             "skipped", name, skipped, phase, config.catch_up)
@@ -532,8 +537,35 @@ def run_once(
                 relabelled = [r.index for r in late if r.ok]
                 results += _rollup_windows(name, cfg, state, summaries, checkpoint, now,
                                            durable, others, relabelled, cap=config.catch_up,
-                                           keep_going=go)
+                                           source=sources[name], keep_going=go)
     return results
+
+
+def _clock_checked(name: str, cfg: ModelConfig, state: ModelState, checkpoint: Checkpoint,
+                   now: datetime, cap: int) -> tuple[ModelState, bool]:
+    """:mod:`.clock`'s rules: watermarks ahead of ``now`` go back (saved), jumps are counted.
+
+    Returns the state and whether the catch-up cap may skip windows: not after a forward
+    jump (``now`` ran ahead of the time elapsed since this process's previous tick by more
+    than ``cap`` windows), whose windows stay due; as before after downtime or an outage.
+    """
+    jumped = _clock.WATCH.tick(checkpoint, name, now)
+    phases = [(attr, cfg.labels_after if phase == "labels" else timedelta(0))
+              for phase, attr in _phases(cfg)]
+    rewound, ahead = _clock.rewind(cfg, state, now, phases)
+    if ahead > timedelta(0):
+        INCIDENTS.count("clock_jumps", name, "backward")
+        log.warning("%s: clock jump backward: the watermark was %s ahead of now (%s); windows "
+                    "ending after now are evaluated again when they close", name, ahead,
+                    now.isoformat())
+        checkpoint.save(name, rewound)
+    forward = jumped is not None and jumped > cap * cfg.every
+    if forward:
+        INCIDENTS.count("clock_jumps", name, "forward")
+        log.warning("%s: clock jump forward: now (%s) moved %s more than the time elapsed "
+                    "since the previous tick; due windows are evaluated oldest first, at most "
+                    "%d a tick, none skipped", name, now.isoformat(), jumped, cap)
+    return rewound, not forward
 
 
 def _base_done(cfg: ModelConfig, state: ModelState) -> datetime | None:
@@ -545,10 +577,16 @@ def _base_done(cfg: ModelConfig, state: ModelState) -> datetime | None:
 def _rollup_windows(name: str, cfg: ModelConfig, state: ModelState, store: SummaryStore,
                     checkpoint: Checkpoint, now: datetime, durable: list[tuple[str, Hook]],
                     others: list[tuple[str, Hook]], relabelled: Sequence[int], *,
-                    cap: int, keep_going: Callable[[], bool] = lambda: True
-                    ) -> list[WindowResult]:
-    """Evaluate the due rollup windows of one model, and those late labels changed."""
+                    cap: int, source: WindowSource | None = None,
+                    keep_going: Callable[[], bool] = lambda: True) -> list[WindowResult]:
+    """Evaluate the due rollup windows of one model, and those late labels changed.
+
+    With the model's ``source``, a stored window summary that is corrupt or missing is re-made
+    from the window's rows before the rollup merges it (:func:`.rollups.evaluate_rollup`).
+    ``keep_going()`` is asked before each rollup window (SIGTERM, the lease lost).
+    """
     out: list[WindowResult] = []
+    remake = _remaker(cfg, source, now) if source is not None else None
     done = _base_done(cfg, state)
     for rollup in cfg.rollups:
         after = state.rollups.get(rollup.name)
@@ -560,7 +598,8 @@ def _rollup_windows(name: str, cfg: ModelConfig, state: ModelState, store: Summa
         for end in again if cfg.label_metrics else ():
             if not keep_going():
                 return out
-            result = _rollup_result(cfg, rollup, end, store, now=now, labels_only=True)
+            result = _rollup_result(cfg, rollup, end, store, now=now, labels_only=True,
+                                    remake=remake)
             result, state, stop = _complete_rollup(name, result, state, rollup.name,
                                                    checkpoint, durable, others)
             _log(result)
@@ -576,7 +615,7 @@ def _rollup_windows(name: str, cfg: ModelConfig, state: ModelState, store: Summa
         for end in (sp.end for sp in spans):
             if not keep_going():  # stopping (or no longer the leader): no pruning either
                 return out
-            result = _rollup_result(cfg, rollup, end, store, now=now)
+            result = _rollup_result(cfg, rollup, end, store, now=now, remake=remake)
             if "rollup" in result.errors:
                 # the stored summaries could not be read: the rollup window waits for the next
                 # tick (its watermark stays), the fault is counted and logged
@@ -602,10 +641,12 @@ def _rollup_windows(name: str, cfg: ModelConfig, state: ModelState, store: Summa
 
 
 def _rollup_result(cfg: ModelConfig, rollup: Any, end: datetime, store: SummaryStore, *,
-                   now: datetime, labels_only: bool = False) -> WindowResult:
+                   now: datetime, labels_only: bool = False,
+                   remake: _rollups.Remake | None = None) -> WindowResult:
     """One rollup window (:func:`.rollups.evaluate_rollup`) as a ``WindowResult``."""
     started = time.perf_counter()
-    e = _rollups.evaluate_rollup(cfg, rollup, end, store, labels_only=labels_only)
+    e = _rollups.evaluate_rollup(cfg, rollup, end, store, labels_only=labels_only,
+                                 remake=remake)
     return WindowResult(
         model=cfg.name, version=e.version, index=e.index, start=end - rollup.window, end=end,
         phase=e.phase, labels_included=e.labelled_rows > 0,  # type: ignore[arg-type]
@@ -613,6 +654,31 @@ def _rollup_result(cfg: ModelConfig, rollup: Any, end: datetime, store: SummaryS
         errors=MappingProxyType({"rollup": e.error} if e.error else {}), evaluated_at=now,
         duration_seconds=time.perf_counter() - started, metrics=e.metrics,
         labelled_rows=e.labelled_rows, rollup=rollup.name, merged_windows=e.merged_windows)
+
+
+def _remaker(cfg: ModelConfig, source: WindowSource, now: datetime) -> _rollups.Remake:
+    """Re-make a window's stored summary parts from the source's rows (self-repair).
+
+    The window is evaluated again in each of the model's phases, as when it closed (same rows
+    rule, same summary spec); only its summaries are kept. A window starting before the
+    model's ``start`` is never made (its rows are not the model's to report). Raises when the
+    rows cannot be read.
+    """
+    def remake(index: int) -> dict[str, bytes]:
+        sp = window_span(cfg.window, cfg.every, index)
+        parts: dict[str, bytes] = {}
+        if cfg.start is not None and sp.start < cfg.start:
+            return parts
+        for phase, _ in _phases(cfg):
+            result = evaluate_model_window(cfg, source, sp.start, sp.end, now=now, phase=phase,
+                                           index=index)
+            problem = {k: v for k, v in result.errors.items() if k in ("source", "data",
+                                                                       "rollup")}
+            if problem:
+                raise RuntimeError(f"window #{index} cannot be re-made: {problem}")
+            parts.update(result.summaries)
+        return parts
+    return remake
 
 
 def _complete_rollup(name: str, result: WindowResult, state: ModelState, rollup: str,
@@ -743,9 +809,14 @@ def _complete(name: str, result: WindowResult, state: ModelState, attr: str, end
         try:
             for part, blob in result.summaries.items():
                 summaries.put(name, result.index, part, blob)
-        except Exception as exc:  # full disk, database down: the rollups would miss it
-            failed = ["rollup summary"]
-            log.error("%s: cannot store window #%d's summary: %s", name, result.index, exc)
+        except Exception as exc:  # full disk, quota, database down
+            # the window's own values stand and the checkpoint moves on: the rollup re-makes
+            # the missing summary from the source's rows when it needs it (self-repair)
+            why = (f"cannot store the window's summary: {type(exc).__name__}: {exc}; the "
+                   "rollups re-make it from the source's rows (free space in the store)")
+            result = dataclasses.replace(
+                result, errors=MappingProxyType({**result.errors, "summary_store": why}))
+            log.error("%s: window #%d: %s", name, result.index, why)
     # the watermark, what was reported and the alert streaks move together, in one write
     streaks = _streaks.advance(_streaks.Streaks.from_json(state.streaks), result, thresholds,
                                budget=budget)

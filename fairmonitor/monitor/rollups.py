@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
@@ -28,16 +28,18 @@ import numpy as np
 
 from ..report.evaluate import evaluate_summary
 from ..summaries import SummarySpec, WindowSummary, from_bytes, merge_all
+from .incidents import INCIDENTS
 from .merge import merge_reports
 from .summary_store import SummaryStore
 from .windows import EPOCH, window_index
+from .windows import span as window_span
 
 if TYPE_CHECKING:
     from ..report.evaluate import WindowReport
     from .config import ModelConfig, RollupConfig
 
-__all__ = ["RollupEvaluation", "base_indices", "containing", "evaluate_rollup", "floor_to",
-           "keep_from", "store_spec"]
+__all__ = ["Remake", "RollupEvaluation", "SummaryIntegrityError", "base_indices", "containing",
+           "evaluate_rollup", "floor_to", "keep_from", "store_spec", "verified"]
 
 log = logging.getLogger(__name__)
 
@@ -89,11 +91,59 @@ def keep_from(cfg: ModelConfig, after: Mapping[str, datetime],
     return min(needed)
 
 
-def _load(blobs: Mapping[int, bytes], spec: SummarySpec,
-          notes: list[str]) -> dict[int, WindowSummary]:
+class SummaryIntegrityError(ValueError):
+    """A stored window summary that is corrupt, or not the window it is stored as."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind  # an INTEGRITY_KINDS value
+
+
+def verified(cfg: ModelConfig, index: int, blob: bytes) -> WindowSummary:
+    """The stored summary of the model's window ``index``, checked.
+
+    Its checksum (:func:`~fairmonitor.summaries.from_bytes`) and its identity: the model, and
+    the window's start and end, which must be those of ``index`` (a valid summary of another
+    window stored under this index is an error, never merged).
+
+    Raises
+    ------
+    SummaryIntegrityError
+        ``kind`` ``summary_corrupt`` (unreadable, truncated, checksum mismatch) or
+        ``summary_identity`` (another model's or window's summary).
+    """
+    try:
+        summary = from_bytes(blob)
+    except Exception as exc:
+        raise SummaryIntegrityError("summary_corrupt", str(exc)) from None
+    span = window_span(cfg.window, cfg.every, index)
+    found = (summary.model, summary.start, summary.end)
+    if found != (cfg.name, span.start, span.end):
+        raise SummaryIntegrityError(
+            "summary_identity",
+            f"the summary stored as {cfg.name!r} window #{index} [{span.start.isoformat()}, "
+            f"{span.end.isoformat()}) is model {summary.model!r} "
+            f"[{_iso(summary.start)}, {_iso(summary.end)})")
+    return summary
+
+
+def _iso(t: datetime | None) -> str:
+    return "?" if t is None else t.isoformat()
+
+
+def _load(cfg: ModelConfig, blobs: Mapping[int, bytes], spec: SummarySpec, notes: list[str],
+          bad: dict[int, SummaryIntegrityError]) -> dict[int, WindowSummary]:
+    """The checked summaries of ``blobs``; the failing ones go to ``bad`` (counted, logged)."""
     out, other = {}, 0
     for index, blob in blobs.items():
-        summary = from_bytes(blob)
+        try:
+            summary = verified(cfg, index, blob)
+        except SummaryIntegrityError as exc:
+            bad[index] = exc
+            INCIDENTS.count("integrity_errors", cfg.name, exc.kind)
+            log.error("%s: stored summary of window #%d fails its check (%s): %s", cfg.name,
+                      index, exc.kind, exc)
+            continue
         if summary.spec.fingerprint != spec.fingerprint:
             other += 1  # summarized before `summaries:` changed: cannot merge with the others
             continue
@@ -102,6 +152,41 @@ def _load(blobs: Mapping[int, bytes], spec: SummarySpec,
         notes.append(f"{other} window(s) summarized under another `summaries` setting were "
                      "left out (they cannot merge with the current ones)")
     return out
+
+
+#: re-makes the summary parts of the model's window ``index`` from the source's rows
+Remake = Callable[[int], Mapping[str, bytes]]
+
+
+def _repair(cfg: ModelConfig, store: SummaryStore, remake: Remake, indices: Iterable[int],
+            bad: Mapping[int, SummaryIntegrityError], parts: dict[str, dict[int, WindowSummary]],
+            notes: list[str]) -> None:
+    """Re-make the windows of ``indices`` that are corrupt or missing, store and use them.
+
+    A missing window whose source has no rows stays missing (nothing to repair: no traffic).
+    Raises when the source cannot give the rows (the rollup waits for the next tick).
+    """
+    for index in indices:
+        have = {p for p, got in parts.items() if index in got}
+        if index not in bad and have:
+            continue  # stored and sound (one part is enough: see evaluate_rollup)
+        blobs = {p: b for p, b in remake(index).items() if p in parts}
+        if not blobs:  # no rows (or none this rollup reads): nothing to repair
+            if index in bad:
+                notes.append(f"window #{index}'s stored summary was corrupt and the source has "
+                             "no rows for it any more: left out")
+            continue
+        kind = "summary_corrupt" if index in bad else "summary_missing"
+        for part, blob in blobs.items():
+            parts.setdefault(part, {})[index] = verified(cfg, index, blob)
+            try:
+                store.put(cfg.name, index, part, blob)  # type: ignore[arg-type]
+            except Exception as exc:  # used for this rollup anyway; re-made again next time
+                log.warning("%s: cannot store the re-made summary of window #%d: %s",
+                            cfg.name, index, exc)
+        INCIDENTS.count("repairs", cfg.name, kind)
+        log.warning("%s: window #%d's summary re-made from the source's rows (%s%s)", cfg.name,
+                    index, kind, f": {bad[index]}" if index in bad else "")
 
 
 @dataclass(frozen=True)
@@ -121,12 +206,16 @@ class RollupEvaluation:
 
 
 def evaluate_rollup(cfg: ModelConfig, rollup: RollupConfig, end: datetime,
-                    store: SummaryStore, *, labels_only: bool = False) -> RollupEvaluation:
+                    store: SummaryStore, *, labels_only: bool = False,
+                    remake: Remake | None = None) -> RollupEvaluation:
     """Evaluate the rollup window ending at ``end`` from the stored summaries. Never raises.
 
     ``index`` is the window's index on the rollup's grid; ``phase`` is ``full``, or
     ``labels`` with ``labels_only`` (a re-evaluation after late labels: label metrics only).
-    An unreadable store or summary gives ``error`` and no report.
+    Every stored summary is checked (:func:`verified`); with ``remake`` (the job's: fetch the
+    window's rows and summarize them), a corrupt or missing one is re-made, stored and merged
+    (counted in ``repairs``). Without it, or when the rows cannot be read, an unreadable store
+    or summary gives ``error`` and no report: nothing corrupt is ever merged.
     """
     index = (end - EPOCH) // rollup.every
     free = () if labels_only else cfg.label_free_metrics
@@ -137,13 +226,25 @@ def evaluate_rollup(cfg: ModelConfig, rollup: RollupConfig, end: datetime,
     indices = base_indices(cfg, rollup, end)
     spec = store_spec(cfg)
     notes: list[str] = []
+    bad: dict[int, SummaryIntegrityError] = {}
     try:
-        with_labels = _load(store.get(cfg.name, indices, "labels"), spec, notes)
-        without = _load(store.get(cfg.name, indices, "predictions"), spec, notes) if free \
-            else {}
-    except Exception as exc:  # store down, corrupt or newer-format summary
+        with_labels = _load(cfg, store.get(cfg.name, indices, "labels"), spec, notes, bad)
+        without = _load(cfg, store.get(cfg.name, indices, "predictions"), spec, notes, bad) \
+            if free else {}
+    except Exception as exc:  # store down
         return RollupEvaluation(**base, error=f"cannot read the stored summaries: "
                                               f"{type(exc).__name__}: {exc}")
+    # the parts this evaluation reads (a re-evaluation after late labels: the labelled ones)
+    parts = {"labels": with_labels, "predictions": without} if free else {"labels": with_labels}
+    try:
+        if remake is not None:
+            _repair(cfg, store, remake, indices, bad, parts, notes)
+        elif bad:
+            raise next(iter(bad.values()))
+    except Exception as exc:  # a corrupt summary that cannot be re-made: never merged
+        return RollupEvaluation(**base, error=f"cannot repair the stored summaries: "
+                                              f"{type(exc).__name__}: {exc}")
+    with_labels, without = parts["labels"], parts.get("predictions", {})
     # a window stored without a predictions part had every row labelled: its labelled
     # summary serves the label-free metrics too
     parts_free = {i: without.get(i) or with_labels[i].without_labels()
@@ -152,7 +253,8 @@ def evaluate_rollup(cfg: ModelConfig, rollup: RollupConfig, end: datetime,
     if not parts_free and not with_labels:
         return RollupEvaluation(**base)
     rng = np.random.default_rng([cfg.seed, max(index, 0), int(rollup.window.total_seconds())])
-    kw = dict(min_group_size=cfg.min_group_size, thresholds=cfg.thresholds,
+    kw = dict(min_group_size=cfg.min_group_size, min_condition_size=cfg.min_condition_size,
+              thresholds=cfg.thresholds,
               options=cfg.options, threshold=cfg.decision_threshold, rng=rng,
               confidence_level=cfg.confidence_level)
     try:

@@ -9,10 +9,13 @@ spec's fingerprint), under ``(model, window index, part)``:
   A window whose rows were all labelled when evaluated stores this part only; it then serves
   both (:meth:`~fairmonitor.summaries.WindowSummary.without_labels`).
 
-The job writes a window's parts before its checkpoint moves past it, so a crash never leaves a
-done window without its summary. Three stores, beside the checkpoint they go with
+The job writes a window's parts before its checkpoint moves past it; one it could not write
+(a full store: stage ``summary_store``) or that is damaged is re-made from the source's rows
+when a rollup needs it (:mod:`.rollups`: every summary is checked against its checksum and
+identity on load). Three stores, beside the checkpoint they go with
 (:func:`open_summary_store`): a directory of files next to a checkpoint file
-(``<checkpoint>.summaries/<model>/<index>.<part>``, each written atomically), a table
+(``<checkpoint>.summaries/<folder>/<index>.<part>``, each written atomically; ``<folder>`` is
+the model name percent-encoded (:func:`folder_name`): collision-free and reversible), a table
 ``<checkpoint table>_summaries`` in the checkpoint's SQL database, and memory (tests).
 """
 
@@ -28,7 +31,7 @@ from .atomic import write_atomic
 from .config import CheckpointConfig
 
 __all__ = ["PARTS", "FileSummaryStore", "MemorySummaryStore", "SQLSummaryStore", "SummaryStore",
-           "open_summary_store"]
+           "folder_name", "model_of_folder", "open_summary_store"]
 
 Part = Literal["predictions", "labels"]
 PARTS: tuple[Part, ...] = ("predictions", "labels")
@@ -71,13 +74,46 @@ class MemorySummaryStore:
         return len(old)
 
 
-def _safe(model: str) -> str:
-    """A model name as one directory name (no separators, no leading dot)."""
+def _legacy(model: str) -> str:
+    """The folder name used before percent-encoding (it collided: read as a fallback only)."""
     return re.sub(r"[^A-Za-z0-9_.-]", "_", model).lstrip(".") or "_"
 
 
+_KEEP = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
+def folder_name(model: str) -> str:
+    """A model name as one directory name: collision-free and reversible.
+
+    Every UTF-8 byte outside ``[A-Za-z0-9_-]`` becomes ``%XX`` (so no separator, no dot, no
+    ``..``; the empty name is ``%``). On a case-insensitive file system, names differing in
+    case only still share a folder: the summaries' identity check then refuses the other
+    model's (re-made from the source), never merges it.
+
+    >>> [folder_name(m) for m in ("credit eu", "credit_eu", "credit/eu", "..")]
+    ['credit%20eu', 'credit_eu', 'credit%2Feu', '%2E%2E']
+    >>> model_of_folder(folder_name("crédit/eu")) == "crédit/eu"
+    True
+    """
+    if not model:
+        return "%"
+    return "".join(chr(b) if b in _KEEP else f"%{b:02X}" for b in model.encode())
+
+
+def model_of_folder(folder: str) -> str:
+    """Inverse of :func:`folder_name`."""
+    from urllib.parse import unquote_to_bytes
+
+    return "" if folder == "%" else unquote_to_bytes(folder).decode()
+
+
 class FileSummaryStore:
-    """One file per window part under ``directory/<model>/``, each replaced atomically."""
+    """One file per window part under ``directory/<folder>/``, each replaced atomically.
+
+    ``<folder>`` is :func:`folder_name`; a part not found there is read from the folder name
+    of earlier versions (which collided: ``credit eu`` and ``credit_eu`` shared one), whose
+    summaries the rollup checks for their model before merging. New parts go to the new folder.
+    """
 
     def __init__(self, directory: str | Path) -> None:
         self.directory = Path(directory)
@@ -85,8 +121,13 @@ class FileSummaryStore:
         #: the lease check run before every write (:mod:`.leadership`); None: unfenced
         self.fence: Any = None
 
-    def _path(self, model: str, index: int, part: str) -> Path:
-        return self.directory / _safe(model) / f"{int(index)}.{part}"
+    def folder(self, model: str) -> str:
+        """The folder name of ``model``'s summaries."""
+        return folder_name(model)
+
+    def _path(self, model: str, index: int, part: str, *, legacy: bool = False) -> Path:
+        name = _legacy(model) if legacy else folder_name(model)
+        return self.directory / name / f"{int(index)}.{part}"
 
     def put(self, model: str, index: int, part: Part, blob: bytes) -> None:  # noqa: D102
         path = self._path(model, index, part)
@@ -98,24 +139,30 @@ class FileSummaryStore:
 
     def get(self, model: str, indices: Iterable[int], part: Part) -> dict[int, bytes]:  # noqa: D102
         out = {}
+        fallback = _legacy(model) != folder_name(model) and \
+            (self.directory / _legacy(model)).is_dir()
         for i in indices:
-            try:
-                out[i] = self._path(model, i, part).read_bytes()
-            except FileNotFoundError:
-                continue
+            for legacy in (False, True) if fallback else (False,):
+                try:
+                    out[i] = self._path(model, i, part, legacy=legacy).read_bytes()
+                    break
+                except FileNotFoundError:
+                    continue
         return out
 
     def prune(self, model: str, before: int) -> int:  # noqa: D102
-        folder = self.directory / _safe(model)
         n = 0
         with self._lock:
             if self.fence is not None:  # a former leader must not prune the new one's windows
                 self.fence()
-            for path in folder.glob("*.*") if folder.is_dir() else ():
-                head = path.name.split(".", 1)[0]
-                if head.lstrip("-").isdigit() and int(head) < before:
-                    path.unlink(missing_ok=True)
-                    n += 1
+            for name in {folder_name(model), _legacy(model)}:
+                # the legacy folder may be another model's too: what it loses is re-made
+                folder = self.directory / name
+                for path in folder.glob("*.*") if folder.is_dir() else ():
+                    head = path.name.split(".", 1)[0]
+                    if head.lstrip("-").isdigit() and int(head) < before:
+                        path.unlink(missing_ok=True)
+                        n += 1
         return n
 
 

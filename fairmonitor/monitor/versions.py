@@ -189,7 +189,9 @@ def evaluate_version(
         opts = options[m]
         opts["column_kinds"] = {**frozen, **opts.get("column_kinds", {})}
         opts.setdefault("round_integers", True)
-    kw = dict(min_group_size=model_cfg.min_group_size, intersection=model_cfg.intersection,
+    kw = dict(min_group_size=model_cfg.min_group_size,
+              min_condition_size=model_cfg.min_condition_size,
+              intersection=model_cfg.intersection,
               confidence_level=model_cfg.confidence_level,
               thresholds=model_cfg.thresholds, options=options,
               rng=np.random.default_rng(model_cfg.seed) if rng is None else rng)

@@ -9,7 +9,9 @@ is a stable MLflow ``step``.
 A window is due once it has closed (``end <= now``); its labelled evaluation is due once
 ``end + labels_after <= now``. Progress is a watermark, the end of the last done window, so
 "due" means: past the watermark and closed. After downtime the missed windows are evaluated
-oldest first, at most ``cap`` of them; older ones beyond the cap are skipped (and counted).
+oldest first, at most ``cap`` of them; older ones beyond the cap are skipped (and counted), on
+the first tick of a process only: a running monitor whose clock jumps keeps them due
+(:mod:`.clock`).
 """
 
 from __future__ import annotations
@@ -63,11 +65,14 @@ def due_windows(
     now: datetime,
     delay: timedelta = timedelta(0),
     cap: int = 100,
+    skip: bool = True,
 ) -> tuple[list[WindowSpan], int]:
     """Windows ending after the watermark ``after`` and at or before ``now - delay``.
 
     Returns the windows oldest first, at most ``cap`` (the newest ones), and how many older
-    due windows the cap skipped.
+    due windows the cap skipped. With ``skip=False`` (a running monitor whose clock jumped,
+    :mod:`.clock`) the ``cap`` oldest are returned instead and nothing is skipped: the rest
+    stay due for the next tick.
 
     >>> h = timedelta(hours=1)
     >>> now = datetime(2026, 11, 22, 5, 10, tzinfo=UTC)
@@ -81,6 +86,10 @@ def due_windows(
     >>> due_windows(h, h, after=datetime(2026, 11, 22, 1, tzinfo=UTC), now=now,
     ...             delay=timedelta(hours=3))[0][-1].end.hour
     2
+    >>> wins, skipped = due_windows(h, h, after=datetime(2026, 11, 22, 1, tzinfo=UTC), now=now,
+    ...                             cap=2, skip=False)
+    >>> [w.end.hour for w in wins], skipped
+    ([2, 3], 0)
     """
     _check_aware(after, "after")
     _check_aware(now, "now")
@@ -91,6 +100,8 @@ def due_windows(
     n = hi - lo + 1
     if n <= 0:
         return [], 0
+    if not skip:
+        return [span(window, every, k) for k in range(lo, min(hi, lo + cap - 1) + 1)], 0
     skipped = max(0, n - cap)
     return [span(window, every, k) for k in range(lo + skipped, hi + 1)], skipped
 

@@ -294,8 +294,8 @@ class WindowReport:
         >>> for key, v in r.flat_intervals().items():
         ...     print(key, round(v, 3))
         fairness/ci_lower/demographic_parity_difference/g 0.0
-        fairness/ci_upper/demographic_parity_difference/g 1.0
-        fairness/chance/demographic_parity_difference/g 0.347
+        fairness/ci_upper/demographic_parity_difference/g 0.987
+        fairness/chance/demographic_parity_difference/g 0.309
         """
         out: dict[str, float] = {}
         for (metric, attr), iv in self.intervals.items():
@@ -392,7 +392,7 @@ def _from_summary_value(spec: MetricSpec, summary: WindowSummary, attr: str,
     kw = {**spec.options, **{k: v for k, v in kwargs.items() if k in accepted}}
     if spec.name in _PARITY:
         return parity_from_rates(spec.name, _from_summary.group_rates_from_summary(
-            a, kw.get("min_group_size", 1)))
+            a, kw.get("min_group_size", 1)), kw.get("min_condition_size", 1))
     if spec.name in _COUNTED:
         return _COUNTED[spec.name](a, min_group_size=kw.get("min_group_size", 1))
     if a.raw:  # every group's scores: the metric function, every option, the raw value
@@ -428,6 +428,7 @@ def evaluate_window(
     *,
     metrics: Iterable[str] | None = None,
     min_group_size: int = 1,
+    min_condition_size: int = 1,
     intersection: bool = True,
     thresholds: Iterable[Threshold] = (),
     options: Mapping[str, Mapping[str, Any]] | None = None,
@@ -447,6 +448,12 @@ def evaluate_window(
         missing gives NaN with the reason.
     min_group_size : int, default=1
         Groups with fewer rows are left out of every metric.
+    min_condition_size : int, default=1
+        Per rate, groups with fewer rows of what it conditions on (actual positives for a
+        TPR, actual negatives for an FPR, predicted positives for precision) are left out of
+        that rate's gap, with the reason. The monitor and the evaluator default to
+        :data:`~fairmonitor.report.MIN_GROUP_SIZE` and
+        :data:`~fairmonitor.report.MIN_CONDITION_SIZE` (``docs/intervals.md``).
     intersection : bool, default=True
         With several attributes, also evaluate their intersection (named ``"a:b"``).
     thresholds : iterable of Threshold
@@ -495,7 +502,8 @@ def evaluate_window(
         return window, attrs[attr]
 
     return _evaluate(summary, specs, skipped, rows, lambda i: window.get(i) is not None,
-                     min_group_size=min_group_size, thresholds=thresholds, options=options,
+                     min_group_size=min_group_size, min_condition_size=min_condition_size,
+                     thresholds=thresholds, options=options,
                      rng=rng, errors=errors, threshold=window.threshold, started=started,
                      notes=_missing_notes(window), failed=failed, level=confidence_level,
                      weights=window.sample_weight)
@@ -568,6 +576,7 @@ def evaluate_summary(
     *,
     metrics: Iterable[str] | None = None,
     min_group_size: int = 1,
+    min_condition_size: int = 1,
     thresholds: Iterable[Threshold] = (),
     options: Mapping[str, Mapping[str, Any]] | None = None,
     predict: Callable[[Any], Any] | None = None,
@@ -592,7 +601,8 @@ def evaluate_summary(
     summary : WindowSummary
     predict : callable, optional
         The model, for the robustness metrics (run on the sample).
-    metrics, min_group_size, thresholds, options, threshold, rng, errors, confidence_level
+    metrics, min_group_size, min_condition_size, thresholds, options, threshold, rng, errors,
+    confidence_level
         As :func:`evaluate_window`. Intervals come from the summary's counts and score
         summaries (the same as on the raw rows, up to the cells' resolution).
     results : mapping of (metric, attribute) to (result, warnings), optional
@@ -637,7 +647,8 @@ def evaluate_summary(
         return _sample_window(summary, attr, predict, threshold)
 
     return _evaluate(summary, specs, skipped, rows, has, min_group_size=min_group_size,
-                     thresholds=thresholds, options=options, rng=rng, errors=errors,
+                     min_condition_size=min_condition_size, thresholds=thresholds,
+                     options=options, rng=rng, errors=errors,
                      threshold=threshold, started=started, notes=notes, level=confidence_level,
                      results=results)
 
@@ -645,6 +656,7 @@ def evaluate_summary(
 def _evaluate(summary: WindowSummary, specs: list[MetricSpec], skipped: dict[str, str],
               rows: Callable[[str], tuple[Window, Any]], has: Callable[[str], bool], *,
               min_group_size: int, thresholds: Iterable[Threshold],
+              min_condition_size: int = 1,
               options: Mapping[str, Mapping[str, Any]] | None, rng: Any, errors: str,
               threshold: float, started: float, notes: list[str],
               failed: Mapping[str, Exception] | None = None,
@@ -675,8 +687,8 @@ def _evaluate(summary: WindowSummary, specs: list[MetricSpec], skipped: dict[str
                 if level is not None:
                     intervals[key] = undefined(reasons[key])
                 continue
-            kwargs = {"min_group_size": min_group_size, "rng": rng, "threshold": threshold,
-                      **options.get(spec.name, {})}
+            kwargs = {"min_group_size": min_group_size, "min_condition_size": min_condition_size,
+                      "rng": rng, "threshold": threshold, **options.get(spec.name, {})}
             if weights is not None:
                 if spec.name not in WEIGHTED_METRICS:
                     values[key] = float("nan")

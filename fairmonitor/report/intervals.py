@@ -6,13 +6,19 @@ same per-group counts and score summaries the value was computed from, never the
 so it costs O(groups x bins x draws) whatever the window's size and it works on merged
 summaries. Which method serves which metric (the registry's ``interval`` column):
 
-- parity gaps (and predictive parity): :func:`~fairmonitor.metrics._intervals.rate_gap_interval`,
-  analytic draws from per-group counts (Agresti-Caffo variances, Fang-Santos directional
-  derivative of the max); the calibration gap by
+- parity gaps and ratios (and predictive parity):
+  :func:`~fairmonitor.metrics._rate_intervals.rate_gap_interval`, score-type intervals from
+  per-group counts (Newcombe's hybrid score interval per pair of groups, MOVER-R for the DP
+  ratio, a joint critical value over the pairs that may be the largest; ``docs/intervals.md``);
+  the calibration gap by
   :func:`~fairmonitor.metrics._intervals.mean_gap_interval` with a bounded variance;
-- ABCC, MADD, ABPC: :func:`~fairmonitor.metrics._intervals.score_gap_interval`, a Poisson
+- ABCC, ABPC: :func:`~fairmonitor.metrics._intervals.score_gap_interval`, a Poisson
   bootstrap of per-group score histograms, one :class:`ScoreBootstrap` per attribute shared by
-  the three;
+  the score metrics; MADD: its chance level only, no bounds (the reason says why);
+- the chance level of a score metric is the permutation null of the group labels read on the
+  same histograms (bandwidths held at the window's): what
+  :func:`~fairmonitor.metrics.permutation_test` and ``fairmonitor report`` give as "chance",
+  within Monte Carlo error;
 - HFM average: the sampled estimator's own interval (``method="sampled"``); HFM max has none
   (a maximum over nearest-neighbour distances is not estimable from a sample);
 - CFair: the paired comparison's (cluster-robust) 95% interval of the absolute gap;
@@ -38,10 +44,10 @@ from ..metrics._intervals import (
     ScoreBootstrap,
     fine_histogram_sorted,
     mean_gap_interval,
-    rate_gap_interval,
     score_gap_interval,
     wald_interval,
 )
+from ..metrics._rate_intervals import rate_gap_interval
 from ..summaries import compute as _compute
 from ..summaries.core import AttributeSummary, GroupSummary
 
@@ -68,7 +74,8 @@ def _kept(attr: AttributeSummary, min_group_size: int) -> list[GroupSummary]:
     return [attr.groups[label] for label in labels]
 
 
-def _rates(name: str, groups: list[GroupSummary], level: float) -> Interval:
+def _rates(name: str, groups: list[GroupSummary], level: float,
+           min_condition_size: int = 1) -> Interval:
     n = np.array([g.n for g in groups], dtype=float)
     if name.startswith("demographic"):
         if any(g.predicted_positive is None for g in groups):
@@ -78,13 +85,19 @@ def _rates(name: str, groups: list[GroupSummary], level: float) -> Interval:
     if any(g.confusion is None for g in groups):
         return undefined("labels not available")
     tp, fp, fn, tn = np.array([g.confusion for g in groups], dtype=float).reshape(-1, 4).T
-    if name == "equal_opportunity_difference":
-        return rate_gap_interval(tp, tp + fn, level=level)
-    if name == "predictive_parity_difference":
-        return rate_gap_interval(tp, tp + fp, level=level)
     if name == "calibration_difference":
         return _calibration(groups, n, tp + fn, level)
-    return rate_gap_interval(np.stack([tp, fp]), np.stack([tp + fn, fp + tn]), level=level)
+
+    def kept(trials: NDArray[np.float64]) -> NDArray[np.float64]:
+        # the metric's filter: a group with fewer conditioning rows has no rate (0 trials)
+        return np.where(trials < min_condition_size, 0.0, trials)
+
+    if name == "equal_opportunity_difference":
+        return rate_gap_interval(tp, kept(tp + fn), level=level)
+    if name == "predictive_parity_difference":
+        return rate_gap_interval(tp, kept(tp + fp), level=level)
+    return rate_gap_interval(np.stack([tp, fp]), np.stack([kept(tp + fn), kept(fp + tn)]),
+                             level=level)
 
 
 def _calibration(groups: list[GroupSummary], n: NDArray[np.float64],
@@ -198,7 +211,7 @@ def interval_of(name: str, field: str | None, value: float, result: Any,
         if name in _RATES or name in _SCORES:
             groups = _kept(attr, int(kw.get("min_group_size", 1)))
             if name in _RATES:
-                return _rates(name, groups, level)
+                return _rates(name, groups, level, int(kw.get("min_condition_size", 1)))
             return _scores(name, value, result, attr, groups, kw, level, cache)
         return _rows(name, field, value, result, level)
     except (AttributeError, KeyError, IndexError, TypeError) as exc:  # a result without SEs

@@ -9,6 +9,7 @@ here, to give each (metric, attribute) a severity; by the MLflow evaluator, mapp
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -27,6 +28,8 @@ COMPARES: tuple[Compare, ...] = ("value", "bound", "budget")
 #: Severities in increasing order of alarm; ``undefined`` (a NaN value) is not an alarm.
 SEVERITIES: tuple[Severity, ...] = ("undefined", "ok", "warning", "critical")
 _CODES = {"ok": 0, "warning": 1, "critical": 2}
+#: Ulps (of ``max(1, |value|, |level|)``) within which a value ties with a level.
+TIE_ULPS = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +63,15 @@ class Threshold:
         evaluator) has no sequence, so there its severity compares the unfair-side bound,
         exactly like ``"bound"``. A metric without an interval (the registry's ``interval``
         column) can only compare its value.
+
+    Notes
+    -----
+    Ties: the metrics are differences or ratios of quantities of order 1 (rates, shares,
+    CDFs), computed with a rounding error of a few ulps of 1, so a value within
+    :data:`TIE_ULPS` (8) ulps of ``max(1, |value|, |level|)`` of a level (about 1.8e-15 for
+    metrics in [0, 1]) equals it and does not breach it: a breach is "strictly beyond, by more
+    than rounding". Without this, ``0.4 - 0.3`` (0.10000000000000003) breached 0.1 and
+    ``0.3 - 0.2`` (0.09999999999999998) did not.
 
     Examples
     --------
@@ -129,9 +141,10 @@ class Threshold:
         spec = METRICS.get(self.metric)
         if self.compare != "value" and spec is not None and spec.interval is None:
             with_interval = ", ".join(m for m, s in METRICS.items() if s.interval)
+            why = f" ({spec.no_interval})" if spec.no_interval else ""
             raise ConfigError(
-                f"{where}.compare: {self.metric} has no confidence interval, so there is no "
-                f"bound or evidence to compare ({self.compare}); use compare: value, or a "
+                f"{where}.compare: {self.metric} has no confidence interval{why}, so there is "
+                f"no bound or evidence to compare ({self.compare}); use compare: value, or a "
                 f"metric with one ({with_interval}).")
 
     def compared(self, value: float, lower: float = math.nan, upper: float = math.nan) -> float:
@@ -142,10 +155,17 @@ class Threshold:
         return lower if self.bound == "upper" else upper
 
     def breaches(self, value: float, level: float | None) -> bool:
-        """True if ``value`` is strictly beyond ``level`` on the bad side."""
+        """True if ``value`` is beyond ``level`` on the bad side by more than rounding.
+
+        A value within :data:`TIE_ULPS` ulps of 1 (or of the larger of the two, if above
+        1) of the level is a tie and does not breach: ``0.4 - 0.3`` and ``0.3 - 0.2`` against
+        0.1 give the same verdict.
+        """
         if level is None:
             return False
-        return value > level if self.bound == "upper" else value < level
+        beyond = value > level if self.bound == "upper" else value < level
+        return beyond and abs(value - level) > TIE_ULPS * sys.float_info.epsilon * max(
+            1.0, abs(value), abs(level))
 
     def severity(self, value: float) -> Severity:
         """Severity of ``value``: the worst level it breaches, or ``undefined`` for NaN."""

@@ -87,6 +87,8 @@ def group_rates_from_summary(attr: AttributeSummary, min_group_size: int = 1) ->
         conf = np.array([g.confusion for g in groups], dtype=float).reshape(-1, 4)
         tp, fp, fn, tn = conf.T
         tpr, fpr, ppv = _rate(tp, tp + fn), _rate(fp, fp + tn), _rate(tp, tp + fp)
+        return GroupRates(attr.name, kept.labels, kept.counts, _rate(pos, n), tpr, fpr,
+                          kept.excluded, ppv, tp + fn, fp + tn, tp + fp)
     return GroupRates(attr.name, kept.labels, kept.counts, _rate(pos, n), tpr, fpr,
                       kept.excluded, ppv)
 

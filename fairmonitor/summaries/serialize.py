@@ -25,6 +25,14 @@ tuple form is decoded only when read (no per-group decoding when loading).
 
 Loading checks the format version: an older or a newer format is refused with the fix
 (re-summarize, or upgrade fairmonitor); summaries are never converted between formats.
+
+Checksum: the header says ``"checksum": "crc32"`` and an 8-byte trailer follows the data
+(``FMCK`` and the CRC-32 of every byte before it, little-endian uint32), so a changed count in
+the header, a flipped bit in a block or a truncated file is refused on load. The trailer comes
+after every block, so a reader that predates it still reads the summary; a summary written
+before it (no ``checksum`` in its header) is still read, unchecked. The summary's identity
+(model, window start and end) is in its header; the monitor compares it with where the summary
+is stored (``monitor/rollups.py``).
 """
 
 from __future__ import annotations
@@ -32,6 +40,7 @@ from __future__ import annotations
 import io
 import json
 import struct
+import zlib
 from datetime import datetime
 from typing import Any
 
@@ -53,6 +62,7 @@ __all__ = ["from_bytes", "to_bytes"]
 
 _MAGIC = b"FMWSUM\x00\x00"
 _FORMAT = "fairmonitor-window-summary"
+_TRAILER = b"FMCK"
 
 
 def _label(value: Any) -> Any:
@@ -166,7 +176,7 @@ def to_bytes(summary: WindowSummary) -> bytes:
         "n_rows": summary.n_rows, "inputs": list(summary.inputs),
         "features": list(summary.features), "model": summary.model, "version_": summary.version,
         "start": _time(summary.start), "end": _time(summary.end), "attributes": attributes,
-        "blocks": blocks.table,
+        "blocks": blocks.table, "checksum": "crc32",
     }
     text = json.dumps(header, separators=(",", ":")).encode()
     text += b" " * (-len(text) % 8)  # the data area starts 8-byte aligned
@@ -176,7 +186,8 @@ def to_bytes(summary: WindowSummary) -> bytes:
     out.write(text)
     for part in blocks.parts:
         out.write(part)
-    return out.getvalue()
+    body = out.getvalue()
+    return body + _TRAILER + struct.pack("<I", zlib.crc32(body))
 
 
 def _refuse(version: Any) -> InvalidInputError:
@@ -217,8 +228,27 @@ def _header(data: bytes) -> dict[str, Any]:
         raise InvalidInputError("not a fairmonitor window summary (no summary header)")
     if header.get("version") != SUMMARY_VERSION:
         raise _refuse(header.get("version"))
+    if "checksum" in header:
+        _check(data, header["checksum"])
     header["_data"] = start + size
     return header
+
+
+def _check(data: bytes, kind: Any) -> None:
+    """Compare the trailer's CRC-32 with the bytes before it."""
+    if kind != "crc32":
+        raise InvalidInputError(f"window summary checksum {kind!r} is not known to this "
+                                "fairmonitor; upgrade fairmonitor, or re-summarize the window")
+    trailer = data[-8:]
+    if len(data) < 8 or trailer[:4] != _TRAILER:
+        raise InvalidInputError("window summary is truncated (no checksum trailer): the data is "
+                                "corrupted; re-summarize the window")
+    (stored,) = struct.unpack("<I", trailer[4:])
+    actual = zlib.crc32(memoryview(data)[:-8])
+    if actual != stored:
+        raise InvalidInputError(f"window summary checksum mismatch (stored {stored:08x}, "
+                                f"computed {actual:08x}): the data is corrupted; re-summarize "
+                                "the window")
 
 
 def from_bytes(data: bytes) -> WindowSummary:
@@ -230,7 +260,8 @@ def from_bytes(data: bytes) -> WindowSummary:
     ------
     InvalidInputError
         Not a summary, or written in another format version (older: re-summarize; newer:
-        upgrade), or its fingerprint does not match its spec (corrupted or hand-edited).
+        upgrade), or its checksum or fingerprint does not match (corrupted, truncated or
+        hand-edited).
     """
     data = bytes(data) if not isinstance(data, bytes) else data
     header = _header(data)

@@ -20,6 +20,7 @@ import numpy as np
 
 from fairmonitor.exceptions import ConfigError, InvalidInputError
 from fairmonitor.metrics._groups import MISSING_POLICIES
+from fairmonitor.report.defaults import MIN_CONDITION_SIZE, MIN_GROUP_SIZE
 from fairmonitor.report.registry import METRICS, get_metric
 from fairmonitor.report.thresholds import Threshold
 
@@ -42,7 +43,8 @@ ALLOWED_KEYS: dict[str, Any] = {
     "score_column": None,
     "pos_label": 1,
     "threshold": 0.5,
-    "min_group_size": 30,         # the usual n >= 30 for a rate's normal approximation
+    "min_group_size": MIN_GROUP_SIZE,          # the monitor's default too
+    "min_condition_size": MIN_CONDITION_SIZE,  # rows a rate conditions on
     "intersection": True,
     "thresholds": {},
     "robustness": None,           # default: on when a model is given
@@ -61,7 +63,8 @@ ALLOWED_KEYS: dict[str, Any] = {
 ROBUSTNESS_KEYS = ("levels", "n_repeats", "max_rows")
 
 # the arguments the report layer fills in itself; never configurable per metric
-_RESERVED_KWARGS = frozenset({"sensitive_features", "min_group_size", "rng"})
+_RESERVED_KWARGS = frozenset({"sensitive_features", "min_group_size", "min_condition_size",
+                              "rng"})
 
 
 @dataclass(frozen=True)
@@ -86,7 +89,12 @@ class FairnessConfig:
         Decision threshold turning scores into 0/1 predictions where only scores exist.
     min_group_size : int
         Smaller groups are left out of every metric (default 30: a selection rate of fewer
-        rows has a standard error above 0.09, so a gap between such groups is mostly noise).
+        rows has a standard error above 0.09, so a gap between such groups is mostly noise);
+        the monitor's default too (``fairmonitor.report.defaults``).
+    min_condition_size : int
+        Per rate, groups with fewer rows of what it conditions on (actual positives for a TPR,
+        negatives for an FPR, predicted positives for precision) are left out of its gap
+        (default 10).
     intersection : bool
         With several attributes, also evaluate their intersection.
     thresholds : tuple of Threshold
@@ -127,7 +135,8 @@ class FairnessConfig:
     score_column: str | None = None
     pos_label: Any = 1
     threshold: float = 0.5
-    min_group_size: int = 30
+    min_group_size: int = MIN_GROUP_SIZE
+    min_condition_size: int = MIN_CONDITION_SIZE
     intersection: bool = True
     thresholds: tuple[Threshold, ...] = ()
     robustness: Mapping[str, Any] = field(default_factory=dict)
@@ -377,7 +386,10 @@ def parse_config(evaluator_config: Mapping[str, Any] | None) -> FairnessConfig:
         score_column=score_column,
         pos_label=pos_label,
         threshold=_number(cfg.get("threshold", 0.5), "threshold", 0.0, 1.0),
-        min_group_size=_positive_int(cfg.get("min_group_size", 30), "min_group_size"),
+        min_group_size=_positive_int(cfg.get("min_group_size", MIN_GROUP_SIZE),
+                                     "min_group_size"),
+        min_condition_size=_positive_int(cfg.get("min_condition_size", MIN_CONDITION_SIZE),
+                                         "min_condition_size"),
         intersection=intersection,
         thresholds=_thresholds(cfg.get("thresholds", {}), attributes),
         robustness=robustness,

@@ -186,8 +186,14 @@ def metric_intervals(report: Any) -> Any:
     y = np.arange(len(rows))[::-1]
     for yi, (_, _, value, iv) in zip(y, rows, strict=True):
         if iv is not None and _finite(iv.lower) and _finite(iv.upper):
-            ax.errorbar(value, yi, xerr=[[value - iv.lower], [iv.upper - value]], fmt="o",
+            # error bars are distances from the value, so never negative: an interval that
+            # does not hold its value (rounding, or a method that misses it) is drawn to its
+            # bounds from wherever the value is, not refused by matplotlib
+            ax.errorbar(value, yi, xerr=[[max(value - iv.lower, 0.0)],
+                                         [max(iv.upper - value, 0.0)]], fmt="o",
                         color="tab:blue", ecolor="tab:blue", capsize=3, markersize=4)
+            if not iv.lower <= value <= iv.upper:
+                ax.plot([iv.lower, iv.upper], [yi, yi], color="tab:blue", linewidth=1)
         else:
             ax.plot(value, yi, "o", color="tab:gray", markersize=4)
         if iv is not None and _finite(iv.chance):

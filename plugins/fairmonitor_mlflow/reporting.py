@@ -12,6 +12,7 @@ from types import MappingProxyType
 from typing import Any
 
 from fairmonitor import METRICS, WindowReport, evaluate_window
+from fairmonitor.report.defaults import MIN_GROUP_SIZE
 
 from .config import DEFAULT_METRICS, FairnessConfig
 from .window import BuiltWindow, model_metrics
@@ -76,7 +77,9 @@ def compute_report(built: BuiltWindow, config: FairnessConfig) -> WindowReport:
     else:
         main = [m for m in config.metrics if m not in calls_model]
         robust = [m for m in config.metrics if m in calls_model]
-    common = {"min_group_size": config.min_group_size, "intersection": config.intersection,
+    common = {"min_group_size": config.min_group_size,
+              "min_condition_size": config.min_condition_size,
+              "intersection": config.intersection,
               "thresholds": config.thresholds, "rng": config.rng,
               "confidence_level": config.confidence_level}
     _announce(built, config, main, robust)
@@ -85,10 +88,13 @@ def compute_report(built: BuiltWindow, config: FairnessConfig) -> WindowReport:
              report.duration_seconds)
     # say which small-group rule shaped every value (issue 13 item 4)
     rule = (f"min_group_size={config.min_group_size}"
-            + (" (the default)" if config.min_group_size == 30 else "")
+            + (" (the default)" if config.min_group_size == MIN_GROUP_SIZE else "")
             + ": groups with fewer rows are left out of every metric")
+    conditioning = (f"min_condition_size={config.min_condition_size}: groups with fewer rows "
+                    "of what a rate conditions on (positives for TPR, negatives for FPR, "
+                    "predicted positives for precision) are left out of that rate's gap")
     report = dataclasses.replace(report, skipped=MappingProxyType({**report.skipped, **skipped}),
-                                 notes=(rule, *report.notes))
+                                 notes=(rule, conditioning, *report.notes))
     if robust_window is not None and robust:
         options = {name: _robust_options(name, built, config) for name in robust}
         report = _merge(report, evaluate_window(robust_window, metrics=robust, options=options,

@@ -8,7 +8,11 @@
   evaluated when it closes) on a free port.
 - :func:`prometheus` and :func:`alertmanager`: Debian's binaries with private data directories
   and free ports on 127.0.0.1 (Alertmanager's cluster port disabled).
-- :class:`Webhook`: a receiver recording every notification with its arrival time.
+- :class:`Webhook`: a receiver recording every notification with its arrival time (and, for
+  configs with several receivers, the receiver and the POST it came in).
+- :func:`routing_config` and :func:`alertmanager_with`: a shipped Alertmanager file (e.g.
+  ``docker/alertmanager.yml``) with its timings scaled and its receivers pointed at a
+  :class:`Webhook`, run as is (routes, groups and inhibitions included).
 
 Everything is a context manager that stops what it started, so a failing test leaves nothing
 running. Missing binaries FAIL (CI installs ``prometheus`` and ``prometheus-alertmanager``).
@@ -222,6 +226,8 @@ class Notification:
     status: str  # of the alert: firing / resolved
     labels: dict[str, str]
     annotations: dict[str, str]
+    receiver: str = ""  # the Alertmanager receiver that sent it
+    batch: int = 0  # which POST (notification) carried it: 1, 2, ... in arrival order
 
 
 class Webhook:
@@ -231,14 +237,17 @@ class Webhook:
         self.received: list[Notification] = []
         self._lock = threading.Lock()
         received, lock = self.received, self._lock
+        posts = iter(range(1, 1 << 30))
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 at = time.time()
                 with lock:
+                    batch = next(posts)
                     received.extend(Notification(at, a["status"], a["labels"],
-                                                 a.get("annotations", {}))
+                                                 a.get("annotations", {}),
+                                                 body.get("receiver", ""), batch)
                                     for a in body["alerts"])
                 self.send_response(200)
                 self.end_headers()
@@ -327,6 +336,53 @@ def monitor_at(config: Any, port: int) -> Iterator[Any]:
     finally:
         svc.stop()
         thread.join(30)
+def scaled_duration(text: str, scale: float) -> str:
+    """A Prometheus/Alertmanager duration (``30s``, ``5m``, ``4h``) times ``scale``, in ms.
+
+    >>> scaled_duration("5m", 1 / 15), scaled_duration("10s", 1 / 15)
+    ('20000ms', '667ms')
+    """
+    units = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
+    number = text.rstrip("smhd")
+    unit = text[len(number):]
+    return f"{round(float(number) * units[unit] * scale * 1000)}ms"
+
+
+def routing_config(path: Path, webhook_url: str, *, scale: float = 1.0) -> dict[str, Any]:
+    """The Alertmanager file at ``path``, its receivers posting to ``webhook_url/<receiver>``.
+
+    Every ``group_wait``, ``group_interval`` and ``repeat_interval`` is multiplied by ``scale``
+    (1: the shipped values); routes, grouping and inhibitions are kept as they are.
+    """
+    import yaml
+
+    config = yaml.safe_load(path.read_text(encoding="utf-8"))
+
+    def scale_route(route: dict[str, Any]) -> None:
+        for key in ("group_wait", "group_interval", "repeat_interval"):
+            if key in route:
+                route[key] = scaled_duration(route[key], scale)
+        for child in route.get("routes", []):
+            scale_route(child)
+
+    scale_route(config["route"])
+    for receiver in config["receivers"]:
+        for hook in receiver.get("webhook_configs", []):
+            hook["url"] = f"{webhook_url}/{receiver['name']}"
+    return config
+
+
+@contextlib.contextmanager
+def alertmanager_with(workdir: Path, config: dict[str, Any]) -> Iterator[int]:
+    """Alertmanager running ``config`` as given (e.g. from :func:`routing_config`)."""
+    port = free_port()
+    path = workdir / "alertmanager.yml"
+    path.write_text(json.dumps(config))
+    args = [binary("prometheus-alertmanager", "alertmanager"), f"--config.file={path}",
+            f"--storage.path={workdir / 'am-data'}", f"--web.listen-address=127.0.0.1:{port}",
+            "--cluster.listen-address=", "--log.level=warn"]
+    with _process(args, f"http://127.0.0.1:{port}/-/ready", workdir / "alertmanager.log"):
+        yield port
 
 
 class Labeller:

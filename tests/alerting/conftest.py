@@ -13,6 +13,8 @@ REPO = Path(__file__).resolve().parents[2]
 DASHBOARDS = REPO / "dashboards"
 DOCKER = REPO / "docker"
 EXAMPLE_CONFIG = DOCKER / "monitor.example.yaml"
+#: The runbook base the committed rules link (``fairmonitor rules --runbook-url``).
+RUNBOOK_URL = "https://git.example.org/ml/fairmonitor/blob/main/docs/runbook.md"
 
 
 @pytest.fixture(scope="session")

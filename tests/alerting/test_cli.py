@@ -8,10 +8,10 @@ import pytest
 
 from fairmonitor.cli import SUBCOMMANDS, main
 
-from .conftest import DASHBOARDS, EXAMPLE_CONFIG
+from .conftest import DASHBOARDS, EXAMPLE_CONFIG, RUNBOOK_URL
 
 GENERATED = ("alerts/fairmonitor.rules.yml", "grafana-alerting/fairmonitor.yaml")
-GRAFANA = ["--grafana-url", "http://localhost:3000"]
+GRAFANA = ["--grafana-url", "http://localhost:3000", "--runbook-url", RUNBOOK_URL]
 DASHBOARD_FILES = ("fairmonitor.json", "provisioning/datasources/fairmonitor.yaml",
                    "provisioning/dashboards/fairmonitor.yaml")
 
@@ -46,11 +46,15 @@ def test_rules_options(tmp_path):
     assert "runbook_url: https://git.example.org/fm/docs/runbook.md#fairmonitordown" in text
 
 
-def test_rules_requires_the_grafana_url(tmp_path, capsys):
+@pytest.mark.parametrize("flag", ["--grafana-url", "--runbook-url"])
+def test_rules_requires_the_link_bases(tmp_path, capsys, flag):
+    """Both link bases are required: no relative runbook default (issue 24)."""
+    given = [a for i, a in enumerate(GRAFANA) if flag not in GRAFANA[i - (i % 2):i + 1]]
+    assert flag not in given and len(given) == 2
     with pytest.raises(SystemExit) as exit_info:
-        main(["rules", "--config", str(EXAMPLE_CONFIG), "--out", str(tmp_path)])
+        main(["rules", "--config", str(EXAMPLE_CONFIG), "--out", str(tmp_path), *given])
     assert exit_info.value.code == 2
-    assert "--grafana-url" in capsys.readouterr().err
+    assert flag in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -61,7 +65,12 @@ def test_rules_requires_the_grafana_url(tmp_path, capsys):
                                   "set models.<name>.alert_windows.critical: 1 in the monitor "
                                   "config instead"),
     (["--hold-missing", "0s"], "hold_missing: must be at least 1s"),
-    (["--grafana-url", "grafana:3000"], "grafana_url: must be an http(s) URL"),
+    (["--grafana-url", "grafana:3000"], "grafana_url: must be an absolute http(s) URL"),
+    (["--grafana-url", "http:///d"], "grafana_url: must be an absolute http(s) URL"),
+    (["--grafana-url", "https://g.example.org/?orgId=2"], "grafana_url: must not contain a '?"),
+    (["--runbook-url", "docs/runbook.md"], "runbook_url: must be an absolute http(s) URL"),
+    (["--runbook-url", "file:///srv/runbook.md"], "runbook_url: must be an absolute http(s)"),
+    (["--runbook-url", "https://wiki.example.org/rb#top"], "runbook_url: must not contain a '#"),
 ])
 def test_rules_bad_option_exits_2(tmp_path, capsys, args, message):
     assert main(["rules", "--config", str(EXAMPLE_CONFIG), "--out", str(tmp_path), *GRAFANA,

@@ -167,7 +167,7 @@ def test_alertmanager_config_is_valid(tmp_path):
         pytest.fail("amtool not found: install Debian's `prometheus-alertmanager` package")
     result = run_promtool(amtool, "check-config", str(ALERTMANAGER))
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "2 inhibit rules" in result.stdout
+    assert "9 inhibit rules" in result.stdout
 
 
 @pytest.mark.parametrize(("labels", "receiver"), [
@@ -176,8 +176,11 @@ def test_alertmanager_config_is_valid(tmp_path):
     (["alertname=FairnessThresholdBreached", "team=risk", "severity=warning"], "risk-team"),
     (["alertname=FairnessThresholdBreached", "model=fraud", "severity=warning"],
      "fraud-model"),
-    (["alertname=FairmonitorDown", "instance=monitor:9464"], "monitoring-oncall"),
-    (["alertname=FairnessMetricUndefined", "model=credit"], "fairness-default"),
+    (["alertname=FairmonitorDown", "instance=monitor:9464", "severity=critical"],
+     "monitoring-oncall"),
+    # model-level health reaches the monitoring on-call AND the model's team (issue 24)
+    (["alertname=FairnessMetricUndefined", "model=credit", "severity=warning"],
+     "monitoring-oncall,fairness-default"),
 ])
 def test_alertmanager_routes_by_team_and_model(labels, receiver):
     amtool = shutil.which("amtool")
@@ -198,6 +201,9 @@ def test_critical_inhibits_the_warning_of_the_same_series():
         (hook,) = r["webhook_configs"]
         assert hook["url"] == f"http://alert-log:9095/{r['name']}"
     assert len(receivers) == 5
+    # resolves are sent: explicit, not Alertmanager's webhook default
+    assert all(r["webhook_configs"][0]["send_resolved"] is True
+               for r in read_yaml(ALERTMANAGER)["receivers"])
 
 
 def test_alert_log_prints_each_notification(capfd):

@@ -81,6 +81,7 @@ def test_alert_path_end_to_end(tmp_path):
     url = f"sqlite:///{tmp_path / 'predictions.db'}"
     # default windows and hold; only the down alert's delay is shortened for the test
     options = AlertOptions(grafana_url="http://grafana.test:3000",
+                           runbook_url="https://wiki.test/fairmonitor/runbook.md",
                            absent_for=timedelta(seconds=3))
     rules = render_prometheus_rules(None, options)
     with contextlib.ExitStack() as stack:
@@ -110,7 +111,8 @@ def test_alert_path_end_to_end(tmp_path):
         latency = fired.at - first_biased_end
         assert fired.labels == {**BREACH, "severity": "critical", "model": "credit",
                                 "bound": "upper", "team": "risk", "owner": "alice"}
-        assert fired.annotations["runbook_url"] == "docs/runbook.md#fairnessthresholdbreached"
+        assert fired.annotations["runbook_url"] == (  # absolute, from the configured base
+            "https://wiki.test/fairmonitor/runbook.md#fairnessthresholdbreached")
         # on the 2nd biased window (one cadence after the 1st), not sooner
         assert WINDOW.total_seconds() <= latency < 15, latency
         print(f"\n2-second windows: first biased window end -> webhook {latency:.1f} s")

@@ -80,6 +80,7 @@ def test_pipeline_alarms_end_to_end(tmp_path, capsys):
     url = f"sqlite:///{tmp_path / 'predictions.db'}"
     # default rules; only for: of the health alerts is shortened for the test
     options = AlertOptions(grafana_url="http://grafana.test:3000",
+                           runbook_url="https://wiki.test/fairmonitor/runbook.md",
                            for_health=timedelta(seconds=2), absent_for=timedelta(seconds=3))
     rules = render_prometheus_rules(None, options)
     _, labelled = _config(tmp_path, url, "labelled", labels="    labels_after: 2s\n")
@@ -97,7 +98,8 @@ def test_pipeline_alarms_end_to_end(tmp_path, capsys):
         fired = hook.wait_for(30, "firing", alertname="FairmonitorDataErrors", model="renamed")
         assert fired.labels == {"alertname": "FairmonitorDataErrors", "model": "renamed",
                                 "severity": "warning"}
-        assert fired.annotations["runbook_url"] == "docs/runbook.md#fairmonitordataerrors"
+        assert fired.annotations["runbook_url"] == (  # absolute, from the configured base
+            "https://wiki.test/fairmonitor/runbook.md#fairmonitordataerrors")
         errors = query(prom, 'fairmonitor_errors_total{model="renamed",stage="data"}')
         assert float(errors[0]["value"][1]) >= 1
         assert query(prom, f'fairmonitor_{DP}{{model="renamed"}}') == []  # nothing evaluated

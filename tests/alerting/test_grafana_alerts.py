@@ -8,9 +8,11 @@ from fairmonitor.alerting._common import DATASOURCE_UID
 from fairmonitor.alerting.grafana_alerts import (
     ALERT_STATE_PANEL_ID,
     CONTACT_POINT,
+    ONCALL_CONTACT_POINT,
     grafana_alert_rules,
     render_grafana_alert_rules,
 )
+from fairmonitor.alerting.routing import unless_cause
 from fairmonitor.alerting.rules import (
     AlertOptions,
     never_evaluated_expr,
@@ -19,10 +21,10 @@ from fairmonitor.alerting.rules import (
     undefined_expr,
 )
 
-from .conftest import DASHBOARDS, EXAMPLE_CONFIG, check_promql, read_yaml
+from .conftest import DASHBOARDS, EXAMPLE_CONFIG, RUNBOOK_URL, check_promql, read_yaml
 
 ALERTING = DASHBOARDS / "grafana-alerting" / "fairmonitor.yaml"
-OPTIONS = AlertOptions(grafana_url="http://localhost:3000")
+OPTIONS = AlertOptions(grafana_url="http://localhost:3000", runbook_url=RUNBOOK_URL)
 
 
 def _rules(doc):
@@ -49,7 +51,7 @@ def test_committed_alert_provisioning_is_up_to_date(example_config):
     assert ALERTING.read_text(encoding="utf-8") == expected, (
         "dashboards/grafana-alerting/fairmonitor.yaml is stale: run `fairmonitor rules "
         "--config docker/monitor.example.yaml --out dashboards --grafana-url "
-        "http://localhost:3000`")
+        f"http://localhost:3000 --runbook-url {RUNBOOK_URL}`")
 
 
 def test_file_provisioning_shape():
@@ -147,7 +149,7 @@ def test_persistence_is_the_monitors_streak_as_in_prometheus(example_config):
         assert rule["data"][2]["model"]["conditions"][0]["evaluator"] == {
             "type": "gt", "params": [0.0]}
         assert rule["annotations"]["runbook_url"] == (
-            "docs/runbook.md#fairnessthresholdbreached")
+            f"{RUNBOOK_URL}#fairnessthresholdbreached")
     routed = [r for r in rules if r["labels"]["model"] == "credit"]
     cfg = example_config.models["credit"]
     assert all(r["labels"].get("team") == cfg.team for r in routed)
@@ -157,30 +159,35 @@ def test_undefined_and_no_traffic_fire_after_the_required_windows(example_config
     """Issue 24: they fired after 1 window in Grafana, after 2 with Prometheus."""
     by_title = {r["title"]: r for r in _rules(grafana_alert_rules(example_config, OPTIONS))}
     undefined = by_title["fairness metric undefined"]
-    assert undefined["data"][0]["model"]["expr"] == undefined_expr(OPTIONS, zero=True)
+    # the symptom rules drop a model whose cause holds (routing.unless_cause: no inhibition
+    # in Grafana)
+    window = OPTIONS.error_window
+    assert undefined["data"][0]["model"]["expr"] == unless_cause(
+        undefined_expr(OPTIONS, zero=True), window)
     assert "fairmonitor_undefined_windows_required" in undefined["data"][0]["model"]["expr"]
     traffic = by_title["fairness windows without traffic"]
-    assert traffic["data"][0]["model"]["expr"] == no_traffic_expr(OPTIONS, zero=True)
+    assert traffic["data"][0]["model"]["expr"] == unless_cause(
+        no_traffic_expr(OPTIONS, zero=True), window)
     for rule in (undefined, traffic):
         assert rule["for"] == "0s"
         assert rule["data"][2]["model"]["conditions"][0]["evaluator"] == {
             "type": "gt", "params": [0.0]}
     never = by_title["fairness model never evaluated"]
-    assert never["data"][0]["model"]["expr"] == never_evaluated_expr(3)
+    assert never["data"][0]["model"]["expr"] == unless_cause(never_evaluated_expr(3), window)
     assert never["for"] == "5m"
-    assert never["annotations"]["runbook_url"] == "docs/runbook.md#fairmonitorneverevaluated"
+    assert never["annotations"]["runbook_url"] == f"{RUNBOOK_URL}#fairmonitorneverevaluated"
 
 
-def test_contact_point_and_policy_are_provisioned():
+def test_contact_points_and_policy_are_provisioned():
     doc = read_yaml(ALERTING)
-    (contact,) = doc["contactPoints"]
-    assert contact["name"] == CONTACT_POINT
-    (receiver,) = contact["receivers"]
-    assert (receiver["type"], receiver["settings"]["url"]) == (
-        "webhook", "$FAIRMONITOR_WEBHOOK_URL")
+    urls = {c["name"]: [(r["type"], r["settings"]["url"]) for r in c["receivers"]]
+            for c in doc["contactPoints"]}
+    assert urls == {CONTACT_POINT: [("webhook", "$FAIRMONITOR_WEBHOOK_URL")],
+                    ONCALL_CONTACT_POINT: [("webhook", "$FAIRMONITOR_ONCALL_WEBHOOK_URL")]}
     (policy,) = doc["policies"]
     assert policy["receiver"] == CONTACT_POINT
-    assert policy["group_by"] == ["alertname", "model", "metric", "sensitive_attribute"]
+    assert policy["group_by"] == ["alertname", "model", "metric", "sensitive_attribute",
+                                  "severity"]
 
 
 def test_threshold_rules_link_the_alert_state_panel():
@@ -270,21 +277,23 @@ def test_pipeline_alarms_have_the_prometheus_semantics(example_config):
     """Issue 24: labels overdue and data errors fire from the monitor's own gauges, as the
     Prometheus rules do (overdue after for_health, data errors at the first held window), and
     the error rule leaves stage data to its own alert."""
-    doc = grafana_alert_rules(example_config, AlertOptions(grafana_url="http://g"))
+    doc = grafana_alert_rules(example_config, OPTIONS)
     by_title = {r["title"]: r for r in _rules(doc)}
-    expected = {
-        "fairness labels overdue": ("max by (model) (fairmonitor_labels_overdue_windows)",
-                                    "5m", "fairmonitorlabelsoverdue"),
+    expected = {  # a symptom drops the models whose cause holds (no inhibition in Grafana)
+        "fairness labels overdue": (
+            unless_cause("max by (model) (fairmonitor_labels_overdue_windows)",
+                         OPTIONS.error_window),
+            "5m", "FairmonitorLabelsOverdue"),
         "fairmonitor data errors": ("max by (model) (fairmonitor_data_error_windows)",
-                                    "0s", "fairmonitordataerrors"),
+                                    "0s", "FairmonitorDataErrors"),
     }
-    for title, (expr, for_, anchor) in expected.items():
+    for title, (expr, for_, alert) in expected.items():
         rule = by_title[title]
         assert rule["data"][0]["model"]["expr"] == expr
         assert rule["data"][2]["model"]["conditions"][0]["evaluator"] == {
             "type": "gt", "params": [0.0]}
         assert rule["for"] == for_
-        assert rule["labels"] == {"severity": "warning"}
-        assert rule["annotations"]["runbook_url"] == f"docs/runbook.md#{anchor}"
+        assert rule["labels"] == {"severity": "warning", "fairmonitor_alert": alert}
+        assert rule["annotations"]["runbook_url"] == f"{RUNBOOK_URL}#{alert.lower()}"
     assert by_title["fairmonitor errors"]["data"][0]["model"]["expr"] == (
         'sum by (model, stage) (increase(fairmonitor_errors_total{stage!="data"}[15m]))')

@@ -25,12 +25,20 @@ from fairmonitor.alerting.rules import (
 )
 from fairmonitor.exceptions import ConfigError
 
-from .conftest import DASHBOARDS, EXAMPLE_CONFIG, REPO, check_promql, read_yaml, run_promtool
+from .conftest import (
+    DASHBOARDS,
+    EXAMPLE_CONFIG,
+    REPO,
+    RUNBOOK_URL,
+    check_promql,
+    read_yaml,
+    run_promtool,
+)
 
 RULES = DASHBOARDS / "alerts" / "fairmonitor.rules.yml"
 RULE_TESTS = DASHBOARDS / "alerts" / "fairmonitor.rules.test.yml"
 #: The options the committed rules were generated with (the compose stack's Grafana).
-COMMITTED = AlertOptions(grafana_url="http://localhost:3000")
+COMMITTED = AlertOptions(grafana_url="http://localhost:3000", runbook_url=RUNBOOK_URL)
 
 
 def _alerts(rules, name):
@@ -57,7 +65,8 @@ def test_committed_rules_are_up_to_date(example_config):
     expected = render_prometheus_rules(example_config, COMMITTED, source=EXAMPLE_CONFIG.name)
     assert RULES.read_text(encoding="utf-8") == expected, (
         "dashboards/alerts/fairmonitor.rules.yml is stale: run `fairmonitor rules --config "
-        "docker/monitor.example.yaml --out dashboards --grafana-url http://localhost:3000`")
+        "docker/monitor.example.yaml --out dashboards --grafana-url http://localhost:3000 "
+        f"--runbook-url {RUNBOOK_URL}`")
 
 
 def test_promtool_check_rules_accepts_the_committed_file(promtool):
@@ -98,7 +107,7 @@ def test_the_rules_before_issue_14_fail_the_unit_tests(promtool, tmp_path):
 ])
 def test_unit_tests_catch_a_changed_option(promtool, example_config, tmp_path, change):
     """The promtool tests are sensitive: each behaviour change makes them fail."""
-    options = AlertOptions(grafana_url="http://localhost:3000", **change)
+    options = AlertOptions(grafana_url="http://localhost:3000", runbook_url=RUNBOOK_URL, **change)
     result = _promtool_tests(promtool, tmp_path, render_prometheus_rules(example_config, options))
     assert result.returncode == 1, result.stdout + result.stderr
 
@@ -238,8 +247,13 @@ def test_check_promql_rejects_a_bad_expression(promtool, tmp_path):
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
-    ({"grafana_url": "localhost:3000"}, "grafana_url: must be an http(s) URL"),
-    ({"runbook_url": ""}, "runbook_url: must not be empty"),
+    ({"grafana_url": "localhost:3000"}, "grafana_url: must be an absolute http(s) URL"),
+    ({"grafana_url": "https://"}, "grafana_url: must be an absolute http(s) URL"),
+    ({"runbook_url": ""}, "runbook_url: must be an absolute http(s) URL"),
+    ({"runbook_url": "docs/runbook.md"}, "runbook_url: must be an absolute http(s) URL"),
+    ({"runbook_url": "/docs/runbook.md"}, "runbook_url: must be an absolute http(s) URL"),
+    ({"runbook_url": "ftp://h/runbook.md"}, "runbook_url: must be an absolute http(s) URL"),
+    ({"runbook_url": "https://h/runbook.md#x"}, "runbook_url: must not contain a '#fragment'"),
     ({"stale_after": 0}, "stale_after: must be an integer >= 1"),
     ({"stale_after": True}, "stale_after: must be an integer >= 1"),
     ({"hold_missing": timedelta(0)}, "hold_missing: must be at least 1s"),
@@ -250,6 +264,23 @@ def test_check_promql_rejects_a_bad_expression(promtool, tmp_path):
 def test_invalid_options_are_rejected(kwargs, message):
     with pytest.raises(ConfigError, match=re.escape(message)):
         AlertOptions(**{"grafana_url": "http://localhost:3000", **kwargs})
+
+
+def test_without_a_runbook_base_no_alert_has_a_relative_link(example_config):
+    """No base, no link: the old default wrote ``docs/runbook.md#...``, which no pager opens."""
+    rules = prometheus_rules(example_config, AlertOptions(grafana_url="http://localhost:3000"))
+    alerts = [r for r in rules["groups"][0]["rules"] if "alert" in r]
+    assert alerts and all("runbook_url" not in r["annotations"] for r in alerts)
+    assert all(r["annotations"]["dashboard"].startswith("http://localhost:3000/d/")
+               for r in alerts)
+
+
+def test_committed_links_are_absolute():
+    for rule in read_yaml(RULES)["groups"][0]["rules"]:
+        if "alert" in rule:
+            assert rule["annotations"]["runbook_url"] == (
+                f"{RUNBOOK_URL}#{rule['alert'].lower()}")
+            assert rule["annotations"]["dashboard"].startswith("http://localhost:3000/d/")
 
 
 def test_grafana_url_has_no_default():

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from datetime import UTC, datetime, timedelta
@@ -63,9 +64,13 @@ def test_file_checkpoint_is_json_and_atomic(tmp_path, monkeypatch):
     store = FileCheckpoint(path)
     store.save("credit", STATE)
     data = json.loads(path.read_text())
-    assert data["models"]["credit"] == {"labels_end": "2026-11-21T00:00:00+00:00",
-                                        "predictions_end": "2026-11-22T00:00:00+00:00",
-                                        "versions": ["3", "10"]}
+    # format 2 (issue 28): each entry names its model and carries the SHA-256 of its content
+    entry = {"labels_end": "2026-11-21T00:00:00+00:00",
+             "predictions_end": "2026-11-22T00:00:00+00:00",
+             "versions": ["3", "10"], "model": "credit"}
+    digest = hashlib.sha256(json.dumps(entry, sort_keys=True, separators=(",", ":"))
+                            .encode()).hexdigest()
+    assert data == {"format": 2, "models": {"credit": {**entry, "checksum": digest}}}
 
     def crash(*args):
         raise OSError("disk full")

@@ -52,7 +52,8 @@ def test_minimal_config_defaults():
     assert m.tracking_uri == f"sqlite:///{Path.cwd() / 'mlflow.db'}"
     assert m.experiment == "fairmonitor-credit"
     assert m.model_uri is None
-    assert m.min_group_size == 1
+    # the evaluator's defaults (issue 26: one default offline and online)
+    assert (m.min_group_size, m.min_condition_size) == (30, 10)
     assert m.label_metrics == ("equalized_odds_difference",)
     assert m.label_free_metrics == ("demographic_parity_difference", "demographic_parity_ratio")
     assert m.source.table == "predictions"

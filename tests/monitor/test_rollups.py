@@ -281,15 +281,38 @@ class BrokenStore(MemorySummaryStore):
         raise OSError("No space left on device")
 
 
-def test_a_summary_that_cannot_be_stored_holds_the_checkpoint(tmp_path):
-    frame = traffic(3, rows=60)
+def test_a_full_summary_store_is_its_own_stage_and_the_gauges_move_on(tmp_path):
+    """Issue 28 item 6 (a deliberate change: the checkpoint used to hold, stage "checkpoint",
+    freezing the window gauges): the window's values stand, the checkpoint moves, the fault is
+    counted as stage summary_store, and the rollup re-makes the summaries from the rows."""
+    frame = traffic(25, rows=60)
     cfg = load_config(config_text(), base_dir=tmp_path)
     checkpoint = MemoryCheckpoint()
+    registry = CollectorRegistry()
+    collector = FairnessCollector(registry, models=cfg.models)
+    hooks = {"export": collector.observe}
+    full = BrokenStore()
     results = run_once(cfg, {"credit": MemorySource(frame)}, checkpoint, now=T0 + 3 * HOUR,
-                       summaries=BrokenStore())
-    assert len(results) == 1  # the first window stops the model for this tick
-    assert "rollup summary" in results[0].errors["checkpoint"]
-    assert checkpoint.load("credit").predictions_end == T0  # not moved: redone next tick
+                       summaries=full, on_result=hooks)
+    assert len(results) == 3 and all(r.report is not None for r in results)
+    assert all("No space left on device" in r.errors["summary_store"] for r in results)
+    assert all("checkpoint" not in r.errors for r in results)
+    assert checkpoint.load("credit").predictions_end == T0 + 3 * HOUR  # moved
+    sample = registry.get_sample_value
+    assert sample("fairmonitor_errors_total", {"model": "credit", "stage": "summary_store"}) == 3
+    assert sample("fairmonitor_errors_total", {"model": "credit", "stage": "checkpoint"}) == 0
+    assert sample("fairmonitor_window_end_timestamp_seconds", {"model": "credit"}) == (
+        T0 + 3 * HOUR).timestamp()
+    assert sample("fairmonitor_window_last_success_timestamp_seconds", {"model": "credit"}) > 0
+    # space is freed: the day's rollup re-makes the 3 missing summaries from the rows
+    store = MemorySummaryStore()
+    later = run_once(cfg, {"credit": MemorySource(frame)}, checkpoint, now=T0 + 25 * HOUR,
+                     summaries=store, on_result=hooks)
+    (day,) = [r for r in later if r.rollup]
+    assert day.ok and day.merged_windows == 24
+    oracle = raw_report(frame, T0, T0 + DAY, ["demographic_parity_difference", "madd"])
+    for key, expected in oracle.values.items():
+        assert day.report.values[key] == expected, key
 
 
 @pytest.mark.parametrize("kind", ["file", "sqlite", "postgres"])

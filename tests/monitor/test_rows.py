@@ -31,6 +31,8 @@ models:
     source: {{kind: sql, url: "sqlite://"}}
     sensitive_features: [sex]
 {cols}    window: 1h
+    min_group_size: 1  # a handful of rows per window: every group counts
+    min_condition_size: 1
     metrics: [{", ".join(metrics)}]
 """).models["credit"]
 

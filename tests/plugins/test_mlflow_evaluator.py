@@ -497,4 +497,4 @@ def test_intervals_are_drawn_and_tabulated(downloaded: Path) -> None:
     dp = next(v for v in report["values"]
               if v["metric"] == "demographic_parity_difference" and v["attribute"] == "sex")
     assert dp["ci_lower"] <= dp["value"] <= dp["ci_upper"]
-    assert dp["interval_method"] == "difference"
+    assert dp["interval_method"] == "newcombe-wilson"  # issue 25: score-type, was Wald

@@ -17,7 +17,7 @@ import pytest
 
 from fairmonitor import METRICS, Threshold, Window, evaluate_window
 from fairmonitor.exceptions import ConfigError
-from fairmonitor.metrics._intervals import rate_gap_interval
+from fairmonitor.metrics._rate_intervals import rate_gap_interval
 from fairmonitor.report import evaluate_summary
 from fairmonitor.summaries import SummarySpec, summarize
 
@@ -46,6 +46,10 @@ def test_every_value_has_an_interval_that_holds_it(report):
     assert set(report.intervals) == set(report.values)
     for key, value in report.values.items():
         iv = report.intervals[key]
+        assert math.isfinite(iv.chance) and iv.chance >= 0, key
+        if key[0] == "madd":  # issue 25: a chance level, no interval (and says why)
+            assert math.isnan(iv.lower) and "biased upwards" in iv.reason
+            continue
         assert iv.reason is None, (key, iv.reason)
         assert iv.lower <= value <= iv.upper, key
         assert iv.upper - iv.lower > 0, key  # never 0 wide
@@ -89,6 +93,9 @@ def test_merged_summaries_give_the_raw_rows_intervals(window, report):
         if key[0] in (DP, DPR, EO, EOPP):  # counts: identical
             assert (other.lower, other.upper, other.chance) == (iv.lower, iv.upper, iv.chance)
         else:  # raw scores here, the same raw scores there: identical too
+            assert other.chance == pytest.approx(iv.chance, abs=1e-12), key
+            if key[0] == "madd":
+                continue
             assert other.lower == pytest.approx(iv.lower, abs=1e-12), key
             assert other.upper == pytest.approx(iv.upper, abs=1e-12), key
 
@@ -96,7 +103,7 @@ def test_merged_summaries_give_the_raw_rows_intervals(window, report):
 def test_metrics_without_an_interval_say_why(report):
     no_interval = [name for name, spec in METRICS.items() if spec.interval is None]
     assert set(no_interval) == {"hfm", "robustness_ratio_auc", "robustness_robust",
-                                "robustness_flip_rate_gap_max"}
+                                "robustness_flip_rate_gap_max", "madd"}
     rng = np.random.default_rng(0)
     X = rng.normal(size=(300, 3))
     g = rng.choice(["a", "b"], 300)
@@ -179,6 +186,62 @@ def test_a_budget_threshold_compares_the_bound_in_a_single_window():
             runs["budget"].values[(DP, "g")], iv.lower, iv.upper) == iv.lower
 
 
+def test_compare_bound_is_refused_for_madd_with_the_reason():
+    # issue 25: MADD's interval was centred on a value biased by the bins' noise
+    with pytest.raises(ConfigError, match="madd has no confidence interval .*biased upwards"):
+        Threshold("madd", warning=0.1, compare="bound")
+    Threshold("madd", warning=0.1)  # its value can still be compared
+
+
+@pytest.mark.parametrize("rows", [2, 3, 5])
+def test_chance_levels_stay_in_range_on_tiny_groups(rows):
+    # issue 25: with tiny groups the Gaussian-form bootstrap made negative counts and chance
+    # levels of 31.9 (MADD) and 2.87 (ABPC), for metrics bounded by 2
+    rng = np.random.default_rng(rows)
+    g = np.repeat(list("abcdef"), rows)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = evaluate_window(Window({"g": g}, y_score=rng.random(g.size)),
+                            metrics=["abcc", "madd", "abpc"])
+    for name, top in (("abcc", 1.0), ("madd", 2.0), ("abpc", 2.0)):
+        iv = r.intervals[(name, "g")]
+        assert 0.0 < iv.chance <= top, (name, iv.chance)
+        if name != "madd":
+            assert 0.0 <= iv.lower <= r.values[(name, "g")] <= iv.upper <= top
+
+
+def _permutation_mean(metric, scores, groups, **kw):
+    from fairmonitor.metrics import permutation_test
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = permutation_test(metric, scores, sensitive_features=groups, n_resamples=600, rng=1,
+                             **kw)
+    return r.null_mean, r.null_std / math.sqrt(r.n_resamples)
+
+
+@pytest.mark.parametrize("sizes", [(6, 9), (40, 40, 25), (300, 120)])
+@pytest.mark.parametrize("metric, kw", [("abcc", {}), ("abpc", {"bandwidth": 0.05}),
+                                        ("madd", {"n_bins": 16})])
+def test_report_chance_level_is_the_permutation_tests_null_mean(sizes, metric, kw):
+    # one chance level: the report's (from the summary's fine histograms, the window's
+    # bandwidths held) is permutation_test's null mean (fairmonitor report's "chance"), within
+    # Monte Carlo error (60 null draws, 600 shuffles: 4 SE of the two means' difference, plus
+    # the 1/512 binning of the scores)
+    rng = np.random.default_rng(sum(sizes))
+    groups = np.repeat(np.arange(len(sizes)), sizes)
+    scores = rng.beta(2, 5, groups.size)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = evaluate_window(Window({"g": groups}, y_score=scores), metrics=[metric],
+                            options={metric: kw})
+    chance = r.intervals[(metric, "g")].chance
+    mean, se = _permutation_mean(metric, scores, groups, **kw)
+    null_sd = se * math.sqrt(600)
+    tolerance = 4 * math.hypot(se, null_sd / math.sqrt(60)) + 0.01 * mean
+    assert abs(chance - mean) <= tolerance, (chance, mean, tolerance)
+
+
 def test_many_groups_give_an_interval_or_a_reason_fast():
     # an identifier-like attribute: 400 groups of 5 rows; the interval must not blow up
     rng = np.random.default_rng(0)
@@ -187,3 +250,21 @@ def test_many_groups_give_an_interval_or_a_reason_fast():
         warnings.simplefilter("ignore")
         r = evaluate_window(Window({"g": g}, y_score=rng.random(2000)), metrics=["abcc"])
     assert "at most 256" in r.intervals[("abcc", "g")].reason
+
+
+def test_fairmonitor_report_chance_of_madd_auto_is_the_reports():
+    # the CLI's chance (a permutation test) holds MADD's "auto" bins of two groups, as the
+    # report's chance level does: one chance level (60 null draws vs 300 shuffles: 4 SE, plus
+    # 3% for the window's bins read on 128-bin histograms)
+    from fairmonitor import METRICS
+    from fairmonitor.commands._chance import chance_floor
+
+    rng = np.random.default_rng(4)
+    g = np.repeat([0, 1], [300, 300])
+    window = Window({"g": g}, y_score=rng.beta(2, 5, g.size))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        chance = evaluate_window(window, metrics=["madd"]).intervals[("madd", "g")].chance
+        floor = chance_floor(METRICS["madd"], window, "g", 1, 300, np.random.default_rng(1))
+    se = math.hypot(floor.null_std / math.sqrt(300), floor.null_std / math.sqrt(60))
+    assert abs(chance - floor.null_mean) <= 4 * se + 0.03 * floor.null_mean

@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
+from ...report.defaults import MIN_CONDITION_SIZE, MIN_GROUP_SIZE
 from ...report.evidence import Budget
 from ...report.registry import METRICS
 from ...report.thresholds import Threshold
@@ -132,7 +133,9 @@ class ModelConfig:
     min_label_coverage: float = 0.5
     start: datetime | None = None
     options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    min_group_size: int = 1
+    #: the evaluator's defaults too (report/defaults.py): the same rows, the same numbers
+    min_group_size: int = MIN_GROUP_SIZE
+    min_condition_size: int = MIN_CONDITION_SIZE
     #: level of each value's confidence interval (None: no intervals)
     confidence_level: float | None = 0.95
     intersection: bool = True

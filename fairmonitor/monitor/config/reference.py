@@ -62,7 +62,10 @@ ENTRIES: tuple[tuple[str, str, str, str], ...] = (
      "first window to evaluate (ISO 8601, UTC); earlier history is backfilled"),
     ("models.<name>", "metrics", "required", "metric names (`fairmonitor.METRICS`)"),
     ("models.<name>", "options", "{}", "per-metric keyword arguments"),
-    ("models.<name>", "min_group_size", "1", "smaller groups are left out of a metric"),
+    ("models.<name>", "min_group_size", "30", "smaller groups are left out of a metric"),
+    ("models.<name>", "min_condition_size", "10",
+     "groups with fewer rows of what a rate conditions on (positives for TPR, negatives for "
+     "FPR, predicted positives for precision) are left out of that rate's gap"),
     ("models.<name>", "confidence_level", "0.95",
      "level of each value's confidence interval (`null`: none)"),
     ("models.<name>", "intersection", "true", "also evaluate the intersection of the attributes"),

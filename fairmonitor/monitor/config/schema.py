@@ -16,6 +16,7 @@ from typing import Any
 
 from ...exceptions import ConfigError
 from ...metrics._groups import INTERSECTION_SEPARATOR, MISSING_POLICIES
+from ...report.defaults import MIN_CONDITION_SIZE, MIN_GROUP_SIZE
 from ...report.registry import METRICS
 from ...report.evidence import Budget
 from ...report.thresholds import COMPARES, Threshold
@@ -44,7 +45,8 @@ _MODEL_KEYS = (
     "model", "tracking_uri", "experiment", "source", "sensitive_features", "label", "score",
     "prediction", "features", "decision_threshold", "window", "every", "mode", "labels_after",
     "relabel_within", "min_label_coverage",
-    "start", "metrics", "options", "min_group_size", "confidence_level", "intersection", "seed",
+    "start", "metrics", "options", "min_group_size", "min_condition_size",
+    "confidence_level", "intersection", "seed",
     "thresholds",
     "reference", "team", "owner", "missing", "rollups", "summaries", "alerting",
     "alert_windows",
@@ -212,7 +214,9 @@ def _model(r: Reader, at: str, name: str, raw: Any, base: Path) -> ModelConfig |
         relabel_within=(r.duration(raw, "relabel_within", labels_after, path=at, allow_zero=True)
                         if label is not None else timedelta(0)),
         options=MappingProxyType({k: MappingProxyType(dict(v)) for k, v in options.items()}),
-        min_group_size=r.positive_int(raw, "min_group_size", 1, path=at),
+        min_group_size=r.positive_int(raw, "min_group_size", MIN_GROUP_SIZE, path=at),
+        min_condition_size=r.positive_int(raw, "min_condition_size", MIN_CONDITION_SIZE,
+                                          path=at),
         min_label_coverage=_coverage(r, at, raw.get("min_label_coverage", 0.5)),
         intersection=r.get(raw, "intersection", bool, True, path=at),
         seed=r.get(raw, "seed", int, 0, path=at), thresholds=thresholds, reference=reference,

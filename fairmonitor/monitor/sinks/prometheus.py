@@ -47,8 +47,8 @@ __all__ = ["ERROR_STAGES", "MAX_GROUPS", "NAMESPACE", "OTHER_GROUPS", "REASONS",
 
 NAMESPACE = "fairmonitor"
 #: ``stage`` label values of ``fairmonitor_errors_total`` (pre-initialised for every model).
-ERROR_STAGES = ("source", "data", "metric", "checkpoint", "rollup", "spool", "mlflow", "export",
-                "scheduler")
+ERROR_STAGES = ("source", "data", "metric", "checkpoint", "rollup", "summary_store", "spool",
+                "mlflow", "export", "scheduler")
 #: ``reason`` label values of ``fairmonitor_metric_undefined``.
 REASONS = ("labels_pending", "labels_overdue", "insufficient_data", "too_few_groups",
            "no_traffic", "error", "undefined")
@@ -58,7 +58,7 @@ REASONS = ("labels_pending", "labels_overdue", "insufficient_data", "too_few_gro
 MAX_GROUPS = 10
 OTHER_GROUPS = "_other"
 #: Stages the job records itself; hook stages (export, mlflow) are counted by the caller.
-_EVALUATION_STAGES = ("source", "data", "metric", "checkpoint", "rollup")
+_EVALUATION_STAGES = ("source", "data", "metric", "checkpoint", "rollup", "summary_store")
 _TOO_FEW_GROUPS = re.compile(r"fewer than (two|2) groups|single group|no groups?\b")
 
 
@@ -317,7 +317,8 @@ class FairnessCollector:
         fairmonitor_windows_evaluated_total{model="credit"} 12.0
         # TYPE fairmonitor_errors_total counter
         fairmonitor_errors_total{model="credit",stage="source"} 0.0
-        (one line per stage: source, data, metric, checkpoint, spool, mlflow, export, scheduler)
+        (one line per stage: source, data, metric, checkpoint, rollup, summary_store, spool,
+        mlflow, export, scheduler)
         # TYPE fairmonitor_labels_pending_windows gauge
         fairmonitor_labels_pending_windows{model="credit"} 24.0
         # TYPE fairmonitor_labels_overdue_windows gauge
@@ -566,6 +567,33 @@ class FairnessCollector:
         yield from self._row_families(models)
         yield from self._rollup_families(models)
         yield from self._streak_families(models)
+        yield from self._state_families(models)
+
+    def _state_families(self, models: Mapping[str, _Model]) -> Iterator[Metric]:
+        """Clock jumps, integrity errors and repairs of the monitor's state (``incidents``).
+
+        Counted process-wide (:data:`..incidents.INCIDENTS`: a checkpoint repairs itself inside
+        ``load``, with no window at hand); zeros for every configured model and label value.
+        """
+        from ..incidents import DIRECTIONS, INCIDENTS, INTEGRITY_KINDS, REPAIR_KINDS
+
+        specs = [("clock_jumps", "direction", DIRECTIONS, "Clock jumps seen by the monitor: "
+                  "forward (now ran ahead of the elapsed time by more than catch_up windows; "
+                  "nothing skipped) or backward (now earlier than a watermark; the windows "
+                  "after now are evaluated again)."),
+                 ("integrity_errors", "kind", INTEGRITY_KINDS, "Stored state whose checksum "
+                  "or identity (model, window, spec) did not match when loaded."),
+                 ("repairs", "kind", REPAIR_KINDS, "State re-made by the monitor: window "
+                  "summaries from the source's rows, a checkpoint from its previous "
+                  "generation.")]
+        for counter, label, values, doc in specs:
+            family = CounterMetricFamily(f"{NAMESPACE}_{counter}", doc, labels=["model", label])
+            counts = {(model, v): 0 for model in models for v in values}
+            for model, v, n in INCIDENTS.items(counter):
+                counts[(model, v)] = n
+            for (model, v), n in sorted(counts.items()):
+                family.add_metric([model, v], float(n))
+            yield family
 
     def _streak_families(self, models: Mapping[str, _Model]) -> Iterator[Metric]:
         """The alert streaks and the windows each alert needs (``monitor/streaks.py``).

@@ -30,6 +30,9 @@ models:
     prediction: prediction
     window: 1h
     labels_after: 1d
+    # windows of 8 rows: every group counts (the defaults, 30 and 10, would leave all out)
+    min_group_size: 1
+    min_condition_size: 1
     metrics: [demographic_parity_difference, equalized_odds_difference]
     thresholds:
       demographic_parity_difference: {warning: 0.1, critical: 0.2}
@@ -428,8 +431,7 @@ def test_compare_bound_is_refused_in_the_config_for_a_metric_without_interval(tm
 
 
 def test_groups_below_min_size_are_a_state_not_a_silence(tmp_path, registry):
-    cfg = load_config(CONFIG.replace("    window: 1h\n",
-                                     "    window: 1h\n    min_group_size: 3\n"),
+    cfg = load_config(CONFIG.replace("    min_group_size: 1\n", "    min_group_size: 3\n"),
                       base_dir=tmp_path)
     collector = FairnessCollector(registry, models=cfg.models, build_version="9.9.9")
     # race: a 6 rows, b 2 rows (below 3): DP on race is undefined for insufficient data

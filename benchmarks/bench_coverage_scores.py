@@ -1,0 +1,229 @@
+"""Coverage of the score-distribution intervals (issue 25, items 3 and 6): ABCC and ABPC.
+
+Every interval-bearing score metric (ABCC; ABPC at a fixed bandwidth, the interval being
+conditional on the window's bandwidths; MADD has no interval, see docs/intervals_scores.md)
+x smallest group 20, 50, 200, 1,000, 10,000 rows x two score distributions ("low": a
+Beta(0.8, 30), mean 0.026, the analogue of a 2% rate; "mid": 0.8 Beta(2, 5) with atoms of
+10% at 0 and at 1, mean 0.33) x true gap 0 and > 0 (the smallest group's continuous part
+Beta(1.3 a, b)) x balanced and 1:50 unbalanced (the other groups 50x the smallest) x 2 and 5
+groups. Per cell, ``reps`` simulated windows:
+
+- coverage: the share of 95% intervals holding the true value (target 93-97.5% with >= 50 rows
+  per group, >= 90% below; at parity the upper end always holds 0, so coverage there is 1 minus
+  the lower bound's exclusions and is judged by the next target);
+- zero exclusion at parity: the share of lower bounds above 0 (target <= 2.5%);
+- width: mean width over the mean width of the reference, a 2,000-resample stratified
+  bootstrap percentile interval (each group's rows resampled at its size; resampled on a
+  1,024-bin histogram of the window, the metric recomputed from the binned resample) on the
+  first ``ref_reps`` windows of the cell (target <= 1.2).
+
+True values by numerical integration of the population CDFs (ABCC) or of the population
+densities smoothed at the cell's bandwidth (ABPC), on a 16,384-cell grid. The unbalanced
+cells can be given fewer windows (``--scale``) or skipped (``--max-unbalanced``): the
+reported run's counts are in docs/intervals_scores.md.
+
+Usage: ``python benchmarks/bench_coverage_scores.py [--quick] [--reps N] [--ref-reps N]``
+(quick: 100 windows, 10 reference windows, sizes 50 and 1,000, 2 groups).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from fairmonitor.metrics import abcc, abpc
+from fairmonitor.metrics._abpc_abcc.kde import density_from_binned
+from fairmonitor.metrics._intervals import fine_histogram, score_gap_interval
+
+GRID = 1 << 14
+REF_BINS = 1024
+REF_RESAMPLES = 2000
+
+
+@dataclass(frozen=True)
+class Dist:
+    name: str
+    a: float
+    b: float
+    atoms: float  # mass at 0 and at 1 each
+
+    def shifted(self) -> Dist:
+        return Dist(self.name, 1.3 * self.a, self.b, self.atoms)
+
+    def cdf(self, x: np.ndarray) -> np.ndarray:
+        cont = stats.beta(self.a, self.b).cdf(x)
+        return self.atoms * (x >= 0) + (1 - 2 * self.atoms) * cont + self.atoms * (x >= 1)
+
+    def rvs(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        s = rng.beta(self.a, self.b, n)
+        if self.atoms:
+            u = rng.random(n)
+            s[u < self.atoms] = 0.0
+            s[u > 1 - self.atoms] = 1.0
+        return s
+
+
+DISTS = {"low": Dist("low", 0.8, 30.0, 0.0), "mid": Dist("mid", 2.0, 5.0, 0.1)}
+
+
+def truth(kind: str, dists: list[Dist], h: float) -> float:
+    edges = np.linspace(0.0, 1.0, GRID + 1)
+    if kind == "abcc":
+        curves = [d.cdf(edges)[:-1] for d in dists]  # F on [x_k, x_k+1)
+    else:  # the KDE's expectation: the population density smoothed at h (the atoms cancel)
+        curves = [density_from_binned(np.diff(d.cdf(edges)) * 1e9, h, 10 ** 9) for d in dists]
+    k = len(curves)
+    return max(np.abs(curves[i] - curves[j]).sum() / GRID
+               for i in range(k) for j in range(i + 1, k))
+
+
+def _binned_metric(kind: str, counts: np.ndarray, h: float) -> np.ndarray:
+    """The metric of (resamples, K, bins) histograms, per resample (max over pairs)."""
+    n = counts.sum(axis=-1, keepdims=True)
+    if kind == "abcc":
+        curves = np.cumsum(counts, axis=-1)[..., :-1] / n
+    else:
+        import scipy.fft
+
+        cells = counts.shape[-1]
+        half = np.arange(cells) * (np.pi / (2 * cells))
+        damping = np.exp(-0.5 * (2 * cells * h * half) ** 2)
+        curves = scipy.fft.dct(scipy.fft.dct(counts, type=2, axis=-1) * (damping / 2.0),
+                               type=3, axis=-1) / n
+    k = counts.shape[1]
+    return np.max([np.abs(curves[:, i] - curves[:, j]).sum(axis=-1) / counts.shape[-1]
+                   for i in range(k) for j in range(i + 1, k)], axis=0)
+
+
+def reference_width(kind: str, parts: list[np.ndarray], h: float,
+                    rng: np.random.Generator) -> float:
+    """Width of the 2,000-resample stratified bootstrap percentile interval (binned rows)."""
+    hist = [fine_histogram(p, REF_BINS) for p in parts]
+    boot = np.stack([rng.multinomial(int(c.sum()), c / c.sum(), size=REF_RESAMPLES)
+                     for c in hist], axis=1).astype(float)
+    values = _binned_metric(kind, boot, h)
+    lo, hi = np.quantile(values, [0.025, 0.975])
+    return float(hi - lo)
+
+
+def scott(dist: Dist, n: int) -> float:
+    sample = dist.rvs(200_000, np.random.default_rng(1))
+    return float(sample.std() * n ** -0.2)
+
+
+def cell(kind: str, n: int, dist: Dist, gap: bool, ratio: int, k: int, reps: int,
+         ref_reps: int, seed: int) -> dict[str, float]:
+    sizes = [n] + [n * ratio] * (k - 1)
+    dists = [dist.shifted() if gap else dist] + [dist] * (k - 1)
+    h = scott(dist, n)
+    true = truth(kind, dists, h)
+    rng = np.random.default_rng(seed)
+    groups = np.repeat(np.arange(k), sizes)
+    cover = exclude = 0
+    widths, ref = [], []
+    for rep in range(reps):
+        parts = [d.rvs(m, rng) for d, m in zip(dists, sizes, strict=True)]
+        scores = np.concatenate(parts)
+        hist = np.stack([fine_histogram(p) for p in parts])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if kind == "abcc":
+                value = abcc(scores, sensitive_features=groups)
+                iv = score_gap_interval(hist, "abcc", value=value, rng=rep)
+            else:
+                value = abpc(scores, sensitive_features=groups, bandwidth=h)
+                iv = score_gap_interval(hist, "abpc", value=value, bandwidths=[h] * k, rng=rep)
+        cover += iv.lower <= true <= iv.upper
+        exclude += iv.lower > 0
+        widths.append(iv.upper - iv.lower)
+        if rep < ref_reps:
+            ref.append(reference_width(kind, parts, h, rng))
+    return {"truth": true, "coverage": cover / reps, "exclusion": exclude / reps,
+            "width": float(np.mean(widths)), "ref": float(np.mean(ref)), "reps": reps}
+
+
+def verdict(row: dict[str, float], n: int, gap: bool) -> tuple[bool, str]:
+    notes = []
+    ok = True
+    if gap:
+        low = 0.93 if n >= 50 else 0.90
+        good = low <= row["coverage"] <= 0.975 if n >= 50 else row["coverage"] >= low
+        ok &= good
+        notes.append("cov" if good else "COV")
+    else:
+        good = row["exclusion"] <= 0.025
+        ok &= good
+        notes.append("zero" if good else "ZERO")
+    ratio = row["width"] / row["ref"]
+    ok &= ratio <= 1.2
+    notes.append("width" if ratio <= 1.2 else "WIDTH")
+    return ok, ",".join(notes)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--reps", type=int, default=1000)
+    parser.add_argument("--ref-reps", type=int, default=20)
+    parser.add_argument("--kinds", default="abcc,abpc")
+    parser.add_argument("--sizes", default="20,50,200,1000,10000")
+    parser.add_argument("--scale", action="store_true",
+                        help="fewer windows for large cells: reps x 200 / (n (1 + (K-1) ratio "
+                             "/ 10)), at least --min-reps")
+    parser.add_argument("--min-reps", type=int, default=40)
+    parser.add_argument("--max-unbalanced", type=int, default=10 ** 9,
+                        help="skip 1:50 cells from this many rows in the smallest group")
+    args = parser.parse_args()
+    reps, ref_reps = (100, 10) if args.quick else (args.reps, args.ref_reps)
+    sizes = [50, 1000] if args.quick else [int(s) for s in args.sizes.split(",")]
+    groups = [2] if args.quick else [2, 5]
+    print(f"load average {os.getloadavg()[0]:.2f}; {reps} windows per cell (fewer with "
+          f"--scale: the 'reps' column), reference on {ref_reps} of them; "
+          f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    print(f"{'metric':5s} {'dist':4s} {'n':>6s} {'bal':>4s} {'K':>2s} {'gap':>4s} {'reps':>5s} "
+          f"{'truth':>7s} {'cover':>6s} {'excl0':>6s} {'width':>7s} {'ref':>7s} {'ratio':>6s}  verdict")
+    summary: dict[str, list[float]] = {"cov": [], "excl": [], "ratio": []}
+    failures = 0
+    seed = 0
+    for kind in args.kinds.split(","):
+        for dist in DISTS.values():
+            for n in sizes:
+                for ratio in (1, 50):
+                    for k in groups:
+                        for gap in (False, True):
+                            seed += 1
+                            if ratio == 50 and n >= args.max_unbalanced:
+                                continue  # 50 x 10,000-row groups: beyond this machine
+                            r = max(reps * 200 // max(n * (1 + (k - 1) * ratio // 10), 200),
+                                    args.min_reps) if args.scale else reps
+                            row = cell(kind, n, dist, gap, ratio, k, r, ref_reps, seed)
+                            ok, why = verdict(row, n, gap)
+                            failures += not ok
+                            if gap and n >= 50:
+                                summary["cov"].append(row["coverage"])
+                            if not gap:
+                                summary["excl"].append(row["exclusion"])
+                            summary["ratio"].append(row["width"] / row["ref"])
+                            print(f"{kind:5s} {dist.name:4s} {n:6d} {'1:' + str(ratio):>4s} "
+                                  f"{k:2d} {'yes' if gap else 'no':>4s} {r:5d} "
+                                  f"{row['truth']:7.4f} "
+                                  f"{row['coverage']:6.3f} {row['exclusion']:6.3f} "
+                                  f"{row['width']:7.4f} {row['ref']:7.4f} "
+                                  f"{row['width'] / row['ref']:6.2f}  "
+                                  f"{'PASS' if ok else 'FAIL'} ({why})", flush=True)
+    cov, excl, ratio = (np.array(summary[k]) for k in ("cov", "excl", "ratio"))
+    if cov.size:
+        print(f"coverage with a gap, >= 50 rows: min {cov.min():.3f} max {cov.max():.3f}")
+    print(f"zero excluded at parity: min {excl.min():.3f} max {excl.max():.3f}")
+    print(f"width / reference: min {ratio.min():.2f} max {ratio.max():.2f}")
+    print(f"{failures} cell(s) FAIL")
+
+
+if __name__ == "__main__":
+    main()

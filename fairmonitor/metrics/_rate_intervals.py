@@ -1,0 +1,407 @@
+"""Score-type confidence intervals of between-group rate gaps and ratios, from counts.
+
+Why score-type: a Wald interval (estimate +- z SE) is centred on the raw rate, so with 0 of 5
+positives it is centred on 0 with a near-zero SE; it can leave [0, 1], and it can miss its own
+point value once clipped. Wilson's score interval of one rate (Wilson 1927) stays inside
+[0, 1], is never of zero width and contains the estimate; Newcombe (1998, method 10: the
+"hybrid score" interval) combines two Wilson intervals into one for a difference of two
+proportions, and the MOVER-R of Donner & Zou (2012) into one for a ratio. Both have close to
+nominal coverage down to a handful of trials, where the Wald interval has 70-90%.
+
+The metrics are a largest gap ``max_{i,j} (p_i - p_j)`` over ordered pairs of groups (and, for
+equalized odds, over the TPR and FPR families) or a smallest ratio ``min_{i,j} p_i / p_j``.
+Each ordered pair gets its Newcombe (or MOVER-R) interval and the metric's bounds are the
+largest (smallest) of the pairs' bounds. Of the two sides:
+
+- the bound *away from parity* (the upper bound of a gap, the lower bound of a ratio) needs no
+  multiplicity correction: the true extreme is one pair's, and that pair's one-sided bound
+  holds at ``1 - (1 - level) / 2``;
+- the bound *towards parity* (the lower bound of a gap, the upper bound of a ratio) is the
+  extreme over every pair that may be the extreme, so it uses a critical value ``c`` that
+  keeps the family of those pairs at ``1 - (1 - level) / 2`` jointly: the quantile of the
+  largest standardized error over the pairs in contention (those whose Bonferroni-level
+  interval reaches the extreme's), from Gaussian draws of the per-group errors (closed form
+  for one pair: ``z_{1 - a/2}``; for the two orders of one pair: ``z_{1 - a/4}``).
+
+So at parity (every pair in contention, both orders) the lower bound of a gap excludes 0 in at
+most ``(1 - level) / 2`` of windows (2.5% at 95%): ``compare: bound`` is then a one-sided test at
+97.5%, as it is away from parity. For two groups whose gap is settled (Newcombe's interval
+at ``z_{1 - a/4}``, 2.24 instead of 1.96 at 95%, excludes 0) the interval is exactly
+Newcombe's; otherwise its lower bound is 0 and its upper bound Newcombe's. Every interval
+holds its point value and stays within the metric's range.
+
+Weighted rates (``sample_weight``): pass Kish's effective number of trials per group,
+``(sum w)^2 / sum w^2``, as ``effective_trials``; the Wilson intervals then use that ``n`` and
+the weighted share as the rate (an approximation that ignores the weights' correlation with the
+outcome; exact for equal weights).
+
+Pure numpy (layer 1).
+"""
+
+from __future__ import annotations
+
+import functools
+from statistics import NormalDist
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from ._intervals import MAX_RATE_GROUPS, N_DRAWS, Interval, _rng, _undefined, _z
+
+__all__ = ["mover_ratio", "newcombe_difference", "rate_gap_interval", "wilson_interval"]
+
+#: Pairs in contention beyond which the critical value is Bonferroni's (conservative) instead
+#: of the simulated maximum: bounds the draws' cost at many tied groups.
+MAX_SIMULATED_PAIRS = 512
+_F = NDArray[np.float64]
+
+
+def wilson_interval(successes: ArrayLike, trials: ArrayLike, z: float | ArrayLike
+                    ) -> tuple[_F, _F]:
+    """Wilson's score interval of ``successes / trials`` at normal quantile ``z`` (vectorised),
+    with Brown, Cai & DasGupta's (2001, 4.1.1) fix for rare counts.
+
+    Wilson's bound is too close to 0 at a few successes near a rate of 0 (and to 1 at a few
+    failures): its one-sided coverage there drops to ~90%, and a group of 20 rows with 2
+    positives excluded parity with a large group at 0.02 in 4% of fair windows. There (1-2
+    successes, up to 10 at a rate up to 0.1) the bound is Clopper-Pearson's exact one where
+    it is further out.
+
+    Examples
+    --------
+    >>> lo, hi = wilson_interval(0, 5, 1.959964)
+    >>> float(lo), round(float(hi), 4)
+    (0.0, 0.4345)
+    """
+    x, n = np.asarray(successes, dtype=float), np.asarray(trials, dtype=float)
+    z = np.asarray(z, dtype=float)
+    z2 = z ** 2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = x / n
+        centre = (x + z2 / 2.0) / (n + z2)
+        half = z * np.sqrt(x * (n - x) / n + z2 / 4.0) / (n + z2)
+    # the exact endpoints at 0 and n (the formula gives them up to rounding), and p inside
+    lo = np.where(x <= 0, 0.0, np.minimum(centre - half, p))
+    hi = np.where(x >= n, 1.0, np.maximum(centre + half, p))
+    lo = np.minimum(lo, _rare_bound(x, n, z))
+    hi = np.maximum(hi, 1.0 - _rare_bound(n - x, n, z))
+    return np.clip(lo, 0.0, 1.0), np.clip(hi, 0.0, 1.0)
+
+
+def _rare_bound(x: _F, n: _F, z: _F) -> _F:
+    """Clopper-Pearson's lower bound where Wilson's falls short; 1 elsewhere (no effect on a
+    minimum). Brown, Cai & DasGupta (2001, 4.1.1) replace Wilson's bound at 1-2 successes
+    (3 above 50 trials); its one-sided coverage stays low a little further near 0 (4 of 50
+    successes at a true 0.02: 1.8% of windows beyond a 1.25% bound), so rare counts, up to
+    10 successes and a rate of 0.1, take the exact binomial bound when it is further out."""
+    from scipy.stats import beta, norm  # lazily: only small counts need it
+
+    small = (x >= 1) & (((x <= 10) & (x <= 0.1 * n)) | (x <= 2) | ((x <= 3) & (n > 50)))
+    if not np.any(small):
+        return np.ones(np.broadcast(x, n, z).shape)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        bound = beta.ppf(norm.sf(z), np.maximum(x, 1.0), np.maximum(n - x + 1.0, 1.0))
+    return np.where(small, bound, 1.0)
+
+
+def newcombe_difference(x1: ArrayLike, n1: ArrayLike, x2: ArrayLike, n2: ArrayLike, *,
+                        z_lower: float | ArrayLike, z_upper: float | ArrayLike
+                        ) -> tuple[_F, _F]:
+    """Newcombe's hybrid score interval (1998, method 10) of ``p1 - p2``.
+
+    The lower bound at quantile ``z_lower``, the upper at ``z_upper`` (equal for Newcombe's
+    two-sided interval).
+
+    Examples
+    --------
+    >>> lo, hi = newcombe_difference(5, 7, 0, 5, z_lower=1.959964, z_upper=1.959964)
+    >>> round(float(lo), 3), round(float(hi), 3)
+    (0.153, 0.963)
+    """
+    p1 = np.asarray(x1, dtype=float) / np.asarray(n1, dtype=float)
+    p2 = np.asarray(x2, dtype=float) / np.asarray(n2, dtype=float)
+    l1, _ = wilson_interval(x1, n1, z_lower)
+    _, u2 = wilson_interval(x2, n2, z_lower)
+    _, u1 = wilson_interval(x1, n1, z_upper)
+    l2, _ = wilson_interval(x2, n2, z_upper)
+    return _newcombe(p1, p2, l1, u2, u1, l2)
+
+
+def _newcombe(p1: _F, p2: _F, l1: _F, u2: _F, u1: _F, l2: _F) -> tuple[_F, _F]:
+    """Newcombe's bounds from the Wilson bounds: ``l1, u2`` the lower bound's, ``u1, l2``
+    the upper bound's."""
+    d = p1 - p2
+    return d - np.hypot(p1 - l1, u2 - p2), d + np.hypot(u1 - p1, p2 - l2)
+
+
+def mover_ratio(x1: ArrayLike, n1: ArrayLike, x2: ArrayLike, n2: ArrayLike, *,
+                z_lower: float | ArrayLike, z_upper: float | ArrayLike) -> tuple[_F, _F]:
+    """MOVER-R interval (Donner & Zou 2012) of ``p1 / p2`` from Wilson intervals.
+
+    ``rho`` is inside iff the MOVER interval of ``p1 - rho p2`` holds 0; the bounds are the
+    roots of that quadratic, written so that they stay finite when ``p1`` is 0 (lower 0) and
+    when a Wilson bound reaches twice its rate; with ``p2 = 0`` the upper bound is infinite.
+
+    Examples
+    --------
+    >>> lo, hi = mover_ratio(0, 40, 12, 40, z_lower=1.959964, z_upper=1.959964)
+    >>> float(lo), round(float(hi), 3)
+    (0.0, 0.318)
+    """
+    p1 = np.asarray(x1, dtype=float) / np.asarray(n1, dtype=float)
+    p2 = np.asarray(x2, dtype=float) / np.asarray(n2, dtype=float)
+    l1, _ = wilson_interval(x1, n1, z_lower)
+    _, u2 = wilson_interval(x2, n2, z_lower)
+    _, u1 = wilson_interval(x1, n1, z_upper)
+    l2, _ = wilson_interval(x2, n2, z_upper)
+    return _mover_r(p1, p2, l1, u2, u1, l2)
+
+
+def _mover_r(p1: _F, p2: _F, l1: _F, u2: _F, u1: _F, l2: _F) -> tuple[_F, _F]:
+    """MOVER-R's bounds of ``p1 / p2`` from the Wilson bounds (as :func:`_newcombe`)."""
+    pp = p1 * p2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        # lower root of A r^2 - 2 pp r + C, rationalized (A = u2 (2 p2 - u2) may be <= 0)
+        a, c = u2 * (2 * p2 - u2), l1 * (2 * p1 - l1)
+        lower = np.where(c <= 0, 0.0, c / (pp + np.sqrt(np.maximum(pp * pp - a * c, 0.0))))
+        # upper root of B r^2 - 2 pp r + E, B = l2 (2 p2 - l2) > 0 when p2 > 0
+        b, e = l2 * (2 * p2 - l2), u1 * (2 * p1 - u1)
+        upper = np.where(b > 0, (pp + np.sqrt(np.maximum(pp * pp - b * e, 0.0))) / b, np.inf)
+        ratio = p1 / p2
+    return np.minimum(lower, ratio), np.maximum(upper, ratio)
+
+
+def _ordered_pairs(defined: NDArray[np.bool_], rates: _F, ratio: bool
+                   ) -> tuple[NDArray[np.intp], NDArray[np.intp], NDArray[np.intp]]:
+    """(family, i, j) of every ordered pair of defined groups; for a ratio ``p_i / p_j`` not
+    both 0 (``p_i / 0`` is infinite, never the smallest ratio, but it is the mirror of
+    ``0 / p_i``: at parity the two orders share the tail)."""
+    fam, left, right = [], [], []
+    for f, row in enumerate(defined):
+        keep = np.flatnonzero(row)
+        a, b = np.meshgrid(keep, keep, indexing="ij")
+        off = a != b
+        a, b = a[off], b[off]
+        if ratio:
+            some = (rates[f, a] > 0) | (rates[f, b] > 0)
+            a, b = a[some], b[some]
+        fam.append(np.full(a.size, f))
+        left.append(a)
+        right.append(b)
+    return np.concatenate(fam), np.concatenate(left), np.concatenate(right)
+
+
+@functools.lru_cache(maxsize=32)
+def _fixed_normal(n_draws: int, size: int) -> _F:
+    """The fixed seed's standard normal draws, made once (read-only)."""
+    draws = _rng(None).standard_normal((n_draws, size))
+    draws.flags.writeable = False
+    return draws
+
+
+def _normal(rng: Any, n_draws: int, size: int) -> _F:
+    """(n_draws, size) standard normal draws: the fixed seed's are the same every call, so
+    they are drawn once (the default, ``rng=None``, costs no draws after the first)."""
+    return _fixed_normal(n_draws, size) if rng is None else _rng(rng).standard_normal(
+        (n_draws, size))
+
+
+def _mirrored(fam: NDArray[np.intp], i: NDArray[np.intp], j: NDArray[np.intp]) -> bool:
+    """Whether some pair's mirror (the same groups in the other order) is among the pairs."""
+    size = int(max(i.max(), j.max())) + 1
+    return bool(np.isin((fam * size + i) * size + j, (fam * size + j) * size + i).any())
+
+
+def _critical(sd: _F, fam: NDArray[np.intp], i: NDArray[np.intp], j: NDArray[np.intp],
+              shift: _F, settled: bool, tail: float, n_draws: int, rng: Any
+              ) -> tuple[float, float]:
+    """(towards parity, away from it): the joint critical values of the pairs in contention.
+
+    With independent Gaussian group errors ``e ~ N(0, sd^2)`` and ``T = (e_i - e_j) / se``:
+    towards parity the ``1 - tail`` quantile of ``max T`` (every pair may be the extreme);
+    away from it ``-`` the ``tail`` quantile of ``max (T - shift)``, ``shift`` being each
+    pair's distance below the extreme in SEs (plug-in): where several pairs tie for the
+    extreme (one group apart from k - 1 alike), the estimate is biased away from parity by
+    their maximum and a single pair's ``z_{1 - tail}`` would over-cover. Never above
+    ``z_{1 - tail}`` (one pair's bound, valid whatever the ties), and kept at it unless the
+    extreme is ``settled`` (its Bonferroni-level bound excludes parity): near parity the
+    sign is in doubt and the bound must be the folded one's.
+    """
+    normal = NormalDist()
+    z = normal.inv_cdf(1.0 - tail)
+    mirrored = _mirrored(fam, i, j)
+    if fam.size == 1:
+        return z, z
+    if fam.size == 2 and mirrored:
+        return normal.inv_cdf(1.0 - tail / 2.0), z  # the two orders of one pair: |T|
+    if fam.size > MAX_SIMULATED_PAIRS:
+        return normal.inv_cdf(1.0 - tail / fam.size), z  # Bonferroni: conservative
+    cells, where = np.unique(np.concatenate([fam * sd.shape[1] + i, fam * sd.shape[1] + j]),
+                             return_inverse=True)
+    draws = _normal(rng, n_draws, cells.size) * sd.ravel()[cells]
+    se = np.hypot(sd[fam, i], sd[fam, j])
+    t = (draws[:, where[:fam.size]] - draws[:, where[fam.size:]]) / se
+    near = float(np.quantile(t.max(axis=1), 1.0 - tail))
+    if not settled:
+        return near, z
+    far = -float(np.quantile((t - shift).max(axis=1), tail))
+    return near, min(max(far, 0.0), z)
+
+
+def _null_rates(gen: np.random.Generator, size: NDArray[np.int64], rate: float,
+                n_draws: int) -> _F:
+    """(draws, groups) rates of binomial(size, rate) counts; Gaussian (clipped) where every
+    group expects >= 30 of each outcome (binomial draws cost ~10x more; same result there)."""
+    if min(rate, 1.0 - rate) * size.min() >= 30:
+        sd = np.sqrt(rate * (1.0 - rate) / size)
+        return np.clip(rate + gen.standard_normal((n_draws, size.size)) * sd, 0.0, 1.0)
+    return gen.binomial(size, rate, size=(n_draws, size.size)) / np.maximum(size, 1)
+
+
+def _chance(x: _F, n: _F, defined: NDArray[np.bool_], ratio: bool, n_draws: int,
+            rng: Any) -> float:
+    """Mean of the metric when every group of a family shares its pooled rate: binomial
+    draws at these group sizes (the small-sample floor a fair model reads)."""
+    gen, worst = _rng(rng), np.full(n_draws, -np.inf)
+    for f in np.flatnonzero(defined.any(axis=1)):
+        size = np.rint(n[f, defined[f]]).astype(np.int64)
+        pooled = x[f, defined[f]].sum() / n[f, defined[f]].sum()
+        rates = _null_rates(gen, size, pooled, n_draws)
+        hi, lo = rates.max(axis=1), rates.min(axis=1)
+        if ratio:  # 0/0 (no group selected) reads as parity, as a fair model would
+            return float(np.where(hi > 0, lo / np.where(hi > 0, hi, 1.0), 1.0).mean())
+        worst = np.maximum(worst, hi - lo)
+    return float(worst.mean())
+
+
+def rate_gap_interval(
+    successes: ArrayLike,
+    trials: ArrayLike,
+    *,
+    ratio: bool = False,
+    level: float = 0.95,
+    effective_trials: ArrayLike | None = None,
+    n_draws: int = N_DRAWS,
+    rng: Any = None,
+    chance: bool = True,
+) -> Interval:
+    """Score-type interval and chance level of the largest between-group gap in a rate.
+
+    The gap is ``max_f (max_k p_fk - min_k p_fk)`` over families ``f`` of rates (one family
+    for demographic parity, equal opportunity or predictive parity; TPR and FPR for equalized
+    odds), or with ``ratio=True`` the smallest ``min_k p_k / max_k p_k``. Newcombe's hybrid
+    score interval per ordered pair (MOVER-R for a ratio), combined as the module docstring
+    says: always inside [0, 1], always containing the point value; for two groups with a
+    settled gap exactly Newcombe's interval.
+
+    Parameters
+    ----------
+    successes, trials : array-like of shape (K,) or (F, K)
+        Per group (and family): successes and the rows the rate conditions on. A group with
+        0 trials has an undefined rate and is left out of its family, as the metric does.
+    ratio : bool, default=False
+        Interval of the min/max ratio instead of the max-min difference.
+    level : float, default=0.95
+        Two-sided confidence level; each bound is one-sided at ``1 - (1 - level) / 2``.
+    effective_trials : array-like like ``trials``, optional
+        Weighted data: Kish's effective trials ``(sum w)^2 / sum w^2`` per group, with
+        ``successes`` and ``trials`` the weighted sums (see the module docstring).
+    n_draws : int, default=2000
+        Gaussian draws behind the joint critical value of several pairs in contention (and
+        binomial draws behind the chance level).
+    rng : numpy.random.Generator, int or None
+        None uses a fixed seed (stable bounds from one evaluation to the next).
+    chance : bool, default=True
+        False skips the chance level (NaN): the bounds alone, e.g. for coverage studies.
+
+    Returns
+    -------
+    interval : Interval
+
+    Examples
+    --------
+    Equal opportunity from 5 of 7 positives found in one group and 0 of 5 in the other:
+
+    >>> r = rate_gap_interval([5, 0], [7, 5])
+    >>> round(r.lower, 3), round(r.upper, 3)
+    (0.153, 0.963)
+
+    A demographic parity ratio of 0 lies inside its interval:
+
+    >>> r = rate_gap_interval([0, 12], [40, 40], ratio=True)
+    >>> r.lower, round(r.upper, 3)
+    (0.0, 0.318)
+    """
+    method = "mover-r-wilson" if ratio else "newcombe-wilson"
+    x = np.atleast_2d(np.asarray(successes, dtype=float))
+    n = np.atleast_2d(np.asarray(trials, dtype=float))
+    _z(level)  # validates `level`
+    tail = (1.0 - level) / 2.0
+    defined = n > 0
+    defined &= (defined.sum(axis=1) >= 2)[:, None]
+    if not defined.any():
+        return _undefined(method, "fewer than two groups with a defined rate")
+    if defined.sum(axis=1).max() > MAX_RATE_GROUPS:
+        return _undefined(method, f"{int(defined.sum(axis=1).max())} groups: intervals are "
+                          f"computed for at most {MAX_RATE_GROUPS} (raise min_group_size)")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = np.where(defined, x / np.where(defined, n, 1.0), np.nan)
+    if ratio and not (np.nanmax(p, axis=1)[defined.any(axis=1)] > 0).all():
+        return _undefined(method, "every group's rate is 0, so the ratio is 0/0")
+    if effective_trials is not None:  # Kish: the weighted share over the effective trials
+        n = np.atleast_2d(np.asarray(effective_trials, dtype=float))
+        x = np.where(defined, p, 0.0) * n
+    fam, i, j = _ordered_pairs(defined, p, ratio)
+    value, lo, hi = _bounds(x, n, fam, i, j, ratio, tail, n_draws, rng)
+    level_of_chance = _chance(x, n, defined, ratio, n_draws, rng) if chance else float("nan")
+    return Interval(lo, hi, level_of_chance, method)
+
+
+def _pair_bounds(x: _F, n: _F, fam: NDArray[np.intp], i: NDArray[np.intp],
+                 j: NDArray[np.intp], ratio: bool, z_lower: float, z_upper: float
+                 ) -> tuple[_F, _F]:
+    """Each ordered pair's Newcombe (MOVER-R) interval of ``p_i - p_j`` (``p_i / p_j``): the
+    Wilson bounds once per group, then per pair."""
+    lo_l, lo_u = wilson_interval(x, n, z_lower)
+    up_l, up_u = wilson_interval(x, n, z_upper) if z_upper != z_lower else (lo_l, lo_u)
+    p = x / np.where(n > 0, n, 1.0)
+    a, b = (fam, i), (fam, j)
+    formula = _mover_r if ratio else _newcombe
+    return formula(p[a], p[b], lo_l[a], lo_u[b], up_u[a], up_l[b])
+
+
+def _bounds(x: _F, n: _F, fam: NDArray[np.intp], i: NDArray[np.intp], j: NDArray[np.intp],
+            ratio: bool, tail: float, n_draws: int, rng: Any) -> tuple[float, float, float]:
+    """(value, lower, upper) of the metric over the ordered pairs ``(fam, i, j)``."""
+    with np.errstate(divide="ignore"):
+        est = x[fam, i] / n[fam, i] / (x[fam, j] / n[fam, j]) if ratio else \
+            x[fam, i] / n[fam, i] - x[fam, j] / n[fam, j]
+    best = int(np.argmin(est) if ratio else np.argmax(est))
+    # the pairs in contention, those that may make the extreme: at Bonferroni's level over
+    # every pair (no joint critical value is larger), a pair whose bound towards parity
+    # reaches past every pair's bound away from it. At parity a pair's mirror (the same
+    # groups in the other order) is then in contention wherever the pair could exclude
+    # parity, so the two orders share the tail as they must
+    z_all = NormalDist().inv_cdf(1.0 - tail / fam.size)
+    lower, upper = _pair_bounds(x, n, fam, i, j, ratio, z_all, z_all)
+    near = lower <= upper.min() if ratio else upper >= lower.max()
+    near[best] = True
+    f, a, b = fam[near], i[near], j[near]
+    # Agresti-Caffo standard errors weigh the pairs' joint critical values (never 0)
+    q = (x + 1.0) / (n + 2.0)
+    if ratio:
+        sd, theta = np.sqrt((1.0 - q) / ((n + 2.0) * q)), np.log(q)
+        gap = theta[f, b] - theta[f, a]  # -log(p_a / p_b): larger is further from parity
+    else:
+        sd, gap = np.sqrt(q * (1.0 - q) / (n + 2.0)), x[f, a] / n[f, a] - x[f, b] / n[f, b]
+    shift = (gap.max() - gap) / np.hypot(sd[f, a], sd[f, b])
+    settled = bool(upper.min() < 1.0) if ratio else bool(lower.max() > 0.0)
+    c_near, c_far = _critical(sd, f, a, b, shift, settled, tail, n_draws, rng)
+    value = float(est[best])
+    if ratio:
+        lower, upper = _pair_bounds(x, n, f, a, b, True, c_far, c_near)
+        return value, float(min(lower.min(), value)), float(min(max(upper.min(), value), 1.0))
+    lower, upper = _pair_bounds(x, n, f, a, b, False, c_near, c_far)
+    return (value, float(min(max(lower.max(), 0.0), value)),
+            float(min(max(upper.max(), value), 1.0)))

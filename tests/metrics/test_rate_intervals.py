@@ -1,0 +1,224 @@
+"""Score-type intervals of rate gaps and ratios (issue 25, items 2 and 6).
+
+The oracles are written here from the papers' formulas, independently of the module: Wilson's
+score interval, Newcombe's hybrid score interval (1998, method 10) of a difference and the
+MOVER-R interval (Donner & Zou 2012) of a ratio. The full coverage table is printed by
+``benchmarks/bench_coverage.py``; the simulations here are its smoke test.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+from fairmonitor.metrics._rate_intervals import rate_gap_interval
+
+Z95 = float(stats.norm.ppf(0.975))
+#: the two orders of one pair share 2.5%: each at 1.25% (the lower bound of |p1 - p2|)
+Z_PARITY = float(stats.norm.ppf(1 - 0.0125))
+
+
+def wilson(x: int, n: int, z: float, modified: bool = True) -> tuple[float, float]:
+    """Wilson (1927); ``modified``: Clopper-Pearson's bound where further out at rare counts
+    (Brown, Cai & DasGupta 2001: x = 1, 2, 3 above 50 trials; and up to 10 at a rate <= 0.1),
+    and at as many failures."""
+    p = x / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    lo, hi = (0.0 if x == 0 else centre - half), (1.0 if x == n else centre + half)
+    if modified:
+        tail, top = stats.norm.sf(z), (2 if n <= 50 else 3)
+
+        def rare(k: int) -> bool:
+            return 1 <= k <= top or (1 <= k <= 10 and k <= 0.1 * n)
+
+        if rare(x):
+            lo = min(lo, stats.beta.ppf(tail, x, n - x + 1))
+        if rare(n - x):
+            hi = max(hi, stats.beta.isf(tail, x + 1, n - x))
+    return max(lo, 0.0), min(hi, 1.0)
+
+
+def newcombe(x1: int, n1: int, x2: int, n2: int, z: float, modified: bool = True
+             ) -> tuple[float, float]:
+    """Newcombe (1998), method 10, for p1 - p2."""
+    p1, p2 = x1 / n1, x2 / n2
+    (l1, u1), (l2, u2) = wilson(x1, n1, z, modified), wilson(x2, n2, z, modified)
+    d = p1 - p2
+    return d - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2), \
+        d + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2)
+
+
+def mover_r(x1: int, n1: int, x2: int, n2: int, z: float) -> tuple[float, float]:
+    """Donner & Zou (2012), the ratio p1 / p2 from Wilson intervals (as printed there)."""
+    p1, p2 = x1 / n1, x2 / n2
+    (l1, u1), (l2, u2) = wilson(x1, n1, z), wilson(x2, n2, z)
+    lower = (p1 * p2 - math.sqrt((p1 * p2) ** 2 - l1 * u2 * (2 * p1 - l1) * (2 * p2 - u2))) \
+        / (u2 * (2 * p2 - u2))
+    upper = (p1 * p2 + math.sqrt((p1 * p2) ** 2 - u1 * l2 * (2 * p1 - u1) * (2 * p2 - l2))) \
+        / (l2 * (2 * p2 - l2))
+    return lower, upper
+
+
+# ------------------------------------------------------------------ the reported cases
+
+
+def test_equal_opportunity_from_5_of_7_vs_0_of_5_positives_is_newcombes_interval():
+    # issue 25: EOpp 0.714, the old interval's lower bound was 0.344 (centred on the raw 0/5)
+    r = rate_gap_interval([5, 0], [7, 5])
+    # the lower bound is Newcombe's from Wilson's own formula (5 of 7 and 0 of 5 are not
+    # rare counts at that end)
+    assert r.lower == pytest.approx(newcombe(5, 7, 0, 5, Z95, modified=False)[0], rel=1e-9)
+    assert round(r.lower, 3) == 0.153
+    # the upper bound reads 5 of 7's upper bound, where 2 failures take Clopper-Pearson's
+    assert r.upper == pytest.approx(newcombe(5, 7, 0, 5, Z95)[1], rel=1e-9)
+    assert r.lower < 5 / 7 < r.upper
+
+
+def test_a_dp_ratio_of_zero_is_inside_its_interval():
+    # issue 25: ratio 0.0 got [0.0048, 1.0]
+    r = rate_gap_interval([0, 12], [40, 40], ratio=True)
+    assert r.lower == 0.0 and r.upper == pytest.approx(mover_r(0, 40, 12, 40, Z95)[1])
+    # an intersection group among others: 0 and its two pairs' bound, jointly
+    r = rate_gap_interval([0, 120, 95], [40, 400, 380], ratio=True)
+    assert r.lower == 0.0 < mover_r(0, 40, 120, 400, Z95)[1] < r.upper < 1.0
+
+
+@pytest.mark.parametrize("x1, n1, x2, n2", [(300, 1000, 200, 1000), (30, 100, 10, 100),
+                                           (9, 12, 2, 15), (4000, 9000, 380, 1000)])
+def test_a_settled_two_group_gap_is_newcombes_interval(x1, n1, x2, n2):
+    r = rate_gap_interval([x1, x2], [n1, n2])
+    lo, hi = newcombe(x1, n1, x2, n2, Z95)
+    assert (r.lower, r.upper) == pytest.approx((lo, hi), rel=1e-9)
+
+
+@pytest.mark.parametrize("x1, n1, x2, n2", [(400, 1000, 200, 1000), (30, 60, 12, 60),
+                                           (45, 90, 8, 70)])
+def test_a_settled_two_group_ratio_is_the_mover_r_interval(x1, n1, x2, n2):
+    r = rate_gap_interval([x2, x1], [n2, n1], ratio=True)
+    lo, hi = mover_r(x2, n2, x1, n1, Z95)
+    assert (r.lower, r.upper) == pytest.approx((lo, hi), rel=1e-9)
+
+
+@pytest.mark.parametrize("x1, n1, x2, n2", [(50, 100, 50, 100), (3, 40, 4, 40),
+                                           (510, 1000, 490, 1000), (0, 30, 1, 30),
+                                           (300, 1000, 200, 1000)])
+def test_two_groups_match_newcombes_width_within_ten_percent(x1, n1, x2, n2):
+    r = rate_gap_interval([x1, x2], [n1, n2])
+    lo, hi = newcombe(x1, n1, x2, n2, Z95)
+    folded = (max(lo, -hi, 0.0), max(hi, -lo))  # Newcombe's interval of |p1 - p2|
+    assert r.upper - r.lower == pytest.approx(folded[1] - folded[0], rel=0.10)
+
+
+def test_the_lower_bound_excludes_parity_as_a_one_sided_975_test():
+    # the lower bound of |p1 - p2| is > 0 exactly when Newcombe's interval at z_{1 - 0.0125}
+    # excludes 0 (so at parity in 2 x 1.25% of windows); it is then Newcombe's 95% bound
+    for x1, x2 in [(50, 37), (50, 36), (50, 35), (50, 34), (50, 33)]:
+        r = rate_gap_interval([x1, x2], [100, 100])
+        assert (r.lower > 0) == (newcombe(x1, 100, x2, 100, Z_PARITY)[0] > 0)
+        lo, hi = newcombe(x1, 100, x2, 100, Z95)
+        assert r.lower == (pytest.approx(lo, rel=1e-9) if r.lower > 0 else 0.0)
+        assert r.upper == pytest.approx(hi, rel=1e-9)
+
+
+def test_zero_rates_give_a_positive_width_interval_and_the_ratio_of_zeros_is_undefined():
+    r = rate_gap_interval([0, 0], [20, 20])
+    assert r.lower == 0.0 and r.upper == pytest.approx(newcombe(0, 20, 0, 20, Z95)[1])
+    q = rate_gap_interval([0, 0], [20, 20], ratio=True)
+    assert math.isnan(q.lower) and "0/0" in q.reason
+
+
+def test_chance_level_is_the_mean_gap_of_a_fair_model_at_these_sizes():
+    # E|p1 - p2| under a common rate, by enumeration of the two binomials
+    n, p = 25, 0.1
+    pmf = stats.binom.pmf(np.arange(n + 1), n, p)
+    diff = np.abs(np.subtract.outer(np.arange(n + 1), np.arange(n + 1))) / n
+    exact = float((np.outer(pmf, pmf) * diff).sum())
+    r = rate_gap_interval([2, 3], [n, n])  # pooled rate 0.1
+    assert r.chance == pytest.approx(exact, rel=0.05)
+
+
+def test_equalized_odds_takes_the_larger_family():
+    tp, pos = np.array([700, 500]), np.array([1000, 1000])
+    fp, neg = np.array([100, 100]), np.array([1000, 1000])
+    both = rate_gap_interval(np.stack([tp, fp]), np.stack([pos, neg]))
+    lo, hi = newcombe(700, 1000, 500, 1000, Z95)
+    assert both.lower == pytest.approx(lo, rel=1e-9)
+    assert both.upper == pytest.approx(hi, rel=1e-9)
+
+
+def test_effective_trials_widen_the_interval_as_kish_says():
+    # equal weights of 2: the same rates, half the information
+    plain = rate_gap_interval([30, 10], [100, 100])
+    weighted = rate_gap_interval([60, 20], [200, 200], effective_trials=[100, 100])
+    assert (weighted.lower, weighted.upper) == pytest.approx((plain.lower, plain.upper))
+
+
+# -------------------------------------------------------------------- properties
+
+
+counts = st.lists(st.tuples(st.integers(0, 60), st.integers(1, 60)), min_size=2, max_size=6)
+
+
+@settings(max_examples=150, deadline=None)
+@given(counts, st.booleans(), st.sampled_from([0.8, 0.9, 0.95, 0.99]))
+def test_the_interval_holds_the_value_and_stays_in_range(groups, ratio, level):
+    x = np.array([min(a, b) for a, b in groups], dtype=float)
+    n = np.array([b for _, b in groups], dtype=float)
+    p = x / n
+    r = rate_gap_interval(x, n, ratio=ratio, level=level)
+    if ratio and p.max() == 0:
+        assert math.isnan(r.lower) and r.reason
+        return
+    value = p.min() / p.max() if ratio else p.max() - p.min()
+    assert 0.0 <= r.lower <= value <= r.upper <= 1.0
+    assert 0.0 <= r.chance <= 1.0
+
+
+@settings(max_examples=60, deadline=None)
+@given(counts, counts)
+def test_equalized_odds_interval_holds_the_value(tpr, fpr):
+    k = min(len(tpr), len(fpr))
+    x = np.array([[min(a, b) for a, b in fam[:k]] for fam in (tpr, fpr)], dtype=float)
+    n = np.array([[b for _, b in fam[:k]] for fam in (tpr, fpr)], dtype=float)
+    r = rate_gap_interval(x, n)
+    value = float(np.max(np.ptp(x / n, axis=1)))
+    assert 0.0 <= r.lower <= value <= r.upper <= 1.0
+
+
+# --------------------------------------------------- coverage (the benchmark's smoke test)
+
+
+def _coverage(p, n, *, ratio=False, reps=1000, seed=0):
+    p, n = np.asarray(p, dtype=float), np.asarray(n)
+    truth = p.min() / p.max() if ratio else p.max() - p.min()
+    x = np.random.default_rng(seed).binomial(n, p, size=(reps, p.size))
+    hits = zero_out = 0
+    for row in x:
+        r = rate_gap_interval(row, n, ratio=ratio, chance=False)  # the default draws
+        hits += r.lower <= truth <= r.upper
+        zero_out += (r.lower > 0) if not ratio else (r.upper < 1)
+    return hits / reps, zero_out / reps
+
+
+@pytest.mark.parametrize("ratio", [False, True], ids=["difference", "ratio"])
+@pytest.mark.parametrize("p, n", [([0.3, 0.3], [60, 60]), ([0.3] * 5, [200] * 5),
+                                  ([0.02, 0.02], [1000, 1000])], ids=["2x60", "5x200", "rare"])
+def test_at_parity_zero_is_excluded_in_at_most_2_5_percent(p, n, ratio):
+    coverage, excluded = _coverage(p, n, ratio=ratio)
+    assert excluded <= 0.025 + 2 * math.sqrt(0.025 * 0.975 / 1000)  # binomial error of 1,000
+    assert coverage == 1 - excluded
+
+
+@pytest.mark.parametrize("ratio", [False, True], ids=["difference", "ratio"])
+@pytest.mark.parametrize("p, n", [([0.2, 0.5], [120, 120]), ([0.3, 0.4], [2000, 2000]),
+                                  ([0.2, 0.25, 0.3, 0.35, 0.45], [2000] * 5),
+                                  ([0.02, 0.08], [300, 300])])
+def test_a_real_gap_is_covered_at_the_nominal_rate(p, n, ratio):
+    coverage, _ = _coverage(p, n, ratio=ratio)
+    assert 0.93 <= coverage <= 0.975
