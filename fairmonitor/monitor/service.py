@@ -66,7 +66,8 @@ log = logging.getLogger(__name__)
 AFTER_LEADING = frozenset({
     "fairmonitor_window_last_success_timestamp_seconds", "fairmonitor_window_end_timestamp_seconds",
     "fairmonitor_window_cadence_seconds", "fairmonitor_labels_after_seconds",
-    "fairmonitor_model_info", "fairmonitor_windows_evaluated", "fairmonitor_errors"})
+    "fairmonitor_model_info", "fairmonitor_windows_evaluated", "fairmonitor_errors",
+    "fairmonitor_clock_jumps", "fairmonitor_integrity_errors", "fairmonitor_repairs"})
 
 #: on SIGTERM/SIGINT, the most time spent flushing MLflow before exiting (plus the request in
 #: flight, itself bounded by ``mlflow_timeout``); what is left stays in the spool
