@@ -132,6 +132,13 @@ def main() -> None:
           f"consistent with MLflow in {sum(r['consistent'] for r in runs['sigterm']):g}/"
           f"{len(runs['sigterm'])}")
     print("load average: " + " ".join(f"{v:.2f}" for v in os.getloadavg()))
+    failover = max(r["failover"] for r in runs["kill"] + runs["pause"])
+    target = LEASE + LEASE / 3 + TICK
+    print(f"TARGET failover_max_seconds: {failover:.2f} (target <= {target:.1f})")
+    stop = max(r["latency"] for r in runs["sigterm"])
+    print(f"TARGET sigterm_max_seconds: {stop:.2f} (target <= 5 + the window in flight)")
+    bad = sum(r["lost"] + r["duplicated"] + r["wrong"] for rs in runs.values() for r in rs)
+    print(f"TARGET windows_lost_duplicated_wrong: {bad:g} (target 0)")
 
 
 if __name__ == "__main__":
