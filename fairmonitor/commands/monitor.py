@@ -128,6 +128,12 @@ def run(args: Any) -> int:
               .splitlines()[0], file=sys.stderr)
         return 1
     if args.once:
+        if not service.is_leader:  # another monitor evaluates this checkpoint's windows
+            print(f"another monitor holds the checkpoint's lease "
+                  f"({mask_urls_in(service.lease.describe())}); nothing evaluated",
+                  file=sys.stderr)
+            service.shutdown()
+            return 1
         results = service.run_once()
         failures = once_failures(results, service.sink)
         for line in failures:

@@ -217,6 +217,8 @@ class FileCheckpoint:
         self.path = Path(path)
         self.previous = self.path.with_name(self.path.name + ".1")
         self._lock = threading.Lock()
+        #: the lease check run before every write (:mod:`.leadership`); None: unfenced
+        self.fence: Any = None
 
     def _parse(self, path: Path) -> dict[str, Any] | None:
         """The checked models of one generation (None: no file); raises on a bad one."""
@@ -259,6 +261,8 @@ class FileCheckpoint:
             raise CheckpointCorruptError(f"{problem}; no previous generation "
                                          f"({self.previous}) to fall back to") from None
         # repair: keep the damaged file for a post-mortem, restore the previous generation
+        if self.fence is not None:  # a repair is a write: only the lease holder's
+            self.fence()
         os.replace(self.path, self.path.with_name(self.path.name + ".corrupt"))
         write_atomic(self.path, self.previous.read_text(encoding="utf-8"))
         for name in models:
@@ -282,6 +286,8 @@ class FileCheckpoint:
 
     def save(self, model: str, state: ModelState) -> None:  # noqa: D102
         with self._lock:
+            if self.fence is not None:  # a monitor that lost the lease writes nothing
+                self.fence()
             # format-1 entries are sealed as they are rewritten (the file is format 2 after)
             models = {n: seal(n, unseal(n, e, checked=False)) for n, e in self._read().items()}
             models[model] = seal(model, state)
@@ -311,6 +317,8 @@ class SQLCheckpoint:
             sa.Column("updated_at", sa.String(40), nullable=False),
         ) for name in (table, f"{table}_previous"))
         metadata.create_all(self.engine)
+        #: ``fence(conn)`` run first in every write transaction (:mod:`.leadership`)
+        self.fence: Any = None
 
     def _row(self, conn: Any, table: Any, model: str) -> str | None:
         import sqlalchemy as sa
@@ -347,6 +355,8 @@ class SQLCheckpoint:
         INCIDENTS.count("integrity_errors", model, "checkpoint_corrupt")
         log.error("checkpoint %s is corrupt: %s", self.table.name, problem)
         with self.engine.begin() as conn:
+            if self.fence is not None:  # a repair is a write: only the lease holder's
+                self.fence(conn)
             text = self._row(conn, self.previous, model)
             try:
                 state = self._parse(model, text, self.previous.name)
@@ -370,6 +380,8 @@ class SQLCheckpoint:
 
         text = json.dumps(seal(model, state, format=FORMAT), sort_keys=True)
         with self.engine.begin() as conn:
+            if self.fence is not None:  # the lease row, in this transaction: stale -> rollback
+                self.fence(conn)
             current = self._row(conn, self.table, model)
             try:
                 sound = self._parse(model, current, self.table.name) is not None

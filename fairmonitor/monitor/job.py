@@ -434,6 +434,7 @@ def run_once(
     now: datetime,
     on_result: Sequence[Hook] | Mapping[str, Hook] | Hook = (),
     summaries: SummaryStore | None = None,
+    keep_going: Callable[[], bool] | None = None,
 ) -> list[WindowResult]:
     """Evaluate every due window of every model, oldest first; return the results.
 
@@ -450,7 +451,12 @@ def run_once(
     :class:`~.summary_store.SummaryStore`; default: one in memory, lost at exit) before the
     checkpoint moves, then evaluate every due rollup window from the stored summaries
     (:mod:`.rollups`), after the model's own windows.
+
+    ``keep_going()`` is asked before each window and each rollup window: False (SIGTERM, the
+    lease lost) ends the tick there, after the window in flight, with the checkpoint at the
+    last completed window.
     """
+    go = keep_going or (lambda: True)
     if now.tzinfo is None:
         raise ValueError(f"now must be timezone-aware (UTC); got naive {now.isoformat()}")
     missing = [name for name in config.models if name not in sources]
@@ -464,6 +470,8 @@ def run_once(
     others = [(s, h) for s, h in hooks if s not in DURABLE_STAGES]
     results: list[WindowResult] = []
     for name, cfg in config.models.items():
+        if not go():
+            break
         try:
             state = checkpoint.load(name)
             if state.predictions_end is None and state.labels_end is None:
@@ -490,7 +498,7 @@ def run_once(
                                                        f"{exc}"}))
             results.append(_deliver(failed, others))
             continue
-        stopped = False
+        stopped = halted = False
         for phase, attr in _phases(cfg):
             after = getattr(state, attr) or state.predictions_end
             delay = cfg.labels_after if phase == "labels" else type(cfg.labels_after)(0)
@@ -500,6 +508,9 @@ def run_once(
                 log.warning("%s: %d missed %s window(s) beyond the catch-up cap (%d) were "
                             "skipped", name, skipped, phase, config.catch_up)
             for span in spans:
+                if not go():  # stopping: later windows wait, the watermark never jumps a gap
+                    stopped = halted = True
+                    break
                 result = evaluate_model_window(cfg, sources[name], span.start, span.end,
                                                now=now, phase=phase, index=span.index)
                 if skipped:
@@ -516,7 +527,9 @@ def run_once(
                 if stop:
                     stopped = True
                     break  # later windows wait for this one: the watermark never jumps a gap
-        if not stopped:  # source and checkpoint work: look for late labels
+            if halted:
+                break
+        if not stopped and go():  # source and checkpoint work: look for late labels
             late, state = _late_labels(name, cfg, sources[name], state, checkpoint, now,
                                        durable, others, summaries)
             results += late
@@ -524,7 +537,7 @@ def run_once(
                 relabelled = [r.index for r in late if r.ok]
                 results += _rollup_windows(name, cfg, state, summaries, checkpoint, now,
                                            durable, others, relabelled, cap=config.catch_up,
-                                           source=sources[name])
+                                           source=sources[name], keep_going=go)
     return results
 
 
@@ -564,11 +577,13 @@ def _base_done(cfg: ModelConfig, state: ModelState) -> datetime | None:
 def _rollup_windows(name: str, cfg: ModelConfig, state: ModelState, store: SummaryStore,
                     checkpoint: Checkpoint, now: datetime, durable: list[tuple[str, Hook]],
                     others: list[tuple[str, Hook]], relabelled: Sequence[int], *,
-                    cap: int, source: WindowSource | None = None) -> list[WindowResult]:
+                    cap: int, source: WindowSource | None = None,
+                    keep_going: Callable[[], bool] = lambda: True) -> list[WindowResult]:
     """Evaluate the due rollup windows of one model, and those late labels changed.
 
     With the model's ``source``, a stored window summary that is corrupt or missing is re-made
     from the window's rows before the rollup merges it (:func:`.rollups.evaluate_rollup`).
+    ``keep_going()`` is asked before each rollup window (SIGTERM, the lease lost).
     """
     out: list[WindowResult] = []
     remake = _remaker(cfg, source, now) if source is not None else None
@@ -581,6 +596,8 @@ def _rollup_windows(name: str, cfg: ModelConfig, state: ModelState, store: Summa
         again = sorted({t for i in relabelled
                         for t in _rollups.containing(cfg, rollup, i, after)})
         for end in again if cfg.label_metrics else ():
+            if not keep_going():
+                return out
             result = _rollup_result(cfg, rollup, end, store, now=now, labels_only=True,
                                     remake=remake)
             result, state, stop = _complete_rollup(name, result, state, rollup.name,
@@ -596,6 +613,8 @@ def _rollup_windows(name: str, cfg: ModelConfig, state: ModelState, store: Summa
             log.warning("%s: %d missed %s rollup window(s) beyond the catch-up cap (%d) were "
                         "skipped", name, skipped, rollup.name, cap)
         for end in (sp.end for sp in spans):
+            if not keep_going():  # stopping (or no longer the leader): no pruning either
+                return out
             result = _rollup_result(cfg, rollup, end, store, now=now, remake=remake)
             if "rollup" in result.errors:
                 # the stored summaries could not be read: the rollup window waits for the next

@@ -1,9 +1,13 @@
 """The long-running monitor: APScheduler ticks around :func:`~fairmonitor.monitor.job.run_once`.
 
-This is the only module that imports APScheduler. Each tick:
+This is the only module that imports APScheduler. A tick does anything only on the replica that
+holds the checkpoint's lease (:mod:`.leadership`: one active monitor per checkpoint; the others
+are hot standbys serving ``fairmonitor_leader 0`` and no values, and take over when the leader
+dies or hangs). Each tick of the leader:
 
 1. ``job.run_once`` evaluates every due window of every model (catch-up included), with the
-   Prometheus collector and the MLflow sink as ``on_result`` hooks;
+   Prometheus collector, the MLflow sink (the lease checked first) and the window log as
+   ``on_result`` hooks, and stops between two windows on SIGTERM or when the lease is lost;
 2. new model versions are evaluated on their reference data (models with ``reference`` only);
 3. the labels-pending gauges are refreshed from the checkpoint;
 4. the MLflow queue is flushed (a failed write waits for the next tick).
@@ -21,7 +25,10 @@ source that was down is retried at the next tick, whichever comes first). With a
 Prometheus is served by prometheus-client's own HTTP server thread on the configured address
 (default ``127.0.0.1:9464``), from a registry owned by the service.
 
-Logs: one INFO line per evaluated window with its verdict; a WARNING when a value crosses into
+SIGTERM/SIGINT: the tick stops after the window in flight, the MLflow flush gets
+:data:`STOP_FLUSH_SECONDS`, the lease is released: exit within 5 s plus that window.
+
+Logs: one INFO line per evaluated window with its verdict, as each window completes; a WARNING when a value crosses into
 warning or critical (and an INFO line when it is back to ok); faults are logged by the job.
 
 Time is injectable (``clock``): :class:`ReplayClock` replays history at tick speed, which is how
@@ -30,6 +37,7 @@ the end-to-end tests and a backfill demo run hours of windows in seconds.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import signal
 import threading
@@ -40,14 +48,30 @@ from typing import Any
 
 from apscheduler.schedulers.background import BackgroundScheduler
 from prometheus_client import CollectorRegistry, ProcessCollector, start_http_server
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
+from .leadership import LeaseKeeper, NoLease, SQLLease, guard_engine, open_lease
 from .sinks.mlflow import MlflowSink
 from .sinks.prometheus import FairnessCollector
 from .streaks import Streaks
 
-__all__ = ["MonitorService", "ReplayClock", "parse_listen_address"]
+__all__ = ["AFTER_LEADING", "STOP_FLUSH_SECONDS", "MonitorService", "ReplayClock", "parse_listen_address"]
 
 log = logging.getLogger(__name__)
+
+#: what a replica that led, then stepped down (the lease lost), still exports: its liveness,
+#: frozen at the step-down, never values nor the window counts that drive alerts. The rules take
+#: the freshest ``last_success`` over replicas, so a new leader hides it, and an outage of every
+#: leader (the checkpoint's database down) still ends in FairmonitorWindowStale, not silence
+AFTER_LEADING = frozenset({
+    "fairmonitor_window_last_success_timestamp_seconds", "fairmonitor_window_end_timestamp_seconds",
+    "fairmonitor_window_cadence_seconds", "fairmonitor_labels_after_seconds",
+    "fairmonitor_model_info", "fairmonitor_windows_evaluated", "fairmonitor_errors",
+    "fairmonitor_clock_jumps", "fairmonitor_integrity_errors", "fairmonitor_repairs"})
+
+#: on SIGTERM/SIGINT, the most time spent flushing MLflow before exiting (plus the request in
+#: flight, itself bounded by ``mlflow_timeout``); what is left stays in the spool
+STOP_FLUSH_SECONDS = 5.0
 
 
 class ReplayClock:
@@ -205,7 +229,7 @@ class MonitorService:
                  sink: MlflowSink | None = None, clock: Callable[[], datetime] | None = None,
                  tick_seconds: float | None = None, listen_address: str | None = None,
                  on_tick: Callable[[int, Sequence[Any]], None] | None = None,
-                 settle_seconds: float = 1.0, summaries: Any = None):
+                 settle_seconds: float = 1.0, summaries: Any = None, lease: Any = None):
         from . import job
         from .checkpoint import open_checkpoint
         from .sources import build_sources
@@ -218,9 +242,8 @@ class MonitorService:
             registry = CollectorRegistry()
             ProcessCollector(registry=registry)  # RSS and CPU of the monitor itself
         self.registry = registry
-        self.collector = FairnessCollector(registry, models=config.models)
-        self.sink = sink or MlflowSink(config.models, on_error=self.collector.record_error,
-                                       spool=config.mlflow_spool)
+        # registered behind the role gate: a standby exports no fairness values of its own
+        self.collector = FairnessCollector(None, models=config.models)
         # what the service builds itself, it also closes at shutdown
         self._owned: list[Any] = []
         if sources is None:
@@ -236,6 +259,13 @@ class MonitorService:
         if summaries is None and rollups:
             summaries = MemorySummaryStore()
         self.sources, self.checkpoint, self.summaries = sources, checkpoint, summaries
+        self._init_lease(lease, own=checkpoint in self._owned)
+        # with a shared (SQL) checkpoint and no spool file, MLflow itself is the durable store:
+        # a window's values are written before its checkpoint moves, so a standby taking over
+        # finds nothing missing (a spool on this host would be out of its reach)
+        self.sink = sink or MlflowSink(
+            config.models, on_error=self.collector.record_error, spool=config.mlflow_spool,
+            write_through=isinstance(self.lease, SQLLease) and config.mlflow_spool is None)
         # window-end scheduling needs the wall clock; a replay ticks at a fixed interval
         self._at_window_ends = clock is None and tick_seconds is None
         self._settle = timedelta(seconds=settle_seconds)
@@ -244,8 +274,8 @@ class MonitorService:
         self._listen = parse_listen_address(listen_address or config.listen_address)
         self._on_tick = on_tick
         self._window_log = _WindowLog(config.models)
-        self._restore()
         self._stop = threading.Event()
+        self._signalled = False
         self._ticks = 0
         self._max_ticks: int | None = None
         self._server: Any = None
@@ -255,6 +285,56 @@ class MonitorService:
             "coalesce": True, "max_instances": 1,
             "misfire_grace_time": max(1, int(self._interval)),
         })
+        registry.register(_RoleGate(self))
+        # leader from the start (the gauges restored), or a standby until the lease frees
+        self.keeper.step()
+
+    def _init_lease(self, lease: Any, *, own: bool) -> None:
+        """The checkpoint's lease: built from the config with the checkpoint, else as given."""
+        if lease is None:
+            lease = open_lease(self.config.checkpoint) if own else NoLease()
+        self.lease = lease
+        for store in (self.checkpoint, self.summaries):
+            if store is not None and hasattr(store, "fence"):
+                store.fence = lease.fence  # every write checks the lease (fencing token)
+            if own and getattr(store, "engine", None) is not None:
+                guard_engine(store.engine, lease.seconds / 2)  # a paused leader's locks end
+        self.leader_changes = 0
+        self.has_led = False  # led at some point: its frozen liveness stays exported
+        self.keeper = LeaseKeeper(lease, self._role_changed)
+
+    @property
+    def is_leader(self) -> bool:
+        """True while this monitor holds the checkpoint's lease and evaluates."""
+        return self.keeper.is_leader
+
+    def _role_changed(self, leader: bool) -> None:
+        """From the lease thread (or a refused write): restore the gauges, or stop evaluating."""
+        self.leader_changes += 1
+        self.has_led = self.has_led or leader
+        if not leader or not hasattr(self, "_scheduler"):
+            return  # an in-flight tick stops at its next window (keep_going)
+        self._restore()  # the values the previous leader last reported
+        reload = getattr(getattr(self, "sink", None), "reload_spool", None)
+        if reload is not None:  # a spool beside a shared checkpoint is the former leader's
+            reload()
+        if self._scheduler.running:  # catch up now, not at the next scheduled tick
+            try:
+                if self._at_window_ends:
+                    self._schedule(datetime.now(UTC))
+                else:
+                    self._scheduler.modify_job("tick", next_run_time=datetime.now(UTC))
+            except Exception as exc:  # the scheduler is shutting down
+                log.debug("cannot schedule a tick at once: %s", exc)
+
+    def _keep_going(self) -> bool:
+        """Asked between windows: False on SIGTERM/SIGINT or when the lease is lost."""
+        return not self._stop.is_set() and self.keeper.is_leader
+
+    def _submit_mlflow(self, result: Any) -> None:
+        """The MLflow hook: the lease checked first, so a former leader logs nothing."""
+        self.lease.fence()
+        self.sink.submit(result)
 
     def _restore(self) -> None:
         """Export again what the previous process last reported (the checkpoint's snapshot)."""
@@ -288,31 +368,49 @@ class MonitorService:
     # ------------------------------------------------------------------ one tick
     def tick(self) -> list[Any]:
         """Run one tick now (also what the scheduler calls); never raises."""
+        if self._stop.is_set():
+            return []  # stopping: a tick that starts now has nothing to do
         now = self._clock()
         results: list[Any] = []
-        try:
-            results = self._job.run_once(
-                self.config, self.sources, self.checkpoint, now=now,
-                on_result={"export": self.collector.observe, "mlflow": self.sink.submit},
-                summaries=self.summaries)
-        except Exception:  # the job should not raise; if it does, the service survives
-            log.exception("tick at %s failed", now.isoformat())
-            for model in self.config.models:
-                self.collector.record_error(model, "scheduler")
-        for r in results:
-            for stage in r.errors:
-                if stage in ("export", "mlflow"):  # hook failures; the hook could not count them
-                    self.collector.record_error(r.model, stage)
-            self._window_log(r)
-        self._evaluate_versions()
-        self._refresh_labels_pending(now)
-        self.sink.flush()
-        self._report_mlflow_queue()
+        if self._keeper_idle():
+            self.keeper.step()  # no lease thread (a tick called directly): renew or seek here
+        if self.keeper.is_leader:
+            results = self._lead(now)
         self._ticks += 1
         if self._max_ticks is not None and self._ticks >= self._max_ticks:
             self._stop.set()  # run() still waits for this tick (and on_tick) to finish
         if self._on_tick is not None:
             self._on_tick(self._ticks, results)
+        return results
+
+    def _keeper_idle(self) -> bool:
+        return self.keeper._thread is None or not self.keeper._thread.is_alive()
+
+    def _lead(self, now: datetime) -> list[Any]:
+        """The leader's tick: due windows (each logged as it completes), versions, MLflow."""
+        results: list[Any] = []
+        try:
+            results = self._job.run_once(
+                self.config, self.sources, self.checkpoint, now=now,
+                on_result={"export": self.collector.observe, "mlflow": self._submit_mlflow,
+                           "log": self._window_log},
+                summaries=self.summaries, keep_going=self._keep_going)
+        except Exception:  # the job should not raise; if it does, the service survives
+            log.exception("tick at %s failed", now.isoformat())
+            for model in self.config.models:
+                self.collector.record_error(model, "scheduler")
+        for r in results:
+            for stage, why in r.errors.items():
+                # hook failures, which the hook could not count; a refused write is counted
+                # by the lease (fairmonitor_lease_fenced_writes_total)
+                if stage in ("export", "mlflow") and not why.startswith("LeaseLost"):
+                    self.collector.record_error(r.model, stage)
+        if not self._keep_going():  # stopping, or no longer the leader: nothing more to do
+            return results
+        self._evaluate_versions()
+        self._refresh_labels_pending(now)
+        self.sink.flush()
+        self._report_mlflow_queue()
         return results
 
     def _report_mlflow_queue(self) -> None:
@@ -401,12 +499,24 @@ class MonitorService:
         self._stop.set()
 
     def shutdown(self) -> None:
-        """Stop the ticks (waiting for a running one), flush MLflow, stop the HTTP server."""
+        """Stop the ticks (waiting for a running one), flush MLflow, stop the HTTP server.
+
+        After SIGTERM/SIGINT the tick in flight stops after its current window, and the
+        MLflow flush gets :data:`STOP_FLUSH_SECONDS` (what is left stays in the spool); the
+        lease is released last, so a standby takes over at its next attempt.
+        """
         if self._scheduler.running:
             self._scheduler.shutdown(wait=True)
-        if not self.sink.flush():
-            log.warning("%d MLflow values could not be written before shutdown",
-                        self.sink.pending)
+        flush = self.sink.flush
+        bounded = self._signalled and "budget" in inspect.signature(flush).parameters
+        # a standby never flushes: a spool it shares with the leader is the leader's
+        flushed = not self.keeper.is_leader or (
+            flush(budget=STOP_FLUSH_SECONDS) if bounded else flush())
+        if not flushed:
+            log.warning("%d MLflow values could not be written before shutdown%s",
+                        self.sink.pending, " (kept in the spool)"
+                        if getattr(self.config, "mlflow_spool", None) else "")
+        self.keeper.stop(release=True)
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -430,6 +540,10 @@ class MonitorService:
         deadline = None if run_for is None else time.monotonic() + run_for
         try:
             self.start()
+            self.keeper.start()
+            if not isinstance(self.lease, NoLease):  # a standby takes over without the import
+                threading.Thread(target=_import_mlflow, name="fairmonitor-warmup",
+                                 daemon=True).start()
             # wake up regularly: a deadline must be honoured even without any event
             while not self._stop.wait(0.2):
                 if deadline is not None and time.monotonic() >= deadline:
@@ -446,7 +560,62 @@ class MonitorService:
             return {}  # only the main thread may install handlers (tests run us in a thread)
 
         def handle(signum: int, _frame: Any) -> None:
-            log.info("received %s, shutting down", signal.Signals(signum).name)
+            log.info("received %s, stopping after the window in flight",
+                     signal.Signals(signum).name)
+            self._signalled = True
             self.stop()
 
         return {sig: signal.signal(sig, handle) for sig in (signal.SIGTERM, signal.SIGINT)}
+
+
+def _import_mlflow() -> None:
+    """Import MLflow's client ahead of the first write (2-5 s): a standby that takes over
+    writes its first window at once, not after the import."""
+    try:
+        import mlflow.entities  # noqa: F401
+        import mlflow.tracking  # noqa: F401
+    except Exception as exc:  # the first write says it again, with the context
+        log.debug("cannot import mlflow ahead of time: %s", exc)
+
+
+class _RoleGate:
+    """The service's role families, and the fairness collector's only while it leads.
+
+    A standby exports ``fairmonitor_leader 0``, the lease's counters and
+    ``fairmonitor_build_info``, never values of its own: the alert rules aggregate over
+    replicas, and a standby's stale copy of the leader's values would only add noise.
+    """
+
+    def __init__(self, service: MonitorService) -> None:
+        self._service = service
+
+    def collect(self) -> Any:
+        """One scrape: ``fairmonitor_leader`` and the lease's counters, then the values."""
+        svc = self._service
+        leader = svc.is_leader
+        yield _single(GaugeMetricFamily, "fairmonitor_leader",
+                      "1 while this monitor holds the checkpoint's lease and evaluates, 0 for a "
+                      "hot standby (which exports no fairness values)", float(leader))
+        yield _single(GaugeMetricFamily, "fairmonitor_lease_token",
+                      "The fencing token of the lease this monitor holds (0: none)",
+                      float(svc.lease.token or 0) if leader else 0.0)
+        yield _single(GaugeMetricFamily, "fairmonitor_lease_seconds",
+                      "How long the lease lasts without renewal", float(svc.lease.seconds))
+        yield _single(CounterMetricFamily, "fairmonitor_lease_fenced_writes",
+                      "Writes refused because this monitor no longer held the lease",
+                      float(getattr(svc.lease, "refused", 0)))
+        yield _single(CounterMetricFamily, "fairmonitor_leader_changes",
+                      "Times this monitor became leader or stepped down",
+                      float(svc.leader_changes))
+        for family in svc.collector.collect():
+            # a standby keeps build_info (FairmonitorAbsent reads it: the replica is there), and
+            # one that led its frozen liveness (module constant)
+            if leader or family.name == "fairmonitor_build_info" or (
+                    svc.has_led and family.name in AFTER_LEADING):
+                yield family
+
+
+def _single(kind: Any, name: str, doc: str, value: float) -> Any:
+    family = kind(name, doc)
+    family.add_metric([], value)
+    return family

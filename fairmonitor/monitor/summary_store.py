@@ -25,7 +25,7 @@ import re
 import threading
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from .atomic import write_atomic
 from .config import CheckpointConfig
@@ -118,6 +118,8 @@ class FileSummaryStore:
     def __init__(self, directory: str | Path) -> None:
         self.directory = Path(directory)
         self._lock = threading.Lock()
+        #: the lease check run before every write (:mod:`.leadership`); None: unfenced
+        self.fence: Any = None
 
     def folder(self, model: str) -> str:
         """The folder name of ``model``'s summaries."""
@@ -130,6 +132,8 @@ class FileSummaryStore:
     def put(self, model: str, index: int, part: Part, blob: bytes) -> None:  # noqa: D102
         path = self._path(model, index, part)
         with self._lock:
+            if self.fence is not None:
+                self.fence()
             path.parent.mkdir(parents=True, exist_ok=True)
             write_atomic(path, bytes(blob))
 
@@ -149,6 +153,8 @@ class FileSummaryStore:
     def prune(self, model: str, before: int) -> int:  # noqa: D102
         n = 0
         with self._lock:
+            if self.fence is not None:  # a former leader must not prune the new one's windows
+                self.fence()
             for name in {folder_name(model), _legacy(model)}:
                 # the legacy folder may be another model's too: what it loses is re-made
                 folder = self.directory / name
@@ -175,12 +181,16 @@ class SQLSummaryStore:
             sa.Column("summary", sa.LargeBinary, nullable=False),
         )
         self.table.metadata.create_all(self.engine)
+        #: ``fence(conn)`` run first in every write transaction (:mod:`.leadership`)
+        self.fence: Any = None
 
     def put(self, model: str, index: int, part: Part, blob: bytes) -> None:  # noqa: D102
         import sqlalchemy as sa
 
         t = self.table
         with self.engine.begin() as conn:  # replace in one transaction
+            if self.fence is not None:
+                self.fence(conn)
             conn.execute(sa.delete(t).where(t.c.model == model, t.c.window_index == int(index),
                                             t.c.part == part))
             conn.execute(sa.insert(t).values(model=model, window_index=int(index), part=part,
@@ -205,6 +215,8 @@ class SQLSummaryStore:
 
         t = self.table
         with self.engine.begin() as conn:
+            if self.fence is not None:  # a former leader must not prune the new one's windows
+                self.fence(conn)
             result = conn.execute(sa.delete(t).where(t.c.model == model,
                                                      t.c.window_index < int(before)))
         return int(result.rowcount or 0)

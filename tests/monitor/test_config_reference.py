@@ -19,7 +19,7 @@ def _keys(section):
 
 def test_reference_names_exactly_the_keys_the_schema_reads():
     assert _keys("") == set(schema._TOP_KEYS)
-    assert _keys("checkpoint") == {"kind", "path", "url", "table"}
+    assert _keys("checkpoint") == {"kind", "path", "url", "table", "lease"}
     assert _keys("models.<name>") == set(schema._MODEL_KEYS)
     assert _keys("models.<name>.source") == set(schema._SOURCE_KEYS)
     assert _keys("models.<name>.thresholds.<metric>") == set(schema._THRESHOLD_KEYS)

@@ -54,6 +54,9 @@ class CheckpointConfig:
     path: Path | None = None
     url: str | None = None
     table: str = "fairmonitor_checkpoint"
+    #: how long the leader's lease lasts without renewal (:mod:`..leadership`); a standby takes
+    #: over within it (plus a third) after the leader died or hung; None: the default, 30 s
+    lease: timedelta | None = None
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,9 @@ ENTRIES: tuple[tuple[str, str, str, str], ...] = (
     ("checkpoint", "path", "fairmonitor-checkpoint.json", "JSON file (kind file)"),
     ("checkpoint", "url", "-", "SQLAlchemy URL (kind sql)"),
     ("checkpoint", "table", "fairmonitor_checkpoint", "table name (kind sql)"),
+    ("checkpoint", "lease", "30s",
+     "leadership lease: one active monitor per checkpoint, a standby takes over within it "
+     "(docs/high-availability.md)"),
     ("models.<name>", "model", "-",
      "registered MLflow model: `models:/name@alias`, `models:/name/3`, a name, or a mapping"),
     ("models.<name>", "tracking_uri", "sqlite:///mlflow.db", "MLflow tracking URI"),

@@ -133,17 +133,18 @@ def _checkpoint(r: Reader, raw: Any, base: Path) -> CheckpointConfig:
     if not isinstance(raw, Mapping):
         r.error("checkpoint", f"must be a file path, a SQLAlchemy URL or a mapping; got {raw!r}")
         return CheckpointConfig("file", path=base / DEFAULT_CHECKPOINT)
-    r.keys("checkpoint", raw, ("kind", "path", "url", "table"))
+    r.keys("checkpoint", raw, ("kind", "path", "url", "table", "lease"))
     kind = r.choice(raw, "kind", ("file", "sql"), "file", path="checkpoint")
+    lease = r.duration(raw, "lease", None, path="checkpoint")
     if kind == "sql":
         return CheckpointConfig("sql", url=sqlite_beside(r.url(raw, "url", "checkpoint"), base),
                                 table=r.get(raw, "table", str, "fairmonitor_checkpoint",
-                                            path="checkpoint"))
+                                            path="checkpoint"), lease=lease)
     path = r.get(raw, "path", str, DEFAULT_CHECKPOINT, path="checkpoint")
     if (base / path).is_dir():
         r.error("checkpoint.path", f"is a directory: {str(base / path)!r}; give a file path "
                                    f"such as {str(base / path / DEFAULT_CHECKPOINT)!r}")
-    return CheckpointConfig("file", path=base / path)
+    return CheckpointConfig("file", path=base / path, lease=lease)
 
 
 def _model(r: Reader, at: str, name: str, raw: Any, base: Path) -> ModelConfig | None:

@@ -129,6 +129,11 @@ class MlflowSink:
     spool : path-like, optional
         File that keeps the queue across restarts and crashes (JSON lines); without it the
         queue lives in memory only.
+    write_through : bool, default=False
+        Without a spool: write each window to MLflow in :meth:`submit` (raising
+        :class:`SpoolWriteError` when that fails), so values are durable before the checkpoint
+        moves. The monitor sets it for a shared (SQL) checkpoint, whose standby replica could
+        not reach this process's memory after a failover.
 
     Examples
     --------
@@ -140,7 +145,7 @@ class MlflowSink:
     def __init__(self, models: Mapping[str, Any] | None = None, *, tracking_uri: str | None = None,
                  experiment: str = "fairmonitor-monitoring", max_pending: int = 100_000,
                  on_error: Callable[[str, str], None] | None = None,
-                 spool: str | os.PathLike[str] | None = None):
+                 spool: str | os.PathLike[str] | None = None, write_through: bool = False):
         self._models = dict(models or {})
         self._default = (tracking_uri, experiment)
         self._max_pending = int(max_pending)
@@ -152,6 +157,7 @@ class MlflowSink:
         self._clients: dict[str | None, Any] = {}
         self._runs: dict[tuple[str | None, str, str, str, str], str] = {}
         self._spool = Spool(spool) if spool is not None else None
+        self._write_through = bool(write_through) and self._spool is None
         self._next_id = 0
         self._spool_failures = 0
         if self._spool is not None:
@@ -208,6 +214,19 @@ class MlflowSink:
             self._next_id = max(self._next_id, item.sid + 1)
             self._enqueue(item)
         log.info("MLflow spool %s: %d values from a previous run queued", path, self._size)
+
+    def reload_spool(self) -> None:
+        """Forget the queue and read the spool again.
+
+        For a standby that becomes the leader: the spool (shared with the other replica, beside
+        a file checkpoint) is what the former leader left, not what this process read at start.
+        """
+        if self._spool is None:
+            return
+        with self._lock:
+            self._queue.clear()
+            self._size = 0
+        self._restore()
 
     def _unmask(self, stored: str | None, model: str) -> str | None:
         """The real tracking URI behind a masked one: the configured URI it masks."""
@@ -277,12 +296,16 @@ class MlflowSink:
         item.sid, self._next_id = self._next_id, self._next_id + 1
         replaced, lost = self._enqueue(item)
         gone = [g for g in (replaced, *lost) if g is not None]
-        if self._journal(item.model, lambda sp: (sp.add(item.record()),
-                                                 *(sp.done(g.sid) for g in gone))):
+        if not self._write_through and self._journal(
+                item.model, lambda sp: (sp.add(item.record()), *(sp.done(g.sid) for g in gone))):
             return
         try:  # the spool cannot keep them: only MLflow itself can
             self._write(item)
         except Exception as exc:
+            if self._write_through:  # the job redoes the window: nothing stays queued
+                with self._lock, contextlib.suppress(ValueError):
+                    self._queue.remove(item)
+                    self._size -= len(item.points)
             raise SpoolWriteError(
                 f"the values of {item.model} step {item.key[-1]} could be neither spooled "
                 f"({self._spool.path if self._spool else '-'}) nor written to MLflow "
@@ -362,16 +385,23 @@ class MlflowSink:
             with self._lock:
                 self._size -= len(chunk)
 
-    def flush(self) -> bool:
+    def flush(self, budget: float | None = None) -> bool:
         """Write everything queued; return True if the queue is empty afterwards.
 
         Windows are written oldest first. After a failure the remaining windows of the same
         tracking server are kept for the next flush (order preserved); other servers go on.
+        With ``budget`` (seconds), no new window is started once it has passed (a monitor
+        stopping on SIGTERM): the rest stays queued, and in the spool.
         """
+        import time
+
+        deadline = None if budget is None else time.monotonic() + budget
         with self._lock:
             items = list(self._queue)
         failed: set[str | None] = set()
         for item in items:
+            if deadline is not None and time.monotonic() > deadline:
+                break
             if item.tracking_uri in failed:
                 continue
             before = len(item.points)
