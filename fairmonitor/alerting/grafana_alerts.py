@@ -82,6 +82,7 @@ from .rules import (
     ROUTING_LABELS,
     AlertOptions,
     never_evaluated_expr,
+    leaders_expr,
     no_traffic_expr,
     streak_expr,
     undefined_expr,
@@ -357,6 +358,13 @@ def _health_rules(options: AlertOptions) -> list[dict[str, Any]]:
                   "FairmonitorAbsent", "No fairness monitor is being scraped",
                   "No fairmonitor_build_info series: no monitor runs or Prometheus cannot "
                   "scrape it, so no fairness alert can fire.",
+                  dashboard_url(options.grafana_url))),
+        _rule(_uid("no-leader"), "fairmonitor no leader", leaders_expr(options), "lt", 0.5, for_=promql_duration(options.absent_for),
+              labels=labels("FairmonitorNoLeader", "critical"), annotations=notes(
+                  "FairmonitorNoLeader",
+                  "No fairmonitor replica of job {{ $labels.job }} holds the lease",
+                  "Every replica of job {{ $labels.job }} is a standby: no window is evaluated. "
+                  "Each replica's log says why it cannot take the checkpoint's lease.",
                   dashboard_url(options.grafana_url))),
     ]
 

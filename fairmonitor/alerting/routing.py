@@ -36,7 +36,8 @@ __all__ = [
 ]
 
 #: Alerts about the monitor itself (no ``model`` label): the monitoring on-call only.
-MONITOR_ALERTS = ("FairmonitorDown", "FairmonitorAbsent", "FairmonitorRuleEvaluationFailures")
+MONITOR_ALERTS = ("FairmonitorDown", "FairmonitorAbsent", "FairmonitorNoLeader",
+                  "FairmonitorRuleEvaluationFailures")
 #: A model's pipeline health: the monitoring on-call as well as the model's team.
 MODEL_HEALTH_ALERTS = (
     "FairmonitorErrors", "FairmonitorDataErrors", "FairmonitorWindowStale",
@@ -63,6 +64,7 @@ BATCH_TIMING: Mapping[str, str] = {"group_wait": "30s", "group_interval": "5m",
 #: express "one cause, one page". A cause is (alertname, extra matcher or "").
 INHIBITIONS: tuple[tuple[str, str, tuple[str, ...], tuple[str, ...]], ...] = (
     ("FairmonitorAbsent", "", SYMPTOMS, ()),
+    ("FairmonitorNoLeader", "", SYMPTOMS, ()),
     ("FairmonitorDown", "", SYMPTOMS, ("instance",)),
     ("FairmonitorErrors", f'stage=~"{"|".join(CAUSE_STAGES)}"', SYMPTOMS, ("model",)),
     ("FairmonitorDataErrors", "", SYMPTOMS, ("model",)),

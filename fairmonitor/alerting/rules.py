@@ -83,8 +83,8 @@ __all__ = [
     "ALERTS", "AlertOptions", "CADENCE", "COMPARED", "METRIC_VALUE", "NO_TRAFFIC_WINDOWS",
     "ROLLUP_COMPARED", "ROUTING", "STREAK", "STREAK_REQUIRED", "UNDEFINED_REQUIRED",
     "UNDEFINED_WINDOWS",
-    "breach_expr", "never_evaluated_expr", "no_traffic_expr", "prometheus_rules", "render_prometheus_rules",
-    "streak_expr", "undefined_expr",
+    "breach_expr", "leaders_expr", "never_evaluated_expr", "no_traffic_expr", "prometheus_rules",
+    "render_prometheus_rules", "streak_expr", "undefined_expr",
 ]
 
 #: Recording rule: every fairness gauge, with the metric name moved into a ``metric`` label.
@@ -115,6 +115,7 @@ ALERTS = (
     "FairmonitorNoTraffic",
     "FairmonitorWindowStale", "FairmonitorNeverEvaluated", "FairmonitorLabelsOverdue",
     "FairmonitorDataErrors", "FairmonitorErrors", "FairmonitorDown", "FairmonitorAbsent",
+    "FairmonitorNoLeader",
     "FairmonitorRuleEvaluationFailures",
 )
 _OPERATOR = {"upper": ">", "lower": "<"}
@@ -189,6 +190,18 @@ class AlertOptions:
                               f"got {self.error_window}.")
         if not self.scrape_job:
             raise ConfigError("scrape_job: must not be empty.")
+
+
+def leaders_expr(options: AlertOptions) -> str:
+    """Whether any replica of a scrape job leads (1) or all are standbys (0), per job.
+
+    ``FairmonitorNoLeader`` fires on 0. Replicas share a checkpoint within one scrape job; a
+    monitor without replicas always leads (its ``fairmonitor_leader`` is 1).
+
+    >>> leaders_expr(AlertOptions(grafana_url="http://grafana:3000"))
+    'max by (job) (fairmonitor_leader{job=~"fairmonitor"})'
+    """
+    return f"max by (job) ({NAMESPACE}_leader{{job=~{promql_string(options.scrape_job)}}})"
 
 
 def breach_expr(severity: str, compared: str = COMPARED, series: str | None = None) -> str:
@@ -512,6 +525,13 @@ def _health_alerts(options: AlertOptions) -> list[dict[str, Any]]:
               f"scrape job for it (expected job {options.scrape_job!r}), so no fairness "
               "alert can fire.", for_=promql_duration(options.absent_for),
               link=dashboard_url(options.grafana_url), route=False),
+        alert("FairmonitorNoLeader", f"{leaders_expr(options)} == 0", "critical",
+              "No fairmonitor replica of job {{ $labels.job }} holds the lease",
+              "Every replica of job {{ $labels.job }} that Prometheus scrapes is a standby "
+              "(fairmonitor_leader 0): no window is evaluated. Each replica's log says why it "
+              "cannot take the checkpoint's lease (its database unreachable, a lock held).",
+              for_=promql_duration(options.absent_for), link=dashboard_url(options.grafana_url),
+              route=False),
         alert("FairmonitorRuleEvaluationFailures",
               "sum by (rule_group) (increase(prometheus_rule_evaluation_failures_total"
               f'{{rule_group=~".*;{NAMESPACE}[.].*"}}[5m])) > 0', "critical",

@@ -167,7 +167,7 @@ def test_alertmanager_config_is_valid(tmp_path):
         pytest.fail("amtool not found: install Debian's `prometheus-alertmanager` package")
     result = run_promtool(amtool, "check-config", str(ALERTMANAGER))
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "8 inhibit rules" in result.stdout
+    assert "9 inhibit rules" in result.stdout
 
 
 @pytest.mark.parametrize(("labels", "receiver"), [
@@ -257,7 +257,7 @@ def test_promtool_check_config(promtool, tmp_path):
     shutil.copy(DASHBOARDS / "alerts" / "fairmonitor.rules.yml", tmp_path / "rules")
     result = run_promtool(promtool, "check", "config", str(tmp_path / "prometheus.yml"))
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "SUCCESS: 17 rules found" in result.stdout
+    assert "SUCCESS: 18 rules found" in result.stdout
 
 
 def test_grafana_is_provisioned_and_private(services):

@@ -207,12 +207,17 @@ def test_health_rules_read_the_exported_cadence(example_config):
     assert by_title["fairmonitor absent"]["data"][0]["model"]["expr"] == (
         "absent(fairmonitor_build_info)")
     assert by_title["fairmonitor down"]["data"][0]["model"]["expr"] == 'up{job=~"fairmonitor"}'
+    no_leader = by_title["fairmonitor no leader"]
+    assert no_leader["data"][0]["model"]["expr"] == (
+        'max by (job) (fairmonitor_leader{job=~"fairmonitor"})')
+    assert no_leader["data"][2]["model"]["conditions"][0]["evaluator"] == {
+        "type": "lt", "params": [0.5]}
     health = [g for g in doc["groups"] if g["name"] == "fairmonitor-health"]
     assert [r["title"] for r in health[0]["rules"]] == [
         "fairness metric undefined", "fairness windows without traffic",
         "fairness window stale", "fairness model never evaluated",
         "fairness labels overdue", "fairmonitor data errors", "fairmonitor errors",
-        "fairmonitor down", "fairmonitor absent"]
+        "fairmonitor down", "fairmonitor absent", "fairmonitor no leader"]
 
 
 def test_every_query_is_valid_promql(promtool, tmp_path):

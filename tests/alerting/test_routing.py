@@ -145,7 +145,8 @@ def test_every_cause_inhibits_its_symptoms(am):
                 **({"equal": list(equal)} if equal else {})} in rules, cause
     assert all(r["target_matchers"] != [symptoms] or r["source_matchers"][0].startswith(
         ('alertname="FairmonitorAbsent"', 'alertname="FairmonitorDown"',
-         'alertname="FairmonitorErrors"', 'alertname="FairmonitorDataErrors"')) for r in rules)
+         'alertname="FairmonitorNoLeader"', 'alertname="FairmonitorErrors"',
+         'alertname="FairmonitorDataErrors"')) for r in rules)
 
 
 def _labels_in_rule_tests() -> dict[str, set[frozenset[str]]]:

@@ -72,7 +72,7 @@ def test_committed_rules_are_up_to_date(example_config):
 def test_promtool_check_rules_accepts_the_committed_file(promtool):
     result = run_promtool(promtool, "check", "rules", str(RULES))
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "SUCCESS: 17 rules found" in result.stdout
+    assert "SUCCESS: 18 rules found" in result.stdout
 
 
 def test_promtool_unit_tests_pass(promtool):
