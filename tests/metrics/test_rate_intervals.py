@@ -222,3 +222,16 @@ def test_at_parity_zero_is_excluded_in_at_most_2_5_percent(p, n, ratio):
 def test_a_real_gap_is_covered_at_the_nominal_rate(p, n, ratio):
     coverage, _ = _coverage(p, n, ratio=ratio)
     assert 0.93 <= coverage <= 0.975
+
+
+def test_a_group_left_out_for_few_conditioning_rows_is_ignored_silently():
+    # report.intervals leaves a group out of a family by zeroing its trials (fewer than
+    # min_condition_size positives) and keeps its successes: 5 true positives of 0 trials.
+    # Such a group must not matter, and must not raise a RuntimeWarning (the suite and the
+    # monitor's strict mode turn it into an error) from Agresti-Caffo's q = 6/2 > 1
+    successes = np.array([[5, 0, 3], [3, 4, 5]])
+    trials = np.array([[0, 20, 20], [30, 30, 30]])
+    got = rate_gap_interval(successes, trials)
+    cleaned = rate_gap_interval(np.where(trials > 0, successes, 0), trials)
+    assert (got.lower, got.upper) == (cleaned.lower, cleaned.upper)
+    assert got.lower <= 3 / 20 <= got.upper  # the value: 3/20 - 0/20 in the TPR family
