@@ -1,19 +1,30 @@
 """False pages and windows-to-page of the alert modes (issue 24 items 2-3): value, bound, budget.
 
-A simulated model with 2 sensitive attributes (``sex``: 2 groups, ``age_group``: 3 groups),
-``n`` rows per group per hourly window, label rate 0.4, TPR 0.8 and FPR 0.3 (selection 0.5);
-a true gap ``m x`` the warning level lowers group 1's TPR and FPR by ``m * 0.1``, which puts
-the DP difference and EO difference at ``m * 0.1`` and the DP ratio at ``1 - 0.2 m``: every
-series sits at ``m`` times its warning level's distance from parity. The shipped thresholds
-(docker/monitor.example.yaml): DP difference and EO difference warning 0.1, critical 0.2; DP
-ratio warning 0.8. Ten alerting series: per attribute DP difference and EO difference at
-both severities and the DP ratio's warning.
+A simulated model with 2 sensitive attributes (``sex``: 2 groups, ``age_group``: 3 groups) and
+``n`` rows per group per hourly window, at two selection (base) rates (:data:`RATES`):
+
+- ``0.5``, the worst case (largest binomial variance): label rate 0.4, TPR 0.8, FPR 0.3; a
+  true gap ``m x`` lowers group 1's TPR and FPR by ``m * 0.1``, which puts the DP difference
+  and EO difference at ``m * 0.1`` and the DP ratio at ``1 - 0.2 m``: every series sits at
+  ``m`` times its warning level's distance from parity;
+- ``0.3``, Adult-like (24% positives): label rate 0.25, TPR 0.7, FPR 1/6. No shift puts both
+  the differences and the ratio at ``m x`` here, so ``0.3`` lowers group 1's rates by
+  ``m * 0.06``: the DP ratio (the binding series) at ``m x``, the differences at ``0.6 m x``
+  (a fair model at 0.5x is fair on every series); ``0.3d`` (change streams only) raises them
+  by ``m * 0.1``: the differences at ``m x``, the DP ratio at 1.25x-2x for m = 1-2.
+
+The shipped thresholds (docker/monitor.example.yaml): DP difference and EO difference warning
+0.1, critical 0.2; DP ratio warning 0.8; the shipped group minimums
+(``report.defaults``): every group has ``n >= MIN_GROUP_SIZE`` (30) rows, and a group with
+fewer than ``MIN_CONDITION_SIZE`` (10) positives (negatives) leaves the TPR (FPR) family, as
+the monitor does. Ten alerting series: per attribute DP difference and EO difference at both
+severities and the DP ratio's warning.
 
 Per window, each value and 95% interval come from the project's code: the metric from the
 simulated counts (max - min of the group rates; min / max for the ratio) and
-``metrics._intervals.rate_gap_interval`` (memoised on the counts: the same counts give the
-same interval). Decisions use ``Threshold.severity(Threshold.compared(...))`` and
-``report.evidence.accumulate``:
+``metrics._rate_intervals.rate_gap_interval`` (score-type, bounds only; memoised on the
+counts: the same counts give the same interval). Decisions use
+``Threshold.severity(Threshold.compared(...))`` and ``report.evidence.accumulate``:
 
 - ``value``: the point value, paging after 3 consecutive breaching windows (warning) or 2
   (critical), as shipped;
@@ -34,8 +45,8 @@ group size; at 1.5x, groups >= 500 page within 3 windows in >= 95% of runs and g
 within 6 windows.
 
 Usage: ``nice -n 10 python benchmarks/bench_alert_budget.py [--quick]`` (quick: 30-day
-streams, 3 group sizes, 60 runs, ~3.5 min; default two 90-day streams per cell, 5 group sizes,
-200 runs, ~17 min on 2 shared cores).
+streams, 3 group sizes, 60 runs, ~2 min; default two 90-day streams per cell, 5 group sizes,
+200 runs, both rates, see docs/alert-modes.md for its time on 2 shared cores).
 """
 
 from __future__ import annotations
