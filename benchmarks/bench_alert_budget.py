@@ -46,7 +46,7 @@ within 6 windows.
 
 Usage: ``nice -n 10 python benchmarks/bench_alert_budget.py [--quick]`` (quick: 30-day
 streams, 3 group sizes, 60 runs, ~2 min; default two 90-day streams per cell, 5 group sizes,
-200 runs, both rates, see docs/alert-modes.md for its time on 2 shared cores).
+200 runs, both rates: ~20 min on 2 shared cores, docs/alert-modes.md).
 """
 
 from __future__ import annotations
