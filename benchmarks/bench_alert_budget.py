@@ -1,19 +1,30 @@
 """False pages and windows-to-page of the alert modes (issue 24 items 2-3): value, bound, budget.
 
-A simulated model with 2 sensitive attributes (``sex``: 2 groups, ``age_group``: 3 groups),
-``n`` rows per group per hourly window, label rate 0.4, TPR 0.8 and FPR 0.3 (selection 0.5);
-a true gap ``m x`` the warning level lowers group 1's TPR and FPR by ``m * 0.1``, which puts
-the DP difference and EO difference at ``m * 0.1`` and the DP ratio at ``1 - 0.2 m``: every
-series sits at ``m`` times its warning level's distance from parity. The shipped thresholds
-(docker/monitor.example.yaml): DP difference and EO difference warning 0.1, critical 0.2; DP
-ratio warning 0.8. Ten alerting series: per attribute DP difference and EO difference at
-both severities and the DP ratio's warning.
+A simulated model with 2 sensitive attributes (``sex``: 2 groups, ``age_group``: 3 groups) and
+``n`` rows per group per hourly window, at two selection (base) rates (:data:`RATES`):
+
+- ``0.5``, the worst case (largest binomial variance): label rate 0.4, TPR 0.8, FPR 0.3; a
+  true gap ``m x`` lowers group 1's TPR and FPR by ``m * 0.1``, which puts the DP difference
+  and EO difference at ``m * 0.1`` and the DP ratio at ``1 - 0.2 m``: every series sits at
+  ``m`` times its warning level's distance from parity;
+- ``0.3``, Adult-like (24% positives): label rate 0.25, TPR 0.7, FPR 1/6. No shift puts both
+  the differences and the ratio at ``m x`` here, so ``0.3`` lowers group 1's rates by
+  ``m * 0.06``: the DP ratio (the binding series) at ``m x``, the differences at ``0.6 m x``
+  (a fair model at 0.5x is fair on every series); ``0.3d`` (change streams only) raises them
+  by ``m * 0.1``: the differences at ``m x``, the DP ratio at 1.25x-2x for m = 1-2.
+
+The shipped thresholds (docker/monitor.example.yaml): DP difference and EO difference warning
+0.1, critical 0.2; DP ratio warning 0.8; the shipped group minimums
+(``report.defaults``): every group has ``n >= MIN_GROUP_SIZE`` (30) rows, and a group with
+fewer than ``MIN_CONDITION_SIZE`` (10) positives (negatives) leaves the TPR (FPR) family, as
+the monitor does. Ten alerting series: per attribute DP difference and EO difference at both
+severities and the DP ratio's warning.
 
 Per window, each value and 95% interval come from the project's code: the metric from the
 simulated counts (max - min of the group rates; min / max for the ratio) and
-``metrics._intervals.rate_gap_interval`` (memoised on the counts: the same counts give the
-same interval). Decisions use ``Threshold.severity(Threshold.compared(...))`` and
-``report.evidence.accumulate``:
+``metrics._rate_intervals.rate_gap_interval`` (score-type, bounds only; memoised on the
+counts: the same counts give the same interval). Decisions use
+``Threshold.severity(Threshold.compared(...))`` and ``report.evidence.accumulate``:
 
 - ``value``: the point value, paging after 3 consecutive breaching windows (warning) or 2
   (critical), as shipped;
@@ -34,8 +45,8 @@ group size; at 1.5x, groups >= 500 page within 3 windows in >= 95% of runs and g
 within 6 windows.
 
 Usage: ``nice -n 10 python benchmarks/bench_alert_budget.py [--quick]`` (quick: 30-day
-streams, 3 group sizes, 60 runs, ~3.5 min; default two 90-day streams per cell, 5 group sizes,
-200 runs, ~17 min on 2 shared cores).
+streams, 3 group sizes, 60 runs, ~2 min; default two 90-day streams per cell, 5 group sizes,
+200 runs, both rates: ~20 min on 2 shared cores, docs/alert-modes.md).
 """
 
 from __future__ import annotations
@@ -51,7 +62,8 @@ import numpy as np
 from scipy import stats
 
 from fairmonitor import Threshold
-from fairmonitor.metrics._intervals import rate_gap_interval
+from fairmonitor.metrics._rate_intervals import rate_gap_interval
+from fairmonitor.report.defaults import MIN_CONDITION_SIZE, MIN_GROUP_SIZE
 from fairmonitor.report.evidence import Budget, Evidence, accumulate, comparisons
 
 DP, DPR, EO = ("demographic_parity_difference", "demographic_parity_ratio",
@@ -70,7 +82,43 @@ PAGE_LEVEL = BUDGET.page_level(windows_per_day=WINDOWS_PER_DAY, n_series=N_SERIE
 Z95 = stats.norm.ppf(0.975)
 #: one-sided Bonferroni quantile: budget / (series x windows of the period)
 Z_BONFERRONI = stats.norm.isf(BUDGET.false_pages / (N_SERIES * WINDOWS_PER_DAY * BUDGET.days))
-BASE_RATE, TPR, FPR = 0.4, 0.8, 0.3
+
+
+@dataclass(frozen=True)
+class Rates:
+    """A fair model's per-group rates at one selection (base) rate, and its gap step.
+
+    ``step`` is the drop of group 1's TPR and FPR (hence of its selection rate) per 1x: the
+    largest one that keeps every series at most ``m`` times its warning level's distance
+    from parity, ``min(0.1, 0.2 * selection)`` (the DP and EO differences move by ``step``,
+    the DP ratio by ``step / selection`` against its distance 0.2).
+    """
+
+    selection: float
+    label_rate: float
+    tpr: float
+    fpr: float
+    #: "binding": every series at most m x, the farthest exactly (a fair model at 0.5x is
+    #: fair on every series); "difference": the DP/EO differences at m x and the DP ratio
+    #: beyond (a change stream only: at 0.5x its ratio is past g0)
+    anchor: str = "binding"
+    #: -1: group 1's rates drop by the gap; +1: they rise (0.3d: an FPR of 1/6 cannot drop
+    #: by 0.2)
+    direction: int = -1
+
+    @property
+    def step(self) -> float:
+        return 0.1 if self.anchor == "difference" else min(0.1, 0.2 * self.selection)
+
+    def multiples(self, m: float) -> str:
+        other = self.selection + self.direction * m * self.step
+        ratio = min(self.selection, other) / max(self.selection, other)
+        return f"DP/EO difference {m * self.step / 0.1:.3g}x, DP ratio {(1 - ratio) / 0.2:.3g}x"
+
+
+#: 0.5: the worst case (largest binomial variance); 0.3: Adult-like (24% positives).
+RATES = {"0.5": Rates(0.5, 0.4, 0.8, 0.3), "0.3": Rates(0.3, 0.25, 0.7, 0.5 / 3),
+         "0.3d": Rates(0.3, 0.25, 0.7, 0.5 / 3, anchor="difference", direction=1)}
 
 
 def _threshold(metric: str, compare: str) -> Threshold:
@@ -86,7 +134,8 @@ THRESHOLDS = {(m, c): _threshold(m, c) for m in LEVELS for c in ("value", "bound
 
 @functools.lru_cache(maxsize=1 << 20)
 def _interval(successes: tuple, trials: tuple, ratio: bool) -> tuple[float, float]:
-    iv = rate_gap_interval(np.asarray(successes), np.asarray(trials), ratio=ratio)
+    iv = rate_gap_interval(np.asarray(successes), np.asarray(trials), ratio=ratio,
+                           chance=False)  # the bounds alone (decisions use nothing else)
     return iv.lower, iv.upper
 
 
@@ -95,14 +144,26 @@ def _gap(x: np.ndarray, n: np.ndarray) -> float:
     return float(p.max() - p.min())
 
 
-def window_values(rng: np.random.Generator, groups: int, n: int,
-                  delta: float) -> dict[str, tuple[float, float, float]]:
-    """One window of one attribute: {metric: (value, lower, upper)} from simulated counts."""
-    tpr, fpr = np.full(groups, TPR), np.full(groups, FPR)
-    tpr[1] -= delta
-    fpr[1] -= delta
+def _family_gap(x: np.ndarray, trials: np.ndarray) -> float:
+    """The metric's gap of one family: groups below the conditioning minimum left out."""
+    kept = trials >= MIN_CONDITION_SIZE
+    return _gap(x[kept], trials[kept]) if kept.sum() >= 2 else math.nan
+
+
+def window_values(rng: np.random.Generator, groups: int, n: int, delta: float,
+                  rates: Rates) -> dict[str, tuple[float, float, float]]:
+    """One window of one attribute: {metric: (value, lower, upper)} from simulated counts.
+
+    The shipped group minimums apply as in the monitor: every group has ``n >=
+    MIN_GROUP_SIZE`` rows; a group with fewer than ``MIN_CONDITION_SIZE`` positives
+    (negatives) is left out of the TPR (FPR) family, value and interval alike, and
+    equalized odds is undefined when either family has fewer than two groups.
+    """
+    tpr, fpr = np.full(groups, rates.tpr), np.full(groups, rates.fpr)
+    tpr[1] += rates.direction * delta
+    fpr[1] += rates.direction * delta
     trials = np.full(groups, n)
-    pos = rng.binomial(n, BASE_RATE, groups)
+    pos = rng.binomial(n, rates.label_rate, groups)
     tp, fp = rng.binomial(pos, tpr), rng.binomial(n - pos, fpr)
     sel = tp + fp
     out = {}
@@ -110,19 +171,22 @@ def window_values(rng: np.random.Generator, groups: int, n: int,
     p = sel / trials
     out[DPR] = (float(p.min() / p.max()) if p.max() > 0 else math.nan,
                 *_interval(tuple(sel), tuple(trials), True))
-    if (pos > 0).all() and (pos < n).all():
-        eo = max(_gap(tp, pos), _gap(fp, n - pos))
-        fam = (tuple(np.stack([tp, fp]).ravel()), tuple(np.stack([pos, n - pos]).ravel()))
-        lo, hi = _eo_interval(*fam)
-        out[EO] = (eo, lo, hi)
+    neg = n - pos
+    eo = max(_family_gap(tp, pos), _family_gap(fp, neg))
+    if math.isfinite(eo):
+        kept = np.stack([pos, neg]) >= MIN_CONDITION_SIZE
+        fam = (tuple(np.stack([tp, fp]).ravel()),
+               tuple(np.where(kept, np.stack([pos, neg]), 0).ravel()))
+        out[EO] = (eo, *_eo_interval(*fam))
     else:
-        out[EO] = (math.nan, math.nan, math.nan)  # an empty family: undefined, as the metric
+        out[EO] = (math.nan, math.nan, math.nan)  # a family without two groups: undefined
     return out
 
 
 @functools.lru_cache(maxsize=1 << 20)
 def _eo_interval(successes: tuple, trials: tuple) -> tuple[float, float]:
-    iv = rate_gap_interval(np.reshape(successes, (2, -1)), np.reshape(trials, (2, -1)))
+    iv = rate_gap_interval(np.reshape(successes, (2, -1)), np.reshape(trials, (2, -1)),
+                           chance=False)
     return iv.lower, iv.upper
 
 
@@ -203,17 +267,19 @@ def _step(states: dict[str, list[Series]], values: list[dict]) -> dict[str, int]
 # -------------------------------------------------------------------------- experiments
 
 
-def fair_pages(n: int, multiple: float, *, days: int, reps: int,
+def fair_pages(n: int, multiple: float, rates: Rates, *, days: int, reps: int,
                seed: int) -> tuple[dict[str, int], dict[str, int]]:
     """(pages, days with a page) per mode over ``reps`` streams of ``days`` at ``multiple`` x."""
     total, paged_days = dict.fromkeys(MODES, 0), dict.fromkeys(MODES, 0)
     for rep in range(reps):
-        rng = np.random.default_rng([seed, n, int(multiple * 100), rep])
+        rng = np.random.default_rng([seed, n, int(multiple * 100), rep,
+                                     int(rates.selection * 100)])
         states = model_series(ATTRIBUTES)
         for _ in range(days):
             today = dict.fromkeys(MODES, 0)
             for _ in range(WINDOWS_PER_DAY):
-                values = [window_values(rng, g, n, multiple * 0.1) for g in ATTRIBUTES.values()]
+                values = [window_values(rng, g, n, multiple * rates.step, rates)
+                          for g in ATTRIBUTES.values()]
                 for mode, k in _step(states, values).items():
                     today[mode] += k
             for mode, k in today.items():
@@ -222,15 +288,16 @@ def fair_pages(n: int, multiple: float, *, days: int, reps: int,
     return total, paged_days
 
 
-def delays(n: int, multiple: float, *, runs: int, seed: int, limit: int = 48):
+def delays(n: int, multiple: float, rates: Rates, *, runs: int, seed: int, limit: int = 48):
     """Windows from a change to ``multiple`` x on ``sex`` to its first page, per mode."""
     out = {mode: [] for mode in MODES}
     for run in range(runs):
-        rng = np.random.default_rng([seed, n, int(multiple * 100), run, 1])
+        rng = np.random.default_rng([seed, n, int(multiple * 100), run, 1,
+                                     int(rates.selection * 100)])
         states = {mode: [Series(m, s, mode) for m, s in SERIES] for mode in MODES}
         first = dict.fromkeys(MODES, math.inf)
         for t in range(1, limit + 1):
-            values = [window_values(rng, 2, n, multiple * 0.1)]
+            values = [window_values(rng, 2, n, multiple * rates.step, rates)]
             for mode, k in _step(states, values).items():
                 if k and first[mode] == math.inf:
                     first[mode] = t
@@ -241,18 +308,18 @@ def delays(n: int, multiple: float, *, runs: int, seed: int, limit: int = 48):
     return {mode: np.array(v) for mode, v in out.items()}
 
 
-def resets(n: int, *, runs: int, seed: int, breach: int = 24, limit: int = 48):
+def resets(n: int, rates: Rates, *, runs: int, seed: int, breach: int = 24, limit: int = 48):
     """Windows from the end of a ``breach``-window 2x breach to the all-clear, per mode."""
     out = {mode: [] for mode in MODES}
     for run in range(runs):
-        rng = np.random.default_rng([seed, n, run, 2])
+        rng = np.random.default_rng([seed, n, run, 2, int(rates.selection * 100)])
         states = {mode: [Series(m, s, mode) for m, s in SERIES] for mode in MODES}
         for _ in range(breach):
-            _step(states, [window_values(rng, 2, n, 0.2)])
+            _step(states, [window_values(rng, 2, n, 2 * rates.step, rates)])
         clear = {mode: (math.nan if not any(s.firing for s in states[mode]) else math.inf)
                  for mode in MODES}  # nan: never paged, no reset to time
         for t in range(1, limit + 1):
-            _step(states, [window_values(rng, 2, n, 0.0)])
+            _step(states, [window_values(rng, 2, n, 0.0, rates)])
             for mode in MODES:
                 if clear[mode] == math.inf and not any(s.firing for s in states[mode]):
                     clear[mode] = t
@@ -275,32 +342,37 @@ def verdict(ok: bool) -> str:
     return "PASS" if ok else "FAIL"
 
 
-def report_fair(sizes, days, reps, seed) -> bool:
+def report_fair(sizes, days, reps, seed, selections) -> bool:
     print(f"\n## False pages of a fair model ({N_SERIES} series, {reps} x {days} days of hourly "
           "windows per cell)")
-    print("| rows/group | true gap | mode | pages | per model-month [95% CI] | per 90 days | "
-          "days with a page |")
-    print("|---|---|---|---|---|---|---|")
-    ok, pooled = True, dict.fromkeys(MODES, 0)
+    print("| selection | rows/group | true gap | mode | pages | per model-month [95% CI] | "
+          "per 90 days [95% CI] | days with a page |")
+    print("|---|---|---|---|---|---|---|---|")
+    ok = True
     months = reps * days / 30.0
-    for multiple in (0.0, 0.5):
-        for n in sizes:
-            total, paged_days = fair_pages(n, multiple, days=days, reps=reps, seed=seed)
-            for mode in MODES:
-                k = total[mode]
-                pooled[mode] += k
-                lo, hi = poisson_ci(k, months)
-                per90 = k / months * 3
-                print(f"| {n} | {multiple:g}x | {mode} | {k} | {k / months:.3g} "
-                      f"[{lo:.3g}, {hi:.3g}] | {per90:.3g} | "
-                      f"{paged_days[mode] / (reps * days):.1%} |")
-                if mode == "budget":
-                    ok &= per90 <= BUDGET.false_pages
-    cells = 2 * len(sizes)
-    for mode in MODES:
-        lo, hi = poisson_ci(pooled[mode], cells * months)
-        print(f"pooled {mode}: {pooled[mode]} pages over {cells * months:g} model-months: "
-              f"{pooled[mode] / (cells * months):.3g} per model-month [{lo:.3g}, {hi:.3g}]")
+    for sel in selections:
+        rates, pooled = RATES[sel], dict.fromkeys(MODES, 0)
+        for multiple in (0.0, 0.5):
+            for n in sizes:
+                total, paged_days = fair_pages(n, multiple, rates, days=days, reps=reps,
+                                               seed=seed)
+                for mode in MODES:
+                    k = total[mode]
+                    pooled[mode] += k
+                    lo, hi = poisson_ci(k, months)
+                    print(f"| {sel} | {n} | {multiple:g}x | {mode} | {k} | {k / months:.3g} "
+                          f"[{lo:.3g}, {hi:.3g}] | {3 * k / months:.3g} [{3 * lo:.3g}, "
+                          f"{3 * hi:.3g}] | {paged_days[mode] / (reps * days):.1%} |")
+                    if mode == "budget":
+                        ok &= 3 * k / months <= BUDGET.false_pages
+        cells = 2 * len(sizes)
+        for mode in MODES:
+            lo, hi = poisson_ci(pooled[mode], cells * months)
+            rate = pooled[mode] / (cells * months)
+            print(f"pooled selection {sel} {mode}: {pooled[mode]} pages over "
+                  f"{cells * months:g} model-months: {rate:.3g} per model-month "
+                  f"[{lo:.3g}, {hi:.3g}], {3 * rate:.3g} per 90 days [{3 * lo:.3g}, "
+                  f"{3 * hi:.3g}]")
     print(f"TARGET budget: fair false pages <= {BUDGET.false_pages:g} per model per "
           f"{BUDGET.days:g} days at every size and gap <= 0.5x: {verdict(ok)}")
     return ok
@@ -310,44 +382,56 @@ def _fmt(x: float) -> str:
     return ">48" if math.isinf(x) else f"{x:g}"
 
 
-def report_delays(sizes, runs, seed) -> bool:
+def report_delays(sizes, runs, seed, selections) -> dict[float, bool]:
     print(f"\n## Windows to page after a change on `sex` ({runs} runs per cell; >48: none "
           "within 48 windows)")
-    print("| rows/group | true gap | mode | median | p95 | within 3 | within 6 |")
-    print("|---|---|---|---|---|---|---|")
-    ok = True
-    for multiple in (1.0, 1.5, 2.0):
-        for n in sizes:
-            d = delays(n, multiple, runs=runs, seed=seed)
-            for mode in MODES:
-                w3, w6 = float(np.mean(d[mode] <= 3)), float(np.mean(d[mode] <= 6))
-                print(f"| {n} | {multiple:g}x | {mode} | {_fmt(np.median(d[mode]))} | "
-                      f"{_fmt(np.quantile(d[mode], 0.95, method='higher'))} | {w3:.0%} | "
-                      f"{w6:.0%} |")
-                if mode == "budget" and multiple == 1.5:
-                    if n >= 500 and w3 < 0.95:
-                        ok = False
-                        print(f"TARGET budget 1.5x n={n}: within 3 windows {w3:.1%} < 95%")
-                    if n >= 100 and w6 < 0.95:
-                        ok = False
-                        print(f"TARGET budget 1.5x n={n}: within 6 windows {w6:.1%} < 95%")
-    print(f"TARGET budget: 1.5x pages within 3 windows (n >= 500) and 6 (n >= 100) in >= 95% "
-          f"of runs: {verdict(ok)}")
-    return ok
+    print("| selection | rows/group | true gap | mode | median | p95 | within 3 | within 6 |")
+    print("|---|---|---|---|---|---|---|---|")
+    verdicts = {}
+    for sel in selections:
+        ok = True
+        for multiple in (1.0, 1.5, 2.0):
+            for n in sizes:
+                d = delays(n, multiple, RATES[sel], runs=runs, seed=seed)
+                for mode in MODES:
+                    w3, w6 = float(np.mean(d[mode] <= 3)), float(np.mean(d[mode] <= 6))
+                    print(f"| {sel} | {n} | {multiple:g}x | {mode} | "
+                          f"{_fmt(np.median(d[mode]))} | "
+                          f"{_fmt(np.quantile(d[mode], 0.95, method='higher'))} | {w3:.0%} | "
+                          f"{w6:.0%} |")
+                    if mode == "budget" and multiple == 1.5:
+                        if n >= 500 and w3 < 0.95:
+                            ok = False
+                            print(f"TARGET budget selection {sel} 1.5x n={n}: within 3 "
+                                  f"windows {w3:.1%} < 95%")
+                        if n >= 100 and w6 < 0.95:
+                            ok = False
+                            print(f"TARGET budget selection {sel} 1.5x n={n}: within 6 "
+                                  f"windows {w6:.1%} < 95%")
+        verdicts[sel] = ok
+        print(f"TARGET budget selection {sel}: 1.5x pages within 3 windows (n >= 500) and 6 "
+              f"(n >= 100) in >= 95% of runs: {verdict(ok)}")
+    return verdicts
 
 
-def report_resets(sizes, runs, seed) -> None:
+def report_resets(sizes, runs, seed, selections) -> None:
     print(f"\n## Reset: windows from the end of a 24-window breach at 2x to the all-clear "
           f"({runs} runs)")
-    print("| rows/group | mode | paged | median | p95 |")
-    print("|---|---|---|---|---|")
-    for n in sizes:
-        r = resets(n, runs=runs, seed=seed)
-        for mode in MODES:
-            paged = r[mode][~np.isnan(r[mode])]
-            med = _fmt(np.median(paged)) if paged.size else "-"
-            p95 = _fmt(np.quantile(paged, 0.95, method="higher")) if paged.size else "-"
-            print(f"| {n} | {mode} | {paged.size}/{runs} | {med} | {p95} |")
+    print("| selection | rows/group | mode | paged | median | p95 |")
+    print("|---|---|---|---|---|---|")
+    for sel in selections:
+        for n in sizes:
+            r = resets(n, RATES[sel], runs=runs, seed=seed)
+            for mode in MODES:
+                paged = r[mode][~np.isnan(r[mode])]
+                med = _fmt(np.median(paged)) if paged.size else "-"
+                p95 = _fmt(np.quantile(paged, 0.95, method="higher")) if paged.size else "-"
+                print(f"| {sel} | {n} | {mode} | {paged.size}/{runs} | {med} | {p95} |")
+
+
+def _load() -> list[str]:
+    with open("/proc/loadavg") as f:
+        return f.read().split()[:3]
 
 
 def main() -> None:
@@ -356,22 +440,44 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--reps", type=int, default=None, help="fair streams per cell")
     ap.add_argument("--runs", type=int, default=None, help="change runs per cell")
+    ap.add_argument("--days", type=int, default=None, help="days per fair stream")
+    ap.add_argument("--sizes", type=str, default=None, help="rows per group, comma-separated")
+    ap.add_argument("--selection", type=str, default="0.5,0.3",
+                    help="fair streams' selection (base) rates, comma-separated, of "
+                    "0.5 and 0.3")
+    ap.add_argument("--change", type=str, default="0.5,0.3,0.3d",
+                    help=f"change streams' rates, comma-separated, of {sorted(RATES)} (0.3d: "
+                    "the 0.3 rate with the differences at m x)")
     args = ap.parse_args()
     if args.quick:
-        sizes, days, reps, runs = (30, 500, 10_000), 30, args.reps or 1, args.runs or 60
+        sizes, days, reps, runs = (30, 500, 10_000), 30, 1, 60
     else:
-        sizes, days, reps, runs = (30, 100, 500, 2000, 10_000), 90, args.reps or 2, \
-            args.runs or 200
+        sizes, days, reps, runs = (30, 100, 500, 2000, 10_000), 90, 2, 200
+    sizes = tuple(int(v) for v in args.sizes.split(",")) if args.sizes else sizes
+    days, reps, runs = args.days or days, args.reps or reps, args.runs or runs
+    selections = tuple(args.selection.split(","))
+    changes = tuple(args.change.split(","))
+    assert all(RATES[s].anchor == "binding" for s in selections), "fair streams: binding"
+    assert min(sizes) >= MIN_GROUP_SIZE, f"groups below min_group_size={MIN_GROUP_SIZE}"
     start = time.perf_counter()
     print(f"# bench_alert_budget: page level h = {PAGE_LEVEL:.3f} ({N_SERIES} series, "
           f"{WINDOWS_PER_DAY} windows/day, budget {BUDGET}); Bonferroni z = "
           f"{Z_BONFERRONI:.3f}")
-    print(f"machine: {os.cpu_count()} cpus, load {open('/proc/loadavg').read().split()[:3]}")
-    ok = report_fair(sizes, days, reps, args.seed)
-    ok &= report_delays(sizes, runs, args.seed)
-    report_resets(sizes, max(runs // 2, 20), args.seed)
+    print(f"thresholds (shipped): DP/EO difference warning 0.1, critical 0.2; DP ratio warning "
+          f"0.8; min_group_size {MIN_GROUP_SIZE}, min_condition_size {MIN_CONDITION_SIZE}")
+    for sel in dict.fromkeys(selections + changes):
+        r = RATES[sel]
+        print(f"selection {sel}: label rate {r.label_rate:g}, TPR {r.tpr:g}, FPR "
+              f"{r.fpr:.3g}, group 1 {'+' if r.direction > 0 else '-'}{r.step:g} per 1x; "
+              + "; ".join(f"at {m:g}x: {r.multiples(m)}" for m in (0.5, 1.0, 1.5, 2.0)))
+    print(f"sizes {sizes}, {reps} x {days}-day fair streams per cell, {runs} change runs")
+    print(f"machine: {os.cpu_count()} cpus, load {_load()}")
+    ok = report_fair(sizes, days, reps, args.seed, selections)
+    verdicts = report_delays(sizes, runs, args.seed, changes)
+    report_resets(sizes, max(runs // 2, 20), args.seed, changes)
     print(f"\nelapsed {time.perf_counter() - start:.0f} s; load "
-          f"{open('/proc/loadavg').read().split()[:3]}; overall {verdict(ok)}")
+          f"{_load()}; fair target {verdict(ok)}; delay "
+          f"target {', '.join(f'{s}: {verdict(v)}' for s, v in verdicts.items())}")
 
 
 if __name__ == "__main__":

@@ -426,8 +426,9 @@ def _bounds(x: _F, n: _F, fam: NDArray[np.intp], i: NDArray[np.intp], j: NDArray
     near = lower <= upper.min() if ratio else upper >= lower.max()
     near[best] = True
     f, a, b = fam[near], i[near], j[near]
-    # Agresti-Caffo standard errors weigh the pairs' joint critical values (never 0)
-    q = (x + 1.0) / (n + 2.0)
+    # Agresti-Caffo standard errors weigh the pairs' joint critical values (never 0); a
+    # group left out (0 trials, its successes possibly kept by the caller) is in no pair
+    q = (np.where(n > 0, x, 0.0) + 1.0) / (n + 2.0)
     if ratio:
         sd, theta = np.sqrt((1.0 - q) / ((n + 2.0) * q)), np.log(q)
         gap = theta[f, b] - theta[f, a]  # -log(p_a / p_b): larger is further from parity

@@ -265,3 +265,16 @@ def test_joint_maxima_kernel_is_numpys_arithmetic():
     near, far = pair_maxima(z, scale, left, right, se, shift)
     np.testing.assert_array_equal(near, t.max(axis=1))
     np.testing.assert_array_equal(far, (t - shift).max(axis=1))
+
+
+def test_a_group_left_out_for_few_conditioning_rows_is_ignored_silently():
+    # report.intervals leaves a group out of a family by zeroing its trials (fewer than
+    # min_condition_size positives) and keeps its successes: 5 true positives of 0 trials.
+    # Such a group must not matter, and must not raise a RuntimeWarning (the suite and the
+    # monitor's strict mode turn it into an error) from Agresti-Caffo's q = 6/2 > 1
+    successes = np.array([[5, 0, 3], [3, 4, 5]])
+    trials = np.array([[0, 20, 20], [30, 30, 30]])
+    got = rate_gap_interval(successes, trials)
+    cleaned = rate_gap_interval(np.where(trials > 0, successes, 0), trials)
+    assert (got.lower, got.upper) == (cleaned.lower, cleaned.upper)
+    assert got.lower <= 3 / 20 <= got.upper  # the value: 3/20 - 0/20 in the TPR family
