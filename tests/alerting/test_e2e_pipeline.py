@@ -106,7 +106,12 @@ def test_pipeline_alarms_end_to_end(tmp_path, capsys):
         assert hook.matching(alertname="FairmonitorErrors", model="renamed") == []
         # --once on that config: exit 1, the column named with the table's columns
         capsys.readouterr()
-        assert main(["monitor", "--config", str(renamed_path), "--once"]) == 1
+        # (its own checkpoint: the running monitor holds the lease of the shared one, and a
+        # second monitor on it is refused before it reads anything)
+        once_path = tmp_path / "renamed-once.yaml"
+        once_path.write_text(renamed_path.read_text().replace("checkpoint-renamed.json",
+                                                              "checkpoint-renamed-once.json"))
+        assert main(["monitor", "--config", str(once_path), "--once"]) == 1
         err = capsys.readouterr().err
         assert ("data: models.renamed.sensitive_features[0]: sensitive feature column 'gender' "
                 "is not in the source; available columns: ['id', 'timestamp', 'model', ") in err
