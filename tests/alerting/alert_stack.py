@@ -113,14 +113,27 @@ class NullSink:
 
 
 @contextlib.contextmanager
-def monitor(config: Any) -> Iterator[Any]:
-    """A running ``MonitorService`` (default window-end scheduling) on a free loopback port."""
+def monitor(config: Any, port: int = 0) -> Iterator[Any]:
+    """A running ``MonitorService`` (default window-end scheduling) on a loopback port.
+
+    ``port`` 0 picks a free one; a given ``port`` (a restarted monitor keeping its scrape
+    target) is waited for, bounded, as the previous process on it may have just stopped.
+    """
     from fairmonitor.monitor.service import MonitorService
 
-    svc = MonitorService(config, listen_address="127.0.0.1:0", sink=NullSink())
+    deadline = time.monotonic() + 30
+    while port:
+        with socket.socket() as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                s.bind(("127.0.0.1", port))
+                break
+            except OSError:
+                assert time.monotonic() < deadline, f"port {port} still busy"
+                time.sleep(0.1)
+    svc = MonitorService(config, listen_address=f"127.0.0.1:{port}", sink=NullSink())
     thread = threading.Thread(target=svc.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 30
     while svc._server is None:  # noqa: SLF001 - the port is known once the server listens
         assert thread.is_alive() and time.monotonic() < deadline, "the monitor did not start"
         time.sleep(0.05)
@@ -306,36 +319,6 @@ def sleep_until(t: datetime) -> None:
         time.sleep(delay)
 
 
-@contextlib.contextmanager
-def monitor_at(config: Any, port: int) -> Iterator[Any]:
-    """:func:`monitor` on a given loopback ``port``: a restarted monitor keeps its scrape target.
-
-    Waits (bounded) for the port to be free again, as the previous process on it may have just
-    stopped.
-    """
-    from fairmonitor.monitor.service import MonitorService
-
-    deadline = time.monotonic() + 30
-    while True:
-        with socket.socket() as s:
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                s.bind(("127.0.0.1", port))
-                break
-            except OSError:
-                assert time.monotonic() < deadline, f"port {port} still busy"
-                time.sleep(0.1)
-    svc = MonitorService(config, listen_address=f"127.0.0.1:{port}", sink=NullSink())
-    thread = threading.Thread(target=svc.run, daemon=True)
-    thread.start()
-    while svc._server is None:  # noqa: SLF001 - the port is known once the server listens
-        assert thread.is_alive() and time.monotonic() < deadline, "the monitor did not start"
-        time.sleep(0.05)
-    try:
-        yield svc
-    finally:
-        svc.stop()
-        thread.join(30)
 def scaled_duration(text: str, scale: float) -> str:
     """A Prometheus/Alertmanager duration (``30s``, ``5m``, ``4h``) times ``scale``, in ms.
 

@@ -30,7 +30,7 @@ from .alert_stack import (
     Webhook,
     alertmanager,
     free_port,
-    monitor_at,
+    monitor,
     prometheus,
     query,
     sleep_until,
@@ -83,7 +83,7 @@ def test_persistence_live(tmp_path):
         traffic = stack.enter_context(Traffic(url))
         first = contextlib.ExitStack()
         stack.enter_context(first)
-        first.enter_context(monitor_at(monitor_config(tmp_path, url, 1), ports[0]))
+        first.enter_context(monitor(monitor_config(tmp_path, url, 1), ports[0]))
         hook = stack.enter_context(Webhook())
         am = stack.enter_context(alertmanager(tmp_path, hook.url))
         prom = stack.enter_context(prometheus(
@@ -117,11 +117,11 @@ def test_persistence_live(tmp_path):
         # 3. the monitor restarts mid-breach on its port and checkpoint
         first.close()
         time.sleep(2 * SECONDS)  # down for a window: Prometheus marks its series stale
-        stack.enter_context(monitor_at(monitor_config(tmp_path, url, 1), ports[0]))
+        stack.enter_context(monitor(monitor_config(tmp_path, url, 1), ports[0]))
         _watch_firing(prom, hook, 3 * SECONDS + SETTLE)
 
         # 4. a second replica, its own fresh checkpoint, starts mid-breach
-        stack.enter_context(monitor_at(monitor_config(tmp_path, url, 2), ports[1]))
+        stack.enter_context(monitor(monitor_config(tmp_path, url, 2), ports[1]))
         _watch_firing(prom, hook, 3 * SECONDS + SETTLE)
         streaks = query(prom, f'fairmonitor_breach_windows{{severity="critical",metric="{DP}",'
                               'sensitive_attribute="sex"}')
