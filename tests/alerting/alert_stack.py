@@ -63,15 +63,36 @@ class Traffic:
     def __init__(self, url: str):
         from fairmonitor.monitor.sources.logger import PredictionLogger
 
-        self.mode = "fair"
+        # (from, mode) by time: a batch's mode follows from its own timestamp, so a switch
+        # registered for a window boundary never lets a batch of the old mode into the new
+        # window (setting a mode "at" the boundary from another thread raced the batch clock)
+        self._schedule: list[tuple[datetime, str]] = [(datetime.min.replace(tzinfo=UTC), "fair")]
+        self._lock = threading.Lock()
         self._logger = PredictionLogger(url, model="credit", version="1",
                                         sensitive_features=["sex"])
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
+    def switch_at(self, at: datetime, mode: str) -> None:
+        """Log ``mode`` for every batch stamped at or after ``at``."""
+        with self._lock:
+            self._schedule = sorted([*self._schedule, (at, mode)], key=lambda entry: entry[0])
+
+    def mode_at(self, t: datetime) -> str:
+        with self._lock:
+            return [mode for start, mode in self._schedule if start <= t][-1]
+
+    @property
+    def mode(self) -> str:
+        return self.mode_at(datetime.now(UTC))
+
+    @mode.setter
+    def mode(self, mode: str) -> None:
+        self.switch_at(datetime.now(UTC), mode)
+
     def _batch(self, now: datetime) -> pd.DataFrame:
         rates = {"fair": {"F": 0.5, "M": 0.5}, "biased": {"F": 0.2, "M": 0.8},
-                 "vanished": {"M": 0.8}}.get(self.mode, {})
+                 "vanished": {"M": 0.8}}.get(self.mode_at(now), {})
         rows = []
         for group, rate in rates.items():
             positive = int(round(rate * ROWS_PER_BATCH))

@@ -69,10 +69,10 @@ models:
 
 
 def at_next_window(traffic, mode):
-    """Switch the traffic at the next window boundary; return that boundary."""
+    """Switch the traffic at the next window boundary; return that boundary (once reached)."""
     boundary = next_boundary(WINDOW)
+    traffic.switch_at(boundary, mode)
     sleep_until(boundary)
-    traffic.mode = mode
     return boundary
 
 
@@ -118,9 +118,10 @@ def test_alert_path_end_to_end(tmp_path):
         print(f"\n2-second windows: first biased window end -> webhook {latency:.1f} s")
 
         # 3. an empty window in the middle of the bias: the alert keeps firing
-        gap = at_next_window(traffic, "none")
+        gap = next_boundary(WINDOW)
+        traffic.switch_at(gap, "none")
+        traffic.switch_at(gap + WINDOW, "biased")
         sleep_until(gap + WINDOW)
-        traffic.mode = "biased"
         until = time.monotonic() + 4 * WINDOW.total_seconds()  # the gap's evaluation and after
         while time.monotonic() < until:
             firing = query(prom, 'ALERTS{alertname="FairnessThresholdBreached",'

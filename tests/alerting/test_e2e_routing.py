@@ -125,8 +125,8 @@ def _two_short_episodes(traffic: Traffic) -> datetime:
     """
     t0 = next_boundary(WINDOW)
     for i, mode in enumerate(("biased", "biased", "fair", "biased", "biased", "fair")):
-        sleep_until(t0 + i * WINDOW)
-        traffic.mode = mode
+        traffic.switch_at(t0 + i * WINDOW, mode)
+    sleep_until(t0 + 5 * WINDOW)
     return t0
 
 
