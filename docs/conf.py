@@ -62,7 +62,9 @@ html_theme_options = {
     "footer_end": [],
     "secondary_sidebar_items": ["page-toc"],
 }
-html_sidebars = {"**": ["sidebar-nav-bs"]}
+# the whole site in the left sidebar: the guides are one level deep, so the theme's own
+# section navigation would be empty on most pages
+html_sidebars = {"**": ["globaltoc.html"]}
 html_static_path: list[str] = []
 html_show_sourcelink = False
 html_copy_source = False
