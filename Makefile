@@ -1,30 +1,43 @@
 # fairmonitor: the two commands a newcomer needs.
-#   make demo  - set up .venv and run the main job on the embedded default
-#   make test  - set up .venv (with the test and spark extras) and run the whole suite;
-#                the Spark tests (marker `spark`) need Java 17
+#   make demo  - set up .venv with the package alone and run the main job on the embedded default
+#   make test  - add the test, spark and docs extras to .venv and run the whole suite;
+#                the Spark tests (marker `spark`) need Java 17, the docs test Chromium
+#   make docs  - build the documentation site into build/docs/html (warnings are errors)
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# the demo needs the package alone; the suite adds its extras on top, in the same .venv
+BASE_STAMP := $(VENV)/.installed-base
 STAMP := $(VENV)/.installed
+DOCS_OUT := build/docs
 
-.PHONY: demo test venv bench clean
+.PHONY: demo test docs venv bench clean
 
-$(STAMP): pyproject.toml
+# --no-compile: pip would byte-compile every installed module (~240 MB); Python compiles the
+# ones a run imports, once
+$(BASE_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,spark]'
+	$(BIN)/python -m pip install --quiet --no-compile -e .
+	touch $(BASE_STAMP)
+
+$(STAMP): $(BASE_STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[test,spark,docs]'
 	touch $(STAMP)
 
 venv: $(STAMP)
 
-demo: $(STAMP)
+demo: $(BASE_STAMP)
 	$(BIN)/fairmonitor demo
 
 test: $(STAMP)
-	$(BIN)/python -m pytest --doctest-modules --doctest-glob=README.md fairmonitor plugins tests README.md
+	$(BIN)/python -m pytest --doctest-modules --doctest-glob='*.md' fairmonitor plugins tests README.md docs/*.md
+
+docs: $(STAMP)
+	$(BIN)/python -m sphinx -W --keep-going -q -b html -d $(DOCS_OUT)/doctrees docs $(DOCS_OUT)/html
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) demo build *.egg-info
+	rm -rf $(VENV) demo build docs/_generated *.egg-info

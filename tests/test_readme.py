@@ -1,10 +1,13 @@
-"""The README teaches what the code does: its metric table and its Python snippets are checked.
+"""The README and the documentation pages teach what the code does: their examples are checked.
 
-The ``>>>`` examples run as doctests (``--doctest-glob=README.md`` in ``make test``); the other
-Python blocks run here, in order, as one script in a temporary directory (they write
-``mlflow.db`` and ``predictions.db`` to the working directory, as a user's session would). The
-blocks that import pyspark run in ``tests/spark/test_readme_spark.py`` instead, on the shared
-Spark session (:func:`python_blocks` splits them).
+The ``>>>`` examples run as doctests (``--doctest-glob='*.md'`` over ``README.md`` and
+``docs/*.md`` in ``make test``); the other Python blocks of the README and of the docs pages
+run here, in order, as one script in a temporary directory (they write ``mlflow.db`` and
+``predictions.db`` to the working directory, as a user's session would); a block repeated on
+several pages runs once. The blocks that import pyspark run in
+``tests/spark/test_readme_spark.py`` instead, on the shared Spark session
+(:func:`python_blocks` splits them). The metric table of ``docs/metrics.md`` is the
+registry's, and every complete monitor config shown (a YAML block with a ``source:``) loads.
 """
 
 from __future__ import annotations
@@ -17,8 +20,11 @@ import sys
 from pathlib import Path
 
 from fairmonitor import METRICS
+from fairmonitor.monitor.config import load_config
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
 
 
 def _fmt(x: float) -> str:
@@ -26,7 +32,7 @@ def _fmt(x: float) -> str:
 
 
 def metrics_table() -> str:
-    """The README's metric table, generated from the registry."""
+    """The metric table of docs/metrics.md, generated from the registry."""
     rows = ["| metric | direction | ideal | range | needs | what it says |",
             "|---|---|---|---|---|---|"]
     for name, s in METRICS.items():
@@ -39,15 +45,23 @@ def metrics_table() -> str:
 
 
 def test_metric_table_matches_the_registry():
-    text = README.read_text()
+    text = (ROOT / "docs" / "metrics.md").read_text()
     expected = metrics_table()
-    assert expected in text, "README metric table is stale; replace it with:\n" + expected
+    assert expected in text, "docs/metrics.md metric table is stale; replace it with:\n" + expected
+
+
+def _blocks(language: str) -> list[str]:
+    found: list[str] = []
+    for page in PAGES:
+        for block in re.findall(rf"```{language}\n(.*?)```", page.read_text(), flags=re.DOTALL):
+            if block not in found:
+                found.append(block)
+    return found
 
 
 def python_blocks(*, spark: bool) -> list[str]:
-    """The README's runnable (non-``>>>``) Python blocks, with or without pyspark."""
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.DOTALL)
-    return [b for b in blocks if not b.lstrip().startswith(">>>")
+    """The runnable (non-``>>>``) Python blocks of the pages, with or without pyspark."""
+    return [b for b in _blocks("python") if not b.lstrip().startswith(">>>")
             and ("from pyspark" in b or "import pyspark" in b) == spark]
 
 
@@ -60,5 +74,13 @@ def test_readme_python_blocks_run(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
     env["MLFLOW_DISABLE_TELEMETRY"] = "true"
     proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-4000:]
+
+
+def test_monitor_configs_shown_load(tmp_path):
+    configs = [b for b in _blocks("yaml") if b.startswith("models:") and "source:" in b]
+    assert len(configs) >= 2, "the README and getting started show a monitor config"
+    for text in configs:
+        config = load_config(text, base_dir=tmp_path)
+        assert config.models, text

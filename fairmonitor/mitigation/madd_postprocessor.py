@@ -91,15 +91,15 @@ class MADDPostProcessor:
         The λ in use.
     n_bins_ : int
         Bins of the fitted histograms.
-    bin_edges_ : ndarray of shape (n_bins_ + 1,)
+    bin_edges_ : ndarray of shape ``(n_bins_ + 1,)``
         ``np.linspace(0, 1, n_bins_ + 1)``.
     groups_ : tuple
         Group labels seen in ``fit``.
     attribute_ : str
         Sensitive attribute name.
-    group_cdfs_ : ndarray of shape (n_groups, n_bins_ + 1)
+    group_cdfs_ : ndarray of shape ``(n_groups, n_bins_ + 1)``
         Each group's histogram CDF at the bin edges.
-    pooled_cdf_ : ndarray of shape (n_bins_ + 1,)
+    pooled_cdf_ : ndarray of shape ``(n_bins_ + 1,)``
         The pooled (all rows) histogram CDF at the bin edges.
     lambda_grid_, objective_, error_rate_, fairness_loss_ : ndarray or None
         The λ grid and, on the validation data, the objective, the error rate and MADD / 2

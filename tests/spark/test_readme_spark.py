@@ -1,4 +1,4 @@
-"""The README's Spark example runs, on the shared session, and gives evaluate_window's values.
+"""The docs' Spark example runs, on the shared session, and gives evaluate_window's values.
 
 ``tests/test_readme.py`` runs the other Python blocks as a script; the blocks that import
 pyspark run here, in process, so that their ``getOrCreate()`` gets the one shared ``local[2]``
@@ -17,11 +17,11 @@ from mlflow.tracking import MlflowClient
 
 from fairmonitor import Window, evaluate_window
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+SPARK_GUIDE = Path(__file__).resolve().parents[2] / "docs" / "spark-and-rollups.md"
 
 
 def spark_blocks() -> list[str]:
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.DOTALL)
+    blocks = re.findall(r"```python\n(.*?)```", SPARK_GUIDE.read_text(), flags=re.DOTALL)
     return [b for b in blocks if not b.lstrip().startswith(">>>")
             and ("from pyspark" in b or "import pyspark" in b)]
 
@@ -31,7 +31,7 @@ def test_readme_spark_example_runs_and_equals_evaluate_window(spark, tmp_path, c
     from mlflow.tracking import fluent
 
     blocks = spark_blocks()
-    assert len(blocks) == 1, "the README has one Spark example"
+    assert len(blocks) == 1, "the Spark guide has one Spark example"
     namespace: dict = {"__name__": "__readme__"}
     # a fresh user session: no experiment or tracking URI left by other tests' fixtures
     for name in ("MLFLOW_EXPERIMENT_ID", "MLFLOW_EXPERIMENT_NAME", "MLFLOW_TRACKING_URI"):
@@ -40,7 +40,7 @@ def test_readme_spark_example_runs_and_equals_evaluate_window(spark, tmp_path, c
     cwd, uri = os.getcwd(), mlflow.get_tracking_uri()
     os.chdir(tmp_path)
     try:
-        exec(compile(blocks[0], "README.md (Spark example)", "exec"), namespace)
+        exec(compile(blocks[0], "docs/spark-and-rollups.md (Spark example)", "exec"), namespace)
     finally:
         os.chdir(cwd)
         tracking = f"sqlite:///{tmp_path / 'mlflow.db'}"

@@ -1,0 +1,134 @@
+"""What a newcomer pays once: numba's first-use compile, and (``--venv``) the demo's install.
+
+Default (and ``--quick``): the CPU seconds of a fresh interpreter evaluating one window with the
+default metric set (2 attributes and their intersection, scores and labels, 10^4 rows) and
+ApproxDist HFM, first with an empty numba cache (``NUMBA_CACHE_DIR`` in a temporary folder:
+every kernel compiles) and then again with that cache warm; the difference is the one-time
+compile cost that the documentation quotes.
+
+``--venv DIR`` also measures ``make demo`` from nothing: a fresh virtual environment in ``DIR``
+(outside the repository), ``pip install --no-compile -e .`` of the package alone, as the
+Makefile does (no extras; needs the package index), its size (``du -sh``) after the install and
+after the demo's first run, and the time of ``fairmonitor demo`` in it.
+
+Every run prints the machine (CPUs, model), its load (``/proc/loadavg``) and the date, so a
+figure can be traced to its run. Usage::
+
+    python benchmarks/bench_first_use.py [--quick] [--venv /tmp/demo-venv]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import platform
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+WINDOW = """
+import numpy as np
+from fairmonitor import Window, evaluate_window
+from fairmonitor.metrics import hfm
+rng = np.random.default_rng(0)
+n = 10_000
+sex, race = rng.choice(["F", "M"], n), rng.choice(["a", "b", "c"], n)
+score = rng.beta(2, 3, n)
+label = (rng.random(n) < score).astype(int)
+evaluate_window(Window({"sex": sex, "race": race}, y_score=score, y_true=label))
+X = rng.random((2000, 4))
+hfm(X, label[:2000], (score[:2000] > 0.5).astype(int), sensitive_features=sex[:2000],
+    method="approx", rng=0)
+"""
+
+
+def machine() -> str:
+    """CPUs, model, load and date of this run."""
+    model = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+        load = Path("/proc/loadavg").read_text().split()[:3]
+    except OSError:
+        load = ["?"] * 3
+    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return (f"machine: {os.cpu_count()} CPUs, {model}, {platform.system()}; "
+            f"load {' '.join(load)}; {now}")
+
+
+def child_cpu(cmd: list[str], env: dict[str, str], cwd: Path | None = None) -> tuple[float, float]:
+    """Run ``cmd``; its CPU seconds (user + system, children included) and wall seconds."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run(cmd, env=env, cwd=cwd, check=True, stdout=subprocess.DEVNULL)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime), wall
+
+
+def compile_cost() -> None:
+    """First use with an empty numba cache against the same run with it warm."""
+    with tempfile.TemporaryDirectory(prefix="fm-numba-") as cache:
+        env = {**os.environ, "NUMBA_CACHE_DIR": cache,
+               "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+        cmd = [sys.executable, "-c", WINDOW]
+        cold_cpu, cold_wall = child_cpu(cmd, env)
+        warm_cpu, warm_wall = child_cpu(cmd, env)
+    print(f"first use, empty numba cache: {cold_cpu:.1f} s CPU ({cold_wall:.1f} s wall)")
+    print(f"same run, warm cache:         {warm_cpu:.1f} s CPU ({warm_wall:.1f} s wall)")
+    print(f"TARGET first_use_compile_cpu_s: {cold_cpu - warm_cpu:.1f} (reported)")
+
+
+def du(path: Path) -> str:
+    """``du -sh`` of ``path``."""
+    out = subprocess.run(["du", "-sh", str(path)], capture_output=True, text=True, check=True)
+    return out.stdout.split()[0]
+
+
+def demo_install(venv: Path) -> None:
+    """A fresh venv with the package alone, its size, and the demo's time in it."""
+    if venv.resolve().is_relative_to(ROOT):
+        raise SystemExit("--venv must be outside the repository")
+    shutil.rmtree(venv, ignore_errors=True)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["MLFLOW_DISABLE_TELEMETRY"] = "true"
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet"]
+    subprocess.run([*pip, "--upgrade", "pip"], check=True, env=env)
+    # as `make demo` installs it: the package alone, editable, no byte-compiling
+    subprocess.run([*pip, "--no-compile", "-e", str(ROOT)], check=True, env=env)
+    install = time.perf_counter() - start
+    print(f"demo venv: install {install:.0f} s wall, size {du(venv)}")
+    with tempfile.TemporaryDirectory(prefix="fm-demo-") as work:
+        _, wall = child_cpu([str(venv / "bin" / "fairmonitor"), "demo", "--workdir", work],
+                            env, cwd=Path(work))
+    print(f"demo: {wall:.0f} s wall after the install; install + demo {install + wall:.0f} s")
+    print(f"demo venv after the demo's first run: {du(venv)}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print the machine line, then the figures asked for."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="same as the default")
+    parser.add_argument("--venv", type=Path, help="also measure a fresh demo venv here")
+    args = parser.parse_args(argv)
+    print(machine())
+    compile_cost()
+    if args.venv is not None:
+        demo_install(args.venv)
+        print(machine())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
