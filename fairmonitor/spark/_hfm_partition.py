@@ -44,17 +44,17 @@ ATTR, HASH, QUERY, TRUE, MODEL = "__fm_attr__", "__fm_hash__", "__fm_query__", "
 
 
 def sens(i: int) -> str:
-    """Internal name of the i-th sensitive column."""
+    """Return the internal name of the i-th sensitive column."""
     return f"__fm_s{i}__"
 
 
 def feat(i: int) -> str:
-    """Internal name of the i-th feature column."""
+    """Return the internal name of the i-th feature column."""
     return f"__fm_f{i}__"
 
 
 def extra(i: int) -> str:
-    """Internal name of the i-th column that only makes rows' hashes distinct."""
+    """Return the internal name of the i-th column that only makes rows' hashes distinct."""
     return f"__fm_h{i}__"
 
 
@@ -89,7 +89,7 @@ class HFMPlan:
 
 
 def attribute_salt(seed: int, name: str) -> int:
-    """The 64-bit salt of attribute ``name``'s row hashes under ``seed``."""
+    """Return the 64-bit salt of attribute ``name``'s row hashes under ``seed``."""
     mixed = np.array([(int(seed) & (2**64 - 1)) ^ zlib.crc32(name.encode())], dtype=np.uint64)
     return int(_splitmix(mixed)[0])
 
@@ -121,6 +121,9 @@ def _hashed_columns(plan: HFMPlan) -> list[str]:
             + [extra(i) for i in range(plan.n_extra)])
 
 
+_TOP_BIT = np.uint64(1 << 63)
+
+
 def _kept(values: NDArray[Any], excluded: tuple[Any, ...]) -> NDArray[np.bool_]:
     if not excluded:
         return np.ones(len(values), dtype=bool)
@@ -130,7 +133,7 @@ def _kept(values: NDArray[Any], excluded: tuple[Any, ...]) -> NDArray[np.bool_]:
 
 
 def _planned_windows(plan: HFMPlan, batches: Iterator[Any]) -> Iterator[tuple[WindowPlan, Any]]:
-    """The partition's rows, one frame per window the plan knows (others are skipped)."""
+    """Yield the partition's rows, one frame per window the plan knows (others are skipped)."""
     frame = _frame(batches)
     if frame is None:
         return
@@ -144,8 +147,9 @@ def query_candidates(plan: HFMPlan, batches: Iterator[Any]) -> Iterator[Any]:
     """``mapInPandas`` function: this partition's candidate query rows.
 
     Per window and attribute, the ``q`` rows of smallest salted hash among the attribute's
-    kept rows: the columns as given, plus ``ATTR`` and ``HASH`` (the key as a signed 64-bit
-    integer).
+    kept rows: the columns as given, plus ``ATTR`` and ``HASH`` (the key with its top bit
+    flipped, as a signed 64-bit integer: Spark's signed order of it is the keys' unsigned
+    order, so the executors can rank the candidates).
     """
     import pandas as pd
 
@@ -163,7 +167,7 @@ def query_candidates(plan: HFMPlan, batches: Iterator[Any]) -> Iterator[Any]:
                 rows, keys = rows[pick], keys[pick]
             chosen = part.iloc[rows].copy()
             chosen[ATTR] = np.int32(s)
-            chosen[HASH] = keys.view(np.int64)
+            chosen[HASH] = (keys ^ _TOP_BIT).view(np.int64)
             out.append(chosen)
     if out:
         yield _text_as_objects(pd.concat(out, ignore_index=True))
@@ -178,7 +182,7 @@ def _codes(values: NDArray[Any], classes: NDArray[Any]) -> NDArray[np.float64]:
 
 def _space(plan: HFMPlan, w: WindowPlan, parts: list[Mapping[str, NDArray[Any]]]
            ) -> FeatureSpace:
-    """The feature space of the rows of ``parts``, one after the other."""
+    """Build the feature space of the rows of ``parts``, one after the other."""
     numeric, codes, levels = [], [], []
     for i, is_num in enumerate(plan.numeric):
         col = np.concatenate([np.asarray(p[feat(i)]) for p in parts])

@@ -4,10 +4,13 @@ No pyspark import here: :func:`summarize_partition` is the function given to
 ``DataFrame.mapInPandas``; it reads pandas batches and yields a pandas frame of
 ``(window, rows, summary)`` rows, ``summary`` being :func:`fairmonitor.summaries.to_bytes` of
 the window's rows in this partition (``None`` for rows without a window key: no timestamp).
-Each window's rows get what :class:`fairmonitor.report.Window` does to them (the missing-value
-policy, predictions from scores) and the input checks of
-:func:`~fairmonitor.report.evaluate_window`, so a partition's summary is the summary
-``evaluate_window`` builds of those rows.
+Each window's rows get the monitor's invalid-row policy first
+(:func:`fairmonitor.monitor.rows.prepare`: invalid scores and predictions dropped and counted,
+labels, predictions and scores converted; a missing label means "not labelled yet"), then what
+:class:`fairmonitor.report.Window` does to them (the missing-value policy of the sensitive
+columns, predictions from scores), so a partition's summaries are the summaries the monitor
+builds of those rows: one of the labelled rows (with their labels), one of the rows without a
+label (without labels).
 """
 
 from __future__ import annotations
@@ -21,10 +24,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._validation import check_binary
+from ..exceptions import InvalidInputError
 from ..metrics._groups import apply_missing_policy, column_values, encode_attributes
+from ..monitor.rows import prepare
 from ..summaries import SummarySpec, summarize, to_bytes
 
-__all__ = ["KEY", "PartitionPlan", "summarize_partition", "window_bounds"]
+__all__ = ["KEY", "OUTPUT", "OUTPUT_TYPES", "PartitionPlan", "summarize_partition",
+           "window_bounds"]
 
 #: Name of the window key column handed to the executors (a window's start in microseconds
 #: since the epoch, the user's window column, or 0 for the whole data).
@@ -89,8 +95,29 @@ def _sensitive(plan: PartitionPlan, part: Any
     return {**columns, **fixed}, keep
 
 
-def _summary_bytes(plan: PartitionPlan, part: Any, key: Any) -> bytes:
-    """Serialize the summary of one window's rows of this partition."""
+def _window_name(key: Any, plan: PartitionPlan) -> str:
+    """How an error names a window: its start (ISO, UTC), its key, or the whole data."""
+    start = window_bounds(key, plan.window_us)[0]
+    if start is not None:
+        return f"window {start.isoformat()}"
+    return "the data" if plan.key_is_long and plan.window_us is None and key == 0 \
+        else f"window {key!r}"
+
+
+def _binary(values: Any, column: str | None, name: str) -> NDArray[np.float64] | None:
+    if values is None:
+        return None
+    try:
+        return check_binary(values, name)
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"column '{column}': {exc}") from None
+
+
+def _summary_bytes(plan: PartitionPlan, part: Any, key: Any, labels: bool) -> bytes:
+    """Serialize the summary of one window's valid rows of this partition (b"" if none).
+
+    ``labels=False`` summarizes without the label column (the rows without a label).
+    """
     columns, keep = _sensitive(plan, part)
     if keep is not None:
         part = part.loc[keep].reset_index(drop=True)
@@ -101,9 +128,10 @@ def _summary_bytes(plan: PartitionPlan, part: Any, key: Any) -> bytes:
     def col(name: str | None) -> Any:
         return None if name is None else part[name].to_numpy()
 
-    # evaluate_window's checks, strict: an invalid input fails the Spark job with its message
-    y_true = None if plan.label is None else check_binary(col(plan.label), "y_true")
-    y_pred = None if plan.prediction is None else check_binary(col(plan.prediction), "y_pred")
+    # rows.prepare made the scores valid floats, the labels and predictions floats: numbers
+    # other than 0/1 are refused here (evaluate_window's check), naming the column
+    y_true = _binary(col(plan.label), plan.label, "y_true") if labels else None
+    y_pred = _binary(col(plan.prediction), plan.prediction, "y_pred")
     start, end = window_bounds(key, plan.window_us)
     summary = summarize(columns,
                         y_pred=None if y_pred is None else y_pred.astype(np.int8),
@@ -118,12 +146,48 @@ def _summary_bytes(plan: PartitionPlan, part: Any, key: Any) -> bytes:
     return to_bytes(summary)
 
 
+#: the output columns of :func:`summarize_partition`, and their Spark types (after the key's)
+OUTPUT = ("window", "rows", "summary", "labelled", "unlabelled", "invalid_score",
+          "invalid_prediction")
+OUTPUT_TYPES = ("rows long, summary binary, labelled long, unlabelled binary, "
+                "invalid_score long, invalid_prediction long")
+
+
+def _window_row(plan: PartitionPlan, part: Any, key: Any) -> tuple[Any, ...] | None:
+    """One window's output row: its labelled and unlabelled valid rows' summaries and counts.
+
+    The monitor's policy (:func:`fairmonitor.monitor.rows.prepare`): invalid scores and
+    predictions are dropped and counted, a missing label means not labelled yet. Any error
+    names the window (never a row number local to this partition).
+    """
+    try:
+        rows, rejected, _ = prepare(part, score=plan.score, prediction=plan.prediction,
+                                    label=plan.label)
+        if plan.label is None:
+            labelled = np.ones(len(rows), dtype=bool)
+        else:
+            labelled = rows[plan.label].notna().to_numpy()
+        with_labels = _summary_bytes(plan, rows.loc[labelled].reset_index(drop=True), key,
+                                     plan.label is not None) if labelled.any() else b""
+        without = _summary_bytes(plan, rows.loc[~labelled].reset_index(drop=True), key,
+                                 False) if not labelled.all() else b""
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"{_window_name(key, plan)}: {exc}") from None
+    if not (with_labels or without or rejected):
+        return None  # every row of this window and partition was dropped (missing="drop")
+    return (key, len(part), with_labels or None,
+            int(labelled.sum()) if with_labels else 0, without or None,
+            rejected.get("invalid_score", 0), rejected.get("invalid_prediction", 0))
+
+
 def summarize_partition(plan: PartitionPlan, batches: Iterator[Any]) -> Iterator[Any]:
     """``mapInPandas`` function: this partition's summaries, one row per window.
 
     The partition's Arrow batches are joined first (one summary per window and partition, not
     per batch); rows whose window key is null (no timestamp) are counted in one row with a null
-    summary.
+    summary. Per window: ``summary`` of the labelled valid rows (every valid row without a
+    label column), ``unlabelled`` of the valid rows without a label (summarized without
+    labels), ``labelled`` how many rows ``summary`` holds, and the rows dropped as invalid.
     """
     import pandas as pd
 
@@ -131,16 +195,16 @@ def summarize_partition(plan: PartitionPlan, batches: Iterator[Any]) -> Iterator
     if not frames:
         return
     frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
-    rows: list[tuple[Any, int, bytes | None]] = []
+    rows: list[tuple[Any, ...]] = []
     undated = frame[KEY].isna().to_numpy()
     if undated.any():
-        rows.append((None, int(undated.sum()), None))
+        rows.append((None, int(undated.sum()), None, 0, None, 0, 0))
         frame = frame.loc[~undated]
     for key, part in frame.groupby(KEY, sort=True):
-        blob = _summary_bytes(plan, part.reset_index(drop=True), key)
-        if blob:  # empty: every row of this window and partition was dropped (missing="drop")
-            rows.append((key, len(part), blob))
-    out = pd.DataFrame(rows, columns=["window", "rows", "summary"])
+        row = _window_row(plan, part.reset_index(drop=True), key)
+        if row is not None:
+            rows.append(row)
+    out = pd.DataFrame(rows, columns=list(OUTPUT))
     if plan.key_is_long:
         out["window"] = out["window"].astype("Int64")  # nullable: the undated row's key
     yield out

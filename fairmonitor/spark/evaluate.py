@@ -9,8 +9,9 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any, Literal
 
-from ..report import Threshold, WindowReport, evaluate_summary
+from ..report import Threshold, WindowReport
 from ..report.thresholds import worst
+from ._parts import evaluate_parts
 from .hfm import _hfm_average
 from .summarize import SparkSummaries, summarize_spark
 
@@ -113,12 +114,13 @@ def evaluate_spark(
         scanned = {key: {attr: (exc, []) for attr in summary.attributes}
                    for key, summary in summaries.windows.items()}
     reports = {}
-    for key, summary in summaries.windows.items():
+    for key in summaries.windows:
         given = {("hfm_average", attr): found
                  for attr, found in scanned.get(key, {}).items()}
-        report = evaluate_summary(summary, metrics=metrics, min_group_size=min_group_size,
-                                  thresholds=list(thresholds), options=options, predict=predict,
-                                  threshold=threshold, rng=rng, errors=errors, results=given)
+        # label-free metrics on every valid row, label metrics on the labelled ones
+        report = evaluate_parts(summaries, key, metrics=metrics, min_group_size=min_group_size,
+                                thresholds=list(thresholds), options=options, predict=predict,
+                                threshold=threshold, rng=rng, errors=errors, results=given)
         if given and any(not isinstance(r, Exception) and k in report.values
                          for k, (r, _) in given.items()):
             report = replace(report, notes=(*report.notes, _HFM_NOTE.format(hfm_queries)))
@@ -150,12 +152,14 @@ def _hfm_scan(data: Any, metrics: list[str] | None, hfm_queries: int | None,
 
         seed = int(np.random.default_rng(rng).integers(2**63))
     keys = ("sensitive_features", "label", "prediction", "score", "threshold", "features",
-            "timestamp", "window", "window_column", "intersection", "missing", "spark")
+            "timestamp", "window", "window_column", "timestamp_unit", "intersection", "missing",
+            "spark")
     found, _, _ = _hfm_average(data, n_queries=hfm_queries, seed=seed,
                                min_group_size=min_group_size,
                                **{"threshold": 0.5, "intersection": True, "missing": "raise",
                                   "prediction": None, "score": None, "timestamp": None,
-                                  "window": None, "window_column": None, "spark": None,
+                                  "window": None, "window_column": None, "timestamp_unit": None,
+                                  "spark": None,
                                   **{k: kwargs[k] for k in keys if k in kwargs}})
     return found
 

@@ -7,6 +7,7 @@ Spark Connect. pyspark is imported inside the functions only.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
 from collections.abc import Mapping, Sequence
@@ -16,7 +17,7 @@ from typing import Any
 
 from ..exceptions import InvalidInputError
 from ..summaries import SummarySpec, WindowSummary, from_bytes, merge_all
-from ._partition import KEY, PartitionPlan, summarize_partition, window_bounds
+from ._partition import KEY, OUTPUT_TYPES, PartitionPlan, summarize_partition, window_bounds
 
 __all__ = ["SparkSummaries", "merge_partials", "partial_summaries", "read_table",
            "summarize_spark", "window_key"]
@@ -38,12 +39,28 @@ class SparkSummaries:
     timings : mapping of str to float
         Seconds: ``scan`` (the Spark job: read, summarize per partition, collect) and ``merge``
         (deserialize and merge on the driver).
+    labelled : mapping of key to WindowSummary
+        For a window where some valid rows have a label and some not: the summary of its
+        labelled rows, with their labels (the label metrics read it); ``windows[key]`` then
+        holds every valid row without labels (the label-free metrics read it). A window whose
+        rows are all labelled (or none is) is not here: ``windows[key]`` serves both.
+    labelled_rows : mapping of key to int
+        Valid rows with a label, per window (with a label column); the label coverage is
+        ``labelled_rows[key] / windows[key].n_rows``.
+    rejected : mapping of key to mapping of str to int
+        Rows dropped before any metric, per window and reason (``invalid_score``,
+        ``invalid_prediction``; reasons with no row left out), as the monitor counts them
+        (:mod:`fairmonitor.monitor.rows`). A window whose every row was invalid has no summary,
+        only this count.
     """
 
     windows: Mapping[Any, WindowSummary]
     undated: int = 0
     partials: int = 0
     timings: Mapping[str, float] = field(default_factory=dict)
+    labelled: Mapping[Any, WindowSummary] = field(default_factory=dict)
+    labelled_rows: Mapping[Any, int] = field(default_factory=dict)
+    rejected: Mapping[Any, Mapping[str, int]] = field(default_factory=dict)
 
 
 def _session(spark: Any) -> Any:
@@ -95,19 +112,57 @@ def _micros(window: Any) -> int:
     return us
 
 
+_NUMBERS = ("tinyint", "smallint", "int", "bigint", "float", "double")
+_UNITS = ("s", "ms", "us")
+
+
+def _is_number(spark_type: str) -> bool:
+    return spark_type in _NUMBERS or spark_type.startswith("decimal")
+
+
+def epoch_micros(df: Any, timestamp: str, unit: str | None) -> Any:
+    """Return the timestamp column as microseconds since the epoch (a Spark ``long`` column).
+
+    A timestamp or a string Spark casts; a number only with its declared ``unit`` (``"s"``,
+    ``"ms"``, ``"us"``): Spark reads a cast number as seconds, so epoch milliseconds or
+    microseconds would land centuries away (or fail with "date value out of range").
+    """
+    from pyspark.sql import functions as F
+
+    kind = df.schema[timestamp].dataType.simpleString()
+    column = F.col(timestamp)
+    if not _is_number(kind):
+        if unit is not None:
+            raise InvalidInputError(
+                f"timestamp_unit={unit!r} is for a numeric timestamp column; '{timestamp}' is "
+                f"{kind}: leave timestamp_unit out")
+        return F.unix_micros(column.cast("timestamp"))
+    if unit not in _UNITS:
+        raise InvalidInputError(
+            f"timestamp column '{timestamp}' is a number ({kind}): declare its unit, "
+            f"timestamp_unit='s', 'ms' or 'us' (seconds, milliseconds or microseconds since "
+            f"1970-01-01 UTC), or cast it to a timestamp; got timestamp_unit={unit!r}")
+    if unit == "s":  # fractional seconds kept to the microsecond, as Spark's own cast
+        return F.unix_micros(F.timestamp_seconds(column))
+    if unit == "ms":
+        return F.unix_micros(F.timestamp_millis(column.cast("long")))
+    return column.cast("long")
+
+
 def window_key(df: Any, timestamp: str | None, window: timedelta | str | None,
-               window_column: str | None) -> tuple[Any, str, int | None, bool]:
+               window_column: str | None, timestamp_unit: str | None = None
+               ) -> tuple[Any, str, int | None, bool]:
     """Each row's window key: ``(column, its Spark type, window length in us, key is long)``.
 
     A window's start in microseconds on the epoch-anchored grid (as the monitor's windows),
     in exact integer arithmetic, null for a null timestamp; or ``window_column``; or 0 (the
-    whole data).
+    whole data). A numeric timestamp needs ``timestamp_unit`` (:func:`epoch_micros`).
     """
     from pyspark.sql import functions as F
 
     if window is not None:
         window_us = _micros(window)
-        micros = F.unix_micros(F.col(timestamp).cast("timestamp"))  # type: ignore[arg-type]
+        micros = epoch_micros(df, timestamp, timestamp_unit)  # type: ignore[arg-type]
         return micros - F.pmod(micros, F.lit(window_us)), "long", window_us, True
     if window_column is not None:
         key_type = df.schema[window_column].dataType.simpleString()
@@ -127,6 +182,7 @@ def partial_summaries(
     timestamp: str | None = None,
     window: timedelta | str | None = None,
     window_column: str | None = None,
+    timestamp_unit: str | None = None,
     threshold: float = 0.5,
     intersection: bool = True,
     spec: SummarySpec | None = None,
@@ -160,43 +216,106 @@ def partial_summaries(
             f"column(s) {missing_cols} not in the data; available columns: {list(df.columns)}")
     from pyspark.sql import functions as F
 
-    key, key_type, window_us, key_is_long = window_key(df, timestamp, window, window_column)
+    key, key_type, window_us, key_is_long = window_key(df, timestamp, window, window_column,
+                                                       timestamp_unit)
     plan = PartitionPlan(tuple(sensitive_features), label, score, prediction, tuple(features),
                          float(threshold), bool(intersection), spec or SummarySpec(), missing,
                          model, version, window_us, key_is_long)
-    selected = df.select(*(F.col(c) for c in dict.fromkeys(named)), key.alias(KEY))
-    schema = f"window {key_type}, rows long, summary binary"
+    outputs = {c for c in (label, score, prediction) if c} - set(sensitive_features)
+    selected = df.select(*(_as_number(df, c) if c in outputs else F.col(c)
+                           for c in dict.fromkeys(named)), key.alias(KEY))
+    schema = f"window {key_type}, {OUTPUT_TYPES}"
     return selected.mapInPandas(functools.partial(summarize_partition, plan), schema), plan
 
 
+def _as_number(df: Any, name: str) -> Any:
+    """Select a label, score or prediction column as ``double`` when Spark holds it as a number.
+
+    DECIMAL arrives in pandas as ``Decimal`` objects and booleans or integers with a null as
+    objects: as doubles they are float64 with NaN for null, which
+    :func:`fairmonitor.monitor.rows.prepare` reads directly. Text is left to ``prepare``.
+    """
+    from pyspark.sql import functions as F
+
+    kind = df.schema[name].dataType.simpleString()
+    if _is_number(kind) or kind == "boolean":
+        return F.col(name).cast("double").alias(name)
+    return F.col(name)
+
+
+@dataclass
+class _Parts:
+    """One window's collected partials: labelled and unlabelled summaries, counts."""
+
+    labelled: list[WindowSummary] = field(default_factory=list)
+    unlabelled: list[WindowSummary] = field(default_factory=list)
+    labelled_rows: int = 0
+    rejected: dict[str, int] = field(default_factory=dict)
+
+    def add(self, row: Mapping[str, Any]) -> None:
+        if row.get("summary") is not None:
+            self.labelled.append(from_bytes(bytes(row["summary"])))
+            self.labelled_rows += int(row.get("labelled") or 0)
+        if row.get("unlabelled") is not None:
+            self.unlabelled.append(from_bytes(bytes(row["unlabelled"])))
+        for reason in ("invalid_score", "invalid_prediction"):
+            if row.get(reason):
+                self.rejected[reason] = self.rejected.get(reason, 0) + int(row[reason])
+
+    def merged(self) -> tuple[WindowSummary | None, WindowSummary | None]:
+        """``(every valid row, the labelled rows when only some are labelled)``."""
+        with_labels = merge_all(self.labelled) if self.labelled else None
+        if not self.unlabelled:
+            return with_labels, None
+        if with_labels is None:
+            return merge_all(self.unlabelled), None
+        # the label-free metrics read every valid row: the labelled ones without their labels
+        return merge_all([with_labels.without_labels(), *self.unlabelled]), with_labels
+
+
+def _out_key(key: Any, plan: PartitionPlan | None, whole: bool) -> Any:
+    if whole:
+        return None
+    if plan is not None and plan.window_us is not None:
+        return window_bounds(key, plan.window_us)[0]
+    return key
+
+
 def merge_partials(rows: Sequence[Any], plan: PartitionPlan | None = None) -> SparkSummaries:
-    """Merge collected partial summaries (rows with ``window``, ``rows``, ``summary``).
+    """Merge collected partial summaries (rows of :func:`partial_summaries`).
 
     Keys become window starts (UTC datetimes) when the plan has a window length, None when it
     summarized the whole data.
     """
     started = time.perf_counter()
-    by_key: dict[Any, list[WindowSummary]] = {}
+    by_key: dict[Any, _Parts] = {}
     undated = 0
     for row in rows:
-        if row["summary"] is None:
+        if row["window"] is None and row.get("summary") is None \
+                and row.get("unlabelled") is None:
             undated += int(row["rows"])
             continue
-        by_key.setdefault(row["window"], []).append(from_bytes(bytes(row["summary"])))
+        by_key.setdefault(row["window"], _Parts()).add(row)
     whole = plan is not None and plan.window_us is None and plan.key_is_long and set(
         by_key) <= {0}
     windows: dict[Any, WindowSummary] = {}
+    labelled: dict[Any, WindowSummary] = {}
+    labelled_rows: dict[Any, int] = {}
+    rejected: dict[Any, dict[str, int]] = {}
     for key in sorted(by_key):
-        merged = merge_all(by_key[key])
-        if whole:
-            out_key = None
-        elif plan is not None and plan.window_us is not None:
-            out_key = window_bounds(key, plan.window_us)[0]
-        else:
-            out_key = key
-        windows[out_key] = merged
-    return SparkSummaries(windows, undated, sum(len(v) for v in by_key.values()),
-                          {"merge": time.perf_counter() - started})
+        parts, out = by_key[key], _out_key(key, plan, whole)
+        every, some = parts.merged()
+        if every is not None:
+            windows[out] = every
+            if plan is None or plan.label is not None:
+                labelled_rows[out] = parts.labelled_rows
+        if some is not None:
+            labelled[out] = some
+        if parts.rejected:
+            rejected[out] = parts.rejected
+    partials = sum(len(p.labelled) + len(p.unlabelled) for p in by_key.values())
+    return SparkSummaries(windows, undated, partials, {"merge": time.perf_counter() - started},
+                          labelled, labelled_rows, rejected)
 
 
 def summarize_spark(data: Any, **kwargs: Any) -> SparkSummaries:
@@ -253,6 +372,5 @@ def summarize_spark(data: Any, **kwargs: Any) -> SparkSummaries:
     rows = [r.asDict() for r in frame.collect()]
     scan = time.perf_counter() - started
     result = merge_partials(rows, plan)
-    return SparkSummaries(result.windows, result.undated, result.partials,
-                          {"scan": scan, **result.timings})
+    return dataclasses.replace(result, timings={"scan": scan, **result.timings})
 
