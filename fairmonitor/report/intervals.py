@@ -50,16 +50,13 @@ from ..metrics._intervals import (
 from ..metrics._rate_intervals import rate_gap_interval
 from ..summaries import compute as _compute
 from ..summaries.core import AttributeSummary, GroupSummary
+from .registry import CONDITIONS, METRICS, MetricSpec
 
 __all__ = ["DEFAULT_LEVEL", "interval_of", "undefined"]
 
 #: Confidence level of every interval unless the caller says otherwise.
 DEFAULT_LEVEL = 0.95
 _NAN = float("nan")
-_RATES = ("demographic_parity_difference", "demographic_parity_ratio",
-          "equalized_odds_difference", "equal_opportunity_difference",
-          "predictive_parity_difference", "calibration_difference")
-_SCORES = ("abcc", "madd", "abpc")
 
 
 def undefined(reason: str, method: str = "none") -> Interval:
@@ -74,30 +71,31 @@ def _kept(attr: AttributeSummary, min_group_size: int) -> list[GroupSummary]:
     return [attr.groups[label] for label in labels]
 
 
-def _rates(name: str, groups: list[GroupSummary], level: float,
+def _rates(spec: MetricSpec, groups: list[GroupSummary], level: float,
            min_condition_size: int = 1) -> Interval:
+    """The registry's ``conditions_on`` names each rate's successes and trials."""
     n = np.array([g.n for g in groups], dtype=float)
-    if name.startswith("demographic"):
+    if not spec.needs_labels:  # selection rates: of every row
         if any(g.predicted_positive is None for g in groups):
             return undefined("no predictions")
         pos = np.array([g.predicted_positive for g in groups], dtype=float)
-        return rate_gap_interval(pos, n, ratio=name.endswith("ratio"), level=level)
+        return rate_gap_interval(pos, n, ratio=spec.direction == "higher_is_fairer",
+                                 level=level)
     if any(g.confusion is None for g in groups):
         return undefined("labels not available")
-    tp, fp, fn, tn = np.array([g.confusion for g in groups], dtype=float).reshape(-1, 4).T
-    if name == "calibration_difference":
-        return _calibration(groups, n, tp + fn, level)
-
-    def kept(trials: NDArray[np.float64]) -> NDArray[np.float64]:
+    counts = np.array([g.confusion for g in groups], dtype=float).reshape(-1, 4).T
+    if not spec.conditions_on:  # the calibration gap: means, not rates
+        return _calibration(groups, n, counts[0] + counts[2], level)
+    successes, trials = [], []
+    for condition in spec.conditions_on:
+        hits, of = CONDITIONS[condition]
+        total = counts[list(of)].sum(axis=0)
+        successes.append(counts[hits[0]])
         # the metric's filter: a group with fewer conditioning rows has no rate (0 trials)
-        return np.where(trials < min_condition_size, 0.0, trials)
-
-    if name == "equal_opportunity_difference":
-        return rate_gap_interval(tp, kept(tp + fn), level=level)
-    if name == "predictive_parity_difference":
-        return rate_gap_interval(tp, kept(tp + fp), level=level)
-    return rate_gap_interval(np.stack([tp, fp]), np.stack([kept(tp + fn), kept(fp + tn)]),
-                             level=level)
+        trials.append(np.where(total < min_condition_size, 0.0, total))
+    if len(successes) == 1:
+        return rate_gap_interval(successes[0], trials[0], level=level)
+    return rate_gap_interval(np.stack(successes), np.stack(trials), level=level)
 
 
 def _calibration(groups: list[GroupSummary], n: NDArray[np.float64],
@@ -207,11 +205,13 @@ def interval_of(name: str, field: str | None, value: float, result: Any,
     """
     if not math.isfinite(value):
         return undefined("the value is undefined")
+    spec = METRICS[name]
     try:
-        if name in _RATES or name in _SCORES:
+        if spec.summary in ("rates", "counts"):
             groups = _kept(attr, int(kw.get("min_group_size", 1)))
-            if name in _RATES:
-                return _rates(name, groups, level, int(kw.get("min_condition_size", 1)))
+            return _rates(spec, groups, level, int(kw.get("min_condition_size", 1)))
+        if spec.summary == "scores":
+            groups = _kept(attr, int(kw.get("min_group_size", 1)))
             return _scores(name, value, result, attr, groups, kw, level, cache)
         return _rows(name, field, value, result, level)
     except (AttributeError, KeyError, IndexError, TypeError) as exc:  # a result without SEs

@@ -10,6 +10,7 @@ no-op later.
 from __future__ import annotations
 
 import difflib
+import functools
 import inspect
 import math
 from collections.abc import Mapping, Sequence
@@ -21,6 +22,7 @@ import numpy as np
 from fairmonitor.exceptions import ConfigError, InvalidInputError
 from fairmonitor.metrics._groups import MISSING_POLICIES
 from fairmonitor.report.defaults import MIN_CONDITION_SIZE, MIN_GROUP_SIZE
+from fairmonitor.report.options import EvaluationOptions
 from fairmonitor.report.registry import METRICS, get_metric
 from fairmonitor.report.thresholds import Threshold
 
@@ -150,6 +152,14 @@ class FairnessConfig:
     decision_function: bool = False
     confidence_level: float | None = 0.95
     sample_weight: str | None = None
+
+    @functools.cached_property
+    def evaluation(self) -> EvaluationOptions:
+        """The report layer's settings of this evaluation, built once."""
+        return EvaluationOptions(
+            min_group_size=self.min_group_size, min_condition_size=self.min_condition_size,
+            intersection=self.intersection, thresholds=self.thresholds, options=self.options,
+            threshold=self.threshold, rng=self.rng, confidence_level=self.confidence_level)
 
     @property
     def attributes(self) -> tuple[str, ...]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -10,6 +11,7 @@ from typing import Any, Literal
 
 from ...report.defaults import MIN_CONDITION_SIZE, MIN_GROUP_SIZE
 from ...report.evidence import Budget
+from ...report.options import EvaluationOptions
 from ...report.registry import METRICS
 from ...report.thresholds import Threshold
 
@@ -159,6 +161,18 @@ class ModelConfig:
     #: the false-page budget of the ``compare: budget`` thresholds (``alerting.budget``);
     #: ``Budget()`` when a threshold uses it and none is configured, else None
     budget: Budget | None = None
+
+    @functools.cached_property
+    def evaluation(self) -> EvaluationOptions:
+        """How the model's windows, rollups and versions are evaluated, built once.
+
+        Every evaluation path passes it on (``evaluate_window(..., evaluation=...)``), each
+        window with its own ``rng`` (``evaluation.replace(rng=...)``).
+        """
+        return EvaluationOptions(
+            min_group_size=self.min_group_size, min_condition_size=self.min_condition_size,
+            intersection=self.intersection, thresholds=self.thresholds, options=self.options,
+            threshold=self.decision_threshold, confidence_level=self.confidence_level)
 
     @property
     def budget_windows_per_day(self) -> float:
