@@ -178,7 +178,7 @@ def _report(cfg: ModelConfig, frame: pd.DataFrame, metrics: Sequence[str], *, la
             version: str, start: datetime, end: datetime, rng: Any,
             parts: dict[str, Any] | None = None,
             faults: dict[str, str] | None = None) -> WindowReport:
-    """The window's report; with rollups, its summary (bytes) into ``parts[phase]``.
+    """Return the window's report; with rollups, its summary (bytes) into ``parts[phase]``.
 
     A summary that cannot be made is said in ``faults["rollup"]``: it costs the rollups this
     window, never the window's own values.
@@ -208,7 +208,7 @@ def _report(cfg: ModelConfig, frame: pd.DataFrame, metrics: Sequence[str], *, la
 
 def _evaluate_frame(cfg: ModelConfig, frame: pd.DataFrame, phase: Phase, metrics: Sequence[str],
                     **kw: Any) -> tuple[WindowReport, bool]:
-    """The report of one phase, and whether labels went into it."""
+    """Return the report of one phase, and whether labels went into it."""
     if phase == "predictions" or cfg.label is None:
         return _report(cfg, frame, metrics, labels=False, **kw), False
     labelled = frame[cfg.label].notna().to_numpy()
@@ -310,7 +310,7 @@ class _Held(Exception):
 
 def _fetched(cfg: ModelConfig, source: WindowSource, start: datetime,
              end: datetime) -> pd.DataFrame:
-    """The window's rows from the source; a failure raises :class:`_Held` with its stage."""
+    """Return the window's rows from the source; a failure raises :class:`_Held` with its stage."""
     try:
         return source.fetch(cfg.name, start, end)
     except MissingColumnError as exc:  # the config names a column the source lacks
@@ -324,7 +324,7 @@ def _fetched(cfg: ModelConfig, source: WindowSource, start: datetime,
 
 
 def _versions(cfg: ModelConfig, frame: pd.DataFrame) -> dict[str, Any]:
-    """The versions serving in the window (rows each) and the one serving most rows."""
+    """Return the versions serving in the window (rows each) and the one serving most rows."""
     versions: dict[str, int] = {}
     vcol = cfg.source.version_column
     if vcol and vcol in frame.columns:
@@ -337,7 +337,7 @@ def _versions(cfg: ModelConfig, frame: pd.DataFrame) -> dict[str, Any]:
 
 def _rows(cfg: ModelConfig, source: WindowSource, start: datetime, end: datetime,
           phase: Phase, base: dict[str, Any]) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """The window's rows, checked and prepared, and its versions.
+    """Return the window's rows, checked and prepared, and its versions.
 
     Records the rejected and duplicate rows and the label coverage in ``base``; a window
     that cannot be read raises :class:`_Held` (stage ``source`` or ``data``).
@@ -535,7 +535,7 @@ class _Tick:
 
 
 def _started(name: str, cfg: ModelConfig, tick: _Tick) -> tuple[ModelState, bool]:
-    """The model's checkpoint state, started where needed and clock-checked.
+    """Return the model's checkpoint state, started where needed and clock-checked.
 
     A model without a checkpoint starts at its ``start`` (or with its latest closed window);
     a new rollup starts on its grid at the model's progress. Returns the state and whether
@@ -560,7 +560,7 @@ def _started(name: str, cfg: ModelConfig, tick: _Tick) -> tuple[ModelState, bool
 
 def _checkpoint_fault(name: str, cfg: ModelConfig, now: datetime,
                       exc: Exception) -> WindowResult:
-    """A result without a window, so the exporter counts the fault (stage checkpoint)."""
+    """Return a result without a window, so the exporter counts the fault (stage checkpoint)."""
     return WindowResult(
         model=name, version=cfg.model_version or cfg.model_alias or "",
         index=window_index(cfg.every, now), start=now, end=now, phase="full",
@@ -795,7 +795,7 @@ def _relabel_rule(cfg: ModelConfig, now: datetime) -> Callable[[Mapping[str, int
 
 
 def _watched(cfg: ModelConfig, pending: Mapping[str, int], now: datetime) -> dict[str, int]:
-    """The windows still within ``relabel_within`` of their labelled evaluation."""
+    """Return the windows still within ``relabel_within`` of their labelled evaluation."""
     return {k: v for k, v in pending.items()
             if window_span(cfg.window, cfg.every, int(k)).end + cfg.labels_after
             + cfg.relabel_within > now}
@@ -861,7 +861,8 @@ def _complete(name: str, result: WindowResult, state: ModelState, attr: str, end
        ``last_success`` frozen when the checkpoint could not move.
 
     The alert streaks (:mod:`.streaks`, against ``thresholds`` and the ``budget`` policy of
-    ``compare: budget`` thresholds) move in the same checkpoint write, and the result handed to the other hooks carries them.
+    ``compare: budget`` thresholds) move in the same checkpoint write, and the result handed
+    to the other hooks carries them.
 
     Returns the result (with the hooks' and the checkpoint's errors), the state and whether
     the model must stop for this tick (the window is redone next tick).
@@ -898,7 +899,7 @@ def _complete(name: str, result: WindowResult, state: ModelState, attr: str, end
 def _save_and_deliver(name: str, result: WindowResult, state: ModelState, moved: ModelState,
                       checkpoint: Checkpoint, others: list[tuple[str, Hook]],
                       failed: list[str], what: str) -> tuple[WindowResult, ModelState, bool]:
-    """Steps 2 and 3 of :func:`_complete`: save ``moved`` unless ``failed``, then deliver."""
+    """Do steps 2 and 3 of :func:`_complete`: save ``moved`` unless ``failed``, then deliver."""
     problem = None
     if failed:
         problem = (f"not moved: the {'/'.join(failed)} values of this {what} are not durable "

@@ -46,24 +46,24 @@ log = logging.getLogger(__name__)
 
 
 def store_spec(cfg: ModelConfig) -> SummarySpec:
-    """What a stored window summary of ``cfg``'s model keeps."""
+    """Return what a stored window summary of ``cfg``'s model keeps."""
     return SummarySpec(max_raw=cfg.summary_max_raw, sample_size=cfg.summary_sample_size)
 
 
 def floor_to(t: datetime, every: timedelta) -> datetime:
-    """The latest grid point ``EPOCH + k * every`` at or before ``t``."""
+    """Return the latest grid point ``EPOCH + k * every`` at or before ``t``."""
     return EPOCH + window_index(every, t) * every
 
 
 def base_indices(cfg: ModelConfig, rollup: RollupConfig, end: datetime) -> range:
-    """Indices of the model's windows that tile the rollup window ending at ``end``."""
+    """Return indices of the model's windows that tile the rollup window ending at ``end``."""
     last = (end - EPOCH) // cfg.every
     return range(last - rollup.window // cfg.every + 1, last + 1)
 
 
 def containing(cfg: ModelConfig, rollup: RollupConfig, index: int,
                evaluated_until: datetime) -> list[datetime]:
-    """Ends of the already evaluated rollup windows that contain the model's window ``index``."""
+    """Return the ends of the evaluated rollup windows containing the model's window ``index``."""
     end = EPOCH + index * cfg.every
     t = floor_to(end - cfg.every, rollup.every) + rollup.every  # first grid end >= window end
     out = []
@@ -75,7 +75,7 @@ def containing(cfg: ModelConfig, rollup: RollupConfig, index: int,
 
 def keep_from(cfg: ModelConfig, after: Mapping[str, datetime],
               watched: Iterable[int]) -> int | None:
-    """The oldest window index whose summary may still be read (older ones can be pruned).
+    """Return the oldest window index whose summary may still be read (older ones can be pruned).
 
     The next window of every rollup needs its windows; a window still watched for late labels
     needs every rollup window that contains it.
@@ -101,7 +101,7 @@ class SummaryIntegrityError(ValueError):
 
 
 def verified(cfg: ModelConfig, index: int, blob: bytes) -> WindowSummary:
-    """The stored summary of the model's window ``index``, checked.
+    """Return the stored summary of the model's window ``index``, checked.
 
     Its checksum (:func:`~fairmonitor.summaries.from_bytes`) and its identity: the model, and
     the window's start and end, which must be those of ``index`` (a valid summary of another
@@ -134,7 +134,7 @@ def _iso(t: datetime | None) -> str:
 
 def _load(cfg: ModelConfig, blobs: Mapping[int, bytes], spec: SummarySpec, notes: list[str],
           bad: dict[int, SummaryIntegrityError]) -> dict[int, WindowSummary]:
-    """The checked summaries of ``blobs``; the failing ones go to ``bad`` (counted, logged)."""
+    """Return the checked summaries of ``blobs``; failing ones go to ``bad`` (counted, logged)."""
     out, other = {}, 0
     for index, blob in blobs.items():
         try:
@@ -212,7 +212,7 @@ class _Unusable(Exception):
 
 def _stored(cfg: ModelConfig, store: SummaryStore, indices: range, free: bool,
             remake: Remake | None, notes: list[str]) -> dict[str, dict[int, WindowSummary]]:
-    """The checked summaries of the parts the evaluation reads (repaired with ``remake``).
+    """Return the checked summaries of the parts the evaluation reads (repaired with ``remake``).
 
     A re-evaluation after late labels (no label-free metrics) reads the labelled parts only.
     Raises :class:`_Unusable` when the store cannot be read, or a corrupt summary cannot be
@@ -243,8 +243,9 @@ def _rollup_report(with_labels: Mapping[int, WindowSummary],
                    without: Mapping[int, WindowSummary], free_parts: Mapping[int, WindowSummary],
                    free: tuple[str, ...], label: tuple[str, ...],
                    settings: EvaluationOptions) -> WindowReport | None:
-    """The merged summaries' report: label-free metrics on every window, label ones on the
-    labelled parts.
+    """Return the merged summaries' report.
+
+    Label-free metrics on every window, label ones on the labelled parts.
 
     Every row labelled (no predictions parts): one merge serves both metric sets, the
     label-free ones without the labels (the same summary as merging the parts without them);

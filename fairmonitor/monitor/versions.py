@@ -126,8 +126,11 @@ def _available(window: Window) -> list[str]:
 
 def _inputs(model_cfg: ModelConfig, model: Any, frame: pd.DataFrame, label: str | None,
             score: str | None) -> list[str]:
-    """The model's input columns: its signature's, else ``reference.features``, else every
-    column that is not sensitive, label, score or prediction."""
+    """Return the model's input columns.
+
+    Its signature's, else ``reference.features``, else every column that is not sensitive,
+    label, score or prediction.
+    """
     schema = model.metadata.get_input_schema() if model.metadata else None
     if schema is not None and schema.has_input_names():
         return list(schema.input_names())
@@ -140,7 +143,7 @@ def _inputs(model_cfg: ModelConfig, model: Any, frame: pd.DataFrame, label: str 
 
 def _scores(model: Any, model_input: pd.DataFrame, frame: pd.DataFrame,
             score: str | None) -> Any:
-    """The underlying model's ``predict_proba`` scores, else the reference's score column."""
+    """Return the underlying model's ``predict_proba`` scores, else the reference's scores."""
     raw = model.get_raw_model() if hasattr(model, "get_raw_model") else None
     if hasattr(raw, "predict_proba"):
         return np.asarray(raw.predict_proba(model_input))[:, -1]
@@ -151,8 +154,11 @@ def _scores(model: Any, model_input: pd.DataFrame, frame: pd.DataFrame,
 
 def _model_options(model_cfg: ModelConfig, calls_model: list[str],
                    frozen: Mapping[str, str]) -> dict[str, dict[str, Any]]:
-    """The configured options, with the sensitive columns frozen and integer columns rounded
-    back for the metrics that call the model (defaults the config overrides)."""
+    """Return the configured options, with the defaults of the metrics that call the model.
+
+    Those freeze the sensitive columns and round integer columns back (defaults the config
+    overrides).
+    """
     options = {m: dict(model_cfg.options.get(m, {})) for m in METRICS}
     for m in calls_model:
         opts = options[m]

@@ -148,7 +148,7 @@ class Window:
         return len(next(iter(self.sensitive_features.values())))
 
     def get(self, name: str) -> Any:
-        """The window field ``name`` (one of the registry's inputs), or None."""
+        """Return the window field ``name`` (one of the registry's inputs), or None."""
         return getattr(self, name)
 
     def groups(self, intersection: bool = True) -> dict[str, Any]:
@@ -347,7 +347,7 @@ def _attributes(window: Window, intersection: bool) -> dict[str, Any]:
 
 def _select_metrics(has: Callable[[str], bool], metrics: Iterable[str] | None
                     ) -> tuple[list[MetricSpec], dict[str, str]]:
-    """Requested specs, and the reason each available-by-default one was skipped."""
+    """Return requested specs, and the reason each available-by-default one was skipped."""
     if metrics is not None:
         return [get_metric(name) for name in metrics], {}
     chosen, skipped = [], {}
@@ -387,7 +387,7 @@ def _from_summary_value(spec: MetricSpec, summary: WindowSummary, attr: str,
 
 def _sample_window(summary: WindowSummary, attr: str, predict: Any, threshold: float
                    ) -> tuple[Window, dict[str, Any]]:
-    """The row sample of one attribute's groups as a window (the row metrics' input)."""
+    """Return the row sample of one attribute's groups as a window (the row metrics' input)."""
     a = summary.attributes[attr]
     groups = list(a.groups.values())
     columns = {c: np.concatenate([g.sample[c] for g in groups]) for c in groups[0].sample}
@@ -501,21 +501,23 @@ def evaluate_window(
 
 
 def _missing_notes(window: Window) -> list[str]:
-    """What the window's missing-value policy did, one note per attribute."""
+    """Return what the window's missing-value policy did, one note per attribute."""
     return [f"sensitive attribute '{attr}': {n} row(s) with a missing value "
             + ("grouped as 'missing'" if how == "group" else "dropped from the window")
             for attr, (how, n) in window.missing_counts.items()]
 
 
 def _intersections(summary: WindowSummary) -> list[str]:
-    """The summary's automatic intersections (``"a:b"`` of attributes it also holds): only a
-    threshold that names one governs it."""
+    """Return the summary's automatic intersections (``"a:b"`` of attributes it also holds).
+
+    Only a threshold that names one governs it.
+    """
     return [a for a in summary.attributes if INTERSECTION_SEPARATOR in a
             and all(p in summary.attributes for p in a.split(INTERSECTION_SEPARATOR))]
 
 
 def _checked_inputs(window: Window) -> tuple[dict[str, Any], dict[str, Exception]]:
-    """The window's predictions, labels and scores, checked once for every metric.
+    """Return the window's predictions, labels and scores, checked once for every metric.
 
     An input that fails its check is left out of the summary; the metrics that need it fail
     with its error (NaN plus the reason, as when each metric checked its own input), the
@@ -595,8 +597,9 @@ def evaluate_summary(
         The model, for the robustness metrics (run on the sample).
     metrics, min_group_size, min_condition_size, thresholds, options, threshold, rng, errors,
     confidence_level, evaluation
-        As :func:`evaluate_window` (``threshold``: the decision threshold, default 0.5). Intervals come from the summary's counts and score
-        summaries (the same as on the raw rows, up to the cells' resolution).
+        As :func:`evaluate_window` (``threshold``: the decision threshold, default 0.5).
+        Intervals come from the summary's counts and score summaries (the same as on the raw
+        rows, up to the cells' resolution).
     results : mapping of (metric, attribute) to (result, warnings), optional
         Metric results computed elsewhere (e.g. ``hfm_average`` scanned over all rows on
         Spark), with the warnings their computation raised: used instead of calling the
@@ -715,7 +718,7 @@ def _step(run: _Run, spec: MetricSpec, attr: str) -> _Outcome:
 
 def _result(run: _Run, spec: MetricSpec, attr: str, kwargs: Mapping[str, Any]
             ) -> tuple[Any, list[Any]]:
-    """The metric function's result on ``attr`` and the warnings it raised (shared calls)."""
+    """Return the metric function's result on ``attr`` and the warnings it raised."""
     if (spec.name, attr) in run.given:  # computed elsewhere: not shared with other specs
         result, caught = run.given[(spec.name, attr)]
         if isinstance(result, Exception):  # it failed there: as if it failed here
@@ -762,7 +765,7 @@ def _record(report: dict[str, dict[tuple[str, str], Any]], notes: list[str],
 
 def _evaluate(run: _Run, specs: list[MetricSpec], skipped: dict[str, str], *,
               started: float, notes: list[str]) -> WindowReport:
-    """The one evaluation loop behind evaluate_window and evaluate_summary."""
+    """Run the one evaluation loop behind evaluate_window and evaluate_summary."""
     summary = run.summary
     found: dict[str, dict[tuple[str, str], Any]] = {
         "values": {}, "reasons": {}, "details": {}, "intervals": {}}
@@ -788,7 +791,7 @@ def _evaluate(run: _Run, specs: list[MetricSpec], skipped: dict[str, str], *,
 
 def _interval(spec: MetricSpec, value: float, result: Any, run: _Run, attr: str,
               kwargs: Mapping[str, Any]) -> Any:
-    """The value's interval; a failure is a NaN interval with the error, never a lost value."""
+    """Return the value's interval; a failure is a NaN interval with the error."""
     level = run.settings.confidence_level
     assert level is not None
     try:

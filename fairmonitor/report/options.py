@@ -95,18 +95,18 @@ class EvaluationOptions:
         object.__setattr__(self, "options", _frozen_options(self.options))
 
     def replace(self, **changes: Any) -> EvaluationOptions:
-        """A copy with ``changes`` (e.g. each window's own ``rng``)."""
+        """Return a copy with ``changes`` (e.g. each window's own ``rng``)."""
         return dataclasses.replace(self, **changes) if changes else self
 
     def metric_kwargs(self, metric: str) -> dict[str, Any]:
-        """The keyword arguments a metric may take (each function keeps those it accepts)."""
+        """Return the keyword arguments a metric may take (its function keeps what it takes)."""
         return {"min_group_size": self.min_group_size,
                 "min_condition_size": self.min_condition_size, "rng": self.rng,
                 "threshold": self.threshold, **self.options.get(metric, {})}
 
 
 def resolve(evaluation: EvaluationOptions | None, **given: Any) -> EvaluationOptions:
-    """``evaluation`` (default: :class:`EvaluationOptions`) with the keywords actually given.
+    """Return ``evaluation`` (default: :class:`EvaluationOptions`) with the keywords given.
 
     The individual keywords of ``evaluate_window`` and ``evaluate_summary`` keep working: a
     keyword given explicitly wins over the same field of ``evaluation``.

@@ -40,7 +40,7 @@ _RESERVED = frozenset({"sensitive_features"})
 
 
 def fmt_allowed(values: Iterable[Any]) -> str:
-    """``a, b, c``: the allowed values of a key, for messages."""
+    """Return ``a, b, c``: the allowed values of a key, for messages."""
     return ", ".join(str(v) for v in values)
 
 
@@ -89,7 +89,7 @@ class Reader:
 
     def positive_int(self, mapping: Mapping[str, Any], key: str, default: int, *,
                      path: str = "") -> int:
-        """A positive integer, else ``default``."""
+        """Read a positive integer, else ``default``."""
         value = self.get(mapping, key, int, default, path=path)
         if value < 1:
             self.error(_join(path, key), f"must be a positive integer; got {value!r}")
@@ -111,7 +111,7 @@ class Reader:
 
     def names(self, mapping: Mapping[str, Any], key: str, path: str, *,
               required: bool = False) -> tuple[str, ...]:
-        """A list of strings (column or metric names); a single string is a one-item list."""
+        """Read a list of strings (column or metric names); a single string is a one-item list."""
         value = mapping.get(key)
         where = _join(path, key)
         if value is None or value == []:
@@ -188,8 +188,10 @@ def read_missing(r: Reader, raw: Any, at: str, sensitive: Sequence[str]) -> Any:
 
 def read_thresholds(r: Reader, at: str, raw: Any, metrics: Iterable[str] | None,
                     attributes: Sequence[str]) -> tuple[Threshold, ...]:
-    """``thresholds: {metric: entry or [entries]}``; an entry naming ``attribute`` overrides
-    the general one for that attribute (the intersection included).
+    """Read ``thresholds: {metric: entry or [entries]}``.
+
+    An entry naming ``attribute`` overrides the general one for that attribute (the
+    intersection included).
 
     ``metrics``: the evaluated ones (a threshold on another is an error); None: any.
     """
@@ -251,7 +253,7 @@ def _threshold(r: Reader, at: str, metric: str, raw: Any,
 
 
 def _keywords(func: Any) -> list[str]:
-    """The keyword-only parameters of a metric function: what an option may set."""
+    """Return the keyword-only parameters of a metric function: what an option may set."""
     params = inspect.signature(func).parameters
     return sorted(p for p, v in params.items() if v.kind == v.KEYWORD_ONLY and p not in _RESERVED)
 
@@ -275,8 +277,10 @@ def read_options(r: Reader, at: str, raw: Any) -> Mapping[str, Mapping[str, Any]
 
 
 def read_robustness(r: Reader, at: str, raw: Any) -> tuple[dict[str, Any], bool | None]:
-    """``robustness``: None (on when a model is given), true/false, or a mapping of settings
-    (``levels``, ``n_repeats``, ``max_rows`` or a keyword of the robustness function).
+    """Read ``robustness``: None (on when a model is given), true/false, or settings.
+
+    Settings: a mapping of ``levels``, ``n_repeats``, ``max_rows`` or a keyword of the
+    robustness function.
 
     Returns the settings and whether it is on (None: if a model is given).
     """

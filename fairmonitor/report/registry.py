@@ -162,7 +162,8 @@ def _spec(name: str, func: Callable[..., Any], inputs: tuple[str, ...], *,
 def _rates_value(spec: MetricSpec, a: Any, kw: Mapping[str, Any], sspec: Any) -> Any:
     """Compute a parity metric from the summary's per-group rates (exact: they are counts)."""
     rates = _summary.group_rates_from_summary(a, kw.get("min_group_size", 1))
-    return parity_from_rates(spec.name, rates, kw.get("min_condition_size", 1))
+    # the rate family is the function's (an entry may reuse one under another name)
+    return parity_from_rates(spec.func.__name__, rates, kw.get("min_condition_size", 1))
 
 
 def _from_counts(func: Callable[..., Any]) -> dict[str, Any]:

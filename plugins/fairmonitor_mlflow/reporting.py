@@ -46,8 +46,11 @@ def _merge(a: WindowReport, b: WindowReport) -> WindowReport:
 
 def _default_selection(built: BuiltWindow, config: FairnessConfig
                        ) -> tuple[list[str] | None, list[str], dict[str, str]]:
-    """Without ``metrics``: the main window's and the robustness window's metrics, and why
-    each other registered metric is skipped (``main`` None: every one the inputs allow)."""
+    """Return the default metrics of the main and the robustness window, and the skipped.
+
+    Without ``metrics``: the main window's and the robustness window's metrics, and why each
+    other registered metric is skipped (``main`` None: every one the inputs allow).
+    """
     calls_model = model_metrics()
     robust_window = built.robust_window
     skipped: dict[str, str] = {}

@@ -29,7 +29,7 @@ class Reader(_shared.Reader):
     def duration(self, mapping: Mapping[str, Any], key: str, default: timedelta | None, *,
                  path: str = "", required: bool = False,
                  allow_zero: bool = False) -> timedelta | None:
-        """A duration such as ``"5m"``, else ``default``."""
+        """Read a duration such as ``"5m"``, else ``default``."""
         value = mapping.get(key)
         if value is None:
             if required:
@@ -46,7 +46,7 @@ class Reader(_shared.Reader):
         return delta
 
     def url(self, mapping: Mapping[str, Any], key: str, path: str) -> str:
-        """A SQLAlchemy URL (``dialect[+driver]://...``)."""
+        """Read a SQLAlchemy URL (``dialect[+driver]://...``)."""
         value = self.get(mapping, key, str, None, path=path, required=True)
         if value is None:
             return "sqlite://"

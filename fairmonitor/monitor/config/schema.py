@@ -16,7 +16,6 @@ from typing import Any
 
 from ...metrics._groups import INTERSECTION_SEPARATOR
 from ...report.evidence import Budget
-from ...report.reading import THRESHOLD_KEYS as _THRESHOLD_KEYS
 from ...report.reading import (
     read_confidence_level,
     read_group_minimums,
@@ -66,6 +65,7 @@ _BUDGET_KEYS = ("false_pages", "per", "null_fraction", "alternative_fraction")
 
 
 def read_monitor(r: Reader, data: Any, base: Path) -> MonitorConfig | None:
+    """Read the whole monitor config; None if its top level is not a mapping."""
     if not isinstance(data, Mapping):
         r.error("", f"the top level must be a mapping with keys {fmt_allowed(_TOP_KEYS)}; "
                     f"got {data!r}")
@@ -101,7 +101,7 @@ def read_monitor(r: Reader, data: Any, base: Path) -> MonitorConfig | None:
 
 
 def sqlite_beside(url: str, base: Path) -> str:
-    """A relative SQLite URL made absolute against ``base`` (the config file's directory).
+    """Return a relative SQLite URL made absolute against ``base`` (the config file's directory).
 
     One rule for every relative path in the config (files, checkpoint, spool, SQLite URLs of
     sources, checkpoints and MLflow): it resolves against the config file's directory, never
@@ -123,7 +123,7 @@ def sqlite_beside(url: str, base: Path) -> str:
 
 def _mlflow_spool(r: Reader, data: Mapping[str, Any], checkpoint: CheckpointConfig,
                   base: Path) -> Path | None:
-    """The spool file: as given, else beside a checkpoint file; None keeps it in memory."""
+    """Return the spool file: as given, else beside a checkpoint file; None keeps it in memory."""
     if "mlflow_spool" not in data:
         # a SQL checkpoint says the monitor may have no writable disk: no default file then
         return (checkpoint.path.with_name(DEFAULT_MLFLOW_SPOOL)
@@ -192,7 +192,7 @@ def _model(r: Reader, at: str, name: str, raw: Any, base: Path) -> ModelConfig |
 
 def _columns(r: Reader, at: str, raw: Mapping[str, Any]
              ) -> tuple[str | None, str | None, str | None]:
-    """The label, score and prediction columns (a score or a prediction is needed)."""
+    """Return the label, score and prediction columns (a score or a prediction is needed)."""
     label, score, prediction = (r.get(raw, k, str, None, path=at)
                                 for k in ("label", "score", "prediction"))
     if score is None and prediction is None:
@@ -222,7 +222,7 @@ def _timing(r: Reader, at: str, raw: Mapping[str, Any], label: str | None
 
 
 def _monitored(metrics: Sequence[str], reference: ReferenceConfig | None) -> set[str]:
-    """The metrics a threshold may govern: the windows' and the reference evaluation's."""
+    """Return the metrics a threshold may govern: the windows' and the reference evaluation's."""
     if reference is None:
         return set(metrics)
     return set(metrics) | set(METRICS if reference.metrics is None else reference.metrics)
@@ -231,7 +231,7 @@ def _monitored(metrics: Sequence[str], reference: ReferenceConfig | None) -> set
 def _model_rest(r: Reader, at: str, name: str, raw: Mapping[str, Any], base: Path,
                 label: str | None, labels_after: timedelta,
                 sensitive: Sequence[str]) -> dict[str, Any]:
-    """The model's other keys, read in this order (errors are reported in file order)."""
+    """Return the model's other keys, read in this order (errors are reported in file order)."""
     out: dict[str, Any] = dict(
         tracking_uri=sqlite_beside(
             r.get(raw, "tracking_uri", str, DEFAULT_TRACKING_URI, path=at), base),
@@ -267,9 +267,11 @@ def _alert_windows(r: Reader, at: str, raw: Any) -> AlertWindows:
 
 
 def _alerting(r: Reader, at: str, raw: Any, thresholds: Sequence[Threshold]) -> Budget | None:
-    """``alerting: {budget: {false_pages, per, null_fraction, alternative_fraction}}``: the
-    model's false-page budget; ``Budget()`` when a threshold uses ``compare: budget`` and none
-    is given. (Not ``null:``: YAML reads that key as null.)"""
+    """Read ``alerting: {budget: {false_pages, per, null_fraction, alternative_fraction}}``.
+
+    The model's false-page budget; ``Budget()`` when a threshold uses ``compare: budget`` and
+    none is given. (Not ``null:``: YAML reads that key as null.)
+    """
     uses_budget = any(t.compare == "budget" for t in thresholds)
     if raw is None:
         return Budget() if uses_budget else None
