@@ -17,6 +17,7 @@ from typing import Any
 from ...metrics._groups import INTERSECTION_SEPARATOR
 from ...report.evidence import Budget
 from ...report.reading import (
+    THRESHOLD_KEYS,
     read_confidence_level,
     read_group_minimums,
     read_missing,
@@ -58,6 +59,8 @@ _MODEL_KEYS = (
 )
 _SOURCE_KEYS = ("kind", "url", "table", "path", "pattern", "timestamp_column", "model_column",
                 "version_column", "features_column", "timeout", "master", "remote")
+#: read by the shared reader (report/reading.py), as the evaluator reads them
+_THRESHOLD_KEYS = THRESHOLD_KEYS
 _REFERENCE_KEYS = ("path", "metrics", "label", "score", "prediction", "features")
 _ALERTING_KEYS = ("budget",)
 _BUDGET_KEYS = ("false_pages", "per", "null_fraction", "alternative_fraction")
