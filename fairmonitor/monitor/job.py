@@ -178,7 +178,7 @@ def _report(cfg: ModelConfig, frame: pd.DataFrame, metrics: Sequence[str], *, la
             version: str, start: datetime, end: datetime, rng: Any,
             parts: dict[str, Any] | None = None,
             faults: dict[str, str] | None = None) -> WindowReport:
-    """The window's report; with rollups, its summary (bytes) into ``parts[phase]``.
+    """Return the window's report; with rollups, its summary (bytes) into ``parts[phase]``.
 
     A summary that cannot be made is said in ``faults["rollup"]``: it costs the rollups this
     window, never the window's own values.
@@ -203,15 +203,12 @@ def _report(cfg: ModelConfig, frame: pd.DataFrame, metrics: Sequence[str], *, la
         except Exception as exc:
             if faults is not None:
                 faults["rollup"] = f"cannot summarize the window: {type(exc).__name__}: {exc}"
-    return evaluate_window(window, metrics=metrics, min_group_size=cfg.min_group_size,
-                           min_condition_size=cfg.min_condition_size,
-                           intersection=cfg.intersection, thresholds=cfg.thresholds,
-                           options=cfg.options, rng=rng, confidence_level=cfg.confidence_level)
+    return evaluate_window(window, metrics=metrics, evaluation=cfg.evaluation.replace(rng=rng))
 
 
 def _evaluate_frame(cfg: ModelConfig, frame: pd.DataFrame, phase: Phase, metrics: Sequence[str],
                     **kw: Any) -> tuple[WindowReport, bool]:
-    """The report of one phase, and whether labels went into it."""
+    """Return the report of one phase, and whether labels went into it."""
     if phase == "predictions" or cfg.label is None:
         return _report(cfg, frame, metrics, labels=False, **kw), False
     labelled = frame[cfg.label].notna().to_numpy()
@@ -271,74 +268,104 @@ def evaluate_model_window(
     metrics = _phase_metrics(model_cfg, phase)
     base = dict(model=model_cfg.name, index=index, start=start, end=end, phase=phase,
                 evaluated_at=now, metrics=metrics)
-    fallback_version = model_cfg.model_version or model_cfg.model_alias or ""
 
     def done(**kw: Any) -> WindowResult:
-        kw.setdefault("version", fallback_version)
+        kw.setdefault("version", model_cfg.model_version or model_cfg.model_alias or "")
         kw["errors"] = MappingProxyType(kw.get("errors", {}))
         kw["versions"] = MappingProxyType(kw.get("versions", {}))
         return WindowResult(**base, **kw, duration_seconds=time.perf_counter() - started)
 
     try:
-        frame = source.fetch(model_cfg.name, start, end)
-    except MissingColumnError as exc:  # the config names a column the source lacks
-        return done(labels_included=False, n_rows=0, report=None,
-                    errors={"data": f"models.{model_cfg.name}.{exc.key}: {exc}. Fix it in the "
-                                    "config (or add the column to the source); the windows "
-                                    "wait for the fix"})
-    except Exception as exc:  # WindowUnavailableError, or any bug in a third-party source
-        return done(labels_included=False, n_rows=0, report=None,
-                    errors={"source": f"{type(exc).__name__}: {exc}"})
-    versions: dict[str, int] = {}
-    vcol = model_cfg.source.version_column
-    if vcol and vcol in frame.columns:
-        counts = frame[vcol].dropna().astype(str).value_counts()
-        versions = {str(k): int(v) for k, v in counts.items()}
-    version = max(versions, key=versions.__getitem__) if versions else fallback_version
-    undated = int(frame.attrs.get(NO_TIMESTAMP, 0))
-    problem = frame_problem(model_cfg, frame, labels=phase != "predictions")
-    if problem is not None:  # a configured column is missing: the window waits for the fix
-        return done(version=version, versions=versions, labels_included=False,
-                    n_rows=len(frame), report=None, errors={"data": problem})
-    try:  # real column types in, invalid model outputs out: one rule for every metric
-        frame, rejected, duplicates = prepare_rows(
-            frame, score=model_cfg.score, prediction=model_cfg.prediction,
-            label=model_cfg.label)
-        if undated:
-            rejected["no_timestamp"] = undated
-    except InvalidInputError as exc:
-        return done(version=version, versions=versions, labels_included=False,
-                    n_rows=len(frame), report=None, errors={"data": str(exc)})
-    base.update(rejected=MappingProxyType(rejected), duplicates=duplicates)
-    if phase != "predictions" and model_cfg.label in frame.columns and len(frame):
-        labelled = int(frame[model_cfg.label].notna().sum())
-        base.update(labelled_rows=labelled, label_coverage=labelled / len(frame),
-                    labels_overdue=bool(model_cfg.label_metrics)
-                    and labelled < model_cfg.min_label_coverage * len(frame))
-    if phase == "labels" and model_cfg.label in frame.columns:
-        frame = frame[frame[model_cfg.label].notna()]
+        frame, seen = _rows(model_cfg, source, start, end, phase, base)
+    except _Held as held:
+        return done(**held.result)
     if len(frame) == 0:  # no traffic (or no label yet: labels_overdue), not a fault
-        return done(version=version, versions=versions, labels_included=phase == "labels",
-                    n_rows=0, report=None)
+        return done(**seen, labels_included=phase == "labels", n_rows=0, report=None)
     if rng is None:
         rng = np.random.default_rng([model_cfg.seed, max(index, 0)])
     parts: dict[str, Any] = {}  # the window's summaries for the rollups, by phase
     faults: dict[str, str] = {}  # stage -> what went wrong making them
     try:
-        report, with_labels = _evaluate_frame(model_cfg, frame, phase, metrics, version=version,
-                                              start=start, end=end, rng=rng, parts=parts,
-                                              faults=faults)
+        report, with_labels = _evaluate_frame(model_cfg, frame, phase, metrics,
+                                              version=seen["version"], start=start, end=end,
+                                              rng=rng, parts=parts, faults=faults)
     except Exception as exc:  # missing columns, unparseable values: the data is at fault
-        return done(version=version, versions=versions, labels_included=False,
-                    n_rows=len(frame), report=None,
+        return done(**seen, labels_included=False, n_rows=len(frame), report=None,
                     errors={"data": f"{type(exc).__name__}: {exc}"})
     failed = [f"{m}/{a}: {r}" for (m, a), r in report.reasons.items() if r.startswith("error:")]
     errors = {"metric": "; ".join(failed)} if failed else {}
     errors.update(faults)
     _warn_many_groups(model_cfg.name, report)
-    return done(version=version, versions=versions, labels_included=with_labels,
-                n_rows=len(frame), report=report, errors=errors,
-                summaries=MappingProxyType(parts))
+    return done(**seen, labels_included=with_labels, n_rows=len(frame), report=report,
+                errors=errors, summaries=MappingProxyType(parts))
+
+
+class _Held(Exception):
+    """A window that cannot be evaluated: ``result`` holds the fields of its WindowResult."""
+
+    def __init__(self, **result: Any) -> None:
+        super().__init__(result.get("errors"))
+        self.result = result
+
+
+def _fetched(cfg: ModelConfig, source: WindowSource, start: datetime,
+             end: datetime) -> pd.DataFrame:
+    """Return the window's rows from the source; a failure raises :class:`_Held` with its stage."""
+    try:
+        return source.fetch(cfg.name, start, end)
+    except MissingColumnError as exc:  # the config names a column the source lacks
+        raise _Held(labels_included=False, n_rows=0, report=None,
+                    errors={"data": f"models.{cfg.name}.{exc.key}: {exc}. Fix it in the "
+                                    "config (or add the column to the source); the windows "
+                                    "wait for the fix"}) from None
+    except Exception as exc:  # WindowUnavailableError, or any bug in a third-party source
+        raise _Held(labels_included=False, n_rows=0, report=None,
+                    errors={"source": f"{type(exc).__name__}: {exc}"}) from None
+
+
+def _versions(cfg: ModelConfig, frame: pd.DataFrame) -> dict[str, Any]:
+    """Return the versions serving in the window (rows each) and the one serving most rows."""
+    versions: dict[str, int] = {}
+    vcol = cfg.source.version_column
+    if vcol and vcol in frame.columns:
+        counts = frame[vcol].dropna().astype(str).value_counts()
+        versions = {str(k): int(v) for k, v in counts.items()}
+    version = (max(versions, key=versions.__getitem__) if versions
+               else cfg.model_version or cfg.model_alias or "")
+    return {"version": version, "versions": versions}
+
+
+def _rows(cfg: ModelConfig, source: WindowSource, start: datetime, end: datetime,
+          phase: Phase, base: dict[str, Any]) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Return the window's rows, checked and prepared, and its versions.
+
+    Records the rejected and duplicate rows and the label coverage in ``base``; a window
+    that cannot be read raises :class:`_Held` (stage ``source`` or ``data``).
+    """
+    frame = _fetched(cfg, source, start, end)
+    seen = _versions(cfg, frame)
+    undated = int(frame.attrs.get(NO_TIMESTAMP, 0))
+    problem = frame_problem(cfg, frame, labels=phase != "predictions")
+    if problem is not None:  # a configured column is missing: the window waits for the fix
+        raise _Held(**seen, labels_included=False, n_rows=len(frame), report=None,
+                    errors={"data": problem})
+    try:  # real column types in, invalid model outputs out: one rule for every metric
+        frame, rejected, duplicates = prepare_rows(
+            frame, score=cfg.score, prediction=cfg.prediction, label=cfg.label)
+        if undated:
+            rejected["no_timestamp"] = undated
+    except InvalidInputError as exc:
+        raise _Held(**seen, labels_included=False, n_rows=len(frame), report=None,
+                    errors={"data": str(exc)}) from None
+    base.update(rejected=MappingProxyType(rejected), duplicates=duplicates)
+    if phase != "predictions" and cfg.label in frame.columns and len(frame):
+        labelled = int(frame[cfg.label].notna().sum())
+        base.update(labelled_rows=labelled, label_coverage=labelled / len(frame),
+                    labels_overdue=bool(cfg.label_metrics)
+                    and labelled < cfg.min_label_coverage * len(frame))
+    if phase == "labels" and cfg.label in frame.columns:
+        frame = frame[frame[cfg.label].notna()]
+    return frame, seen
 
 
 #: An attribute with more distinct values than this in one window is identifier-like: every
@@ -466,79 +493,119 @@ def run_once(
     if summaries is None and any(cfg.rollups for cfg in config.models.values()):
         summaries = MemorySummaryStore()
     # values must be durable (spooled or written) before the checkpoint moves past their window
-    durable = [(s, h) for s, h in hooks if s in DURABLE_STAGES]
-    others = [(s, h) for s, h in hooks if s not in DURABLE_STAGES]
+    tick = _Tick(checkpoint, now, [(s, h) for s, h in hooks if s in DURABLE_STAGES],
+                 [(s, h) for s, h in hooks if s not in DURABLE_STAGES], summaries,
+                 config.catch_up, go)
     results: list[WindowResult] = []
     for name, cfg in config.models.items():
         if not go():
             break
         try:
-            state = checkpoint.load(name)
-            if state.predictions_end is None and state.labels_end is None:
-                first = initial_watermark(cfg.window, cfg.every, now=now, start=cfg.start)
-                state = ModelState(first, first, state.versions)
-                checkpoint.save(name, state)
-            missing_rollups = {r.name for r in cfg.rollups} - set(state.rollups)
-            if missing_rollups:  # a new rollup starts on its grid at the model's progress
-                done = _base_done(cfg, state) or state.predictions_end
-                assert done is not None
-                state = dataclasses.replace(state, rollups={**state.rollups, **{
-                    r.name: _rollups.floor_to(done, r.every) for r in cfg.rollups
-                    if r.name in missing_rollups}})
-                checkpoint.save(name, state)
-            state, may_skip = _clock_checked(name, cfg, state, checkpoint, now, config.catch_up)
+            state, may_skip = _started(name, cfg, tick)
         except Exception as exc:  # without progress records, evaluating would repeat windows
             log.error("%s: checkpoint unavailable, model skipped this tick: %s", name, exc)
-            # a result without a window, so the exporter counts the fault (stage checkpoint)
-            failed = WindowResult(
-                model=name, version=cfg.model_version or cfg.model_alias or "",
-                index=window_index(cfg.every, now), start=now, end=now, phase="full",
-                labels_included=False, n_rows=0, report=None, evaluated_at=now,
-                errors=MappingProxyType({"checkpoint": f"unavailable: {type(exc).__name__}: "
-                                                       f"{exc}"}))
-            results.append(_deliver(failed, others))
+            results.append(_deliver(_checkpoint_fault(name, cfg, now, exc), tick.others))
             continue
-        stopped = halted = False
-        for phase, attr in _phases(cfg):
-            after = getattr(state, attr) or state.predictions_end
-            delay = cfg.labels_after if phase == "labels" else type(cfg.labels_after)(0)
-            spans, skipped = due_windows(cfg.window, cfg.every, after=after, now=now,
-                                         delay=delay, cap=config.catch_up, skip=may_skip)
-            if skipped:
-                log.warning("%s: %d missed %s window(s) beyond the catch-up cap (%d) were "
-                            "skipped", name, skipped, phase, config.catch_up)
-            for span in spans:
-                if not go():  # stopping: later windows wait, the watermark never jumps a gap
-                    stopped = halted = True
-                    break
-                result = evaluate_model_window(cfg, sources[name], span.start, span.end,
-                                               now=now, phase=phase, index=span.index)
-                if skipped:
-                    result = dataclasses.replace(result, skipped_before=skipped)
-                    skipped = 0
-                result, state, stop = _complete(name, result, state, attr, span.end,
-                                                checkpoint, durable, others,
-                                                relabel=_relabel_rule(cfg, now),
-                                                summaries=summaries,
-                                                thresholds=cfg.thresholds,
-                                                budget=_streaks.policy(cfg))
-                _log(result)
-                results.append(result)
-                if stop:
-                    stopped = True
-                    break  # later windows wait for this one: the watermark never jumps a gap
-            if halted:
-                break
+        done, state, stopped = _model_windows(name, cfg, sources[name], state, may_skip, tick)
+        results += done
         if not stopped and go():  # source and checkpoint work: look for late labels
             late, state = _late_labels(name, cfg, sources[name], state, checkpoint, now,
-                                       durable, others, summaries)
+                                       tick.durable, tick.others, summaries)
             results += late
             if cfg.rollups and summaries is not None:
                 relabelled = [r.index for r in late if r.ok]
                 results += _rollup_windows(name, cfg, state, summaries, checkpoint, now,
-                                           durable, others, relabelled, cap=config.catch_up,
-                                           source=sources[name], keep_going=go)
+                                           tick.durable, tick.others, relabelled,
+                                           cap=config.catch_up, source=sources[name],
+                                           keep_going=go)
     return results
+
+
+@dataclass(frozen=True)
+class _Tick:
+    """What every model's windows of one :func:`run_once` call share."""
+
+    checkpoint: Checkpoint
+    now: datetime
+    durable: list[tuple[str, Hook]]
+    others: list[tuple[str, Hook]]
+    summaries: SummaryStore | None
+    catch_up: int
+    keep_going: Callable[[], bool]
+
+
+def _started(name: str, cfg: ModelConfig, tick: _Tick) -> tuple[ModelState, bool]:
+    """Return the model's checkpoint state, started where needed and clock-checked.
+
+    A model without a checkpoint starts at its ``start`` (or with its latest closed window);
+    a new rollup starts on its grid at the model's progress. Returns the state and whether
+    the catch-up cap may skip windows (:func:`_clock_checked`).
+    """
+    checkpoint, now = tick.checkpoint, tick.now
+    state = checkpoint.load(name)
+    if state.predictions_end is None and state.labels_end is None:
+        first = initial_watermark(cfg.window, cfg.every, now=now, start=cfg.start)
+        state = ModelState(first, first, state.versions)
+        checkpoint.save(name, state)
+    missing_rollups = {r.name for r in cfg.rollups} - set(state.rollups)
+    if missing_rollups:
+        done = _base_done(cfg, state) or state.predictions_end
+        assert done is not None
+        state = dataclasses.replace(state, rollups={**state.rollups, **{
+            r.name: _rollups.floor_to(done, r.every) for r in cfg.rollups
+            if r.name in missing_rollups}})
+        checkpoint.save(name, state)
+    return _clock_checked(name, cfg, state, checkpoint, now, tick.catch_up)
+
+
+def _checkpoint_fault(name: str, cfg: ModelConfig, now: datetime,
+                      exc: Exception) -> WindowResult:
+    """Return a result without a window, so the exporter counts the fault (stage checkpoint)."""
+    return WindowResult(
+        model=name, version=cfg.model_version or cfg.model_alias or "",
+        index=window_index(cfg.every, now), start=now, end=now, phase="full",
+        labels_included=False, n_rows=0, report=None, evaluated_at=now,
+        errors=MappingProxyType({"checkpoint": f"unavailable: {type(exc).__name__}: {exc}"}))
+
+
+def _model_windows(name: str, cfg: ModelConfig, source: WindowSource, state: ModelState,
+                   may_skip: bool, tick: _Tick
+                   ) -> tuple[list[WindowResult], ModelState, bool]:
+    """Evaluate the model's due windows, phase by phase, oldest first.
+
+    Returns the results, the state after them and whether the model stopped (a window to
+    redo, or ``keep_going()`` said stop): later windows wait, the watermark never jumps a gap.
+    """
+    results: list[WindowResult] = []
+    stopped = False
+    for phase, attr in _phases(cfg):
+        after = getattr(state, attr) or state.predictions_end
+        delay = cfg.labels_after if phase == "labels" else type(cfg.labels_after)(0)
+        spans, skipped = due_windows(cfg.window, cfg.every, after=after, now=tick.now,
+                                     delay=delay, cap=tick.catch_up, skip=may_skip)
+        if skipped:
+            log.warning("%s: %d missed %s window(s) beyond the catch-up cap (%d) were "
+                        "skipped", name, skipped, phase, tick.catch_up)
+        for span in spans:
+            if not tick.keep_going():  # stopping: later windows wait, and the other phases
+                return results, state, True
+            result = evaluate_model_window(cfg, source, span.start, span.end, now=tick.now,
+                                           phase=phase, index=span.index)
+            if skipped:
+                result = dataclasses.replace(result, skipped_before=skipped)
+                skipped = 0
+            result, state, stop = _complete(name, result, state, attr, span.end,
+                                            tick.checkpoint, tick.durable, tick.others,
+                                            relabel=_relabel_rule(cfg, tick.now),
+                                            summaries=tick.summaries,
+                                            thresholds=cfg.thresholds,
+                                            budget=_streaks.policy(cfg))
+            _log(result)
+            results.append(result)
+            if stop:  # later windows of this phase wait for this one (the next phase runs)
+                stopped = True
+                break
+    return results, state, stopped
 
 
 def _clock_checked(name: str, cfg: ModelConfig, state: ModelState, checkpoint: Checkpoint,
@@ -728,7 +795,7 @@ def _relabel_rule(cfg: ModelConfig, now: datetime) -> Callable[[Mapping[str, int
 
 
 def _watched(cfg: ModelConfig, pending: Mapping[str, int], now: datetime) -> dict[str, int]:
-    """The windows still within ``relabel_within`` of their labelled evaluation."""
+    """Return the windows still within ``relabel_within`` of their labelled evaluation."""
     return {k: v for k, v in pending.items()
             if window_span(cfg.window, cfg.every, int(k)).end + cfg.labels_after
             + cfg.relabel_within > now}
@@ -794,7 +861,8 @@ def _complete(name: str, result: WindowResult, state: ModelState, attr: str, end
        ``last_success`` frozen when the checkpoint could not move.
 
     The alert streaks (:mod:`.streaks`, against ``thresholds`` and the ``budget`` policy of
-    ``compare: budget`` thresholds) move in the same checkpoint write, and the result handed to the other hooks carries them.
+    ``compare: budget`` thresholds) move in the same checkpoint write, and the result handed
+    to the other hooks carries them.
 
     Returns the result (with the hooks' and the checkpoint's errors), the state and whether
     the model must stop for this tick (the window is redone next tick).
@@ -831,7 +899,7 @@ def _complete(name: str, result: WindowResult, state: ModelState, attr: str, end
 def _save_and_deliver(name: str, result: WindowResult, state: ModelState, moved: ModelState,
                       checkpoint: Checkpoint, others: list[tuple[str, Hook]],
                       failed: list[str], what: str) -> tuple[WindowResult, ModelState, bool]:
-    """Steps 2 and 3 of :func:`_complete`: save ``moved`` unless ``failed``, then deliver."""
+    """Do steps 2 and 3 of :func:`_complete`: save ``moved`` unless ``failed``, then deliver."""
     problem = None
     if failed:
         problem = (f"not moved: the {'/'.join(failed)} values of this {what} are not durable "

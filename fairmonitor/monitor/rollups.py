@@ -36,6 +36,7 @@ from .windows import span as window_span
 
 if TYPE_CHECKING:
     from ..report.evaluate import WindowReport
+    from ..report.options import EvaluationOptions
     from .config import ModelConfig, RollupConfig
 
 __all__ = ["Remake", "RollupEvaluation", "SummaryIntegrityError", "base_indices", "containing",
@@ -45,24 +46,24 @@ log = logging.getLogger(__name__)
 
 
 def store_spec(cfg: ModelConfig) -> SummarySpec:
-    """What a stored window summary of ``cfg``'s model keeps."""
+    """Return what a stored window summary of ``cfg``'s model keeps."""
     return SummarySpec(max_raw=cfg.summary_max_raw, sample_size=cfg.summary_sample_size)
 
 
 def floor_to(t: datetime, every: timedelta) -> datetime:
-    """The latest grid point ``EPOCH + k * every`` at or before ``t``."""
+    """Return the latest grid point ``EPOCH + k * every`` at or before ``t``."""
     return EPOCH + window_index(every, t) * every
 
 
 def base_indices(cfg: ModelConfig, rollup: RollupConfig, end: datetime) -> range:
-    """Indices of the model's windows that tile the rollup window ending at ``end``."""
+    """Return indices of the model's windows that tile the rollup window ending at ``end``."""
     last = (end - EPOCH) // cfg.every
     return range(last - rollup.window // cfg.every + 1, last + 1)
 
 
 def containing(cfg: ModelConfig, rollup: RollupConfig, index: int,
                evaluated_until: datetime) -> list[datetime]:
-    """Ends of the already evaluated rollup windows that contain the model's window ``index``."""
+    """Return the ends of the evaluated rollup windows containing the model's window ``index``."""
     end = EPOCH + index * cfg.every
     t = floor_to(end - cfg.every, rollup.every) + rollup.every  # first grid end >= window end
     out = []
@@ -74,7 +75,7 @@ def containing(cfg: ModelConfig, rollup: RollupConfig, index: int,
 
 def keep_from(cfg: ModelConfig, after: Mapping[str, datetime],
               watched: Iterable[int]) -> int | None:
-    """The oldest window index whose summary may still be read (older ones can be pruned).
+    """Return the oldest window index whose summary may still be read (older ones can be pruned).
 
     The next window of every rollup needs its windows; a window still watched for late labels
     needs every rollup window that contains it.
@@ -100,7 +101,7 @@ class SummaryIntegrityError(ValueError):
 
 
 def verified(cfg: ModelConfig, index: int, blob: bytes) -> WindowSummary:
-    """The stored summary of the model's window ``index``, checked.
+    """Return the stored summary of the model's window ``index``, checked.
 
     Its checksum (:func:`~fairmonitor.summaries.from_bytes`) and its identity: the model, and
     the window's start and end, which must be those of ``index`` (a valid summary of another
@@ -133,7 +134,7 @@ def _iso(t: datetime | None) -> str:
 
 def _load(cfg: ModelConfig, blobs: Mapping[int, bytes], spec: SummarySpec, notes: list[str],
           bad: dict[int, SummaryIntegrityError]) -> dict[int, WindowSummary]:
-    """The checked summaries of ``blobs``; the failing ones go to ``bad`` (counted, logged)."""
+    """Return the checked summaries of ``blobs``; failing ones go to ``bad`` (counted, logged)."""
     out, other = {}, 0
     for index, blob in blobs.items():
         try:
@@ -205,6 +206,66 @@ class RollupEvaluation:
     error: str | None = None
 
 
+class _Unusable(Exception):
+    """The stored summaries cannot be read or repaired: the rollup window waits."""
+
+
+def _stored(cfg: ModelConfig, store: SummaryStore, indices: range, free: bool,
+            remake: Remake | None, notes: list[str]) -> dict[str, dict[int, WindowSummary]]:
+    """Return the checked summaries of the parts the evaluation reads (repaired with ``remake``).
+
+    A re-evaluation after late labels (no label-free metrics) reads the labelled parts only.
+    Raises :class:`_Unusable` when the store cannot be read, or a corrupt summary cannot be
+    re-made: nothing corrupt is ever merged.
+    """
+    spec = store_spec(cfg)
+    bad: dict[int, SummaryIntegrityError] = {}
+    try:
+        parts = {"labels": _load(cfg, store.get(cfg.name, indices, "labels"), spec, notes, bad)}
+        if free:
+            parts["predictions"] = _load(cfg, store.get(cfg.name, indices, "predictions"),
+                                         spec, notes, bad)
+    except Exception as exc:  # store down
+        raise _Unusable(f"cannot read the stored summaries: {type(exc).__name__}: {exc}"
+                        ) from exc
+    try:
+        if remake is not None:
+            _repair(cfg, store, remake, indices, bad, parts, notes)
+        elif bad:
+            raise next(iter(bad.values()))
+    except Exception as exc:  # a corrupt summary that cannot be re-made: never merged
+        raise _Unusable(f"cannot repair the stored summaries: {type(exc).__name__}: {exc}"
+                        ) from exc
+    return parts
+
+
+def _rollup_report(with_labels: Mapping[int, WindowSummary],
+                   without: Mapping[int, WindowSummary], free_parts: Mapping[int, WindowSummary],
+                   free: tuple[str, ...], label: tuple[str, ...],
+                   settings: EvaluationOptions) -> WindowReport | None:
+    """Return the merged summaries' report.
+
+    Label-free metrics on every window, label ones on the labelled parts.
+
+    Every row labelled (no predictions parts): one merge serves both metric sets, the
+    label-free ones without the labels (the same summary as merging the parts without them);
+    a day's merge reads every cell of every hour, so it is merged once, not twice.
+    """
+    report = labelled = None
+    merged = merge_all([with_labels[i] for i in sorted(with_labels)]) \
+        if with_labels and (label or not without) else None
+    if free and free_parts:
+        report = evaluate_summary(
+            merged.without_labels() if merged is not None and not without
+            else merge_all([free_parts[i] for i in sorted(free_parts)]),
+            metrics=free, evaluation=settings)
+    if label and merged is not None:
+        labelled = evaluate_summary(merged, metrics=label, evaluation=settings)
+    if report is None or labelled is None:
+        return report or labelled
+    return merge_reports(report, labelled)
+
+
 def evaluate_rollup(cfg: ModelConfig, rollup: RollupConfig, end: datetime,
                     store: SummaryStore, *, labels_only: bool = False,
                     remake: Remake | None = None) -> RollupEvaluation:
@@ -224,71 +285,36 @@ def evaluate_rollup(cfg: ModelConfig, rollup: RollupConfig, end: datetime,
                 phase="labels" if labels_only else "full",
                 version=cfg.model_version or cfg.model_alias or "")
     indices = base_indices(cfg, rollup, end)
-    spec = store_spec(cfg)
     notes: list[str] = []
-    bad: dict[int, SummaryIntegrityError] = {}
     try:
-        with_labels = _load(cfg, store.get(cfg.name, indices, "labels"), spec, notes, bad)
-        without = _load(cfg, store.get(cfg.name, indices, "predictions"), spec, notes, bad) \
-            if free else {}
-    except Exception as exc:  # store down
-        return RollupEvaluation(**base, error=f"cannot read the stored summaries: "
-                                              f"{type(exc).__name__}: {exc}")
-    # the parts this evaluation reads (a re-evaluation after late labels: the labelled ones)
-    parts = {"labels": with_labels, "predictions": without} if free else {"labels": with_labels}
-    try:
-        if remake is not None:
-            _repair(cfg, store, remake, indices, bad, parts, notes)
-        elif bad:
-            raise next(iter(bad.values()))
-    except Exception as exc:  # a corrupt summary that cannot be re-made: never merged
-        return RollupEvaluation(**base, error=f"cannot repair the stored summaries: "
-                                              f"{type(exc).__name__}: {exc}")
+        parts = _stored(cfg, store, indices, bool(free), remake, notes)
+    except _Unusable as exc:
+        return RollupEvaluation(**base, error=str(exc))
     with_labels, without = parts["labels"], parts.get("predictions", {})
     # a window stored without a predictions part had every row labelled: its labelled
     # summary serves the label-free metrics too
-    parts_free = {i: without.get(i) or with_labels[i].without_labels()
+    free_parts = {i: without.get(i) or with_labels[i].without_labels()
                   for i in indices if i in without or i in with_labels} if free else {}
-    merged_windows = len(parts_free) if free else len(with_labels)
-    if not parts_free and not with_labels:
+    if not free_parts and not with_labels:
         return RollupEvaluation(**base)
     rng = np.random.default_rng([cfg.seed, max(index, 0), int(rollup.window.total_seconds())])
-    kw = dict(min_group_size=cfg.min_group_size, min_condition_size=cfg.min_condition_size,
-              thresholds=cfg.thresholds,
-              options=cfg.options, threshold=cfg.decision_threshold, rng=rng,
-              confidence_level=cfg.confidence_level)
     try:
-        report = labelled = None
-        # every row labelled (no predictions parts): one merge serves both metric sets, the
-        # label-free ones without the labels (the same summary as merging the parts without
-        # them); a day's merge reads every cell of every hour, so merge it once, not twice
-        merged = merge_all([with_labels[i] for i in sorted(with_labels)]) \
-            if with_labels and (label or not without) else None
-        if free and parts_free:
-            report = evaluate_summary(
-                merged.without_labels() if merged is not None and not without
-                else merge_all([parts_free[i] for i in sorted(parts_free)]),
-                metrics=free, **kw)
-        if label and merged is not None:
-            labelled = evaluate_summary(merged, metrics=label, **kw)
-        if report is None:
-            report = labelled
-        elif labelled is not None:
-            report = merge_reports(report, labelled)
+        report = _rollup_report(with_labels, without, free_parts, free, label,
+                                cfg.evaluation.replace(rng=rng))
     except Exception as exc:
         return RollupEvaluation(**base, error=f"{type(exc).__name__}: {exc}")
     assert report is not None
-    expected = len(indices)
-    if merged_windows < expected:
-        notes.append(f"merged {merged_windows} of {expected} windows (the others had no rows, "
-                     "or were evaluated before rollups were configured)")
-    latest = max([*parts_free, *with_labels])
+    merged_windows = len(free_parts) if free else len(with_labels)
+    if merged_windows < len(indices):
+        notes.append(f"merged {merged_windows} of {len(indices)} windows (the others had no "
+                     "rows, or were evaluated before rollups were configured)")
+    latest = max([*free_parts, *with_labels])
     # the version serving at the rollup's end (the label of its gauges)
-    base["version"] = (parts_free.get(latest) or with_labels[latest]).version or base["version"]
+    base["version"] = (free_parts.get(latest) or with_labels[latest]).version or base["version"]
     report = dataclasses.replace(report, notes=tuple(dict.fromkeys(report.notes + tuple(notes))),
                                  start=end - rollup.window, end=end)
-    n_free = sum(s.n_rows for s in parts_free.values())
     labelled_rows = sum(s.n_rows for s in with_labels.values())
-    return RollupEvaluation(**base, report=report, n_rows=n_free if free else labelled_rows,
-                            labelled_rows=labelled_rows if label else 0,
-                            merged_windows=merged_windows)
+    return RollupEvaluation(
+        **base, report=report, merged_windows=merged_windows,
+        n_rows=sum(s.n_rows for s in free_parts.values()) if free else labelled_rows,
+        labelled_rows=labelled_rows if label else 0)

@@ -124,6 +124,49 @@ def _available(window: Window) -> list[str]:
             if all(window.get(i) is not None for i in spec.inputs)]
 
 
+def _inputs(model_cfg: ModelConfig, model: Any, frame: pd.DataFrame, label: str | None,
+            score: str | None) -> list[str]:
+    """Return the model's input columns.
+
+    Its signature's, else ``reference.features``, else every column that is not sensitive,
+    label, score or prediction.
+    """
+    schema = model.metadata.get_input_schema() if model.metadata else None
+    if schema is not None and schema.has_input_names():
+        return list(schema.input_names())
+    ref = model_cfg.reference
+    if ref is not None and ref.features:
+        return list(ref.features)
+    named = {label, score, model_cfg.prediction, *model_cfg.sensitive_features}
+    return [c for c in frame.columns if c not in named]
+
+
+def _scores(model: Any, model_input: pd.DataFrame, frame: pd.DataFrame,
+            score: str | None) -> Any:
+    """Return the underlying model's ``predict_proba`` scores, else the reference's scores."""
+    raw = model.get_raw_model() if hasattr(model, "get_raw_model") else None
+    if hasattr(raw, "predict_proba"):
+        return np.asarray(raw.predict_proba(model_input))[:, -1]
+    if score and score in frame.columns:
+        return frame[score].to_numpy()
+    return None
+
+
+def _model_options(model_cfg: ModelConfig, calls_model: list[str],
+                   frozen: Mapping[str, str]) -> dict[str, dict[str, Any]]:
+    """Return the configured options, with the defaults of the metrics that call the model.
+
+    Those freeze the sensitive columns and round integer columns back (defaults the config
+    overrides).
+    """
+    options = {m: dict(model_cfg.options.get(m, {})) for m in METRICS}
+    for m in calls_model:
+        opts = options[m]
+        opts["column_kinds"] = {**frozen, **opts.get("column_kinds", {})}
+        opts.setdefault("round_integers", True)
+    return options
+
+
 def evaluate_version(
     model_cfg: ModelConfig,
     model_uri: str,
@@ -153,26 +196,14 @@ def evaluate_version(
     sensitive = list(model_cfg.sensitive_features)
     with _use_tracking_uri(model_cfg.tracking_uri):
         model = mlflow.pyfunc.load_model(model_uri)
-    schema = model.metadata.get_input_schema() if model.metadata else None
-    if schema is not None and schema.has_input_names():
-        inputs = list(schema.input_names())
-    elif ref is not None and ref.features:
-        inputs = list(ref.features)
-    else:
-        named = {label, score_col, model_cfg.prediction, *sensitive}
-        inputs = [c for c in reference_frame.columns if c not in named]
+    inputs = _inputs(model_cfg, model, reference_frame, label, score_col)
     model_input = reference_frame[inputs]
     features = [c for c in inputs if c not in sensitive]
 
     def predict(X: Any) -> np.ndarray[Any, Any]:
         return _binary_predictions(model.predict(X), model_cfg.decision_threshold)
 
-    y_score = None
-    raw = model.get_raw_model() if hasattr(model, "get_raw_model") else None
-    if hasattr(raw, "predict_proba"):
-        y_score = np.asarray(raw.predict_proba(model_input))[:, -1]
-    elif score_col and score_col in reference_frame.columns:
-        y_score = reference_frame[score_col].to_numpy()
+    y_score = _scores(model, model_input, reference_frame, score_col)
     common = dict(
         sensitive_features={c: reference_frame[c] for c in sensitive},
         y_pred=predict(model_input), y_score=y_score,
@@ -184,26 +215,19 @@ def evaluate_version(
     metrics = list(ref.metrics) if ref and ref.metrics is not None else _available(window)
     calls_model = [m for m in metrics if METRICS[m].needs_model]
     frozen = {c: "frozen" for c in inputs if c in sensitive}
-    options = {m: dict(model_cfg.options.get(m, {})) for m in METRICS}
-    for m in calls_model:
-        opts = options[m]
-        opts["column_kinds"] = {**frozen, **opts.get("column_kinds", {})}
-        opts.setdefault("round_integers", True)
-    kw = dict(min_group_size=model_cfg.min_group_size,
-              min_condition_size=model_cfg.min_condition_size,
-              intersection=model_cfg.intersection,
-              confidence_level=model_cfg.confidence_level,
-              thresholds=model_cfg.thresholds, options=options,
-              rng=np.random.default_rng(model_cfg.seed) if rng is None else rng)
+    settings = model_cfg.evaluation.replace(
+        options=_model_options(model_cfg, calls_model, frozen),
+        rng=np.random.default_rng(model_cfg.seed) if rng is None else rng)
     if not frozen or not calls_model:
-        return evaluate_window(window, metrics=metrics, **kw)
+        return evaluate_window(window, metrics=metrics, evaluation=settings)
     # the model reads sensitive columns: give the model-calling metrics the full inputs
     others = [m for m in metrics if m not in calls_model]
     with_model = evaluate_window(Window(**common, X=model_input, predict=predict),
-                                 metrics=calls_model, **kw)
+                                 metrics=calls_model, evaluation=settings)
     if not others:
         return with_model
-    return merge_reports(evaluate_window(window, metrics=others, **kw), with_model)
+    return merge_reports(evaluate_window(window, metrics=others, evaluation=settings),
+                         with_model)
 
 
 def _stage(exc: BaseException) -> str:

@@ -2,16 +2,19 @@
 
 The MLflow evaluator and the monitor both call :func:`evaluate_window`, so offline and online
 numbers cannot disagree. ``registry`` is the table of metrics every layer reads, ``thresholds``
-the alerting bounds, ``evaluate`` the window and its report.
+the alerting bounds, ``evaluate`` the window and its report, ``options`` the settings of an
+evaluation (:class:`EvaluationOptions`) and ``reading`` the reader of the settings the
+evaluator and the monitor share.
 """
 
 from .defaults import MIN_CONDITION_SIZE, MIN_GROUP_SIZE
 from .evaluate import Window, WindowReport, evaluate_summary, evaluate_window, safe_name
+from .options import EvaluationOptions
 from .registry import METRICS, MetricSpec, get_metric
 from .thresholds import Threshold
 
 __all__ = [
-    "METRICS", "MIN_CONDITION_SIZE", "MIN_GROUP_SIZE", "MetricSpec", "Threshold", "Window", "WindowReport", "evaluate_summary",
-    "evaluate_window",
-    "get_metric", "safe_name",
+    "METRICS", "MIN_CONDITION_SIZE", "MIN_GROUP_SIZE", "EvaluationOptions", "MetricSpec",
+    "Threshold", "Window", "WindowReport", "evaluate_summary", "evaluate_window", "get_metric",
+    "safe_name",
 ]

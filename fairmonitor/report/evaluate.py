@@ -33,10 +33,9 @@ from ..metrics._groups import (
     encode_attributes,
     sensitive_columns,
 )
-from ..metrics._parity import parity_from_rates
 from ..summaries import SummarySpec, WindowSummary, summarize
-from ..summaries import compute as _from_summary
-from .intervals import DEFAULT_LEVEL, interval_of, undefined
+from .intervals import interval_of, undefined
+from .options import DEFAULT, DefaultType, EvaluationOptions, resolve
 from .registry import METRICS, MetricSpec, get_metric
 from .thresholds import Severity, Threshold, evaluate_thresholds, worst
 
@@ -149,7 +148,7 @@ class Window:
         return len(next(iter(self.sensitive_features.values())))
 
     def get(self, name: str) -> Any:
-        """The window field ``name`` (one of the registry's inputs), or None."""
+        """Return the window field ``name`` (one of the registry's inputs), or None."""
         return getattr(self, name)
 
     def groups(self, intersection: bool = True) -> dict[str, Any]:
@@ -348,7 +347,7 @@ def _attributes(window: Window, intersection: bool) -> dict[str, Any]:
 
 def _select_metrics(has: Callable[[str], bool], metrics: Iterable[str] | None
                     ) -> tuple[list[MetricSpec], dict[str, str]]:
-    """Requested specs, and the reason each available-by-default one was skipped."""
+    """Return requested specs, and the reason each available-by-default one was skipped."""
     if metrics is not None:
         return [get_metric(name) for name in metrics], {}
     chosen, skipped = [], {}
@@ -370,40 +369,25 @@ def _call(spec: MetricSpec, window: Window, sf: Any, kwargs: Mapping[str, Any]) 
 
 
 #: Metrics computed from a summary's counts and score summaries (every other one reads rows).
-_PARITY = ("demographic_parity_difference", "demographic_parity_ratio",
-           "equalized_odds_difference", "equal_opportunity_difference",
-           "predictive_parity_difference")
-_NATIVE = {"abcc": _from_summary.abcc_from_summary, "abpc": _from_summary.abpc_from_summary,
-           "madd": _from_summary.madd_from_summary}
-#: from counts and score sums: exact whatever the summary keeps (raw scores or cells)
-_COUNTED = {"calibration_difference": _from_summary.calibration_from_summary}
-SUMMARY_METRICS = frozenset(_PARITY) | frozenset(_NATIVE) | frozenset(_COUNTED)
+SUMMARY_METRICS = frozenset(name for name, spec in METRICS.items() if not spec.needs_rows)
 #: Metrics with a weighted definition (``Window.sample_weight``): rates become weighted shares
 #: (fairlearn's ``sample_params``), ABCC compares weighted CDFs. MADD's and ABPC's bandwidth
 #: rules, HFM's nearest neighbours, CFair's matching and the robustness protocol have none here.
-WEIGHTED_METRICS = frozenset(_PARITY) | {"abcc", "calibration_difference"}
+WEIGHTED_METRICS = frozenset(name for name, spec in METRICS.items() if spec.weighted)
 
 
 def _from_summary_value(spec: MetricSpec, summary: WindowSummary, attr: str,
                         kwargs: Mapping[str, Any]) -> Any:
-    """One summary metric on one attribute: raw scores through the metric function itself."""
-    a = summary.attributes[attr]
+    """One summary metric on one attribute, the registry's way (``spec.from_summary``)."""
     accepted = _accepted_keywords(spec.func)
     kw = {**spec.options, **{k: v for k, v in kwargs.items() if k in accepted}}
-    if spec.name in _PARITY:
-        return parity_from_rates(spec.name, _from_summary.group_rates_from_summary(
-            a, kw.get("min_group_size", 1)), kw.get("min_condition_size", 1))
-    if spec.name in _COUNTED:
-        return _COUNTED[spec.name](a, min_group_size=kw.get("min_group_size", 1))
-    if a.raw:  # every group's scores: the metric function, every option, the raw value
-        scores, groups = _from_summary.pseudo_rows(a)
-        return spec.func(scores, sensitive_features=groups, **kw)
-    return _NATIVE[spec.name](a, max_bins_cells=summary.spec.max_bins, **kw)
+    assert spec.from_summary is not None
+    return spec.from_summary(spec, summary.attributes[attr], kw, summary.spec)
 
 
 def _sample_window(summary: WindowSummary, attr: str, predict: Any, threshold: float
                    ) -> tuple[Window, dict[str, Any]]:
-    """The row sample of one attribute's groups as a window (the row metrics' input)."""
+    """Return the row sample of one attribute's groups as a window (the row metrics' input)."""
     a = summary.attributes[attr]
     groups = list(a.groups.values())
     columns = {c: np.concatenate([g.sample[c] for g in groups]) for c in groups[0].sample}
@@ -427,14 +411,15 @@ def evaluate_window(
     window: Window,
     *,
     metrics: Iterable[str] | None = None,
-    min_group_size: int = 1,
-    min_condition_size: int = 1,
-    intersection: bool = True,
-    thresholds: Iterable[Threshold] = (),
-    options: Mapping[str, Mapping[str, Any]] | None = None,
-    rng: Any = None,
-    errors: Literal["coerce", "raise"] = "coerce",
-    confidence_level: float | None = DEFAULT_LEVEL,
+    min_group_size: int | DefaultType = DEFAULT,
+    min_condition_size: int | DefaultType = DEFAULT,
+    intersection: bool | DefaultType = DEFAULT,
+    thresholds: Iterable[Threshold] | DefaultType = DEFAULT,
+    options: Mapping[str, Mapping[str, Any]] | None | DefaultType = DEFAULT,
+    rng: Any = DEFAULT,
+    errors: Literal["coerce", "raise"] | DefaultType = DEFAULT,
+    confidence_level: float | None | DefaultType = DEFAULT,
+    evaluation: EvaluationOptions | None = None,
 ) -> WindowReport:
     """Evaluate fairness metrics on one window, per sensitive attribute.
 
@@ -471,6 +456,9 @@ def evaluate_window(
         Level of each value's confidence interval (``report.intervals``; the methods are in
         the registry's ``interval`` column and :mod:`fairmonitor.report.intervals`). None
         skips intervals and chance levels.
+    evaluation : EvaluationOptions, optional
+        All of the above settings in one object (built once from a config, as the monitor and
+        the evaluator do); a keyword given explicitly wins over its field.
 
     Returns
     -------
@@ -484,7 +472,12 @@ def evaluate_window(
     >>> r.values[("demographic_parity_difference", "sex")], r.status
     (0.5, 'critical')
     """
-    check_option(errors, "errors", ("coerce", "raise"), func="evaluate_window")
+    if errors is not DEFAULT:
+        check_option(errors, "errors", ("coerce", "raise"), func="evaluate_window")
+    settings = resolve(evaluation, min_group_size=min_group_size,
+                       min_condition_size=min_condition_size, intersection=intersection,
+                       thresholds=thresholds, options=options, rng=rng, errors=errors,
+                       confidence_level=confidence_level).replace(threshold=window.threshold)
     started = time.perf_counter()
     specs, skipped = _select_metrics(lambda i: window.get(i) is not None, metrics)
     # one summary of the window (groups encoded once, string columns converted once, each
@@ -492,6 +485,7 @@ def evaluate_window(
     # as evaluate_summary. Raw scores are kept (the window holds them anyway), so every
     # option of every metric applies and the values are the raw rows' values.
     inputs, failed = _checked_inputs(window)
+    intersection = settings.intersection
     summary = summarize(window.sensitive_features, **inputs, threshold=window.threshold,
                         groups=window.groups(intersection),
                         intersection=intersection, spec=_IN_PROCESS, model=window.model,
@@ -501,30 +495,29 @@ def evaluate_window(
     def rows(attr: str) -> tuple[Window, Any]:
         return window, attrs[attr]
 
-    return _evaluate(summary, specs, skipped, rows, lambda i: window.get(i) is not None,
-                     min_group_size=min_group_size, min_condition_size=min_condition_size,
-                     thresholds=thresholds, options=options,
-                     rng=rng, errors=errors, threshold=window.threshold, started=started,
-                     notes=_missing_notes(window), failed=failed, level=confidence_level,
-                     weights=window.sample_weight)
+    run = _Run(summary, rows, lambda i: window.get(i) is not None, settings, failed=failed,
+               weights=window.sample_weight)
+    return _evaluate(run, specs, skipped, started=started, notes=_missing_notes(window))
 
 
 def _missing_notes(window: Window) -> list[str]:
-    """What the window's missing-value policy did, one note per attribute."""
+    """Return what the window's missing-value policy did, one note per attribute."""
     return [f"sensitive attribute '{attr}': {n} row(s) with a missing value "
             + ("grouped as 'missing'" if how == "group" else "dropped from the window")
             for attr, (how, n) in window.missing_counts.items()]
 
 
 def _intersections(summary: WindowSummary) -> list[str]:
-    """The summary's automatic intersections (``"a:b"`` of attributes it also holds): only a
-    threshold that names one governs it."""
+    """Return the summary's automatic intersections (``"a:b"`` of attributes it also holds).
+
+    Only a threshold that names one governs it.
+    """
     return [a for a in summary.attributes if INTERSECTION_SEPARATOR in a
             and all(p in summary.attributes for p in a.split(INTERSECTION_SEPARATOR))]
 
 
 def _checked_inputs(window: Window) -> tuple[dict[str, Any], dict[str, Exception]]:
-    """The window's predictions, labels and scores, checked once for every metric.
+    """Return the window's predictions, labels and scores, checked once for every metric.
 
     An input that fails its check is left out of the summary; the metrics that need it fail
     with its error (NaN plus the reason, as when each metric checked its own input), the
@@ -575,16 +568,17 @@ def evaluate_summary(
     summary: WindowSummary,
     *,
     metrics: Iterable[str] | None = None,
-    min_group_size: int = 1,
-    min_condition_size: int = 1,
-    thresholds: Iterable[Threshold] = (),
-    options: Mapping[str, Mapping[str, Any]] | None = None,
+    min_group_size: int | DefaultType = DEFAULT,
+    min_condition_size: int | DefaultType = DEFAULT,
+    thresholds: Iterable[Threshold] | DefaultType = DEFAULT,
+    options: Mapping[str, Mapping[str, Any]] | None | DefaultType = DEFAULT,
     predict: Callable[[Any], Any] | None = None,
-    threshold: float = 0.5,
-    rng: Any = None,
-    errors: Literal["coerce", "raise"] = "coerce",
-    confidence_level: float | None = DEFAULT_LEVEL,
+    threshold: float | DefaultType = DEFAULT,
+    rng: Any = DEFAULT,
+    errors: Literal["coerce", "raise"] | DefaultType = DEFAULT,
+    confidence_level: float | None | DefaultType = DEFAULT,
     results: Mapping[tuple[str, str], tuple[Any, list[Any]]] | None = None,
+    evaluation: EvaluationOptions | None = None,
 ) -> WindowReport:
     """Evaluate a (possibly merged) window summary: the report :func:`evaluate_window` gives.
 
@@ -602,9 +596,10 @@ def evaluate_summary(
     predict : callable, optional
         The model, for the robustness metrics (run on the sample).
     metrics, min_group_size, min_condition_size, thresholds, options, threshold, rng, errors,
-    confidence_level
-        As :func:`evaluate_window`. Intervals come from the summary's counts and score
-        summaries (the same as on the raw rows, up to the cells' resolution).
+    confidence_level, evaluation
+        As :func:`evaluate_window` (``threshold``: the decision threshold, default 0.5).
+        Intervals come from the summary's counts and score summaries (the same as on the raw
+        rows, up to the cells' resolution).
     results : mapping of (metric, attribute) to (result, warnings), optional
         Metric results computed elsewhere (e.g. ``hfm_average`` scanned over all rows on
         Spark), with the warnings their computation raised: used instead of calling the
@@ -623,7 +618,12 @@ def evaluate_summary(
     >>> evaluate_summary(hour1.merge(hour2)).values[("demographic_parity_difference", "sex")]
     0.5
     """
-    check_option(errors, "errors", ("coerce", "raise"), func="evaluate_summary")
+    if errors is not DEFAULT:
+        check_option(errors, "errors", ("coerce", "raise"), func="evaluate_summary")
+    settings = resolve(evaluation, min_group_size=min_group_size,
+                       min_condition_size=min_condition_size, thresholds=thresholds,
+                       options=options, threshold=threshold, rng=rng, errors=errors,
+                       confidence_level=confidence_level)
     started = time.perf_counter()
 
     def has(name: str) -> bool:
@@ -635,7 +635,7 @@ def evaluate_summary(
 
     specs, skipped = _select_metrics(has, metrics)
     notes: list[str] = []
-    if any(spec.name not in SUMMARY_METRICS for spec in specs) and summary.spec.sample_size:
+    if any(spec.needs_rows for spec in specs) and summary.spec.sample_size:
         notes.append(f"hfm, cfair and robustness are estimated on a row sample of at most "
                      f"{summary.spec.sample_size} rows per group")
 
@@ -644,134 +644,164 @@ def evaluate_summary(
             raise InvalidInputError(
                 "this metric reads rows and the summary keeps no row sample "
                 "(SummarySpec(sample_size=0)); summarize with sample_size > 0")
-        return _sample_window(summary, attr, predict, threshold)
+        return _sample_window(summary, attr, predict, settings.threshold)
 
-    return _evaluate(summary, specs, skipped, rows, has, min_group_size=min_group_size,
-                     min_condition_size=min_condition_size, thresholds=thresholds,
-                     options=options, rng=rng, errors=errors,
-                     threshold=threshold, started=started, notes=notes, level=confidence_level,
-                     results=results)
+    run = _Run(summary, rows, has, settings, given=results or {})
+    return _evaluate(run, specs, skipped, started=started, notes=notes)
 
 
-def _evaluate(summary: WindowSummary, specs: list[MetricSpec], skipped: dict[str, str],
-              rows: Callable[[str], tuple[Window, Any]], has: Callable[[str], bool], *,
-              min_group_size: int, thresholds: Iterable[Threshold],
-              min_condition_size: int = 1,
-              options: Mapping[str, Mapping[str, Any]] | None, rng: Any, errors: str,
-              threshold: float, started: float, notes: list[str],
-              failed: Mapping[str, Exception] | None = None,
-              level: float | None = DEFAULT_LEVEL,
-              weights: NDArray[np.float64] | None = None,
-              results: Mapping[tuple[str, str], tuple[Any, list[Any]]] | None = None
-              ) -> WindowReport:
-    """The one evaluation loop behind evaluate_window and evaluate_summary."""
-    failed = failed or {}
-    given = results or {}
-    options = options or {}
-    values: dict[tuple[str, str], float] = {}
-    reasons: dict[tuple[str, str], str] = {}
-    details: dict[tuple[str, str], Any] = {}
-    intervals: dict[tuple[str, str], Any] = {}
-    boot_cache: dict[Any, Any] = {}  # one score bootstrap per attribute, for every metric
+@dataclass
+class _Run:
+    """What every metric step of one evaluation reads."""
+
+    summary: WindowSummary
+    #: an attribute's rows (a window and its sensitive features), for the row metrics
+    rows: Callable[[str], tuple[Window, Any]]
+    #: whether the evaluated data has an input (a registry input name)
+    has: Callable[[str], bool]
+    settings: EvaluationOptions
+    #: inputs that failed their check: the metrics reading them fail with their error
+    failed: Mapping[str, Exception] = field(default_factory=dict)
+    weights: NDArray[np.float64] | None = None
+    #: results computed elsewhere, (metric, attribute) -> (result, warnings)
+    given: Mapping[tuple[str, str], tuple[Any, list[Any]]] = field(default_factory=dict)
+    #: specs sharing a function (the robustness summaries) share one call per attribute
+    calls: dict[tuple[int, str], tuple[Any, list[Any]]] = field(default_factory=dict)
+    #: one score bootstrap per attribute, for every score metric's interval
+    boot: dict[Any, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    """One metric on one attribute: the value, and its reason, interval, result, warnings."""
+
+    value: float
+    reason: str | None = None
+    interval: Any = None
+    result: Any = None
+    caught: tuple[Any, ...] = ()
+
+
+def _undefined(run: _Run, reason: str) -> _Outcome:
+    """NaN with ``reason``, and an undefined interval saying it (when intervals are on)."""
+    level = run.settings.confidence_level
+    return _Outcome(float("nan"), reason, None if level is None else undefined(reason))
+
+
+def _step(run: _Run, spec: MetricSpec, attr: str) -> _Outcome:
+    """Evaluate one metric on one attribute; a failure is NaN with the error (``coerce``)."""
+    missing = [i for i in spec.inputs if not run.has(i)]
+    if missing:
+        return _undefined(run, _MISSING_REASON[missing[0]])
+    kwargs = run.settings.metric_kwargs(spec.name)
+    if run.weights is not None:
+        if not spec.weighted:
+            return _undefined(run, f"{spec.name} has no weighted definition here; evaluate it "
+                                   "without sample_weight (weighted: "
+                                   f"{', '.join(sorted(WEIGHTED_METRICS))})")
+        kwargs["sample_weight"] = run.weights
+    try:
+        result, caught = _result(run, spec, attr, kwargs)
+        value = float(getattr(result, spec.field or "value", result))
+    except Exception as exc:  # a failing metric must not take the window down
+        if run.settings.errors == "raise":
+            raise
+        log.warning("metric %s on %r failed: %s", spec.name, attr, exc)
+        return _undefined(run, f"error: {exc}")
+    interval = None
+    if run.settings.confidence_level is not None:
+        interval = (undefined("intervals are not computed for weighted windows")
+                    if run.weights is not None
+                    else _interval(spec, value, result, run, attr, kwargs))
+    return _Outcome(value, None, interval, result, tuple(caught))
+
+
+def _result(run: _Run, spec: MetricSpec, attr: str, kwargs: Mapping[str, Any]
+            ) -> tuple[Any, list[Any]]:
+    """Return the metric function's result on ``attr`` and the warnings it raised."""
+    if (spec.name, attr) in run.given:  # computed elsewhere: not shared with other specs
+        result, caught = run.given[(spec.name, attr)]
+        if isinstance(result, Exception):  # it failed there: as if it failed here
+            raise result
+        return result, caught
+    key = (id(spec.func), attr)
+    if key not in run.calls:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            if not spec.needs_rows and run.weights is None:
+                for name in spec.inputs:
+                    if name in run.failed:
+                        raise run.failed[name]
+                result = _from_summary_value(spec, run.summary, attr, kwargs)
+            else:
+                window, sf = run.rows(attr)
+                result = _call(spec, window, sf, kwargs)
+        run.calls[key] = (result, list(caught))
+    return run.calls[key]
+
+
+def _record(report: dict[str, dict[tuple[str, str], Any]], notes: list[str],
+            key: tuple[str, str], outcome: _Outcome) -> None:
+    """File an outcome: its value, interval and detail; its warnings as reason or note."""
+    value = report["values"][key] = outcome.value
+    if outcome.reason is not None:
+        report["reasons"][key] = outcome.reason
+    if outcome.interval is not None:
+        report["intervals"][key] = outcome.interval
+    if outcome.result is not None and not isinstance(outcome.result, float | int | np.floating):
+        report["details"][key] = outcome.result
+    for w in outcome.caught:
+        text = str(w.message)
+        if issubclass(w.category, UndefinedMetricWarning) and np.isnan(value):
+            report["reasons"].setdefault(key, text)
+        elif issubclass(w.category, GroupExclusionWarning | UndefinedMetricWarning):
+            if text not in notes:
+                notes.append(text)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    if np.isnan(value):
+        report["reasons"].setdefault(key, "undefined on this window")
+
+
+def _evaluate(run: _Run, specs: list[MetricSpec], skipped: dict[str, str], *,
+              started: float, notes: list[str]) -> WindowReport:
+    """Run the one evaluation loop behind evaluate_window and evaluate_summary."""
+    summary = run.summary
+    found: dict[str, dict[tuple[str, str], Any]] = {
+        "values": {}, "reasons": {}, "details": {}, "intervals": {}}
+    for spec in specs:
+        for attr in summary.attributes:
+            _record(found, notes, (spec.name, attr), _step(run, spec, attr))
     group_counts = {
         attr: {_group_label(lab): int(g.n) for lab, g in a.groups.items()}
         for attr, a in summary.attributes.items()
     }
-    cache: dict[tuple[int, str], tuple[Any, list[warnings.WarningMessage]]] = {}
-    for spec in specs:
-        missing = [i for i in spec.inputs if not has(i)]
-        for attr in summary.attributes:
-            key = (spec.name, attr)
-            if missing:
-                values[key], reasons[key] = float("nan"), _MISSING_REASON[missing[0]]
-                if level is not None:
-                    intervals[key] = undefined(reasons[key])
-                continue
-            kwargs = {"min_group_size": min_group_size, "min_condition_size": min_condition_size,
-                      "rng": rng, "threshold": threshold, **options.get(spec.name, {})}
-            if weights is not None:
-                if spec.name not in WEIGHTED_METRICS:
-                    values[key] = float("nan")
-                    reasons[key] = (f"{spec.name} has no weighted definition here; evaluate it "
-                                    "without sample_weight (weighted: "
-                                    f"{', '.join(sorted(WEIGHTED_METRICS))})")
-                    if level is not None:
-                        intervals[key] = undefined(reasons[key])
-                    continue
-                kwargs["sample_weight"] = weights
-            # specs sharing a function (e.g. the robustness summaries) share one call per
-            # attribute, and the warnings it raised
-            cache_key = (id(spec.func), attr)
-            try:
-                if key in given:  # computed elsewhere: not shared with the specs of its function
-                    result, caught = given[key]
-                    if isinstance(result, Exception):  # it failed there: as if it failed here
-                        raise result
-                elif cache_key not in cache:
-                    with warnings.catch_warnings(record=True) as caught:
-                        warnings.simplefilter("always")
-                        if spec.name in SUMMARY_METRICS and weights is None:
-                            for name in spec.inputs:
-                                if name in failed:
-                                    raise failed[name]
-                            result = _from_summary_value(spec, summary, attr, kwargs)
-                        else:
-                            window, sf = rows(attr)
-                            result = _call(spec, window, sf, kwargs)
-                        cache[cache_key] = (result, list(caught))
-                if key not in given:
-                    result, caught = cache[cache_key]
-                value = float(getattr(result, spec.field or "value", result))
-            except Exception as exc:  # a failing metric must not take the window down
-                if errors == "raise":
-                    raise
-                log.warning("metric %s on %r failed: %s", spec.name, attr, exc)
-                values[key], reasons[key] = float("nan"), f"error: {exc}"
-                if level is not None:
-                    intervals[key] = undefined(reasons[key])
-                continue
-            values[key] = value
-            if level is not None and weights is not None:
-                intervals[key] = undefined("intervals are not computed for weighted windows")
-            elif level is not None:
-                intervals[key] = _interval(spec, value, result, summary, attr, kwargs, level,
-                                           boot_cache, errors)
-            if not isinstance(result, float | int | np.floating):
-                details[key] = result
-            for w in caught:
-                text = str(w.message)
-                if issubclass(w.category, UndefinedMetricWarning) and np.isnan(value):
-                    reasons.setdefault(key, text)
-                elif issubclass(w.category, GroupExclusionWarning | UndefinedMetricWarning):
-                    if text not in notes:
-                        notes.append(text)
-                else:
-                    warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-            if np.isnan(value):
-                reasons.setdefault(key, "undefined on this window")
+    statuses = evaluate_thresholds(found["values"], run.settings.thresholds,
+                                   _intersections(summary), found["intervals"])
     return WindowReport(
         model=summary.model, version=summary.version, start=summary.start, end=summary.end,
-        n_rows=summary.n_rows, values=MappingProxyType(values),
-        reasons=MappingProxyType(reasons), details=MappingProxyType(details),
-        statuses=MappingProxyType(evaluate_thresholds(values, thresholds,
-                                                      _intersections(summary), intervals)),
+        n_rows=summary.n_rows, values=MappingProxyType(found["values"]),
+        reasons=MappingProxyType(found["reasons"]),
+        details=MappingProxyType(found["details"]), statuses=MappingProxyType(statuses),
         group_counts=MappingProxyType(group_counts), notes=tuple(notes),
         skipped=MappingProxyType(skipped), duration_seconds=time.perf_counter() - started,
-        intervals=MappingProxyType(intervals),
+        intervals=MappingProxyType(found["intervals"]),
     )
 
 
-def _interval(spec: MetricSpec, value: float, result: Any, summary: WindowSummary, attr: str,
-              kwargs: Mapping[str, Any], level: float, cache: dict[Any, Any],
-              errors: str) -> Any:
-    """The value's interval; a failure is a NaN interval with the error, never a lost value."""
+def _interval(spec: MetricSpec, value: float, result: Any, run: _Run, attr: str,
+              kwargs: Mapping[str, Any]) -> Any:
+    """Return the value's interval; a failure is a NaN interval with the error."""
+    level = run.settings.confidence_level
+    assert level is not None
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # empty bootstrap draws
-            return interval_of(spec.name, spec.field, value, result, summary.attributes[attr],
-                               kw={**spec.options, **kwargs}, level=level, cache=cache)
+            return interval_of(spec.name, spec.field, value, result,
+                               run.summary.attributes[attr], kw={**spec.options, **kwargs},
+                               level=level, cache=run.boot)
     except Exception as exc:
-        if errors == "raise":
+        if run.settings.errors == "raise":
             raise
         log.warning("interval of %s on %r failed: %s", spec.name, attr, exc)
         return undefined(f"error: {exc}")

@@ -50,20 +50,17 @@ from ..metrics._intervals import (
 from ..metrics._rate_intervals import rate_gap_interval
 from ..summaries import compute as _compute
 from ..summaries.core import AttributeSummary, GroupSummary
+from .registry import CONDITIONS, METRICS, MetricSpec
 
 __all__ = ["DEFAULT_LEVEL", "interval_of", "undefined"]
 
 #: Confidence level of every interval unless the caller says otherwise.
 DEFAULT_LEVEL = 0.95
 _NAN = float("nan")
-_RATES = ("demographic_parity_difference", "demographic_parity_ratio",
-          "equalized_odds_difference", "equal_opportunity_difference",
-          "predictive_parity_difference", "calibration_difference")
-_SCORES = ("abcc", "madd", "abpc")
 
 
 def undefined(reason: str, method: str = "none") -> Interval:
-    """A NaN interval with its reason."""
+    """Return a NaN interval with its reason."""
     return Interval(_NAN, _NAN, _NAN, method, reason)
 
 
@@ -74,36 +71,39 @@ def _kept(attr: AttributeSummary, min_group_size: int) -> list[GroupSummary]:
     return [attr.groups[label] for label in labels]
 
 
-def _rates(name: str, groups: list[GroupSummary], level: float,
+def _rates(spec: MetricSpec, groups: list[GroupSummary], level: float,
            min_condition_size: int = 1) -> Interval:
+    """Return the interval of a rate gap; ``spec.conditions_on`` names each rate's trials."""
     n = np.array([g.n for g in groups], dtype=float)
-    if name.startswith("demographic"):
+    if not spec.needs_labels:  # selection rates: of every row
         if any(g.predicted_positive is None for g in groups):
             return undefined("no predictions")
         pos = np.array([g.predicted_positive for g in groups], dtype=float)
-        return rate_gap_interval(pos, n, ratio=name.endswith("ratio"), level=level)
+        return rate_gap_interval(pos, n, ratio=spec.direction == "higher_is_fairer",
+                                 level=level)
     if any(g.confusion is None for g in groups):
         return undefined("labels not available")
-    tp, fp, fn, tn = np.array([g.confusion for g in groups], dtype=float).reshape(-1, 4).T
-    if name == "calibration_difference":
-        return _calibration(groups, n, tp + fn, level)
-
-    def kept(trials: NDArray[np.float64]) -> NDArray[np.float64]:
+    counts = np.array([g.confusion for g in groups], dtype=float).reshape(-1, 4).T
+    if not spec.conditions_on:  # the calibration gap: means, not rates
+        return _calibration(groups, n, counts[0] + counts[2], level)
+    successes, trials = [], []
+    for condition in spec.conditions_on:
+        hits, of = CONDITIONS[condition]
+        total = counts[list(of)].sum(axis=0)
+        successes.append(counts[hits[0]])
         # the metric's filter: a group with fewer conditioning rows has no rate (0 trials)
-        return np.where(trials < min_condition_size, 0.0, trials)
-
-    if name == "equal_opportunity_difference":
-        return rate_gap_interval(tp, kept(tp + fn), level=level)
-    if name == "predictive_parity_difference":
-        return rate_gap_interval(tp, kept(tp + fp), level=level)
-    return rate_gap_interval(np.stack([tp, fp]), np.stack([kept(tp + fn), kept(fp + tn)]),
-                             level=level)
+        trials.append(np.where(total < min_condition_size, 0.0, total))
+    if len(successes) == 1:
+        return rate_gap_interval(successes[0], trials[0], level=level)
+    return rate_gap_interval(np.stack(successes), np.stack(trials), level=level)
 
 
 def _calibration(groups: list[GroupSummary], n: NDArray[np.float64],
                  positives: NDArray[np.float64], level: float) -> Interval:
-    """Wald-type: Var(score - y) <= (sd(score) + sd(y))^2 (Cauchy-Schwarz), as the summary
-    holds no sum of score x label; conservative, never too narrow."""
+    """Return a Wald-type interval: Var(score - y) <= (sd(score) + sd(y))^2 (Cauchy-Schwarz).
+
+    The summary holds no sum of score x label; conservative, never too narrow.
+    """
     if any(g.moments is None for g in groups):
         return undefined("no scores")
     total, squares = (np.array([g.moments[k] for g in groups], dtype=float)  # type: ignore
@@ -121,7 +121,7 @@ def _calibration(groups: list[GroupSummary], n: NDArray[np.float64],
 
 
 def _fine(g: GroupSummary) -> NDArray[np.float64]:
-    """The group's fine score histogram, from raw scores or from cells (their mean score)."""
+    """Return the group's fine score histogram, from raw scores or from cells."""
     if g.scores is not None:  # sorted, as a summary keeps them
         return fine_histogram_sorted(g.scores)
     from ..metrics._intervals_compiled import cell_histogram  # numba: one pass over the cells
@@ -199,7 +199,7 @@ def _rows(name: str, field: str | None, value: float, result: Any, level: float)
 def interval_of(name: str, field: str | None, value: float, result: Any,
                 attr: AttributeSummary, *, kw: Mapping[str, Any], level: float,
                 cache: dict[Any, Any]) -> Interval:
-    """The interval and chance level of metric ``name``'s ``value`` on one attribute.
+    """Return the interval and chance level of metric ``name``'s ``value`` on one attribute.
 
     ``result`` is the metric function's full result (MADD's pairs, HFM's sampled interval,
     the robustness standard errors); ``kw`` the options the metric ran with; ``cache`` is
@@ -207,11 +207,13 @@ def interval_of(name: str, field: str | None, value: float, result: Any,
     """
     if not math.isfinite(value):
         return undefined("the value is undefined")
+    spec = METRICS[name]
     try:
-        if name in _RATES or name in _SCORES:
+        if spec.summary in ("rates", "counts"):
             groups = _kept(attr, int(kw.get("min_group_size", 1)))
-            if name in _RATES:
-                return _rates(name, groups, level, int(kw.get("min_condition_size", 1)))
+            return _rates(spec, groups, level, int(kw.get("min_condition_size", 1)))
+        if spec.summary == "scores":
+            groups = _kept(attr, int(kw.get("min_group_size", 1)))
             return _scores(name, value, result, attr, groups, kw, level, cache)
         return _rows(name, field, value, result, level)
     except (AttributeError, KeyError, IndexError, TypeError) as exc:  # a result without SEs

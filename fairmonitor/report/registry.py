@@ -10,6 +10,13 @@ passed positionally, in order (``y_true``, ``y_pred``, ``y_score``, ``X``, ``pre
 ``optional_inputs`` are passed as keywords when the window has them. Several specs may share one
 ``func`` and read different fields of its result (``field``), e.g. the robustness summaries; the
 report layer calls such a function once per attribute.
+
+A spec also carries what the metric can do, so that adding one is this table's entry plus its
+function: ``summary`` (how it is computed from a window summary: ``"rates"`` from per-group
+rates, ``"counts"`` from counts and score sums, ``"scores"`` from the score summaries; None
+reads rows), ``weighted`` (it has a ``sample_weight`` definition), ``interval`` (which
+interval method), and ``conditions_on`` (what each rate conditions on, which
+``min_condition_size`` filters).
 """
 
 from __future__ import annotations
@@ -21,11 +28,24 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from .. import metrics as m
+from ..metrics._parity import parity_from_rates
 from ..robustness.ratio import robustness_ratio  # --- robustness ---
+from ..summaries import compute as _summary
 
-__all__ = ["INPUTS", "METRICS", "MetricSpec", "get_metric"]
+__all__ = ["CONDITIONS", "INPUTS", "METRICS", "MetricSpec", "get_metric"]
 
 Direction = Literal["lower_is_fairer", "higher_is_fairer"]
+#: How a metric is computed from a window summary (:mod:`fairmonitor.summaries`): from the
+#: per-group rates, from counts and score sums, or from the per-group score summaries.
+SummaryPath = Literal["rates", "counts", "scores"]
+#: What a rate conditions on, as (successes, trials) of the per-group confusion counts
+#: (tp, fp, fn, tn): the interval of a rate gap reads them, and ``min_condition_size`` leaves
+#: out the groups with fewer trials.
+CONDITIONS: Mapping[str, tuple[tuple[int, ...], tuple[int, ...]]] = MappingProxyType({
+    "positives": ((0,), (0, 2)),            # TPR: tp / (tp + fn)
+    "negatives": ((1,), (1, 3)),            # FPR: fp / (fp + tn)
+    "predicted_positives": ((0,), (0, 1)),  # precision: tp / (tp + fp)
+})
 
 #: The window fields a metric can ask for.
 INPUTS = ("y_true", "y_pred", "y_score", "X", "predict")
@@ -66,6 +86,18 @@ class MetricSpec:
     no_interval : str or None
         Why a metric whose values have a chance level has no interval (said when a threshold
         asks for ``compare: bound``).
+    summary : {'rates', 'counts', 'scores'} or None
+        How a window summary gives its value (:data:`SummaryPath`); None: it reads rows (on a
+        stored summary, its row sample).
+    from_summary : callable or None
+        ``from_summary(spec, attribute_summary, kwargs, summary_spec) -> result``, set with
+        ``summary``.
+    weighted : bool
+        It has a weighted definition (``Window.sample_weight``); the others are NaN with the
+        reason on a weighted window.
+    conditions_on : tuple of str
+        What each of its rates conditions on (keys of :data:`CONDITIONS`), for
+        ``min_condition_size`` and the rate intervals; empty for a rate of all rows.
     """
 
     name: str
@@ -82,6 +114,15 @@ class MetricSpec:
     options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     interval: str | None = None
     no_interval: str | None = None
+    summary: SummaryPath | None = None
+    from_summary: Callable[..., Any] | None = dataclasses.field(default=None, repr=False)
+    weighted: bool = False
+    conditions_on: tuple[str, ...] = ()
+
+    @property
+    def needs_rows(self) -> bool:
+        """True if a window summary cannot give its value (it reads rows)."""
+        return self.from_summary is None
 
     @property
     def needs_labels(self) -> bool:
@@ -115,41 +156,79 @@ def _spec(name: str, func: Callable[..., Any], inputs: tuple[str, ...], *,
     return MetricSpec(name, func, inputs, direction, ideal, lower, upper, unit, help, **kw)
 
 
-_RATE = "analytic: per-group rate draws, directional derivative of the max (Fang-Santos)"
+# --- how a window summary gives a metric: (attribute summary, kwargs, summary spec) -> result
+
+
+def _rates_value(spec: MetricSpec, a: Any, kw: Mapping[str, Any], sspec: Any) -> Any:
+    """Compute a parity metric from the summary's per-group rates (exact: they are counts)."""
+    rates = _summary.group_rates_from_summary(a, kw.get("min_group_size", 1))
+    # the rate family is the function's (an entry may reuse one under another name)
+    return parity_from_rates(spec.func.__name__, rates, kw.get("min_condition_size", 1))
+
+
+def _from_counts(func: Callable[..., Any]) -> dict[str, Any]:
+    """Compute from counts and score sums: exact whatever the summary keeps."""
+    def compute(spec: MetricSpec, a: Any, kw: Mapping[str, Any], sspec: Any) -> Any:
+        return func(a, min_group_size=kw.get("min_group_size", 1))
+    return {"summary": "counts", "from_summary": compute}
+
+
+def _from_scores(native: Callable[..., Any]) -> dict[str, Any]:
+    """Compute a score metric from the score summaries.
+
+    Raw scores go through the metric function itself (every option, the raw value), cells
+    through ``native``.
+    """
+    def compute(spec: MetricSpec, a: Any, kw: Mapping[str, Any], sspec: Any) -> Any:
+        if a.raw:
+            scores, groups = _summary.pseudo_rows(a)
+            return spec.func(scores, sensitive_features=groups, **kw)
+        return native(a, max_bins_cells=sspec.max_bins, **kw)
+    return {"summary": "scores", "from_summary": compute}
+
+
+#: a parity metric: from the rates, weighted, an analytic rate interval
+_PARITY = {"summary": "rates", "from_summary": _rates_value, "weighted": True,
+           "interval": "analytic: per-group rate draws, directional derivative of the max "
+                       "(Fang-Santos)"}
 _BOOT = "Poisson bootstrap of per-group score histograms, directional derivative of the max"
 _WALD = "Wald, from the standard error over the protocol's noise repeats"
 
 _SPECS: list[MetricSpec] = [
     # --- parity (classical group metrics on hard predictions) ---
     _spec("demographic_parity_difference", m.demographic_parity_difference, ("y_pred",),
-          interval=_RATE,
+          **_PARITY,
           help="Largest between-group difference in selection rate (0 is parity)."),
     _spec("demographic_parity_ratio", m.demographic_parity_ratio, ("y_pred",),
-          interval=_RATE,
+          **_PARITY,
           direction="higher_is_fairer", ideal=1.0,
           help="Smallest group selection rate over the largest (1 is parity)."),
     _spec("equalized_odds_difference", m.equalized_odds_difference, ("y_true", "y_pred"),
-          interval=_RATE,
+          **_PARITY, conditions_on=("positives", "negatives"),
           help="Larger of the between-group TPR and FPR gaps (0 is equalized odds)."),
     _spec("equal_opportunity_difference", m.equal_opportunity_difference, ("y_true", "y_pred"),
-          interval=_RATE,
+          **_PARITY, conditions_on=("positives",),
           help="Largest between-group gap in true positive rate (0 is equal opportunity)."),
     _spec("predictive_parity_difference", m.predictive_parity_difference, ("y_true", "y_pred"),
-          interval=_RATE,
+          **_PARITY, conditions_on=("predicted_positives",),
           help="Largest between-group gap in precision, P(y=1 | predicted 1) (0 is predictive "
                "parity)."),
     _spec("calibration_difference", m.calibration_difference, ("y_true", "y_score"), upper=2.0,
+          **_from_counts(_summary.calibration_from_summary), weighted=True,
           interval="Wald, per-group variance bounded by (sd(score) + sd(label))^2 / n",
           help="Largest between-group difference in calibration-in-the-large, mean score "
                "minus positive rate (0: every group calibrated alike)."),
     # --- distributional (ABCC / ABPC) ---
     _spec("abcc", m.abcc, ("y_score",), upper=1.0, unit="fraction", interval=_BOOT,
+          **_from_scores(_summary.abcc_from_summary), weighted=True,
           help="Area between the groups' score CDFs, = Wasserstein-1 (0 is parity, max 1)."),
     _spec("abpc", m.abpc, ("y_score",), upper=2.0, unit="density area", interval=_BOOT,
+          **_from_scores(_summary.abpc_from_summary),
           help="Area between the groups' score densities, = 2 x total variation (0 is parity, "
                "max 2)."),
     # --- madd ---
     _spec("madd", m.madd, ("y_score",), upper=2.0, unit="density distance", field="value",
+          **_from_scores(_summary.madd_from_summary),
           no_interval="its value is biased upwards by the bins' noise (~0.24 at 500 rows per "
                       "group and 32 bins) and no bias-corrected interval covers "
                       "(docs/intervals_scores.md); compare its value with its chance level, or "

@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from ..report import Threshold, WindowReport
+from ..report.options import DEFAULT, DefaultType, EvaluationOptions, resolve
 from ..report.thresholds import worst
 from ._parts import evaluate_parts
 from .hfm import _hfm_average
@@ -26,15 +27,16 @@ def evaluate_spark(
     data: Any,
     *,
     metrics: Iterable[str] | None = None,
-    min_group_size: int = 1,
-    thresholds: Iterable[Threshold] = (),
-    options: Mapping[str, Mapping[str, Any]] | None = None,
+    min_group_size: int | DefaultType = DEFAULT,
+    thresholds: Iterable[Threshold] | DefaultType = DEFAULT,
+    options: Mapping[str, Mapping[str, Any]] | None | DefaultType = DEFAULT,
     predict: Callable[[Any], Any] | None = None,
-    rng: Any = None,
-    errors: Literal["coerce", "raise"] = "coerce",
+    rng: Any = DEFAULT,
+    errors: Literal["coerce", "raise"] | DefaultType = DEFAULT,
     run_id: str | None = None,
     summaries: SparkSummaries | None = None,
     hfm_queries: int | None = 2000,
+    evaluation: EvaluationOptions | None = None,
     **summarize_kwargs: Any,
 ) -> dict[Any, WindowReport]:
     """Fairness reports of a Spark DataFrame, one per window, from merged summaries and scans.
@@ -68,8 +70,9 @@ def evaluate_spark(
         See :func:`summarize_spark`, which takes ``summarize_kwargs`` (``sensitive_features``,
         ``label``, ``score``, ``prediction``, ``features``, ``timestamp``, ``window``,
         ``window_column``, ``threshold``, ``spec``, ``missing``, ``spark`` ...).
-    metrics, min_group_size, thresholds, options, predict, rng, errors
-        As :func:`fairmonitor.report.evaluate_summary`.
+    metrics, min_group_size, thresholds, options, predict, rng, errors, evaluation
+        As :func:`fairmonitor.report.evaluate_summary` (the decision threshold is
+        ``summarize_kwargs``' ``threshold``, else ``evaluation``'s).
     run_id : str, optional
         Log the reports to this MLflow run (:func:`log_reports`).
     summaries : SparkSummaries, optional
@@ -104,11 +107,15 @@ def evaluate_spark(
     metrics = None if metrics is None else list(metrics)
     if summaries is None:
         summaries = summarize_spark(data, **summarize_kwargs)
-    threshold = float(summarize_kwargs.get("threshold", 0.5))
+    settings = resolve(evaluation, min_group_size=min_group_size, thresholds=thresholds,
+                       options=options, rng=rng, errors=errors)
+    settings = settings.replace(
+        threshold=float(summarize_kwargs.get("threshold", settings.threshold)))
     try:
-        scanned = _hfm_scan(data, metrics, hfm_queries, min_group_size, rng, summarize_kwargs)
+        scanned = _hfm_scan(data, metrics, hfm_queries, settings.min_group_size, settings.rng,
+                            summarize_kwargs)
     except Exception as exc:  # as any failing metric: NaN with the error, unless "raise"
-        if errors == "raise":
+        if settings.errors == "raise":
             raise
         log.warning("hfm_average scan over all rows failed: %s", exc)
         scanned = {key: {attr: (exc, []) for attr in summary.attributes}
@@ -118,9 +125,8 @@ def evaluate_spark(
         given = {("hfm_average", attr): found
                  for attr, found in scanned.get(key, {}).items()}
         # label-free metrics on every valid row, label metrics on the labelled ones
-        report = evaluate_parts(summaries, key, metrics=metrics, min_group_size=min_group_size,
-                                thresholds=list(thresholds), options=options, predict=predict,
-                                threshold=threshold, rng=rng, errors=errors, results=given)
+        report = evaluate_parts(summaries, key, metrics=metrics, predict=predict,
+                                results=given, evaluation=settings)
         if given and any(not isinstance(r, Exception) and k in report.values
                          for k, (r, _) in given.items()):
             report = replace(report, notes=(*report.notes, _HFM_NOTE.format(hfm_queries)))

@@ -1,16 +1,17 @@
 """Parse and validate the ``evaluator_config`` of the fairness evaluator.
 
 The config is a plain dict (``evaluator_config={"fairness": {...}}``). Every key is checked:
-an unknown key raises :class:`~fairmonitor.exceptions.ConfigError` naming it and listing the
-allowed ones, a bad value names the key, the rule and what was received. Metric names are checked
-against the registry, so a metric that has not been registered is an error here, not a silent
-no-op later.
+an unknown key is named with the allowed ones, a bad value names the key, the rule and what was
+received, and one :class:`~fairmonitor.exceptions.ConfigError` lists every problem at once (as
+the monitor's config does). Metric names are checked against the registry, so a metric that has
+not been registered is an error here, not a silent no-op later. The settings the monitor shares
+are read by :mod:`fairmonitor.report.reading`: one set of defaults, one error style.
 """
 
 from __future__ import annotations
 
 import difflib
-import inspect
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -18,10 +19,21 @@ from typing import Any
 
 import numpy as np
 
-from fairmonitor.exceptions import ConfigError, InvalidInputError
-from fairmonitor.metrics._groups import MISSING_POLICIES
+from fairmonitor.exceptions import ConfigError as ConfigError  # raised by parse_config
+from fairmonitor.exceptions import InvalidInputError
 from fairmonitor.report.defaults import MIN_CONDITION_SIZE, MIN_GROUP_SIZE
-from fairmonitor.report.registry import METRICS, get_metric
+from fairmonitor.report.options import EvaluationOptions
+from fairmonitor.report.reading import (
+    ROBUSTNESS_KEYS,
+    Reader,
+    read_confidence_level,
+    read_group_minimums,
+    read_missing,
+    read_options,
+    read_robustness,
+    read_thresholds,
+)
+from fairmonitor.report.registry import get_metric
 from fairmonitor.report.thresholds import Threshold
 
 __all__ = ["ALLOWED_KEYS", "DEFAULT_METRICS", "ROBUSTNESS_KEYS", "FairnessConfig",
@@ -58,13 +70,6 @@ ALLOWED_KEYS: dict[str, Any] = {
     "sample_weight": None,        # a column of per-row weights (weighted parity and ABCC)
 }
 
-#: The documented robustness sub-keys; keywords of the registered robustness function are
-#: accepted too (forwarded unchanged).
-ROBUSTNESS_KEYS = ("levels", "n_repeats", "max_rows")
-
-# the arguments the report layer fills in itself; never configurable per metric
-_RESERVED_KWARGS = frozenset({"sensitive_features", "min_group_size", "min_condition_size",
-                              "rng"})
 
 
 @dataclass(frozen=True)
@@ -151,6 +156,14 @@ class FairnessConfig:
     confidence_level: float | None = 0.95
     sample_weight: str | None = None
 
+    @functools.cached_property
+    def evaluation(self) -> EvaluationOptions:
+        """The report layer's settings of this evaluation, built once."""
+        return EvaluationOptions(
+            min_group_size=self.min_group_size, min_condition_size=self.min_condition_size,
+            intersection=self.intersection, thresholds=self.thresholds, options=self.options,
+            threshold=self.threshold, rng=self.rng, confidence_level=self.confidence_level)
+
     @property
     def attributes(self) -> tuple[str, ...]:
         """Attribute names the report will hold: each column, then their intersection."""
@@ -168,158 +181,96 @@ def _unknown(keys: Sequence[str], allowed: Sequence[str], where: str, hint: str 
             f"{', '.join(allowed)}.{hint}")
 
 
-def _names(value: Any, key: str, *, allow_none: bool) -> tuple[str, ...] | None:
-    if value is None and allow_none:
+def _names(r: Reader, cfg: Mapping[str, Any], key: str) -> tuple[str, ...] | None:
+    """Read a non-empty list of unique names (a single string is one); None if not given."""
+    value = cfg.get(key)
+    if value is None:
         return None
     if isinstance(value, str):
         value = [value]
     if (not isinstance(value, Sequence) or not value
             or not all(isinstance(v, str) and v for v in value)):
-        raise ConfigError(
-            f"{key}: must be a non-empty list of column/metric names; got {value!r}.")
+        r.error(key, f"must be a non-empty list of column/metric names; got {value!r}")
+        return None
     if len(set(value)) != len(value):
-        raise ConfigError(f"{key}: names must be unique; got {list(value)!r}.")
-    return tuple(value)
+        r.error(key, f"names must be unique; got {list(value)!r}")
+    return tuple(dict.fromkeys(value))
 
 
-def _metric_name(name: Any, key: str) -> str:
-    try:
-        return get_metric(name).name
-    except InvalidInputError as exc:
-        raise ConfigError(f"{key}: {exc}") from None
+def _metrics(r: Reader, cfg: Mapping[str, Any]) -> tuple[tuple[str, ...] | None, bool]:
+    """Read the requested metrics (None: the default set) and whether ``metrics="all"``."""
+    if cfg.get("metrics") == "all":
+        return None, True
+    names = _names(r, cfg, "metrics")
+    if names is None:
+        return None, False
+    known = []
+    for name in names:
+        try:
+            known.append(get_metric(name).name)
+        except InvalidInputError as exc:
+            r.error("metrics", str(exc))
+    return tuple(known), False
 
 
-def _number(value: Any, key: str, lo: float, hi: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ConfigError(f"{key}: must be a number in [{lo}, {hi}]; got {value!r}.")
-    if not lo <= value <= hi:
-        raise ConfigError(f"{key}: must be a number in [{lo}, {hi}]; got {value!r}.")
+def _column(r: Reader, cfg: Mapping[str, Any], key: str, what: str) -> str | None:
+    value = cfg.get(key)
+    if value is not None and (not isinstance(value, str) or not value):
+        r.error(key, f"must be {what}; got {value!r}")
+        return None
+    return value
+
+
+def _number(r: Reader, cfg: Mapping[str, Any], key: str, default: float, lo: float,
+            hi: float) -> float:
+    value = cfg.get(key, default)
+    if (isinstance(value, bool) or not isinstance(value, int | float)
+            or not math.isfinite(value) or not lo <= value <= hi):
+        r.error(key, f"must be a number in [{lo}, {hi}]; got {value!r}")
+        return default
     return float(value)
 
 
-def _positive_int(value: Any, key: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError(f"{key}: must be an integer >= 1; got {value!r}.")
-    return value
-
-
-def _bool(value: Any, key: str) -> bool:
+def _bool(r: Reader, cfg: Mapping[str, Any], key: str, default: bool) -> bool:
+    value = cfg.get(key, default)
     if not isinstance(value, bool):
-        raise ConfigError(f"{key}: must be True or False; got {value!r}.")
+        r.error(key, f"must be True or False; got {value!r}")
+        return default
     return value
 
 
-_THRESHOLD_KEYS = ("warning", "critical", "bound", "attribute", "compare")
+def _pos_label(r: Reader, cfg: Mapping[str, Any]) -> Any:
+    value = cfg.get("pos_label", 1)
+    if isinstance(value, list | dict | set | tuple) or value is None:
+        r.error("pos_label", f"must be a single class label; got {value!r}")
+        return 1
+    return value
 
 
-def _thresholds(value: Any, attributes: Sequence[str]) -> tuple[Threshold, ...]:
-    """The monitor's threshold model: ``{metric: entry or [entries]}``, an entry naming
-    ``attribute`` overrides the general one for that attribute (the intersection included)."""
-    if not isinstance(value, Mapping):
-        raise ConfigError("thresholds: must be a dict {metric: {warning, critical, bound, "
-                          f"attribute}} (or a list of such dicts); got {value!r}.")
-    out = []
-    for metric, entries in value.items():
-        name = _metric_name(metric, "thresholds")
-        items = entries if isinstance(entries, list) else [entries]
-        for i, spec in enumerate(items):
-            where = f"thresholds.{name}" + (f"[{i}]" if isinstance(entries, list) else "")
-            if not isinstance(spec, Mapping):
-                raise ConfigError(f"{where}: must be a dict with keys "
-                                  f"{', '.join(_THRESHOLD_KEYS)}; got {spec!r}.")
-            bad = [k for k in spec if k not in _THRESHOLD_KEYS]
-            if bad:
-                raise ConfigError(_unknown(bad, _THRESHOLD_KEYS, where))
-            attribute = spec.get("attribute")
-            if attribute is not None and attribute not in attributes:
-                raise ConfigError(f"{where}.attribute: {attribute!r} is not an evaluated "
-                                  f"attribute; choose one of {list(attributes)}.")
-            bound = spec.get("bound", METRICS[name].default_bound)
-            out.append(Threshold(name, spec.get("warning"), spec.get("critical"), bound,
-                                 attribute, compare=spec.get("compare", "value")))
-    return tuple(out)
+def _rng(r: Reader, cfg: Mapping[str, Any]) -> Any:
+    value = cfg.get("rng", 0)
+    if not (value is None or (isinstance(value, int) and not isinstance(value, bool))
+            or isinstance(value, np.random.Generator)):
+        r.error("rng", f"must be an integer seed, a numpy Generator or None; got {value!r}")
+        return 0
+    return value
 
 
-def _missing(value: Any, sensitive: Sequence[str]) -> Any:
-    allowed = ", ".join(MISSING_POLICIES)
-    if isinstance(value, str):
-        if value not in MISSING_POLICIES:
-            raise ConfigError(f"missing: must be one of {allowed} (or a dict {{column: policy}}"
-                              f"); got {value!r}.")
-        return value
-    if not isinstance(value, Mapping):
-        raise ConfigError(f"missing: must be one of {allowed} or a dict {{column: policy}}; "
-                          f"got {value!r}.")
-    out = dict.fromkeys(sensitive, "group")
-    for column, how in value.items():
-        if column not in sensitive:
-            raise ConfigError(f"missing.{column}: not one of the sensitive_features "
-                              f"{list(sensitive)}.")
-        if how not in MISSING_POLICIES:
-            raise ConfigError(f"missing.{column}: must be one of {allowed}; got {how!r}.")
-        out[column] = how
-    return out
-
-
-def _robustness_keywords() -> set[str]:
-    """Keyword options of the registered metrics that call the model (the robustness ones)."""
-    accepted: set[str] = set()
-    for spec in METRICS.values():
-        if "predict" in spec.inputs:
-            params = inspect.signature(spec.func).parameters
-            accepted |= {p for p, v in params.items() if v.kind == v.KEYWORD_ONLY}
-    return accepted - _RESERVED_KWARGS
-
-
-def _robustness(value: Any) -> tuple[dict[str, Any], bool | None]:
-    if value is None:
-        return {}, None
-    if isinstance(value, bool):
-        return {}, value
-    if not isinstance(value, Mapping):
-        raise ConfigError("robustness: must be a dict (levels, n_repeats, max_rows), True or "
-                          f"False; got {value!r}.")
-    allowed = sorted(set(ROBUSTNESS_KEYS) | _robustness_keywords())
-    bad = [k for k in value if k not in allowed]
-    if bad:
-        raise ConfigError(_unknown(bad, allowed, "robustness"))
-    out = dict(value)
-    if "levels" in out:
-        levels = out["levels"]
-        if (isinstance(levels, str | bytes) or not isinstance(levels, Sequence) or not levels
-                or any(isinstance(v, bool) or not isinstance(v, int | float) or not v > 0
-                       for v in levels)):
-            raise ConfigError("robustness.levels: must be a non-empty list of positive noise "
-                              f"levels; got {levels!r}.")
-        out["levels"] = tuple(float(v) for v in levels)
-    for key in ("n_repeats", "max_rows"):
-        if key in out:
-            out[key] = _positive_int(out[key], f"robustness.{key}")
-    return out, True
-
-
-def _options(value: Any) -> dict[str, dict[str, Any]]:
-    if not isinstance(value, Mapping):
-        raise ConfigError(
-            f"options: must be a dict {{metric: {{keyword: value}}}}; got {value!r}.")
-    out = {}
-    for metric, kwargs in value.items():
-        name = _metric_name(metric, "options")
-        if not isinstance(kwargs, Mapping):
-            raise ConfigError(f"options.{name}: must be a dict of keyword arguments; "
-                              f"got {kwargs!r}.")
-        params = inspect.signature(METRICS[name].func).parameters
-        allowed = sorted(p for p, v in params.items()
-                         if v.kind == v.KEYWORD_ONLY and p not in _RESERVED_KWARGS)
-        bad = [k for k in kwargs if k not in allowed]
-        if bad:
-            raise ConfigError(_unknown(bad, allowed, f"options.{name}"))
-        out[name] = dict(kwargs)
-    return out
+def _sensitive(r: Reader, cfg: Mapping[str, Any]) -> tuple[str, ...]:
+    if not cfg.get("sensitive_features"):
+        r.error("evaluator_config", "'sensitive_features' is required: the list of columns "
+                                    "holding the sensitive attributes, e.g. ['sex', "
+                                    "'age_group']")
+        return ()
+    return _names(r, cfg, "sensitive_features") or ()
 
 
 def parse_config(evaluator_config: Mapping[str, Any] | None) -> FairnessConfig:
     """Validate an ``evaluator_config`` dict and return a :class:`FairnessConfig`.
+
+    The settings the monitor shares (thresholds, ``missing``, the group minimums,
+    ``options``, ``robustness``, ``confidence_level``) are read by
+    :mod:`fairmonitor.report.reading`, with the monitor's defaults and messages.
 
     Parameters
     ----------
@@ -334,83 +285,55 @@ def parse_config(evaluator_config: Mapping[str, Any] | None) -> FairnessConfig:
     Raises
     ------
     ConfigError
-        An unknown key (named, with the allowed keys), a missing ``sensitive_features``, or a
-        bad value (the key, the rule and the value received).
+        One error listing every problem (``errors`` holds them one by one): an unknown key
+        (named, with the allowed keys), a missing ``sensitive_features``, or a bad value (the
+        key, the rule and the value received).
 
     Examples
     --------
     >>> parse_config({"sensitive_features": ["sex", "age_group"]}).attributes
     ('sex', 'age_group', 'sex:age_group')
     >>> try:
-    ...     parse_config({"sensitive_feature": ["sex"]})
+    ...     parse_config({"sensitive_feature": ["sex"], "min_group_size": 0})
     ... except ConfigError as exc:
-    ...     print(str(exc).split(";")[0])
+    ...     print(str(exc).splitlines()[0])
+    ...     print(exc.errors[0].split(";")[0])
+    ...     print(exc.errors[2])
+    evaluator_config has 3 errors:
     evaluator_config: unknown key(s) 'sensitive_feature' (did you mean 'sensitive_features'?)
+    min_group_size: must be a positive integer; got 0
     """
     cfg = dict(evaluator_config or {})
+    r = Reader()
     bad = [k for k in cfg if k not in ALLOWED_KEYS]
     if bad:
-        raise ConfigError(_unknown(bad, list(ALLOWED_KEYS), "evaluator_config", hint=(
+        r.error("", _unknown(bad, list(ALLOWED_KEYS), "evaluator_config", hint=(
             " With several evaluators, nest each one's config: "
             "evaluator_config={'fairness': {...}}.")))
-    if not cfg.get("sensitive_features"):
-        raise ConfigError("evaluator_config: 'sensitive_features' is required: the list of "
-                          "columns holding the sensitive attributes, e.g. ['sex', 'age_group'].")
-    sensitive = _names(cfg["sensitive_features"], "sensitive_features", allow_none=False)
-    all_metrics = cfg.get("metrics") == "all"
-    metrics = None if all_metrics else _names(cfg.get("metrics"), "metrics", allow_none=True)
-    if metrics is not None:
-        metrics = tuple(_metric_name(m, "metrics") for m in metrics)
-    score_column = cfg.get("score_column")
-    if score_column is not None and (not isinstance(score_column, str) or not score_column):
-        raise ConfigError(f"score_column: must be a column name; got {score_column!r}.")
-    weight_column = cfg.get("sample_weight")
-    if weight_column is not None and (not isinstance(weight_column, str) or not weight_column):
-        raise ConfigError(f"sample_weight: must be the name of a column of per-row weights; "
-                          f"got {weight_column!r}.")
-    pos_label = cfg.get("pos_label", 1)
-    if isinstance(pos_label, list | dict | set | tuple) or pos_label is None:
-        raise ConfigError(f"pos_label: must be a single class label; got {pos_label!r}.")
-    rng = cfg.get("rng", 0)
-    if not (rng is None or (isinstance(rng, int) and not isinstance(rng, bool))
-            or isinstance(rng, np.random.Generator)):
-        raise ConfigError(f"rng: must be an integer seed, a numpy Generator or None; got {rng!r}.")
-    robustness, enabled = _robustness(cfg.get("robustness"))
-    intersection = _bool(cfg.get("intersection", True), "intersection")
-    attributes = [*sensitive, *([":".join(sensitive)]  # type: ignore[arg-type]
-                                if intersection and len(sensitive) > 1 else [])]
-    return FairnessConfig(
-        sensitive_features=sensitive,  # type: ignore[arg-type]
-        metrics=metrics,
-        all_metrics=all_metrics,
-        score_column=score_column,
-        pos_label=pos_label,
-        threshold=_number(cfg.get("threshold", 0.5), "threshold", 0.0, 1.0),
-        min_group_size=_positive_int(cfg.get("min_group_size", MIN_GROUP_SIZE),
-                                     "min_group_size"),
-        min_condition_size=_positive_int(cfg.get("min_condition_size", MIN_CONDITION_SIZE),
-                                         "min_condition_size"),
+    sensitive = _sensitive(r, cfg)
+    metrics, all_metrics = _metrics(r, cfg)
+    intersection = _bool(r, cfg, "intersection", True)
+    attributes = [*sensitive, *([":".join(sensitive)] if intersection and len(sensitive) > 1
+                                else [])]
+    robustness, enabled = read_robustness(r, "robustness", cfg.get("robustness"))
+    min_group_size, min_condition_size = read_group_minimums(r, cfg)
+    out = FairnessConfig(
+        sensitive_features=sensitive, metrics=metrics, all_metrics=all_metrics,
+        score_column=_column(r, cfg, "score_column", "a column name"),
+        pos_label=_pos_label(r, cfg), threshold=_number(r, cfg, "threshold", 0.5, 0.0, 1.0),
+        min_group_size=min_group_size, min_condition_size=min_condition_size,
         intersection=intersection,
-        thresholds=_thresholds(cfg.get("thresholds", {}), attributes),
-        robustness=robustness,
-        robustness_enabled=enabled,
-        features=_names(cfg.get("features"), "features", allow_none=True),
-        model_uses_sensitive=_bool(cfg.get("model_uses_sensitive", False),
-                                   "model_uses_sensitive"),
-        options=_options(cfg.get("options", {})),
-        rng=rng,
-        pos_label_given="pos_label" in cfg,
-        missing=_missing(cfg.get("missing", "group"), sensitive),  # type: ignore[arg-type]
-        decision_function=_bool(cfg.get("decision_function", False), "decision_function"),
-        confidence_level=_level(cfg.get("confidence_level", 0.95)),
-        sample_weight=weight_column,
-    )
-
-
-def _level(value: Any) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1:
-        raise ConfigError(f"confidence_level: must be a number in (0, 1), e.g. 0.95, or None "
-                          f"(no intervals); got {value!r}.")
-    return float(value)
+        thresholds=read_thresholds(r, "thresholds", cfg.get("thresholds", {}), None,
+                                   attributes),
+        robustness=robustness, robustness_enabled=enabled,
+        features=_names(r, cfg, "features"),
+        model_uses_sensitive=_bool(r, cfg, "model_uses_sensitive", False),
+        options=read_options(r, "options", cfg.get("options", {})),
+        rng=_rng(r, cfg), pos_label_given="pos_label" in cfg,
+        missing=read_missing(r, cfg.get("missing", "group"), "missing", sensitive),
+        decision_function=_bool(r, cfg, "decision_function", False),
+        confidence_level=read_confidence_level(r, cfg),
+        sample_weight=_column(r, cfg, "sample_weight",
+                              "the name of a column of per-row weights"))
+    r.raise_if_errors("evaluator_config")
+    return out

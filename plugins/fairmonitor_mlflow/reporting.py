@@ -44,61 +44,74 @@ def _merge(a: WindowReport, b: WindowReport) -> WindowReport:
     )
 
 
-def compute_report(built: BuiltWindow, config: FairnessConfig) -> WindowReport:
-    """Evaluate every requested (or, by default, every available) metric; return one report."""
+def _default_selection(built: BuiltWindow, config: FairnessConfig
+                       ) -> tuple[list[str] | None, list[str], dict[str, str]]:
+    """Return the default metrics of the main and the robustness window, and the skipped.
+
+    Without ``metrics``: the main window's and the robustness window's metrics, and why each
+    other registered metric is skipped (``main`` None: every one the inputs allow).
+    """
     calls_model = model_metrics()
     robust_window = built.robust_window
     skipped: dict[str, str] = {}
-    if config.metrics is None:
-        robust = []
-        with_robustness = config.all_metrics or config.robustness_enabled
-        for name in calls_model:
-            missing = [i for i in METRICS[name].inputs
-                       if robust_window is None or robust_window.get(i) is None]
-            if missing:  # the real reason, instead of the main window's "no model to call"
-                skipped[name] = built.skipped.get(name) or _MISSING[missing[0]]
-            elif with_robustness:
-                robust.append(name)
-            else:
-                skipped[name] = _OPT_IN
-        main = None
-        if not config.all_metrics:
-            main = []
-            for name in METRICS:
-                missing = [i for i in METRICS[name].inputs if built.window.get(i) is None]
-                if name in calls_model:
-                    continue
-                if missing:
-                    skipped[name] = _MISSING[missing[0]]
-                elif name in DEFAULT_METRICS:
-                    main.append(name)
-                else:
-                    skipped[name] = _OPT_IN
-    else:
-        main = [m for m in config.metrics if m not in calls_model]
-        robust = [m for m in config.metrics if m in calls_model]
-    common = {"min_group_size": config.min_group_size,
-              "min_condition_size": config.min_condition_size,
-              "intersection": config.intersection,
-              "thresholds": config.thresholds, "rng": config.rng,
-              "confidence_level": config.confidence_level}
-    _announce(built, config, main, robust)
-    report = evaluate_window(built.window, metrics=main, options=config.options, **common)
-    log.info("fairness: %d metric values in %.1f s", len(report.values),
-             report.duration_seconds)
-    # say which small-group rule shaped every value (issue 13 item 4)
+    robust = []
+    with_robustness = config.all_metrics or config.robustness_enabled
+    for name in calls_model:
+        missing = [i for i in METRICS[name].inputs
+                   if robust_window is None or robust_window.get(i) is None]
+        if missing:  # the real reason, instead of the main window's "no model to call"
+            skipped[name] = built.skipped.get(name) or _MISSING[missing[0]]
+        elif with_robustness:
+            robust.append(name)
+        else:
+            skipped[name] = _OPT_IN
+    if config.all_metrics:
+        return None, robust, skipped
+    main = []
+    for name in METRICS:
+        if name in calls_model:
+            continue
+        missing = [i for i in METRICS[name].inputs if built.window.get(i) is None]
+        if missing:
+            skipped[name] = _MISSING[missing[0]]
+        elif name in DEFAULT_METRICS:
+            main.append(name)
+        else:
+            skipped[name] = _OPT_IN
+    return main, robust, skipped
+
+
+def _rule_notes(config: FairnessConfig) -> tuple[str, str]:
+    """Which small-group rules shaped every value (issue 13 item 4)."""
     rule = (f"min_group_size={config.min_group_size}"
             + (" (the default)" if config.min_group_size == MIN_GROUP_SIZE else "")
             + ": groups with fewer rows are left out of every metric")
     conditioning = (f"min_condition_size={config.min_condition_size}: groups with fewer rows "
                     "of what a rate conditions on (positives for TPR, negatives for FPR, "
                     "predicted positives for precision) are left out of that rate's gap")
+    return rule, conditioning
+
+
+def compute_report(built: BuiltWindow, config: FairnessConfig) -> WindowReport:
+    """Evaluate every requested (or, by default, every available) metric; return one report."""
+    if config.metrics is None:
+        main, robust, skipped = _default_selection(built, config)
+    else:
+        calls_model = model_metrics()
+        main = [m for m in config.metrics if m not in calls_model]
+        robust = [m for m in config.metrics if m in calls_model]
+        skipped = {}
+    _announce(built, config, main, robust)
+    report = evaluate_window(built.window, metrics=main, evaluation=config.evaluation)
+    log.info("fairness: %d metric values in %.1f s", len(report.values),
+             report.duration_seconds)
     report = dataclasses.replace(report, skipped=MappingProxyType({**report.skipped, **skipped}),
-                                 notes=(rule, conditioning, *report.notes))
-    if robust_window is not None and robust:
+                                 notes=(*_rule_notes(config), *report.notes))
+    if built.robust_window is not None and robust:
         options = {name: _robust_options(name, built, config) for name in robust}
-        report = _merge(report, evaluate_window(robust_window, metrics=robust, options=options,
-                                                **common))
+        report = _merge(report, evaluate_window(
+            built.robust_window, metrics=robust,
+            evaluation=config.evaluation.replace(options=options)))
     return report
 
 

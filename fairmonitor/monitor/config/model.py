@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -10,6 +11,7 @@ from typing import Any, Literal
 
 from ...report.defaults import MIN_CONDITION_SIZE, MIN_GROUP_SIZE
 from ...report.evidence import Budget
+from ...report.options import EvaluationOptions
 from ...report.registry import METRICS
 from ...report.thresholds import Threshold
 
@@ -160,14 +162,29 @@ class ModelConfig:
     #: ``Budget()`` when a threshold uses it and none is configured, else None
     budget: Budget | None = None
 
+    @functools.cached_property
+    def evaluation(self) -> EvaluationOptions:
+        """How the model's windows, rollups and versions are evaluated, built once.
+
+        Every evaluation path passes it on (``evaluate_window(..., evaluation=...)``), each
+        window with its own ``rng`` (``evaluation.replace(rng=...)``).
+        """
+        return EvaluationOptions(
+            min_group_size=self.min_group_size, min_condition_size=self.min_condition_size,
+            intersection=self.intersection, thresholds=self.thresholds, options=self.options,
+            threshold=self.decision_threshold, confidence_level=self.confidence_level)
+
     @property
     def budget_windows_per_day(self) -> float:
-        """Independent windows a day, the budget's unit: one per ``window`` (sliding windows
-        overlap, so only every ``window / every``-th evaluation may feed the evidence)."""
+        """Return the independent windows a day, the budget's unit: one per ``window``.
+
+        Sliding windows overlap, so only every ``window / every``-th evaluation may feed the
+        evidence.
+        """
         return timedelta(days=1) / self.window
 
     def budget_series(self, attributes: Sequence[str]) -> tuple[tuple[str, str, str], ...]:
-        """The (metric, attribute, severity) series that page on the budget.
+        """Return the (metric, attribute, severity) series that page on the budget.
 
         ``attributes`` are the evaluated ones (the intersection included, which only a
         threshold naming it governs); the most specific threshold governs, as in
@@ -188,7 +205,7 @@ class ModelConfig:
         return tuple(out)
 
     def page_level(self, attributes: Sequence[str]) -> float | None:
-        """The budget's page level over :meth:`budget_series`; None without budget series."""
+        """Return the budget's page level over :meth:`budget_series` (None without any)."""
         n = len(self.budget_series(attributes))
         if self.budget is None or n == 0:
             return None

@@ -14,12 +14,18 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from ...exceptions import ConfigError
-from ...metrics._groups import INTERSECTION_SEPARATOR, MISSING_POLICIES
-from ...report.defaults import MIN_CONDITION_SIZE, MIN_GROUP_SIZE
-from ...report.registry import METRICS
+from ...metrics._groups import INTERSECTION_SEPARATOR
 from ...report.evidence import Budget
-from ...report.thresholds import COMPARES, Threshold
+from ...report.reading import (
+    THRESHOLD_KEYS,
+    read_confidence_level,
+    read_group_minimums,
+    read_missing,
+    read_options,
+    read_thresholds,
+)
+from ...report.registry import METRICS
+from ...report.thresholds import Threshold
 from .durations import format_duration
 from .model import (
     DEFAULT_CHECKPOINT,
@@ -53,7 +59,8 @@ _MODEL_KEYS = (
 )
 _SOURCE_KEYS = ("kind", "url", "table", "path", "pattern", "timestamp_column", "model_column",
                 "version_column", "features_column", "timeout", "master", "remote")
-_THRESHOLD_KEYS = ("warning", "critical", "bound", "attribute", "against_direction", "compare")
+#: read by the shared reader (report/reading.py), as the evaluator reads them
+_THRESHOLD_KEYS = THRESHOLD_KEYS
 _REFERENCE_KEYS = ("path", "metrics", "label", "score", "prediction", "features")
 _ALERTING_KEYS = ("budget",)
 _BUDGET_KEYS = ("false_pages", "per", "null_fraction", "alternative_fraction")
@@ -61,6 +68,7 @@ _BUDGET_KEYS = ("false_pages", "per", "null_fraction", "alternative_fraction")
 
 
 def read_monitor(r: Reader, data: Any, base: Path) -> MonitorConfig | None:
+    """Read the whole monitor config; None if its top level is not a mapping."""
     if not isinstance(data, Mapping):
         r.error("", f"the top level must be a mapping with keys {fmt_allowed(_TOP_KEYS)}; "
                     f"got {data!r}")
@@ -96,7 +104,7 @@ def read_monitor(r: Reader, data: Any, base: Path) -> MonitorConfig | None:
 
 
 def sqlite_beside(url: str, base: Path) -> str:
-    """A relative SQLite URL made absolute against ``base`` (the config file's directory).
+    """Return a relative SQLite URL made absolute against ``base`` (the config file's directory).
 
     One rule for every relative path in the config (files, checkpoint, spool, SQLite URLs of
     sources, checkpoints and MLflow): it resolves against the config file's directory, never
@@ -118,7 +126,7 @@ def sqlite_beside(url: str, base: Path) -> str:
 
 def _mlflow_spool(r: Reader, data: Mapping[str, Any], checkpoint: CheckpointConfig,
                   base: Path) -> Path | None:
-    """The spool file: as given, else beside a checkpoint file; None keeps it in memory."""
+    """Return the spool file: as given, else beside a checkpoint file; None keeps it in memory."""
     if "mlflow_spool" not in data:
         # a SQL checkpoint says the monitor may have no writable disk: no default file then
         return (checkpoint.path.with_name(DEFAULT_MLFLOW_SPOOL)
@@ -155,13 +163,49 @@ def _model(r: Reader, at: str, name: str, raw: Any, base: Path) -> ModelConfig |
     reg, version, alias = _registered_model(r, at, raw.get("model"))
     source = _source(r, f"{at}.source", raw.get("source"), base)
     sensitive = r.names(raw, "sensitive_features", at, required=True)
+    label, score, prediction = _columns(r, at, raw)
+    metrics = r.names(raw, "metrics", at, required=True)
+    for i, metric in enumerate(metrics):
+        _check_metric(r, f"{at}.metrics[{i}]", metric, label=label, score=score)
+    window, every, mode, labels_after = _timing(r, at, raw, label)
+    options = read_options(r, f"{at}.options", raw.get("options"))
+    reference = _reference(r, f"{at}.reference", raw.get("reference"), base)
+    if reference is not None and reg is None:
+        r.error(f"{at}.reference", "needs 'model' (the MLflow model whose versions to evaluate)")
+    attributes = list(sensitive)
+    if raw.get("intersection", True) and len(sensitive) > 1:
+        attributes.append(INTERSECTION_SEPARATOR.join(sensitive))
+    thresholds = read_thresholds(r, f"{at}.thresholds", raw.get("thresholds"),
+                                 _monitored(metrics, reference), attributes)
+    rollups = _rollups(r, f"{at}.rollups", raw.get("rollups"), window, every)
+    max_raw, sample_size = _summaries(r, f"{at}.summaries", raw.get("summaries"))
+    budget = _alerting(r, f"{at}.alerting", raw.get("alerting"), thresholds)
+    threshold = r.get(raw, "decision_threshold", float, 0.5, path=at)
+    if not 0.0 <= threshold <= 1.0:
+        r.error(f"{at}.decision_threshold", f"must be in [0, 1]; got {threshold!r}")
+    return ModelConfig(
+        name=name, source=source, sensitive_features=sensitive, window=window, every=every,
+        mode=mode, metrics=metrics, registered_model=reg, model_version=version,
+        model_alias=alias, label=label, score=score, prediction=prediction,
+        decision_threshold=float(threshold), labels_after=labels_after, options=options,
+        thresholds=thresholds, reference=reference, rollups=rollups,
+        summary_max_raw=max_raw, summary_sample_size=sample_size, budget=budget,
+        **_model_rest(r, at, name, raw, base, label, labels_after, sensitive))
+
+
+def _columns(r: Reader, at: str, raw: Mapping[str, Any]
+             ) -> tuple[str | None, str | None, str | None]:
+    """Return the label, score and prediction columns (a score or a prediction is needed)."""
     label, score, prediction = (r.get(raw, k, str, None, path=at)
                                 for k in ("label", "score", "prediction"))
     if score is None and prediction is None:
         r.error(at, "give at least one of 'score' or 'prediction' (column names)")
-    metrics = r.names(raw, "metrics", at, required=True)
-    for i, metric in enumerate(metrics):
-        _check_metric(r, f"{at}.metrics[{i}]", metric, label=label, score=score)
+    return label, score, prediction
+
+
+def _timing(r: Reader, at: str, raw: Mapping[str, Any], label: str | None
+            ) -> tuple[timedelta, timedelta, str, timedelta]:
+    """``window``, ``every``, ``mode`` and ``labels_after``, checked against each other."""
     window = r.duration(raw, "window", None, path=at, required=True) or timedelta(hours=1)
     every = r.duration(raw, "every", None, path=at) or window
     mode = r.choice(raw, "mode", ("tumbling", "sliding"),
@@ -174,60 +218,42 @@ def _model(r: Reader, at: str, name: str, raw: Any, base: Path) -> ModelConfig |
         r.error(f"{at}.every", f"must not exceed window ({format_duration(window)}); got "
                                f"{format_duration(every)}")
     labels_after = r.duration(raw, "labels_after", timedelta(0), path=at, allow_zero=True)
+    assert labels_after is not None
     if labels_after and label is None:
         r.error(f"{at}.labels_after", "is set but no 'label' column is configured")
-    options = raw.get("options") or {}
-    if not isinstance(options, Mapping) or any(
-            not isinstance(v, Mapping) for v in options.values()):
-        r.error(f"{at}.options", f"must map metric names to keyword mappings; got {options!r}")
-        options = {}
-    for metric in options:
-        if metric not in METRICS:
-            r.error(f"{at}.options.{metric}", f"unknown metric {metric!r}; allowed: "
-                                              f"{fmt_allowed(METRICS)}")
-    reference = _reference(r, f"{at}.reference", raw.get("reference"), base)
-    if reference is not None and reg is None:
-        r.error(f"{at}.reference", "needs 'model' (the MLflow model whose versions to evaluate)")
-    attributes = list(sensitive)
-    if raw.get("intersection", True) and len(sensitive) > 1:
-        attributes.append(INTERSECTION_SEPARATOR.join(sensitive))
-    allowed_metrics = set(metrics) | set(
-        METRICS if reference and reference.metrics is None else (reference and reference.metrics
-                                                                 or ()))
-    thresholds = _thresholds(r, f"{at}.thresholds", raw.get("thresholds"), allowed_metrics,
-                             attributes)
-    rollups = _rollups(r, f"{at}.rollups", raw.get("rollups"), window, every)
-    max_raw, sample_size = _summaries(r, f"{at}.summaries", raw.get("summaries"))
-    budget = _alerting(r, f"{at}.alerting", raw.get("alerting"), thresholds)
-    threshold = r.get(raw, "decision_threshold", float, 0.5, path=at)
-    if not 0.0 <= threshold <= 1.0:
-        r.error(f"{at}.decision_threshold", f"must be in [0, 1]; got {threshold!r}")
-    return ModelConfig(
-        name=name, source=source, sensitive_features=sensitive, window=window, every=every,
-        mode=mode, metrics=metrics, registered_model=reg, model_version=version,
-        model_alias=alias, tracking_uri=sqlite_beside(
+    return window, every, mode, labels_after
+
+
+def _monitored(metrics: Sequence[str], reference: ReferenceConfig | None) -> set[str]:
+    """Return the metrics a threshold may govern: the windows' and the reference evaluation's."""
+    if reference is None:
+        return set(metrics)
+    return set(metrics) | set(METRICS if reference.metrics is None else reference.metrics)
+
+
+def _model_rest(r: Reader, at: str, name: str, raw: Mapping[str, Any], base: Path,
+                label: str | None, labels_after: timedelta,
+                sensitive: Sequence[str]) -> dict[str, Any]:
+    """Return the model's other keys, read in this order (errors are reported in file order)."""
+    out: dict[str, Any] = dict(
+        tracking_uri=sqlite_beside(
             r.get(raw, "tracking_uri", str, DEFAULT_TRACKING_URI, path=at), base),
         experiment=r.get(raw, "experiment", str, f"fairmonitor-{name}", path=at),
-        label=label, score=score, prediction=prediction,
-        features=r.names(raw, "features", at) or None, decision_threshold=float(threshold),
-        labels_after=labels_after, start=_start(r, f"{at}.start", raw.get("start")),
+        features=r.names(raw, "features", at) or None,
+        start=_start(r, f"{at}.start", raw.get("start")),
         relabel_within=(r.duration(raw, "relabel_within", labels_after, path=at, allow_zero=True)
-                        if label is not None else timedelta(0)),
-        options=MappingProxyType({k: MappingProxyType(dict(v)) for k, v in options.items()}),
-        min_group_size=r.positive_int(raw, "min_group_size", MIN_GROUP_SIZE, path=at),
-        min_condition_size=r.positive_int(raw, "min_condition_size", MIN_CONDITION_SIZE,
-                                          path=at),
+                        if label is not None else timedelta(0)))
+    out["min_group_size"], out["min_condition_size"] = read_group_minimums(r, raw, at)
+    out.update(
         min_label_coverage=_coverage(r, at, raw.get("min_label_coverage", 0.5)),
         intersection=r.get(raw, "intersection", bool, True, path=at),
-        seed=r.get(raw, "seed", int, 0, path=at), thresholds=thresholds, reference=reference,
+        seed=r.get(raw, "seed", int, 0, path=at),
         team=r.get(raw, "team", str, None, path=at),
         owner=r.get(raw, "owner", str, None, path=at),
-        missing=_missing(r, f"{at}.missing", raw.get("missing"), sensitive),
-        confidence_level=_confidence(r, at, raw.get("confidence_level", 0.95)),
-        rollups=rollups, summary_max_raw=max_raw, summary_sample_size=sample_size,
-        budget=budget,
-        alert_windows=_alert_windows(r, f"{at}.alert_windows", raw.get("alert_windows")),
-    )
+        missing=read_missing(r, raw.get("missing"), f"{at}.missing", sensitive),
+        confidence_level=read_confidence_level(r, raw, at),
+        alert_windows=_alert_windows(r, f"{at}.alert_windows", raw.get("alert_windows")))
+    return out
 
 
 def _alert_windows(r: Reader, at: str, raw: Any) -> AlertWindows:
@@ -244,9 +270,11 @@ def _alert_windows(r: Reader, at: str, raw: Any) -> AlertWindows:
 
 
 def _alerting(r: Reader, at: str, raw: Any, thresholds: Sequence[Threshold]) -> Budget | None:
-    """``alerting: {budget: {false_pages, per, null_fraction, alternative_fraction}}``: the
-    model's false-page budget; ``Budget()`` when a threshold uses ``compare: budget`` and none
-    is given. (Not ``null:``: YAML reads that key as null.)"""
+    """Read ``alerting: {budget: {false_pages, per, null_fraction, alternative_fraction}}``.
+
+    The model's false-page budget; ``Budget()`` when a threshold uses ``compare: budget`` and
+    none is given. (Not ``null:``: YAML reads that key as null.)
+    """
     uses_budget = any(t.compare == "budget" for t in thresholds)
     if raw is None:
         return Budget() if uses_budget else None
@@ -359,17 +387,6 @@ def _summaries(r: Reader, at: str, raw: Any) -> tuple[int, int]:
     return max_raw, int(sample)
 
 
-def _confidence(r: Reader, at: str, raw: Any) -> float | None:
-    """``confidence_level``: a level in (0, 1) for every value's interval, or null for none."""
-    if raw is None:
-        return None
-    if isinstance(raw, bool) or not isinstance(raw, int | float) or not 0 < raw < 1:
-        r.error(f"{at}.confidence_level", f"must be a number in (0, 1), e.g. 0.95, or null "
-                f"(no intervals); got {raw!r}")
-        return 0.95
-    return float(raw)
-
-
 def _coverage(r: Reader, at: str, raw: Any) -> float:
     """``min_label_coverage``: the labelled fraction a window must reach by ``labels_after``."""
     if isinstance(raw, bool) or not isinstance(raw, int | float) or not 0 <= raw <= 1:
@@ -377,31 +394,6 @@ def _coverage(r: Reader, at: str, raw: Any) -> float:
                 f"{raw!r}")
         return 0.5
     return float(raw)
-
-
-def _missing(r: Reader, at: str, raw: Any, sensitive: Sequence[str]) -> Any:
-    """``missing``: one policy for every attribute, or ``{attribute: policy}`` (others: group)."""
-    if raw is None:
-        return "group"
-    if isinstance(raw, str):
-        if raw not in MISSING_POLICIES:
-            r.error(at, f"must be one of {list(MISSING_POLICIES)} or a mapping "
-                        f"{{attribute: policy}}; got {raw!r}")
-            return "group"
-        return raw
-    if not isinstance(raw, Mapping):
-        r.error(at, f"must be one of {list(MISSING_POLICIES)} or a mapping "
-                    f"{{attribute: policy}}; got {raw!r}")
-        return "group"
-    out = dict.fromkeys(sensitive, "group")
-    for attr, how in raw.items():
-        if attr not in sensitive:
-            r.error(f"{at}.{attr}", f"not a sensitive feature; allowed: {fmt_allowed(sensitive)}")
-        elif how not in MISSING_POLICIES:
-            r.error(f"{at}.{attr}", f"must be one of {list(MISSING_POLICIES)}; got {how!r}")
-        else:
-            out[attr] = how
-    return MappingProxyType(out)
 
 
 def _check_metric(r: Reader, at: str, metric: str, *, label: str | None,
@@ -506,64 +498,6 @@ def _reference(r: Reader, at: str, raw: Any, base: Path) -> ReferenceConfig | No
                            score=r.get(raw, "score", str, None, path=at),
                            prediction=r.get(raw, "prediction", str, None, path=at),
                            features=r.names(raw, "features", at) or None)
-
-
-def _thresholds(r: Reader, at: str, raw: Any, metrics: set[str],
-                attributes: list[str]) -> tuple[Threshold, ...]:
-    if raw is None:
-        return ()
-    if not isinstance(raw, Mapping):
-        r.error(at, f"must map metric names to {{warning, critical, bound}}; got {raw!r}")
-        return ()
-    out = []
-    for metric, entries in raw.items():
-        where = f"{at}.{metric}"
-        if metric not in METRICS:
-            r.error(where, f"unknown metric {metric!r}; allowed: {fmt_allowed(METRICS)}")
-            continue
-        if metric not in metrics:
-            r.error(where, f"metric {metric!r} is not monitored; add it to 'metrics' "
-                           "(or 'reference.metrics') or remove this threshold")
-        items = entries if isinstance(entries, list) else [entries]
-        for i, entry in enumerate(items):
-            path = f"{where}[{i}]" if isinstance(entries, list) else where
-            t = _threshold(r, path, metric, entry, attributes)
-            if t is not None:
-                out.append(t)
-    return tuple(out)
-
-
-def _threshold(r: Reader, at: str, metric: str, raw: Any,
-               attributes: list[str]) -> Threshold | None:
-    if not isinstance(raw, Mapping):
-        r.error(at, f"must be a mapping with keys {fmt_allowed(_THRESHOLD_KEYS)}; got {raw!r}")
-        return None
-    r.keys(at, raw, _THRESHOLD_KEYS)
-    bound = r.choice(raw, "bound", ("upper", "lower"), METRICS[metric].default_bound, path=at)
-    attribute = r.choice(raw, "attribute", tuple(attributes), None, path=at)
-    levels = {}
-    for key in ("warning", "critical"):
-        v = raw.get(key)
-        if v is not None and (isinstance(v, bool) or not isinstance(v, int | float)
-                              or not math.isfinite(v)):
-            r.error(f"{at}.{key}", f"must be a finite number; got {v!r}")
-            v = None
-        levels[key] = None if v is None else float(v)
-    if "warning" not in raw and "critical" not in raw:
-        r.error(at, "give at least one of 'warning' or 'critical'")
-        return None
-    if None in levels.values() and all(k in raw for k in ("warning", "critical")):
-        return None  # a bad number, already reported
-    try:
-        against = r.get(raw, "against_direction", bool, False, path=at)
-        compare = r.choice(raw, "compare", COMPARES, "value", path=at)
-        return Threshold(metric, levels["warning"], levels["critical"], bound, attribute,
-                         against_direction=against, compare=compare)
-    except ConfigError as exc:
-        # the ordering and direction rules live in Threshold; re-anchor at this key path
-        head, _, text = str(exc).partition(": ")
-        r.error(at + head.removeprefix(f"thresholds.{metric}"), text.rstrip("."))
-        return None
 
 
 def _start(r: Reader, at: str, raw: Any) -> datetime | None:
