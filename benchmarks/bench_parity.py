@@ -46,7 +46,8 @@ def main(argv: list[str]) -> int:
     t_ours, t_theirs = best_of(ours), best_of(theirs)
     ratio = t_theirs / t_ours
     print(f"n={n}, 8 groups: fairmonitor {t_ours:.3f} s, fairlearn {t_theirs:.3f} s")
-    print(f"TARGET parity_vs_fairlearn: {ratio:.1f} (target >= 10) {'OK' if ratio >= 10 else 'MISSED'}")
+    verdict = "OK" if ratio >= 10 else "MISSED"
+    print(f"TARGET parity_vs_fairlearn: {ratio:.1f} (target >= 10) {verdict}")
     return 0
 
 

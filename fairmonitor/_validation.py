@@ -54,10 +54,12 @@ def check_same_length(**arrays: Any) -> int:
 
     >>> check_same_length(y_true=[1, 0], y_pred=[0, 1])
     2
-    >>> check_same_length(y_pred=[0, 1, 1], sensitive_features=[0, 1])
+    >>> check_same_length(y_pred=[0, 1, 1],
+    ...                   sensitive_features=[0, 1])  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    fairmonitor.exceptions.InvalidInputError: `y_pred` has 3 rows but `sensitive_features` has 2; pass arrays aligned row by row.
+    fairmonitor.exceptions.InvalidInputError: `y_pred` has 3 rows but `sensitive_features` has 2;
+    pass arrays aligned row by row.
     """
     items = [(k, len(v)) for k, v in arrays.items() if v is not None]
     first_name, first_len = items[0]
@@ -120,10 +122,11 @@ def check_sample_weight(sample_weight: ArrayLike | None, n: int) -> NDArray[np.f
 
     >>> check_sample_weight([1, 2.5], 2).tolist()
     [1.0, 2.5]
-    >>> check_sample_weight([1, -1], 2)
+    >>> check_sample_weight([1, -1], 2)  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    fairmonitor.exceptions.InvalidInputError: `sample_weight` must be >= 0; 1 values are negative (rows 1).
+    fairmonitor.exceptions.InvalidInputError: `sample_weight` must be >= 0; 1 values are negative
+    (rows 1).
     """
     if sample_weight is None:
         return None
@@ -154,10 +157,12 @@ def check_scores(values: ArrayLike, name: str = "y_score", *, copy: bool = True
 
     >>> check_scores([0.2, 1.0 + 1e-12])
     array([0.2, 1. ])
-    >>> check_scores([0.2, 3.0])
+    >>> check_scores([0.2, 3.0])  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    fairmonitor.exceptions.InvalidInputError: `y_score` must lie in [0, 1]; 1 values are outside (rows 1, range [0.2, 3]). Pass probabilities (e.g. `predict_proba(X)[:, 1]`) or rescale the scores to [0, 1].
+    fairmonitor.exceptions.InvalidInputError: `y_score` must lie in [0, 1]; 1 values are outside
+    (rows 1, range [0.2, 3]). Pass probabilities (e.g. `predict_proba(X)[:, 1]`) or rescale the
+    scores to [0, 1].
     """
     arr = check_1d(values, name)
     if not np.issubdtype(arr.dtype, np.number) or arr.dtype == bool:
@@ -186,10 +191,12 @@ def check_option(value: T, name: str, allowed: Sequence[T], *, func: str = "") -
 
     >>> check_option("max", "agg", ("max", "mean"))
     'max'
-    >>> check_option("median", "agg", ("max", "mean"), func="abcc")
+    >>> check_option("median", "agg", ("max", "mean"),
+    ...              func="abcc")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    fairmonitor.exceptions.InvalidInputError: The 'agg' parameter of abcc must be one of ('max', 'mean'); got 'median'.
+    fairmonitor.exceptions.InvalidInputError: The 'agg' parameter of abcc must be one of
+    ('max', 'mean'); got 'median'.
     """
     if value not in allowed:
         where = f" of {func}" if func else ""

@@ -81,8 +81,8 @@ from .rules import (
     _INTERSECTION,
     ROUTING_LABELS,
     AlertOptions,
-    never_evaluated_expr,
     leaders_expr,
+    never_evaluated_expr,
     no_traffic_expr,
     streak_expr,
     undefined_expr,
@@ -148,7 +148,7 @@ def _rule(uid: str, title: str, expr: str, evaluator: str, level: float, *,
 
 
 def _selector(model: str, t: Threshold, overridden: Iterable[str]) -> str:
-    """The worst rollup value ``t`` governs, per (model, rollup window, attribute)."""
+    """Return the worst rollup value ``t`` governs, per (model, rollup window, attribute)."""
     matchers = [f"model={promql_string(model)}", f"metric={promql_string(t.metric)}"]
     if t.attribute is not None:
         matchers.append(f"sensitive_attribute={promql_string(t.attribute)}")
@@ -163,7 +163,7 @@ def _selector(model: str, t: Threshold, overridden: Iterable[str]) -> str:
 
 
 def _routing(cfg: Any) -> dict[str, str]:
-    """The model's routing labels (team, owner) that are set in its config."""
+    """Return the model's routing labels (team, owner) that are set in its config."""
     return {name: str(getattr(cfg, name)) for name in ROUTING_LABELS
             if getattr(cfg, name, None)}
 
@@ -223,7 +223,7 @@ def _threshold_rules(model: str, cfg: Any, options: AlertOptions) -> list[dict[s
 
 
 def _rollup_rules(model: str, cfg: Any, options: AlertOptions) -> list[dict[str, Any]]:
-    """The model's thresholds on its rollups (``fairmonitor_rollup_compared``), if it has any.
+    """Return the model's thresholds on its rollups (``fairmonitor_rollup_compared``), if any.
 
     As the Prometheus rule ``FairnessRollupThresholdBreached``: no persistence (a rollup window
     already spans many windows), one instance per rollup (``window`` label) and attribute.
@@ -359,7 +359,8 @@ def _health_rules(options: AlertOptions) -> list[dict[str, Any]]:
                   "No fairmonitor_build_info series: no monitor runs or Prometheus cannot "
                   "scrape it, so no fairness alert can fire.",
                   dashboard_url(options.grafana_url))),
-        _rule(_uid("no-leader"), "fairmonitor no leader", leaders_expr(options), "lt", 0.5, for_=promql_duration(options.absent_for),
+        _rule(_uid("no-leader"), "fairmonitor no leader", leaders_expr(options), "lt", 0.5,
+              for_=promql_duration(options.absent_for),
               labels=labels("FairmonitorNoLeader", "critical"), annotations=notes(
                   "FairmonitorNoLeader",
                   "No fairmonitor replica of job {{ $labels.job }} holds the lease",
@@ -370,7 +371,7 @@ def _health_rules(options: AlertOptions) -> list[dict[str, Any]]:
 
 
 def grafana_alert_rules(config: Any, options: AlertOptions) -> dict[str, Any]:
-    """The Grafana alerting provisioning file (as a mapping) for a monitor config.
+    """Return the Grafana alerting provisioning file (as a mapping) for a monitor config.
 
     One rule group per model (its thresholds, on its windows and its rollups) and one
     ``fairmonitor-health`` group (undefined values, no traffic, staleness, labels overdue, data
@@ -397,7 +398,7 @@ def grafana_alert_rules(config: Any, options: AlertOptions) -> dict[str, Any]:
 
 
 def _contact_point(name: str, variable: str) -> dict[str, Any]:
-    """A webhook contact point whose URL Grafana reads from ``$variable`` when it starts."""
+    """Return a webhook contact point whose URL Grafana reads from ``$variable`` when it starts."""
     return {"orgId": 1, "name": name, "receivers": [{
         "uid": _uid("contact", name), "type": "webhook",
         # Grafana expands environment variables in provisioning files
@@ -406,7 +407,7 @@ def _contact_point(name: str, variable: str) -> dict[str, Any]:
 
 
 def _policies() -> dict[str, Any]:
-    """The notification policy tree of ``docker/alertmanager.yml``, in Grafana's terms.
+    """Return the notification policy tree of ``docker/alertmanager.yml``, in Grafana's terms.
 
     Routes match :data:`ALERT_LABEL` (the Prometheus alert name) where Alertmanager matches
     ``alertname``; the per-team and per-model routes of the example Alertmanager file are

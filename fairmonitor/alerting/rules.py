@@ -205,7 +205,7 @@ def leaders_expr(options: AlertOptions) -> str:
 
 
 def breach_expr(severity: str, compared: str = COMPARED, series: str | None = None) -> str:
-    """The PromQL of the threshold breaches of ``severity`` (the rollups' alert).
+    """Return the PromQL of the threshold breaches of ``severity`` (the rollups' alert).
 
     Four branches joined by ``or``: general and per-attribute thresholds, upper and lower
     bounds. Each branch returns the worst value of a (model, metric, attribute) beyond its
@@ -300,7 +300,7 @@ def no_traffic_expr(options: AlertOptions, *, zero: bool = False) -> str:
 
 
 def never_evaluated_expr(stale_after: int) -> str:
-    """Models a monitor never evaluated a window of, though it runs for ``stale_after`` cadences."""
+    """Models the monitor never evaluated a window of, though it ran ``stale_after`` cadences."""
     return (f"(\n  {stale_after} * {NAMESPACE}_window_cadence_seconds\n"
             "  < on(instance, job) group_left()\n  (time() - process_start_time_seconds)\n)\n"
             f"and on(instance, job, model)\n"
@@ -388,7 +388,7 @@ def _threshold_alert(severity: str, options: AlertOptions) -> dict[str, Any]:
 
 
 def _rollup_alert(severity: str, options: AlertOptions) -> dict[str, Any]:
-    """A rollup value (a day, a week...) beyond its threshold: fires on the one window.
+    """Return the rule for a rollup value (a day, a week...) beyond its threshold (one window).
 
     A rollup window already spans many of the model's windows, so no persistence is asked; it
     resolves when the next rollup window is inside the threshold. An undefined value or a
@@ -544,7 +544,7 @@ def _health_alerts(options: AlertOptions) -> list[dict[str, Any]]:
 
 
 def prometheus_rules(config: Any, options: AlertOptions) -> dict[str, Any]:
-    """The Prometheus rule file (as a mapping).
+    """Return the Prometheus rule file (as a mapping).
 
     Parameters
     ----------

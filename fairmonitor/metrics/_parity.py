@@ -161,9 +161,11 @@ _CONDITIONS = {"true positive rate": "actual positives", "false positive rate":
 def _gap(metric: str, rates: GroupRates, values: NDArray[np.float64], what: str,
          *, ratio: bool = False, support: NDArray[np.float64] | None = None,
          min_condition_size: int = 1) -> float:
-    """Max-minus-min (or min-over-max) of per-group ``values``, skipping undefined groups and
-    those with fewer than ``min_condition_size`` rows in ``support`` (the rows the rate
-    conditions on), each with a warning."""
+    """Return the max-minus-min (or min-over-max) of per-group ``values``.
+
+    Undefined groups and those with fewer than ``min_condition_size`` rows in ``support`` (the
+    rows the rate conditions on) are skipped, each with a warning.
+    """
     undefined = np.isnan(values)
     if support is not None and min_condition_size > 1:
         few = ~undefined & (support < min_condition_size)
@@ -271,7 +273,7 @@ def equalized_odds_difference(
     y_true: ArrayLike, y_pred: ArrayLike, *, sensitive_features: Any, min_group_size: int = 1,
     sample_weight: ArrayLike | None = None, min_condition_size: int = 1,
 ) -> float:
-    """The larger of the between-group gaps in true positive rate and false positive rate.
+    """Return the larger of the between-group gaps in true positive rate and false positive rate.
 
     Equals fairlearn's ``equalized_odds_difference(..., agg="worst_case")``.
 
@@ -390,7 +392,7 @@ def predictive_parity_difference(
 
 
 def parity_from_rates(metric: str, rates: GroupRates, min_condition_size: int = 1) -> float:
-    """The parity metric ``metric`` from per-group rates (what the public functions compute).
+    """Return the parity metric ``metric`` from per-group rates (as the public functions do).
 
     Shared with :mod:`fairmonitor.summaries`, which builds the rates from merged counts, so
     both give the same value and the same warnings. ``min_condition_size`` leaves out, per

@@ -65,7 +65,7 @@ class PermutationResult:
 
 
 def _label_free() -> dict[str, tuple[Callable[..., Any], Alternative]]:
-    """The metrics the test accepts by name, with their unfair side.
+    """Return the metrics the test accepts by name, with their unfair side.
 
     Kept here rather than read from :data:`fairmonitor.METRICS`, which sits above this package
     (metrics import nothing above them); a common test checks that this table agrees with the
@@ -85,7 +85,7 @@ def _label_free() -> dict[str, tuple[Callable[..., Any], Alternative]]:
 
 
 def _resolve(metric: Callable[..., Any] | str) -> tuple[Callable[..., Any], str, Alternative]:
-    """The function, its name and which side is unfair, from a callable or a metric name."""
+    """Return the function, its name and which side is unfair, from a callable or a metric name."""
     known = _label_free()
     if isinstance(metric, str):
         if metric not in known:
@@ -108,7 +108,7 @@ def _resolve(metric: Callable[..., Any] | str) -> tuple[Callable[..., Any], str,
 
 
 def _value(result: Any) -> float:
-    """The headline number of a metric's result: a float, or a result object's ``.value``."""
+    """Return the headline number of a metric's result: a float, or a result's ``.value``."""
     return float(getattr(result, "value", result))
 
 

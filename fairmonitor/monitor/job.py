@@ -178,7 +178,7 @@ def _report(cfg: ModelConfig, frame: pd.DataFrame, metrics: Sequence[str], *, la
             version: str, start: datetime, end: datetime, rng: Any,
             parts: dict[str, Any] | None = None,
             faults: dict[str, str] | None = None) -> WindowReport:
-    """The window's report; with rollups, its summary (bytes) into ``parts[phase]``.
+    """Return the window's report; with rollups, its summary (bytes) into ``parts[phase]``.
 
     A summary that cannot be made is said in ``faults["rollup"]``: it costs the rollups this
     window, never the window's own values.
@@ -211,7 +211,7 @@ def _report(cfg: ModelConfig, frame: pd.DataFrame, metrics: Sequence[str], *, la
 
 def _evaluate_frame(cfg: ModelConfig, frame: pd.DataFrame, phase: Phase, metrics: Sequence[str],
                     **kw: Any) -> tuple[WindowReport, bool]:
-    """The report of one phase, and whether labels went into it."""
+    """Return the report of one phase, and whether labels went into it."""
     if phase == "predictions" or cfg.label is None:
         return _report(cfg, frame, metrics, labels=False, **kw), False
     labelled = frame[cfg.label].notna().to_numpy()
@@ -728,7 +728,7 @@ def _relabel_rule(cfg: ModelConfig, now: datetime) -> Callable[[Mapping[str, int
 
 
 def _watched(cfg: ModelConfig, pending: Mapping[str, int], now: datetime) -> dict[str, int]:
-    """The windows still within ``relabel_within`` of their labelled evaluation."""
+    """Return the windows still within ``relabel_within`` of their labelled evaluation."""
     return {k: v for k, v in pending.items()
             if window_span(cfg.window, cfg.every, int(k)).end + cfg.labels_after
             + cfg.relabel_within > now}
@@ -794,7 +794,8 @@ def _complete(name: str, result: WindowResult, state: ModelState, attr: str, end
        ``last_success`` frozen when the checkpoint could not move.
 
     The alert streaks (:mod:`.streaks`, against ``thresholds`` and the ``budget`` policy of
-    ``compare: budget`` thresholds) move in the same checkpoint write, and the result handed to the other hooks carries them.
+    ``compare: budget`` thresholds) move in the same checkpoint write, and the result handed to the
+    other hooks carries them.
 
     Returns the result (with the hooks' and the checkpoint's errors), the state and whether
     the model must stop for this tick (the window is redone next tick).
@@ -831,7 +832,7 @@ def _complete(name: str, result: WindowResult, state: ModelState, attr: str, end
 def _save_and_deliver(name: str, result: WindowResult, state: ModelState, moved: ModelState,
                       checkpoint: Checkpoint, others: list[tuple[str, Hook]],
                       failed: list[str], what: str) -> tuple[WindowResult, ModelState, bool]:
-    """Steps 2 and 3 of :func:`_complete`: save ``moved`` unless ``failed``, then deliver."""
+    """Run steps 2 and 3 of :func:`_complete`: save ``moved`` unless ``failed``, then deliver."""
     problem = None
     if failed:
         problem = (f"not moved: the {'/'.join(failed)} values of this {what} are not durable "

@@ -45,24 +45,24 @@ log = logging.getLogger(__name__)
 
 
 def store_spec(cfg: ModelConfig) -> SummarySpec:
-    """What a stored window summary of ``cfg``'s model keeps."""
+    """Return what a stored window summary of ``cfg``'s model keeps."""
     return SummarySpec(max_raw=cfg.summary_max_raw, sample_size=cfg.summary_sample_size)
 
 
 def floor_to(t: datetime, every: timedelta) -> datetime:
-    """The latest grid point ``EPOCH + k * every`` at or before ``t``."""
+    """Return the latest grid point ``EPOCH + k * every`` at or before ``t``."""
     return EPOCH + window_index(every, t) * every
 
 
 def base_indices(cfg: ModelConfig, rollup: RollupConfig, end: datetime) -> range:
-    """Indices of the model's windows that tile the rollup window ending at ``end``."""
+    """Return the indices of the model's windows that tile the rollup window ending at ``end``."""
     last = (end - EPOCH) // cfg.every
     return range(last - rollup.window // cfg.every + 1, last + 1)
 
 
 def containing(cfg: ModelConfig, rollup: RollupConfig, index: int,
                evaluated_until: datetime) -> list[datetime]:
-    """Ends of the already evaluated rollup windows that contain the model's window ``index``."""
+    """Return the ends of the evaluated rollup windows containing the model's window ``index``."""
     end = EPOCH + index * cfg.every
     t = floor_to(end - cfg.every, rollup.every) + rollup.every  # first grid end >= window end
     out = []
@@ -74,7 +74,7 @@ def containing(cfg: ModelConfig, rollup: RollupConfig, index: int,
 
 def keep_from(cfg: ModelConfig, after: Mapping[str, datetime],
               watched: Iterable[int]) -> int | None:
-    """The oldest window index whose summary may still be read (older ones can be pruned).
+    """Return the oldest window index whose summary may still be read (older ones can be pruned).
 
     The next window of every rollup needs its windows; a window still watched for late labels
     needs every rollup window that contains it.
@@ -100,7 +100,7 @@ class SummaryIntegrityError(ValueError):
 
 
 def verified(cfg: ModelConfig, index: int, blob: bytes) -> WindowSummary:
-    """The stored summary of the model's window ``index``, checked.
+    """Return the stored summary of the model's window ``index``, checked.
 
     Its checksum (:func:`~fairmonitor.summaries.from_bytes`) and its identity: the model, and
     the window's start and end, which must be those of ``index`` (a valid summary of another
@@ -133,7 +133,7 @@ def _iso(t: datetime | None) -> str:
 
 def _load(cfg: ModelConfig, blobs: Mapping[int, bytes], spec: SummarySpec, notes: list[str],
           bad: dict[int, SummaryIntegrityError]) -> dict[int, WindowSummary]:
-    """The checked summaries of ``blobs``; the failing ones go to ``bad`` (counted, logged)."""
+    """Return the checked summaries of ``blobs``; failing ones go to ``bad`` (counted, logged)."""
     out, other = {}, 0
     for index, blob in blobs.items():
         try:

@@ -11,7 +11,6 @@ from .registry import METRICS, MetricSpec, get_metric
 from .thresholds import Threshold
 
 __all__ = [
-    "METRICS", "MIN_CONDITION_SIZE", "MIN_GROUP_SIZE", "MetricSpec", "Threshold", "Window", "WindowReport", "evaluate_summary",
-    "evaluate_window",
-    "get_metric", "safe_name",
+    "METRICS", "MIN_CONDITION_SIZE", "MIN_GROUP_SIZE", "MetricSpec", "Threshold", "Window",
+    "WindowReport", "evaluate_summary", "evaluate_window", "get_metric", "safe_name",
 ]

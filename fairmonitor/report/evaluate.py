@@ -149,7 +149,7 @@ class Window:
         return len(next(iter(self.sensitive_features.values())))
 
     def get(self, name: str) -> Any:
-        """The window field ``name`` (one of the registry's inputs), or None."""
+        """Return the window field ``name`` (one of the registry's inputs), or None."""
         return getattr(self, name)
 
     def groups(self, intersection: bool = True) -> dict[str, Any]:
@@ -348,7 +348,7 @@ def _attributes(window: Window, intersection: bool) -> dict[str, Any]:
 
 def _select_metrics(has: Callable[[str], bool], metrics: Iterable[str] | None
                     ) -> tuple[list[MetricSpec], dict[str, str]]:
-    """Requested specs, and the reason each available-by-default one was skipped."""
+    """Return the requested specs, and the reason each available-by-default one was skipped."""
     if metrics is not None:
         return [get_metric(name) for name in metrics], {}
     chosen, skipped = [], {}
@@ -403,7 +403,7 @@ def _from_summary_value(spec: MetricSpec, summary: WindowSummary, attr: str,
 
 def _sample_window(summary: WindowSummary, attr: str, predict: Any, threshold: float
                    ) -> tuple[Window, dict[str, Any]]:
-    """The row sample of one attribute's groups as a window (the row metrics' input)."""
+    """Return the row sample of one attribute's groups as a window (the row metrics' input)."""
     a = summary.attributes[attr]
     groups = list(a.groups.values())
     columns = {c: np.concatenate([g.sample[c] for g in groups]) for c in groups[0].sample}
@@ -510,21 +510,23 @@ def evaluate_window(
 
 
 def _missing_notes(window: Window) -> list[str]:
-    """What the window's missing-value policy did, one note per attribute."""
+    """Return what the window's missing-value policy did, one note per attribute."""
     return [f"sensitive attribute '{attr}': {n} row(s) with a missing value "
             + ("grouped as 'missing'" if how == "group" else "dropped from the window")
             for attr, (how, n) in window.missing_counts.items()]
 
 
 def _intersections(summary: WindowSummary) -> list[str]:
-    """The summary's automatic intersections (``"a:b"`` of attributes it also holds): only a
-    threshold that names one governs it."""
+    """Return the summary's automatic intersections (``"a:b"`` of attributes it also holds).
+
+    Only a threshold that names one governs it.
+    """
     return [a for a in summary.attributes if INTERSECTION_SEPARATOR in a
             and all(p in summary.attributes for p in a.split(INTERSECTION_SEPARATOR))]
 
 
 def _checked_inputs(window: Window) -> tuple[dict[str, Any], dict[str, Exception]]:
-    """The window's predictions, labels and scores, checked once for every metric.
+    """Return the window's predictions, labels and scores, checked once for every metric.
 
     An input that fails its check is left out of the summary; the metrics that need it fail
     with its error (NaN plus the reason, as when each metric checked its own input), the
@@ -653,7 +655,7 @@ def evaluate_summary(
                      results=results)
 
 
-def _evaluate(summary: WindowSummary, specs: list[MetricSpec], skipped: dict[str, str],
+def _evaluate(summary: WindowSummary, specs: list[MetricSpec], skipped: dict[str, str],  # noqa: C901, PLR0915 (issue 26)
               rows: Callable[[str], tuple[Window, Any]], has: Callable[[str], bool], *,
               min_group_size: int, thresholds: Iterable[Threshold],
               min_condition_size: int = 1,
@@ -664,7 +666,7 @@ def _evaluate(summary: WindowSummary, specs: list[MetricSpec], skipped: dict[str
               weights: NDArray[np.float64] | None = None,
               results: Mapping[tuple[str, str], tuple[Any, list[Any]]] | None = None
               ) -> WindowReport:
-    """The one evaluation loop behind evaluate_window and evaluate_summary."""
+    """Run the one evaluation loop behind evaluate_window and evaluate_summary."""
     failed = failed or {}
     given = results or {}
     options = options or {}
@@ -764,7 +766,7 @@ def _evaluate(summary: WindowSummary, specs: list[MetricSpec], skipped: dict[str
 def _interval(spec: MetricSpec, value: float, result: Any, summary: WindowSummary, attr: str,
               kwargs: Mapping[str, Any], level: float, cache: dict[Any, Any],
               errors: str) -> Any:
-    """The value's interval; a failure is a NaN interval with the error, never a lost value."""
+    """Return the value's interval; a failure: a NaN interval with the error, not a lost value."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # empty bootstrap draws

@@ -63,7 +63,7 @@ _SCORES = ("abcc", "madd", "abpc")
 
 
 def undefined(reason: str, method: str = "none") -> Interval:
-    """A NaN interval with its reason."""
+    """Return a NaN interval with its reason."""
     return Interval(_NAN, _NAN, _NAN, method, reason)
 
 
@@ -102,8 +102,10 @@ def _rates(name: str, groups: list[GroupSummary], level: float,
 
 def _calibration(groups: list[GroupSummary], n: NDArray[np.float64],
                  positives: NDArray[np.float64], level: float) -> Interval:
-    """Wald-type: Var(score - y) <= (sd(score) + sd(y))^2 (Cauchy-Schwarz), as the summary
-    holds no sum of score x label; conservative, never too narrow."""
+    """Return a Wald-type interval with Var(score - y) <= (sd(score) + sd(y))^2 (Cauchy-Schwarz).
+
+    The summary holds no sum of score x label; conservative, never too narrow.
+    """
     if any(g.moments is None for g in groups):
         return undefined("no scores")
     total, squares = (np.array([g.moments[k] for g in groups], dtype=float)  # type: ignore
@@ -121,7 +123,7 @@ def _calibration(groups: list[GroupSummary], n: NDArray[np.float64],
 
 
 def _fine(g: GroupSummary) -> NDArray[np.float64]:
-    """The group's fine score histogram, from raw scores or from cells (their mean score)."""
+    """Return the group's fine score histogram, from raw scores or cells (their mean score)."""
     if g.scores is not None:  # sorted, as a summary keeps them
         return fine_histogram_sorted(g.scores)
     from ..metrics._intervals_compiled import cell_histogram  # numba: one pass over the cells
@@ -199,7 +201,7 @@ def _rows(name: str, field: str | None, value: float, result: Any, level: float)
 def interval_of(name: str, field: str | None, value: float, result: Any,
                 attr: AttributeSummary, *, kw: Mapping[str, Any], level: float,
                 cache: dict[Any, Any]) -> Interval:
-    """The interval and chance level of metric ``name``'s ``value`` on one attribute.
+    """Return the interval and chance level of metric ``name``'s ``value`` on one attribute.
 
     ``result`` is the metric function's full result (MADD's pairs, HFM's sampled interval,
     the robustness standard errors); ``kw`` the options the metric ran with; ``cache`` is

@@ -44,17 +44,17 @@ ATTR, HASH, QUERY, TRUE, MODEL = "__fm_attr__", "__fm_hash__", "__fm_query__", "
 
 
 def sens(i: int) -> str:
-    """Internal name of the i-th sensitive column."""
+    """Return the internal name of the i-th sensitive column."""
     return f"__fm_s{i}__"
 
 
 def feat(i: int) -> str:
-    """Internal name of the i-th feature column."""
+    """Return the internal name of the i-th feature column."""
     return f"__fm_f{i}__"
 
 
 def extra(i: int) -> str:
-    """Internal name of the i-th column that only makes rows' hashes distinct."""
+    """Return the internal name of the i-th column that only makes rows' hashes distinct."""
     return f"__fm_h{i}__"
 
 
@@ -89,7 +89,7 @@ class HFMPlan:
 
 
 def attribute_salt(seed: int, name: str) -> int:
-    """The 64-bit salt of attribute ``name``'s row hashes under ``seed``."""
+    """Return the 64-bit salt of attribute ``name``'s row hashes under ``seed``."""
     mixed = np.array([(int(seed) & (2**64 - 1)) ^ zlib.crc32(name.encode())], dtype=np.uint64)
     return int(_splitmix(mixed)[0])
 
@@ -130,7 +130,7 @@ def _kept(values: NDArray[Any], excluded: tuple[Any, ...]) -> NDArray[np.bool_]:
 
 
 def _planned_windows(plan: HFMPlan, batches: Iterator[Any]) -> Iterator[tuple[WindowPlan, Any]]:
-    """The partition's rows, one frame per window the plan knows (others are skipped)."""
+    """Yield the partition's rows, one frame per window the plan knows (others are skipped)."""
     frame = _frame(batches)
     if frame is None:
         return
@@ -178,7 +178,7 @@ def _codes(values: NDArray[Any], classes: NDArray[Any]) -> NDArray[np.float64]:
 
 def _space(plan: HFMPlan, w: WindowPlan, parts: list[Mapping[str, NDArray[Any]]]
            ) -> FeatureSpace:
-    """The feature space of the rows of ``parts``, one after the other."""
+    """Return the feature space of the rows of ``parts``, one after the other."""
     numeric, codes, levels = [], [], []
     for i, is_num in enumerate(plan.numeric):
         col = np.concatenate([np.asarray(p[feat(i)]) for p in parts])

@@ -160,7 +160,7 @@ def _policy(missing: str | Mapping[str, str], name: str) -> str:
     return how
 
 
-def _hfm_average(data: Any, *, sensitive_features: Sequence[str], label: str,
+def _hfm_average(data: Any, *, sensitive_features: Sequence[str], label: str,  # noqa: C901, PLR0915 (issue 26)
                  features: Sequence[str], prediction: str | None, score: str | None,
                  threshold: float, timestamp: str | None, window: Any, window_column: str | None,
                  n_queries: int, seed: int, min_group_size: int, intersection: bool,

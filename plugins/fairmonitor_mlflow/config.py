@@ -213,8 +213,11 @@ _THRESHOLD_KEYS = ("warning", "critical", "bound", "attribute", "compare")
 
 
 def _thresholds(value: Any, attributes: Sequence[str]) -> tuple[Threshold, ...]:
-    """The monitor's threshold model: ``{metric: entry or [entries]}``, an entry naming
-    ``attribute`` overrides the general one for that attribute (the intersection included)."""
+    """Return the monitor's threshold model: ``{metric: entry or [entries]}``.
+
+    An entry naming ``attribute`` overrides the general one for that attribute (the
+    intersection included).
+    """
     if not isinstance(value, Mapping):
         raise ConfigError("thresholds: must be a dict {metric: {warning, critical, bound, "
                           f"attribute}} (or a list of such dicts); got {value!r}.")

@@ -115,7 +115,8 @@ def test_single_group_is_nan_with_warning(name, rng):
 
 
 @pytest.mark.parametrize("name", NO_FEATURES)
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(n=st.integers(4, 60), seed=st.integers(0, 2**32 - 1), n_groups=st.integers(2, 4))
 def test_values_stay_in_range(name, n, seed, n_groups):
     spec = METRICS[name]

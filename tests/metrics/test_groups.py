@@ -49,7 +49,8 @@ def test_split_returns_groups_in_label_order_and_skips_excluded():
 
 
 def test_missing_values_name_column_and_rows():
-    with pytest.raises(InvalidInputError, match=r"'race' has 2 missing values \(NaN/None\) at rows 1, 3"):
+    with pytest.raises(InvalidInputError,
+                       match=r"'race' has 2 missing values \(NaN/None\) at rows 1, 3"):
         sensitive_columns({"race": np.array(["a", None, "b", None], dtype=object)})
     with pytest.raises(InvalidInputError, match=r"'age' has 1 missing values"):
         sensitive_columns(pd.DataFrame({"age": [1.0, np.nan]}))

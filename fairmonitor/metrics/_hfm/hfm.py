@@ -385,7 +385,7 @@ def _sampled(space: Any, label_true: NDArray[np.float64], label_pred: NDArray[np
 
 def sampled_result(averages: list[SampledAverage], groups: list[Any], defined: list[Any],
                    version: Version, n_queries: int, n: int) -> HFMResult:
-    """The ``method="sampled"`` result from each defined attribute's sampled averages.
+    """Return the ``method="sampled"`` result from each defined attribute's sampled averages.
 
     ``groups`` are every attribute's :class:`~fairmonitor.metrics._groups.Groups` (only their
     name, labels, counts and excluded groups are read), ``defined`` those with two kept

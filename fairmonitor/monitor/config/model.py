@@ -162,12 +162,15 @@ class ModelConfig:
 
     @property
     def budget_windows_per_day(self) -> float:
-        """Independent windows a day, the budget's unit: one per ``window`` (sliding windows
-        overlap, so only every ``window / every``-th evaluation may feed the evidence)."""
+        """Return the independent windows a day, the budget's unit: one per ``window``.
+
+        Sliding windows overlap, so only every ``window / every``-th evaluation may feed the
+        evidence.
+        """
         return timedelta(days=1) / self.window
 
     def budget_series(self, attributes: Sequence[str]) -> tuple[tuple[str, str, str], ...]:
-        """The (metric, attribute, severity) series that page on the budget.
+        """Return the (metric, attribute, severity) series that page on the budget.
 
         ``attributes`` are the evaluated ones (the intersection included, which only a
         threshold naming it governs); the most specific threshold governs, as in
@@ -188,7 +191,7 @@ class ModelConfig:
         return tuple(out)
 
     def page_level(self, attributes: Sequence[str]) -> float | None:
-        """The budget's page level over :meth:`budget_series`; None without budget series."""
+        """Return the budget's page level over :meth:`budget_series` (None without them)."""
         n = len(self.budget_series(attributes))
         if self.budget is None or n == 0:
             return None

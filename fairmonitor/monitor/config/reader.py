@@ -17,7 +17,7 @@ _TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "tru
 
 
 def fmt_allowed(values: Iterable[Any]) -> str:
-    """``a, b, c``: the allowed values of a key, for messages."""
+    """Return ``a, b, c``: the allowed values of a key, for messages."""
     return ", ".join(str(v) for v in values)
 
 
@@ -66,7 +66,7 @@ class Reader:
 
     def positive_int(self, mapping: Mapping[str, Any], key: str, default: int, *,
                      path: str = "") -> int:
-        """A positive integer, else ``default``."""
+        """Return a positive integer, else ``default``."""
         value = self.get(mapping, key, int, default, path=path)
         if value < 1:
             self.error(_join(path, key), f"must be a positive integer; got {value!r}")
@@ -76,7 +76,7 @@ class Reader:
     def duration(self, mapping: Mapping[str, Any], key: str, default: timedelta | None, *,
                  path: str = "", required: bool = False,
                  allow_zero: bool = False) -> timedelta | None:
-        """A duration such as ``"5m"``, else ``default``."""
+        """Return a duration such as ``"5m"``, else ``default``."""
         value = mapping.get(key)
         if value is None:
             if required:
@@ -107,7 +107,7 @@ class Reader:
 
     def names(self, mapping: Mapping[str, Any], key: str, path: str, *,
               required: bool = False) -> tuple[str, ...]:
-        """A list of strings (column or metric names); a single string is a one-item list."""
+        """Return a list of strings (column or metric names); one string is a one-item list."""
         value = mapping.get(key)
         where = _join(path, key)
         if value is None or value == []:
@@ -126,7 +126,7 @@ class Reader:
         return tuple(dict.fromkeys(value))
 
     def url(self, mapping: Mapping[str, Any], key: str, path: str) -> str:
-        """A SQLAlchemy URL (``dialect[+driver]://...``)."""
+        """Return a SQLAlchemy URL (``dialect[+driver]://...``)."""
         value = self.get(mapping, key, str, None, path=path, required=True)
         if value is None:
             return "sqlite://"

@@ -17,8 +17,8 @@ from typing import Any
 from ...exceptions import ConfigError
 from ...metrics._groups import INTERSECTION_SEPARATOR, MISSING_POLICIES
 from ...report.defaults import MIN_CONDITION_SIZE, MIN_GROUP_SIZE
-from ...report.registry import METRICS
 from ...report.evidence import Budget
+from ...report.registry import METRICS
 from ...report.thresholds import COMPARES, Threshold
 from .durations import format_duration
 from .model import (
@@ -61,6 +61,7 @@ _BUDGET_KEYS = ("false_pages", "per", "null_fraction", "alternative_fraction")
 
 
 def read_monitor(r: Reader, data: Any, base: Path) -> MonitorConfig | None:
+    """Return the monitor config in ``data`` (None if invalid: the errors are in ``r``)."""
     if not isinstance(data, Mapping):
         r.error("", f"the top level must be a mapping with keys {fmt_allowed(_TOP_KEYS)}; "
                     f"got {data!r}")
@@ -96,7 +97,7 @@ def read_monitor(r: Reader, data: Any, base: Path) -> MonitorConfig | None:
 
 
 def sqlite_beside(url: str, base: Path) -> str:
-    """A relative SQLite URL made absolute against ``base`` (the config file's directory).
+    """Return a relative SQLite URL made absolute against ``base`` (the config file's directory).
 
     One rule for every relative path in the config (files, checkpoint, spool, SQLite URLs of
     sources, checkpoints and MLflow): it resolves against the config file's directory, never
@@ -118,7 +119,7 @@ def sqlite_beside(url: str, base: Path) -> str:
 
 def _mlflow_spool(r: Reader, data: Mapping[str, Any], checkpoint: CheckpointConfig,
                   base: Path) -> Path | None:
-    """The spool file: as given, else beside a checkpoint file; None keeps it in memory."""
+    """Return the spool file: as given, else beside a checkpoint file; None keeps it in memory."""
     if "mlflow_spool" not in data:
         # a SQL checkpoint says the monitor may have no writable disk: no default file then
         return (checkpoint.path.with_name(DEFAULT_MLFLOW_SPOOL)
@@ -244,9 +245,12 @@ def _alert_windows(r: Reader, at: str, raw: Any) -> AlertWindows:
 
 
 def _alerting(r: Reader, at: str, raw: Any, thresholds: Sequence[Threshold]) -> Budget | None:
-    """``alerting: {budget: {false_pages, per, null_fraction, alternative_fraction}}``: the
-    model's false-page budget; ``Budget()`` when a threshold uses ``compare: budget`` and none
-    is given. (Not ``null:``: YAML reads that key as null.)"""
+    """Return the model's false-page budget, read from its ``alerting:`` key.
+
+    ``alerting: {budget: {false_pages, per, null_fraction, alternative_fraction}}``; ``Budget()``
+    when a threshold uses ``compare: budget`` and none is given. (Not ``null:``: YAML reads that
+    key as null.)
+    """
     uses_budget = any(t.compare == "budget" for t in thresholds)
     if raw is None:
         return Budget() if uses_budget else None
