@@ -34,7 +34,7 @@ def main(argv: list[str]) -> int:
     y_pred = np.where(rng.random(n) < 0.8, y_true, 1 - y_true)
 
     def ours():
-        return (demographic_parity_difference(y_pred, sensitive_features=groups),
+        return (demographic_parity_difference(None, y_pred, sensitive_features=groups),
                 equalized_odds_difference(y_true, y_pred, sensitive_features=groups))
 
     def theirs():

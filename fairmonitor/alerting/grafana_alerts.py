@@ -259,25 +259,33 @@ def _rollup_rules(model: str, cfg: Any, options: AlertOptions) -> list[dict[str,
 
 def _health_rules(options: AlertOptions) -> list[dict[str, Any]]:
     """Liveness rules for every model at once, from the exported series (no per-model copy)."""
-    n = options.stale_after
-    window = promql_duration(options.error_window)
-    health_for = promql_duration(options.for_health)
+    return [*_value_health_rules(options), *_liveness_rules(options),
+            *_monitor_health_rules(options)]
+
+
+def _notes_for(options: AlertOptions) -> Any:
+    """Return ``notes(alert, summary, description, link=<model dashboard>)``: annotations."""
     model_link = dashboard_url(options.grafana_url, model="{{ $labels.model | urlquery }}")
-    last = f"{NAMESPACE}_window_last_success_timestamp_seconds"
-    cadence = f"max by (model) ({NAMESPACE}_window_cadence_seconds)"
 
     def notes(alert: str, summary: str, description: str, link: str = model_link
               ) -> dict[str, str]:
         return {"summary": summary, "description": description, "dashboard": link,
                 "runbook_url": runbook_link(options.runbook_url, alert)}
 
-    def labels(alert: str, severity: str) -> dict[str, str]:
-        return {"severity": severity, ALERT_LABEL: alert}
+    return notes
 
+
+def _labels(alert: str, severity: str) -> dict[str, str]:
+    return {"severity": severity, ALERT_LABEL: alert}
+
+
+def _value_health_rules(options: AlertOptions) -> list[dict[str, Any]]:
+    """Rules on the values: a metric undefined, windows without traffic."""
+    notes = _notes_for(options)
     return [
         _rule(_uid("undefined"), "fairness metric undefined",
               unless_cause(undefined_expr(options, zero=True), options.error_window),
-              "gt", 0.0, for_="0s", labels=labels("FairnessMetricUndefined", "warning"),
+              "gt", 0.0, for_="0s", labels=_labels("FairnessMetricUndefined", "warning"),
               annotations=notes(
                   "FairnessMetricUndefined",
                   "{{ $labels.metric }} is undefined for {{ $labels.sensitive_attribute }} "
@@ -289,15 +297,27 @@ def _health_rules(options: AlertOptions) -> list[dict[str, Any]]:
         _rule(_uid("no-traffic"), "fairness windows without traffic",
               unless_cause(no_traffic_expr(options, zero=True), options.error_window),
               "gt", 0.0,
-              for_="0s", labels=labels("FairmonitorNoTraffic", "warning"), annotations=notes(
+              for_="0s", labels=_labels("FairmonitorNoTraffic", "warning"), annotations=notes(
                   "FairmonitorNoTraffic",
                   "No predictions in the latest windows of model {{ $labels.model }}",
                   '{{ printf "%.0f" $values.B.Value }} consecutive windows of model '
                   "{{ $labels.model }} held no rows.")),
+    ]
+
+
+def _liveness_rules(options: AlertOptions) -> list[dict[str, Any]]:
+    """Rules on each model's windows: stale, never evaluated, labels overdue, errors."""
+    n = options.stale_after
+    window = promql_duration(options.error_window)
+    health_for = promql_duration(options.for_health)
+    last = f"{NAMESPACE}_window_last_success_timestamp_seconds"
+    cadence = f"max by (model) ({NAMESPACE}_window_cadence_seconds)"
+    notes = _notes_for(options)
+    return [
         _rule(_uid("stale"), "fairness window stale",
               unless_cause(f"(time() - max by (model) ({last} > 0)) / on(model) {cadence}",
                            options.error_window), "gt", float(n),
-              for_=health_for, labels=labels("FairmonitorWindowStale", "warning"),
+              for_=health_for, labels=_labels("FairmonitorWindowStale", "warning"),
               annotations=notes(
                   "FairmonitorWindowStale",
                   f"No fairness window evaluated for model {{{{ $labels.model }}}} in {n} "
@@ -307,7 +327,7 @@ def _health_rules(options: AlertOptions) -> list[dict[str, Any]]:
                   "or the monitor is stuck, so its fairness gauges are stale.")),
         _rule(_uid("never-evaluated"), "fairness model never evaluated",
               unless_cause(never_evaluated_expr(n), options.error_window), "gt", 0.0,
-              for_=health_for, labels=labels("FairmonitorNeverEvaluated", "warning"),
+              for_=health_for, labels=_labels("FairmonitorNeverEvaluated", "warning"),
               annotations=notes(
                   "FairmonitorNeverEvaluated",
                   "Model {{ $labels.model }} has no evaluated window yet on "
@@ -318,7 +338,7 @@ def _health_rules(options: AlertOptions) -> list[dict[str, Any]]:
         _rule(_uid("labels-overdue"), "fairness labels overdue",
               unless_cause(f"max by (model) ({NAMESPACE}_labels_overdue_windows)",
                            options.error_window), "gt", 0.0,
-              for_=health_for, labels=labels("FairmonitorLabelsOverdue", "warning"),
+              for_=health_for, labels=_labels("FairmonitorLabelsOverdue", "warning"),
               annotations=notes(
                   "FairmonitorLabelsOverdue",
                   "Labels of model {{ $labels.model }} are overdue",
@@ -329,7 +349,7 @@ def _health_rules(options: AlertOptions) -> list[dict[str, Any]]:
                   "alerts hold until labels are back.")),
         _rule(_uid("data-errors"), "fairmonitor data errors",
               f"max by (model) ({NAMESPACE}_data_error_windows)", "gt", 0.0,
-              for_="0s", labels=labels("FairmonitorDataErrors", "warning"), annotations=notes(
+              for_="0s", labels=_labels("FairmonitorDataErrors", "warning"), annotations=notes(
                   "FairmonitorDataErrors",
                   "Data error: windows of model {{ $labels.model }} are held",
                   '{{ printf "%.0f" $values.B.Value }} due window(s) of model '
@@ -338,22 +358,29 @@ def _health_rules(options: AlertOptions) -> list[dict[str, Any]]:
         _rule(_uid("errors"), "fairmonitor errors",
               f"sum by (model, stage) (increase({NAMESPACE}_errors_total"
               f'{{stage!="data"}}[{window}]))', "gt",
-              0.0, for_=health_for, labels=labels("FairmonitorErrors", "warning"),
+              0.0, for_=health_for, labels=_labels("FairmonitorErrors", "warning"),
               annotations=notes(
                   "FairmonitorErrors",
                   "fairmonitor {{ $labels.stage }} errors for model {{ $labels.model }}",
                   '{{ printf "%.0f" $values.B.Value }} {{ $labels.stage }} error(s) in the '
                   f"last {window} for model {{{{ $labels.model }}}}; see the monitor's log.")),
+    ]
+
+
+def _monitor_health_rules(options: AlertOptions) -> list[dict[str, Any]]:
+    """Rules on the monitor itself: down, absent, no replica leading."""
+    notes = _notes_for(options)
+    return [
         _rule(_uid("down"), "fairmonitor down",
               f"up{{job=~{promql_string(options.scrape_job)}}}", "lt", 1.0,
               for_=promql_duration(options.absent_for),
-              labels=labels("FairmonitorDown", "critical"), annotations=notes(
+              labels=_labels("FairmonitorDown", "critical"), annotations=notes(
                   "FairmonitorDown", "fairmonitor on {{ $labels.instance }} is down",
                   "Prometheus cannot scrape the monitor at {{ $labels.instance }}.",
                   dashboard_url(options.grafana_url))),
         _rule(_uid("absent"), "fairmonitor absent", f"absent({NAMESPACE}_build_info)", "gt",
               0.0, for_=promql_duration(options.absent_for),
-              labels=labels("FairmonitorAbsent", "critical"),
+              labels=_labels("FairmonitorAbsent", "critical"),
               annotations=notes(
                   "FairmonitorAbsent", "No fairness monitor is being scraped",
                   "No fairmonitor_build_info series: no monitor runs or Prometheus cannot "
@@ -361,7 +388,7 @@ def _health_rules(options: AlertOptions) -> list[dict[str, Any]]:
                   dashboard_url(options.grafana_url))),
         _rule(_uid("no-leader"), "fairmonitor no leader", leaders_expr(options), "lt", 0.5,
               for_=promql_duration(options.absent_for),
-              labels=labels("FairmonitorNoLeader", "critical"), annotations=notes(
+              labels=_labels("FairmonitorNoLeader", "critical"), annotations=notes(
                   "FairmonitorNoLeader",
                   "No fairmonitor replica of job {{ $labels.job }} holds the lease",
                   "Every replica of job {{ $labels.job }} is a standby: no window is evaluated. "

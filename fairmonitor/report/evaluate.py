@@ -690,7 +690,7 @@ def _evaluate(summary: WindowSummary, specs: list[MetricSpec], skipped: dict[str
                     intervals[key] = undefined(reasons[key])
                 continue
             kwargs = {"min_group_size": min_group_size, "min_condition_size": min_condition_size,
-                      "rng": rng, "threshold": threshold, **options.get(spec.name, {})}
+                      "random_state": rng, "threshold": threshold, **options.get(spec.name, {})}
             if weights is not None:
                 if spec.name not in WEIGHTED_METRICS:
                     values[key] = float("nan")

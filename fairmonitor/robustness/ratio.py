@@ -32,7 +32,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .._validation import check_binary, check_option, check_positive_int, check_same_length
+from .._validation import (
+    check_binary,
+    check_option,
+    check_positive_int,
+    check_same_length,
+    renamed_keyword,
+)
 from ..exceptions import InvalidInputError
 from ..metrics._groups import encode_groups
 from . import stats as st
@@ -60,6 +66,7 @@ _RATE_NAMES = {"selection": "selection_rate", "tpr": "true_positive_rate",
                "fpr": "false_positive_rate"}
 
 
+@renamed_keyword("rng", "random_state")
 def robustness_ratio(
     predict: Any,
     X: Any,
@@ -71,7 +78,7 @@ def robustness_ratio(
     n_repeats: int = 10,
     noise: str = "laplace",
     scale: str = "std",
-    rng: np.random.Generator | int | None = None,
+    random_state: np.random.Generator | int | None = None,
     max_rows: int | None = 20_000,
     column_kinds: Mapping[Any, str] | None = None,
     preset: str | None = None,
@@ -122,8 +129,9 @@ def robustness_ratio(
     scale : {'std', 'range', 'absolute'}, default='std'
         Noise of standard deviation ``k * column std``; the reference code's Laplace scale
         ``k * (max - min)``; or the paper's literal scale ``k`` in raw units.
-    rng : numpy.random.Generator, int or None
+    random_state : numpy.random.Generator, int or None
         Seed of the subsample and the noise. None means seed 0: results are reproducible.
+        (``rng=``, its old name, is accepted until fairmonitor 0.3 with a FutureWarning.)
     max_rows : int or None, default=20000
         Cap on evaluated rows: a stratified sample over (group, label), recorded in the result.
     column_kinds : dict, optional
@@ -189,7 +197,7 @@ def robustness_ratio(
     draws independently; ``crn=False``); noise scaled by the column's std by default (FairR:
     range, ``scale='range'``; paper: raw units, ``scale='absolute'``); column kinds by the
     distinct-value rule, not dtype; a deterministic model's clean gap is computed once (K0=1);
-    seed 0 when ``rng`` is None. Early stopping never skips levels, so the level grid (and
+    seed 0 when ``random_state`` is None. Early stopping never skips levels, so the level grid (and
     the monitor's label set) is fixed.
 
     Examples
@@ -228,7 +236,7 @@ def robustness_ratio(
     model = build_noise_model(X, kinds, distribution=noise, scale=scale,
                               scheme=categorical_scheme, categorical_rate=categorical_rate,
                               round_integers=round_integers)
-    root = np.random.default_rng(0 if rng is None else rng)
+    root = np.random.default_rng(0 if random_state is None else random_state)
     sample_rng, noise_rng, level_rng = root.spawn(3)
 
     n_total = len(X)

@@ -42,8 +42,8 @@ def _value(spec, data, sf, **kw):
     args = [data[i] for i in spec.inputs]
     kw.update({i: data[i] for i in spec.optional_inputs})
     params = inspect.signature(spec.func).parameters
-    if "rng" in params:
-        kw.setdefault("rng", 0)
+    if "random_state" in params:
+        kw.setdefault("random_state", 0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", GroupExclusionWarning)
         result = spec.func(*args, sensitive_features=sf, **{**spec.options, **kw})
@@ -51,7 +51,7 @@ def _value(spec, data, sf, **kw):
 
 
 def _takes_rng(spec):
-    return "rng" in inspect.signature(spec.func).parameters
+    return "random_state" in inspect.signature(spec.func).parameters
 
 
 DETERMINISTIC = sorted(n for n, s in METRICS.items() if not _takes_rng(s))

@@ -127,7 +127,7 @@ def test_mixed_type_group_labels_are_groups_not_a_crash():
     sex = np.array([1, "a", 1, "a", 2, "a"], dtype=object)
     y_pred = [1, 0, 1, 0, 0, 0]
     # selection rates: group 1 -> 1.0, group 2 -> 0.0, group "a" -> 0.0
-    assert demographic_parity_difference(y_pred, sensitive_features=sex) == 1.0
+    assert demographic_parity_difference(None, y_pred, sensitive_features=sex) == 1.0
     for errors in ("raise", "coerce"):
         report = evaluate_window(Window({"sex": sex}, y_pred=y_pred),
                                  metrics=["demographic_parity_difference"], errors=errors)

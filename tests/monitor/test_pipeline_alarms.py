@@ -60,7 +60,7 @@ def _oracle(frame, metric, hour):
     start, end = T0 + hour * H, T0 + (hour + 1) * H
     rows = frame[(frame["timestamp"] >= start) & (frame["timestamp"] < end)]
     if metric == DPD:
-        return demographic_parity_difference(rows["prediction"].to_numpy(),
+        return demographic_parity_difference(None, rows["prediction"].to_numpy(),
                                              sensitive_features=rows["sex"].to_numpy())
     return equalized_odds_difference(rows["label"].to_numpy(), rows["prediction"].to_numpy(),
                                      sensitive_features=rows["sex"].to_numpy())

@@ -30,7 +30,7 @@ def test_values_equal_direct_metric_calls(frame):
     r = evaluate_window(w, metrics=["demographic_parity_difference", "equalized_odds_difference"])
     y_pred = (frame["score"] >= 0.5).astype(int)
     assert r.values[("demographic_parity_difference", "sex")] == demographic_parity_difference(
-        y_pred, sensitive_features=frame["sex"])
+        None, y_pred, sensitive_features=frame["sex"])
     assert r.values[("equalized_odds_difference", "sex:race")] == equalized_odds_difference(
         frame["label"], y_pred, sensitive_features=frame[["sex", "race"]])
     assert r.attributes == ("sex", "race", "sex:race")
