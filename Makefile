@@ -11,7 +11,7 @@ BASE_STAMP := $(VENV)/.installed-base
 STAMP := $(VENV)/.installed
 DOCS_OUT := build/docs
 
-.PHONY: demo test docs venv bench clean
+.PHONY: demo test docs lint venv bench clean
 
 # --no-compile: pip would byte-compile every installed module (~240 MB); Python compiles the
 # ones a run imports, once
@@ -35,6 +35,9 @@ test: $(STAMP)
 
 docs: $(STAMP)
 	$(BIN)/python -m sphinx -W --keep-going -q -b html -d $(DOCS_OUT)/doctrees docs $(DOCS_OUT)/html
+
+lint: $(STAMP)
+	$(BIN)/ruff check fairmonitor plugins tests benchmarks
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py $(BENCH_ARGS)

@@ -53,19 +53,20 @@ def timed(fn):
 def main(argv: list[str]) -> int:
     n = 20_000 if "--quick" in argv else 100_000
     X, group, score = data(n)
-    counterpart_fairness(X[:2000], score[:2000], sensitive_features=group[:2000])  # warm imports
+    counterpart_fairness(X[:2000], None, score[:2000],
+                         sensitive_features=group[:2000])  # warm imports
     print(f"rows={n} features={X.shape[1]} cores={os.cpu_count()} "
           f"load={os.getloadavg()[0]:.1f}")
 
-    t_full, r = timed(lambda: counterpart_fairness(X, score, sensitive_features=group))
+    t_full, r = timed(lambda: counterpart_fairness(X, None, score, sensitive_features=group))
     c = r.comparisons[0]
     print(f"cfair default: {t_full:.2f} s  value={r.value:.4f} dp_gap={r.dp_gap:.4f} "
           f"pairs={r.n_pairs} unmatched={r.n_unmatched} caliper={c.caliper:.4f} "
           f"max_smd {c.max_smd_before:.3f} -> {c.max_smd_after:.3f}")
     t_fit, matcher = timed(lambda: fit_matcher(X, sensitive_features=group))
-    t_reuse, _ = timed(lambda: counterpart_fairness(X, score, sensitive_features=group,
+    t_reuse, _ = timed(lambda: counterpart_fairness(X, None, score, sensitive_features=group,
                                                      matcher=matcher))
-    t_strict, strict = timed(lambda: counterpart_fairness(X, score, sensitive_features=group,
+    t_strict, strict = timed(lambda: counterpart_fairness(X, None, score, sensitive_features=group,
                                                           matcher=matcher, replace=False))
     print(f"fit_matcher: {t_fit:.2f} s  reuse: {t_reuse:.2f} s  "
           f"replace=False with reuse: {t_strict:.2f} s (pairs={strict.n_pairs})")

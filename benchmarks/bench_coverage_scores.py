@@ -187,7 +187,8 @@ def main() -> None:
           f"--scale: the 'reps' column), reference on {ref_reps} of them; "
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     print(f"{'metric':5s} {'dist':4s} {'n':>6s} {'bal':>4s} {'K':>2s} {'gap':>4s} {'reps':>5s} "
-          f"{'truth':>7s} {'cover':>6s} {'excl0':>6s} {'width':>7s} {'ref':>7s} {'ratio':>6s}  verdict")
+          f"{'truth':>7s} {'cover':>6s} {'excl0':>6s} {'width':>7s} {'ref':>7s} {'ratio':>6s}"
+          "  verdict")
     summary: dict[str, list[float]] = {"cov": [], "excl": [], "ratio": []}
     failures = 0
     seed = 0

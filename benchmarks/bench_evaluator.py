@@ -81,7 +81,8 @@ def main(argv: list[str]) -> int:
                 info = mlflow.sklearn.log_model(clf, name="m", pip_requirements=["scikit-learn"],
                                                 skops_trusted_types=trusted)
 
-            def run(evaluator: str, config: dict[str, Any], info: Any = info) -> Any:
+            def run(evaluator: str, config: dict[str, Any], info: Any = info,
+                    evaluation: Any = evaluation) -> Any:
                 with mlflow.start_run(), warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     return mlflow.models.evaluate(

@@ -50,10 +50,7 @@ def rate_coverage(p, n, *, metric: str, reps: int, seed: int = 0) -> float:
     p, n = np.atleast_2d(p).astype(float), np.asarray(n)
     rng = np.random.default_rng(seed)
     ratio = metric == "dp_ratio"
-    if ratio:
-        truth = p[0].min() / p[0].max()
-    else:
-        truth = max(row.max() - row.min() for row in p)
+    truth = p[0].min() / p[0].max() if ratio else max(row.max() - row.min() for row in p)
     hits = 0
     for rep in range(reps):
         x = np.stack([rng.binomial(n, row) for row in p])

@@ -34,7 +34,7 @@ def main(argv: list[str]) -> int:
     y_pred = np.where(rng.random(n) < 0.8, y_true, 1 - y_true)
 
     def ours():
-        return (demographic_parity_difference(y_pred, sensitive_features=groups),
+        return (demographic_parity_difference(None, y_pred, sensitive_features=groups),
                 equalized_odds_difference(y_true, y_pred, sensitive_features=groups))
 
     def theirs():
@@ -46,7 +46,8 @@ def main(argv: list[str]) -> int:
     t_ours, t_theirs = best_of(ours), best_of(theirs)
     ratio = t_theirs / t_ours
     print(f"n={n}, 8 groups: fairmonitor {t_ours:.3f} s, fairlearn {t_theirs:.3f} s")
-    print(f"TARGET parity_vs_fairlearn: {ratio:.1f} (target >= 10) {'OK' if ratio >= 10 else 'MISSED'}")
+    verdict = "OK" if ratio >= 10 else "MISSED"
+    print(f"TARGET parity_vs_fairlearn: {ratio:.1f} (target >= 10) {verdict}")
     return 0
 
 

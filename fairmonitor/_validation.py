@@ -7,8 +7,9 @@ public function calls the two or three it needs at its top.
 
 from __future__ import annotations
 
+import functools
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
@@ -17,6 +18,7 @@ from numpy.typing import ArrayLike, NDArray
 from .exceptions import InvalidInputError, UndefinedMetricWarning
 
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
 
 # Scores may overshoot [0, 1] by float round-off (e.g. 1 - 1e-17 computed as 1 + 2e-16);
 # anything beyond this tolerance is a real error, anything within is clipped.
@@ -54,10 +56,12 @@ def check_same_length(**arrays: Any) -> int:
 
     >>> check_same_length(y_true=[1, 0], y_pred=[0, 1])
     2
-    >>> check_same_length(y_pred=[0, 1, 1], sensitive_features=[0, 1])
+    >>> check_same_length(y_pred=[0, 1, 1],
+    ...                   sensitive_features=[0, 1])  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    fairmonitor.exceptions.InvalidInputError: `y_pred` has 3 rows but `sensitive_features` has 2; pass arrays aligned row by row.
+    fairmonitor.exceptions.InvalidInputError: `y_pred` has 3 rows but `sensitive_features` has 2;
+    pass arrays aligned row by row.
     """
     items = [(k, len(v)) for k, v in arrays.items() if v is not None]
     first_name, first_len = items[0]
@@ -120,10 +124,11 @@ def check_sample_weight(sample_weight: ArrayLike | None, n: int) -> NDArray[np.f
 
     >>> check_sample_weight([1, 2.5], 2).tolist()
     [1.0, 2.5]
-    >>> check_sample_weight([1, -1], 2)
+    >>> check_sample_weight([1, -1], 2)  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    fairmonitor.exceptions.InvalidInputError: `sample_weight` must be >= 0; 1 values are negative (rows 1).
+    fairmonitor.exceptions.InvalidInputError: `sample_weight` must be >= 0; 1 values are negative
+    (rows 1).
     """
     if sample_weight is None:
         return None
@@ -154,10 +159,12 @@ def check_scores(values: ArrayLike, name: str = "y_score", *, copy: bool = True
 
     >>> check_scores([0.2, 1.0 + 1e-12])
     array([0.2, 1. ])
-    >>> check_scores([0.2, 3.0])
+    >>> check_scores([0.2, 3.0])  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    fairmonitor.exceptions.InvalidInputError: `y_score` must lie in [0, 1]; 1 values are outside (rows 1, range [0.2, 3]). Pass probabilities (e.g. `predict_proba(X)[:, 1]`) or rescale the scores to [0, 1].
+    fairmonitor.exceptions.InvalidInputError: `y_score` must lie in [0, 1]; 1 values are outside
+    (rows 1, range [0.2, 3]). Pass probabilities (e.g. `predict_proba(X)[:, 1]`) or rescale the
+    scores to [0, 1].
     """
     arr = check_1d(values, name)
     if not np.issubdtype(arr.dtype, np.number) or arr.dtype == bool:
@@ -186,10 +193,12 @@ def check_option(value: T, name: str, allowed: Sequence[T], *, func: str = "") -
 
     >>> check_option("max", "agg", ("max", "mean"))
     'max'
-    >>> check_option("median", "agg", ("max", "mean"), func="abcc")
+    >>> check_option("median", "agg", ("max", "mean"),
+    ...              func="abcc")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    fairmonitor.exceptions.InvalidInputError: The 'agg' parameter of abcc must be one of ('max', 'mean'); got 'median'.
+    fairmonitor.exceptions.InvalidInputError: The 'agg' parameter of abcc must be one of
+    ('max', 'mean'); got 'median'.
     """
     if value not in allowed:
         where = f" of {func}" if func else ""
@@ -218,3 +227,94 @@ def format_labels(labels: Iterable[Any], limit: int = 8) -> str:
     labels = list(labels)
     shown = ", ".join(repr(lab) for lab in labels[:limit])
     return shown + (f", ... ({len(labels)} in all)" if len(labels) > limit else "")
+
+
+# ---------------------------------------------------------------- old call forms (issue 26)
+# Issue 26 aligned the public signatures with fairlearn and scikit-learn where they compute the
+# same quantity: ``y_true`` first (``demographic_parity_difference(y_true, y_pred, *,
+# sensitive_features)``; ``counterpart_fairness(X, y_true, y_pred, *, ...)`` as ``hfm``) and the
+# seed named ``random_state``, not ``rng``. These decorators turn an old call into the new one
+# before the function runs, so the function knows only its new signature (which
+# ``inspect.signature`` reports, through ``__wrapped__``). FutureWarning, not
+# DeprecationWarning: the callers are notebooks and scripts, where Python hides a
+# DeprecationWarning raised from library code (scikit-learn warns the same way).
+
+#: The release after which the old forms stop working.
+REMOVED_IN = "0.3"
+
+
+def _warn_old_form(message: str) -> None:
+    # stacklevel 3: the caller of the decorated function, not the wrapper
+    warnings.warn(f"{message} The old form stops working in fairmonitor {REMOVED_IN}.",
+                  FutureWarning, stacklevel=3)
+
+
+def renamed_keyword(old: str, new: str) -> Callable[[F], F]:
+    """Accept keyword ``old`` as ``new``, with a ``FutureWarning``.
+
+    >>> @renamed_keyword("rng", "random_state")
+    ... def f(*, random_state=None):
+    ...     return random_state
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     f(rng=3), caught[0].category.__name__
+    (3, 'FutureWarning')
+    """
+
+    def decorate(func: F) -> F:
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if old in kwargs:
+                if new in kwargs:
+                    raise TypeError(f"{func.__name__}() got `{old}=` and `{new}=`; pass "
+                                    f"`{new}=` only (`{old}=` is its deprecated name)")
+                _warn_old_form(f"{func.__name__}(..., {old}=...) is deprecated: pass "
+                               f"{new}=... (scikit-learn's name).")
+                kwargs[new] = kwargs.pop(old)
+            return func(*args, **kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
+
+
+def y_true_first(n_before: int = 0) -> Callable[[F], F]:
+    """Accept the old ``f(<n_before args>, y_pred, *, y_true=None)`` as ``f(..., y_true, y_pred)``.
+
+    The new form takes ``y_true`` positionally before ``y_pred`` (None where the metric does
+    not read labels). An old call passes ``y_pred`` in ``y_true``'s place with no ``y_pred``
+    after it, or passes ``y_pred=`` without ``y_true``; either warns and is rewritten.
+
+    >>> @y_true_first()
+    ... def f(y_true, y_pred):
+    ...     return y_true, y_pred
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     f([1]), f(None, [1]), len(caught)
+    ((None, [1]), (None, [1]), 1)
+    """
+
+    def decorate(func: F) -> F:
+        name = func.__name__
+        before = "X, " if n_before else ""
+        new_form = f"{name}({before}y_true, y_pred, *, sensitive_features=...)"
+
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if len(args) == n_before + 1 and "y_pred" not in kwargs:
+                # old positional form: y_pred where y_true now goes, labels (if any) by keyword
+                y_true = kwargs.pop("y_true", None)
+                args = (*args[:n_before], y_true, args[n_before])
+                _warn_old_form(f"{name}({before}y_pred, ...) is deprecated: pass y_true first, "
+                               f"{new_form} (as fairlearn; y_true=None without labels).")
+            elif len(args) <= n_before and "y_pred" in kwargs and "y_true" not in kwargs:
+                kwargs["y_true"] = None
+                _warn_old_form(f"{name}(..., y_pred=...) without y_true is deprecated: pass "
+                               f"{new_form} (as fairlearn; y_true=None without labels).")
+            return func(*args, **kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate

@@ -1,8 +1,8 @@
 """The ``fairmonitor`` command line.
 
-Each subcommand lives in its own module exposing ``add_arguments(parser)`` and ``run(args) -> int``,
-imported only when that subcommand runs, so ``fairmonitor report`` never pays for importing
-mlflow and ``fairmonitor --help`` is instant.
+Each subcommand lives in its own module exposing ``add_arguments(parser)`` and
+``run(args) -> int``, imported only when that subcommand runs, so ``fairmonitor report`` never
+pays for importing mlflow and ``fairmonitor --help`` is instant.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser with every subcommand's arguments."""
+    """Return the argument parser with every subcommand's arguments."""
     parser = argparse.ArgumentParser(
         prog="fairmonitor", description="Fairness as a monitored production signal."
     )

@@ -38,7 +38,7 @@ def adult_raw():
 
 
 def _inverse_cdf(pdf):
-    """The MADD paper's sampler: pdf normalised on [0, 1], trapezoid CDF on 1000 points, inverted."""
+    """The MADD paper's sampler: pdf normalised on [0, 1], trapezoid CDF (1000 points) inverted."""
     area = integrate.quad(lambda x: pdf(np.asarray(x)), 0, 1)[0]
     x = np.linspace(0, 1, 1000)
     cdf = integrate.cumulative_trapezoid(pdf(x) / area, x, initial=0)

@@ -17,7 +17,8 @@ from fairmonitor.exceptions import InvalidInputError
 
 def test_check_scores_clips_round_off_only():
     assert check_scores([1 + 5e-10, -5e-10]).tolist() == [1.0, 0.0]
-    with pytest.raises(InvalidInputError, match=r"1 values are outside \(rows 0, range \[-0.1, 0.5\]\)"):
+    with pytest.raises(InvalidInputError,
+                       match=r"1 values are outside \(rows 0, range \[-0.1, 0.5\]\)"):
         check_scores([-0.1, 0.5])
 
 
@@ -33,7 +34,8 @@ def test_check_scores_copy_false_returns_float64_input_and_never_writes_it():
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
 def test_check_scores_rejects_non_finite(bad):
-    with pytest.raises(InvalidInputError, match=r"`y_score` has 1 NaN or infinite values \(rows 2\)"):
+    with pytest.raises(InvalidInputError,
+                       match=r"`y_score` has 1 NaN or infinite values \(rows 2\)"):
         check_scores([0.1, 0.2, bad])
 
 
@@ -58,13 +60,15 @@ def test_check_1d_shapes():
 def test_option_lists_allowed_values():
     with pytest.raises(InvalidInputError) as exc:
         check_option("median", "agg", ("max", "mean"), func="abcc")
-    assert str(exc.value) == "The 'agg' parameter of abcc must be one of ('max', 'mean'); got 'median'."
+    assert str(exc.value) == ("The 'agg' parameter of abcc must be one of ('max', 'mean'); "
+                              "got 'median'.")
 
 
 def test_same_length_names_both():
     with pytest.raises(InvalidInputError) as exc:
         check_same_length(y_true=[1, 2], y_pred=[1])
-    assert str(exc.value) == "`y_true` has 2 rows but `y_pred` has 1; pass arrays aligned row by row."
+    assert str(exc.value) == ("`y_true` has 2 rows but `y_pred` has 1; "
+                              "pass arrays aligned row by row.")
 
 
 def test_errors_are_value_errors():

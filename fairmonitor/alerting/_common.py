@@ -33,7 +33,7 @@ FOLDER = "Fairness"
 
 
 def fairness_name_regex() -> str:
-    """A ``__name__`` regex matching exactly the per-metric gauges; group 1 is the metric.
+    """Return a ``__name__`` regex matching exactly the per-metric gauges; group 1 is the metric.
 
     Prometheus anchors label regexes, so ``fairmonitor_robustness_ratio_max`` does not match
     ``fairmonitor_robustness_ratio_by_level``.
@@ -45,7 +45,7 @@ def fairness_name_regex() -> str:
 
 
 def promql_duration(delta: timedelta) -> str:
-    """A Prometheus duration with the largest exact unit.
+    """Return a Prometheus duration with the largest exact unit.
 
     >>> promql_duration(timedelta(minutes=90)), promql_duration(timedelta(seconds=45))
     ('90m', '45s')
@@ -60,10 +60,10 @@ def promql_duration(delta: timedelta) -> str:
 
 
 def promql_string(value: str) -> str:
-    """A PromQL string literal (JSON escapes are valid PromQL escapes).
+    r"""Return a PromQL string literal (JSON escapes are valid PromQL escapes).
 
     >>> print(promql_string('a"b'))
-    "a\\"b"
+    "a\"b"
     """
     return json.dumps(value, ensure_ascii=False)
 
@@ -156,9 +156,9 @@ _Dumper.add_representer(str, _str)
 
 
 def dump_yaml(data: Any, header: str = "") -> str:
-    """YAML text of ``data`` (keys in insertion order), after ``header`` comment lines.
+    r"""YAML text of ``data`` (keys in insertion order), after ``header`` comment lines.
 
-    >>> print(dump_yaml({"expr": "a\\n> b"}, header="generated"), end="")
+    >>> print(dump_yaml({"expr": "a\n> b"}, header="generated"), end="")
     # generated
     expr: |-
       a

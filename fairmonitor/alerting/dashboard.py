@@ -81,7 +81,7 @@ def _dashed(colour: str) -> list[dm.DynamicConfigValue]:
 
 
 def _band_edge(fill: int) -> list[dm.DynamicConfigValue]:
-    """A confidence bound: a thin dotted line; the upper one shaded down to the axis."""
+    """Return a confidence bound: a thin dotted line; the upper one shaded down to the axis."""
     return [dm.DynamicConfigValue(id_val="custom.lineStyle",
                                   value={"fill": "dot", "dash": [0, 8]}),
             dm.DynamicConfigValue(id_val="custom.lineWidth", value=1),
@@ -251,7 +251,7 @@ def _health_panels() -> list[Any]:
 
 
 def build_dashboard() -> dict[str, Any]:
-    """The dashboard as a JSON-compatible dict (Grafana's classic model, schemaVersion 41)."""
+    """Return the dashboard as a JSON-compatible dict (Grafana's classic model, schema 41)."""
     gauges = f'{{__name__=~"{fairness_name_regex()}"'
     builder = (
         db.Dashboard("Fairness monitor").uid(DASHBOARD_UID)
@@ -285,5 +285,5 @@ def build_dashboard() -> dict[str, Any]:
 
 
 def render_dashboard() -> str:
-    """The dashboard JSON text committed as ``dashboards/fairmonitor.json``."""
+    """Return the dashboard JSON text committed as ``dashboards/fairmonitor.json``."""
     return json.dumps(build_dashboard(), indent=2, ensure_ascii=False) + "\n"

@@ -81,8 +81,8 @@ from .rules import (
     _INTERSECTION,
     ROUTING_LABELS,
     AlertOptions,
-    never_evaluated_expr,
     leaders_expr,
+    never_evaluated_expr,
     no_traffic_expr,
     streak_expr,
     undefined_expr,
@@ -148,7 +148,7 @@ def _rule(uid: str, title: str, expr: str, evaluator: str, level: float, *,
 
 
 def _selector(model: str, t: Threshold, overridden: Iterable[str]) -> str:
-    """The worst rollup value ``t`` governs, per (model, rollup window, attribute)."""
+    """Return the worst rollup value ``t`` governs, per (model, rollup window, attribute)."""
     matchers = [f"model={promql_string(model)}", f"metric={promql_string(t.metric)}"]
     if t.attribute is not None:
         matchers.append(f"sensitive_attribute={promql_string(t.attribute)}")
@@ -163,7 +163,7 @@ def _selector(model: str, t: Threshold, overridden: Iterable[str]) -> str:
 
 
 def _routing(cfg: Any) -> dict[str, str]:
-    """The model's routing labels (team, owner) that are set in its config."""
+    """Return the model's routing labels (team, owner) that are set in its config."""
     return {name: str(getattr(cfg, name)) for name in ROUTING_LABELS
             if getattr(cfg, name, None)}
 
@@ -223,7 +223,7 @@ def _threshold_rules(model: str, cfg: Any, options: AlertOptions) -> list[dict[s
 
 
 def _rollup_rules(model: str, cfg: Any, options: AlertOptions) -> list[dict[str, Any]]:
-    """The model's thresholds on its rollups (``fairmonitor_rollup_compared``), if it has any.
+    """Return the model's thresholds on its rollups (``fairmonitor_rollup_compared``), if any.
 
     As the Prometheus rule ``FairnessRollupThresholdBreached``: no persistence (a rollup window
     already spans many windows), one instance per rollup (``window`` label) and attribute.
@@ -259,25 +259,33 @@ def _rollup_rules(model: str, cfg: Any, options: AlertOptions) -> list[dict[str,
 
 def _health_rules(options: AlertOptions) -> list[dict[str, Any]]:
     """Liveness rules for every model at once, from the exported series (no per-model copy)."""
-    n = options.stale_after
-    window = promql_duration(options.error_window)
-    health_for = promql_duration(options.for_health)
+    return [*_value_health_rules(options), *_liveness_rules(options),
+            *_monitor_health_rules(options)]
+
+
+def _notes_for(options: AlertOptions) -> Any:
+    """Return ``notes(alert, summary, description, link=<model dashboard>)``: annotations."""
     model_link = dashboard_url(options.grafana_url, model="{{ $labels.model | urlquery }}")
-    last = f"{NAMESPACE}_window_last_success_timestamp_seconds"
-    cadence = f"max by (model) ({NAMESPACE}_window_cadence_seconds)"
 
     def notes(alert: str, summary: str, description: str, link: str = model_link
               ) -> dict[str, str]:
         return {"summary": summary, "description": description, "dashboard": link,
                 "runbook_url": runbook_link(options.runbook_url, alert)}
 
-    def labels(alert: str, severity: str) -> dict[str, str]:
-        return {"severity": severity, ALERT_LABEL: alert}
+    return notes
 
+
+def _labels(alert: str, severity: str) -> dict[str, str]:
+    return {"severity": severity, ALERT_LABEL: alert}
+
+
+def _value_health_rules(options: AlertOptions) -> list[dict[str, Any]]:
+    """Rules on the values: a metric undefined, windows without traffic."""
+    notes = _notes_for(options)
     return [
         _rule(_uid("undefined"), "fairness metric undefined",
               unless_cause(undefined_expr(options, zero=True), options.error_window),
-              "gt", 0.0, for_="0s", labels=labels("FairnessMetricUndefined", "warning"),
+              "gt", 0.0, for_="0s", labels=_labels("FairnessMetricUndefined", "warning"),
               annotations=notes(
                   "FairnessMetricUndefined",
                   "{{ $labels.metric }} is undefined for {{ $labels.sensitive_attribute }} "
@@ -289,15 +297,27 @@ def _health_rules(options: AlertOptions) -> list[dict[str, Any]]:
         _rule(_uid("no-traffic"), "fairness windows without traffic",
               unless_cause(no_traffic_expr(options, zero=True), options.error_window),
               "gt", 0.0,
-              for_="0s", labels=labels("FairmonitorNoTraffic", "warning"), annotations=notes(
+              for_="0s", labels=_labels("FairmonitorNoTraffic", "warning"), annotations=notes(
                   "FairmonitorNoTraffic",
                   "No predictions in the latest windows of model {{ $labels.model }}",
                   '{{ printf "%.0f" $values.B.Value }} consecutive windows of model '
                   "{{ $labels.model }} held no rows.")),
+    ]
+
+
+def _liveness_rules(options: AlertOptions) -> list[dict[str, Any]]:
+    """Rules on each model's windows: stale, never evaluated, labels overdue, errors."""
+    n = options.stale_after
+    window = promql_duration(options.error_window)
+    health_for = promql_duration(options.for_health)
+    last = f"{NAMESPACE}_window_last_success_timestamp_seconds"
+    cadence = f"max by (model) ({NAMESPACE}_window_cadence_seconds)"
+    notes = _notes_for(options)
+    return [
         _rule(_uid("stale"), "fairness window stale",
               unless_cause(f"(time() - max by (model) ({last} > 0)) / on(model) {cadence}",
                            options.error_window), "gt", float(n),
-              for_=health_for, labels=labels("FairmonitorWindowStale", "warning"),
+              for_=health_for, labels=_labels("FairmonitorWindowStale", "warning"),
               annotations=notes(
                   "FairmonitorWindowStale",
                   f"No fairness window evaluated for model {{{{ $labels.model }}}} in {n} "
@@ -307,7 +327,7 @@ def _health_rules(options: AlertOptions) -> list[dict[str, Any]]:
                   "or the monitor is stuck, so its fairness gauges are stale.")),
         _rule(_uid("never-evaluated"), "fairness model never evaluated",
               unless_cause(never_evaluated_expr(n), options.error_window), "gt", 0.0,
-              for_=health_for, labels=labels("FairmonitorNeverEvaluated", "warning"),
+              for_=health_for, labels=_labels("FairmonitorNeverEvaluated", "warning"),
               annotations=notes(
                   "FairmonitorNeverEvaluated",
                   "Model {{ $labels.model }} has no evaluated window yet on "
@@ -318,7 +338,7 @@ def _health_rules(options: AlertOptions) -> list[dict[str, Any]]:
         _rule(_uid("labels-overdue"), "fairness labels overdue",
               unless_cause(f"max by (model) ({NAMESPACE}_labels_overdue_windows)",
                            options.error_window), "gt", 0.0,
-              for_=health_for, labels=labels("FairmonitorLabelsOverdue", "warning"),
+              for_=health_for, labels=_labels("FairmonitorLabelsOverdue", "warning"),
               annotations=notes(
                   "FairmonitorLabelsOverdue",
                   "Labels of model {{ $labels.model }} are overdue",
@@ -329,7 +349,7 @@ def _health_rules(options: AlertOptions) -> list[dict[str, Any]]:
                   "alerts hold until labels are back.")),
         _rule(_uid("data-errors"), "fairmonitor data errors",
               f"max by (model) ({NAMESPACE}_data_error_windows)", "gt", 0.0,
-              for_="0s", labels=labels("FairmonitorDataErrors", "warning"), annotations=notes(
+              for_="0s", labels=_labels("FairmonitorDataErrors", "warning"), annotations=notes(
                   "FairmonitorDataErrors",
                   "Data error: windows of model {{ $labels.model }} are held",
                   '{{ printf "%.0f" $values.B.Value }} due window(s) of model '
@@ -338,29 +358,37 @@ def _health_rules(options: AlertOptions) -> list[dict[str, Any]]:
         _rule(_uid("errors"), "fairmonitor errors",
               f"sum by (model, stage) (increase({NAMESPACE}_errors_total"
               f'{{stage!="data"}}[{window}]))', "gt",
-              0.0, for_=health_for, labels=labels("FairmonitorErrors", "warning"),
+              0.0, for_=health_for, labels=_labels("FairmonitorErrors", "warning"),
               annotations=notes(
                   "FairmonitorErrors",
                   "fairmonitor {{ $labels.stage }} errors for model {{ $labels.model }}",
                   '{{ printf "%.0f" $values.B.Value }} {{ $labels.stage }} error(s) in the '
                   f"last {window} for model {{{{ $labels.model }}}}; see the monitor's log.")),
+    ]
+
+
+def _monitor_health_rules(options: AlertOptions) -> list[dict[str, Any]]:
+    """Rules on the monitor itself: down, absent, no replica leading."""
+    notes = _notes_for(options)
+    return [
         _rule(_uid("down"), "fairmonitor down",
               f"up{{job=~{promql_string(options.scrape_job)}}}", "lt", 1.0,
               for_=promql_duration(options.absent_for),
-              labels=labels("FairmonitorDown", "critical"), annotations=notes(
+              labels=_labels("FairmonitorDown", "critical"), annotations=notes(
                   "FairmonitorDown", "fairmonitor on {{ $labels.instance }} is down",
                   "Prometheus cannot scrape the monitor at {{ $labels.instance }}.",
                   dashboard_url(options.grafana_url))),
         _rule(_uid("absent"), "fairmonitor absent", f"absent({NAMESPACE}_build_info)", "gt",
               0.0, for_=promql_duration(options.absent_for),
-              labels=labels("FairmonitorAbsent", "critical"),
+              labels=_labels("FairmonitorAbsent", "critical"),
               annotations=notes(
                   "FairmonitorAbsent", "No fairness monitor is being scraped",
                   "No fairmonitor_build_info series: no monitor runs or Prometheus cannot "
                   "scrape it, so no fairness alert can fire.",
                   dashboard_url(options.grafana_url))),
-        _rule(_uid("no-leader"), "fairmonitor no leader", leaders_expr(options), "lt", 0.5, for_=promql_duration(options.absent_for),
-              labels=labels("FairmonitorNoLeader", "critical"), annotations=notes(
+        _rule(_uid("no-leader"), "fairmonitor no leader", leaders_expr(options), "lt", 0.5,
+              for_=promql_duration(options.absent_for),
+              labels=_labels("FairmonitorNoLeader", "critical"), annotations=notes(
                   "FairmonitorNoLeader",
                   "No fairmonitor replica of job {{ $labels.job }} holds the lease",
                   "Every replica of job {{ $labels.job }} is a standby: no window is evaluated. "
@@ -370,7 +398,7 @@ def _health_rules(options: AlertOptions) -> list[dict[str, Any]]:
 
 
 def grafana_alert_rules(config: Any, options: AlertOptions) -> dict[str, Any]:
-    """The Grafana alerting provisioning file (as a mapping) for a monitor config.
+    """Return the Grafana alerting provisioning file (as a mapping) for a monitor config.
 
     One rule group per model (its thresholds, on its windows and its rollups) and one
     ``fairmonitor-health`` group (undefined values, no traffic, staleness, labels overdue, data
@@ -397,7 +425,7 @@ def grafana_alert_rules(config: Any, options: AlertOptions) -> dict[str, Any]:
 
 
 def _contact_point(name: str, variable: str) -> dict[str, Any]:
-    """A webhook contact point whose URL Grafana reads from ``$variable`` when it starts."""
+    """Return a webhook contact point whose URL Grafana reads from ``$variable`` when it starts."""
     return {"orgId": 1, "name": name, "receivers": [{
         "uid": _uid("contact", name), "type": "webhook",
         # Grafana expands environment variables in provisioning files
@@ -406,7 +434,7 @@ def _contact_point(name: str, variable: str) -> dict[str, Any]:
 
 
 def _policies() -> dict[str, Any]:
-    """The notification policy tree of ``docker/alertmanager.yml``, in Grafana's terms.
+    """Return the notification policy tree of ``docker/alertmanager.yml``, in Grafana's terms.
 
     Routes match :data:`ALERT_LABEL` (the Prometheus alert name) where Alertmanager matches
     ``alertname``; the per-team and per-model routes of the example Alertmanager file are

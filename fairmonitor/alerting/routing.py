@@ -72,7 +72,7 @@ INHIBITIONS: tuple[tuple[str, str, tuple[str, ...], tuple[str, ...]], ...] = (
 
 
 def alert_regex(names: tuple[str, ...]) -> str:
-    """An anchored label regex matching exactly ``names`` (Alertmanager and Grafana anchor it).
+    """Return a label regex matching exactly ``names`` (Alertmanager and Grafana anchor it).
 
     >>> alert_regex(("FairmonitorDown", "FairmonitorAbsent"))
     'FairmonitorDown|FairmonitorAbsent'

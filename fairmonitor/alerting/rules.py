@@ -205,7 +205,7 @@ def leaders_expr(options: AlertOptions) -> str:
 
 
 def breach_expr(severity: str, compared: str = COMPARED, series: str | None = None) -> str:
-    """The PromQL of the threshold breaches of ``severity`` (the rollups' alert).
+    """Return the PromQL of the threshold breaches of ``severity`` (the rollups' alert).
 
     Four branches joined by ``or``: general and per-attribute thresholds, upper and lower
     bounds. Each branch returns the worst value of a (model, metric, attribute) beyond its
@@ -300,7 +300,7 @@ def no_traffic_expr(options: AlertOptions, *, zero: bool = False) -> str:
 
 
 def never_evaluated_expr(stale_after: int) -> str:
-    """Models a monitor never evaluated a window of, though it runs for ``stale_after`` cadences."""
+    """Models the monitor never evaluated a window of, though it ran ``stale_after`` cadences."""
     return (f"(\n  {stale_after} * {NAMESPACE}_window_cadence_seconds\n"
             "  < on(instance, job) group_left()\n  (time() - process_start_time_seconds)\n)\n"
             f"and on(instance, job, model)\n"
@@ -388,7 +388,7 @@ def _threshold_alert(severity: str, options: AlertOptions) -> dict[str, Any]:
 
 
 def _rollup_alert(severity: str, options: AlertOptions) -> dict[str, Any]:
-    """A rollup value (a day, a week...) beyond its threshold: fires on the one window.
+    """Return the rule for a rollup value (a day, a week...) beyond its threshold (one window).
 
     A rollup window already spans many of the model's windows, so no persistence is asked; it
     resolves when the next rollup window is inside the threshold. An undefined value or a
@@ -433,16 +433,13 @@ def _records() -> list[dict[str, Any]]:
 
 
 def _health_alerts(options: AlertOptions) -> list[dict[str, Any]]:
-    n = options.stale_after
-    health_for = promql_duration(options.for_health)
-    window = promql_duration(options.error_window)
+    return [*_value_health_alerts(options), *_liveness_alerts(options),
+            *_monitor_health_alerts(options)]
+
+
+def _alert_for(options: AlertOptions) -> Any:
+    """Return ``alert(name, expr, severity, summary, description, ...)``: one alerting rule."""
     model_link = _link(options, model="model")
-    last = f"{NAMESPACE}_window_last_success_timestamp_seconds"
-    job = promql_string(options.scrape_job)
-    reason = (f"{{{{ with printf `max by (reason) ({NAMESPACE}_metric_undefined{{model=%q,"
-              "metric=%q,sensitive_attribute=%q})` $labels.model $labels.metric "
-              "$labels.sensitive_attribute | query }}{{ range . }}{{ .Labels.reason }} "
-              "{{ end }}{{ else }}not exported now{{ end }}")
 
     def alert(name: str, expr: str, severity: str, summary: str, description: str, *,
               for_: str | None = None, link: str = model_link, route: bool = True
@@ -454,6 +451,16 @@ def _health_alerts(options: AlertOptions) -> list[dict[str, Any]]:
         rule["annotations"] = _annotations(options, name, summary, description, link)
         return rule
 
+    return alert
+
+
+def _value_health_alerts(options: AlertOptions) -> list[dict[str, Any]]:
+    """Alerts on the values: a metric undefined, windows without traffic."""
+    alert = _alert_for(options)
+    reason = (f"{{{{ with printf `max by (reason) ({NAMESPACE}_metric_undefined{{model=%q,"
+              "metric=%q,sensitive_attribute=%q})` $labels.model $labels.metric "
+              "$labels.sensitive_attribute | query }}{{ range . }}{{ .Labels.reason }} "
+              "{{ end }}{{ else }}not exported now{{ end }}")
     return [
         alert("FairnessMetricUndefined", undefined_expr(options), "warning",
               "{{ $labels.metric }} is undefined for {{ $labels.sensitive_attribute }} "
@@ -472,6 +479,17 @@ def _health_alerts(options: AlertOptions) -> list[dict[str, Any]]:
               "{{ $labels.model }} held no rows: the model gets no traffic or its predictions "
               "are not logged. Fairness values stay undefined (and alert streaks keep their "
               "count) until rows arrive."),
+    ]
+
+
+def _liveness_alerts(options: AlertOptions) -> list[dict[str, Any]]:
+    """Alerts on each model's windows: stale, never evaluated, labels overdue, errors."""
+    alert = _alert_for(options)
+    n = options.stale_after
+    health_for = promql_duration(options.for_health)
+    window = promql_duration(options.error_window)
+    last = f"{NAMESPACE}_window_last_success_timestamp_seconds"
+    return [
         alert("FairmonitorWindowStale",
               f"time() - max by (model) ({last} > 0)\n> on(model)\n{n} * {CADENCE}", "warning",
               f"No fairness window evaluated for model {{{{ $labels.model }}}} in {n} "
@@ -512,6 +530,14 @@ def _health_alerts(options: AlertOptions) -> list[dict[str, Any]]:
               '{{ $value | printf "%.0f" }} {{ $labels.stage }} error(s) in the last '
               f"{window} for model {{{{ $labels.model }}}}; the monitor's log says what "
               "failed and how to fix it.", for_=health_for),
+    ]
+
+
+def _monitor_health_alerts(options: AlertOptions) -> list[dict[str, Any]]:
+    """Alerts on the monitor itself: down, absent, no replica leading, rules failing."""
+    alert = _alert_for(options)
+    job = promql_string(options.scrape_job)
+    return [
         alert("FairmonitorDown", f"up{{job=~{job}}} == 0", "critical",
               "fairmonitor on {{ $labels.instance }} is down",
               "Prometheus cannot scrape the monitor at {{ $labels.instance }} (job "
@@ -544,7 +570,7 @@ def _health_alerts(options: AlertOptions) -> list[dict[str, Any]]:
 
 
 def prometheus_rules(config: Any, options: AlertOptions) -> dict[str, Any]:
-    """The Prometheus rule file (as a mapping).
+    """Return the Prometheus rule file (as a mapping).
 
     Parameters
     ----------

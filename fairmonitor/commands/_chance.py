@@ -46,7 +46,7 @@ def chance_floor(spec: MetricSpec, window: Window, attribute: str, min_group_siz
         warnings.simplefilter("ignore", GroupExclusionWarning)
         warnings.simplefilter("ignore", UndefinedMetricWarning)
         return permutation_test(
-            metric, first, sensitive_features=codes, n_resamples=n_resamples, rng=rng,
+            metric, first, sensitive_features=codes, n_resamples=n_resamples, random_state=rng,
             alternative="greater" if spec.direction == "lower_is_fairer" else "less",
         )
 

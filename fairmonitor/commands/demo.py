@@ -34,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def options_from_args(args: Any) -> Any:
-    """The :class:`~fairmonitor.demo.scenario.DemoOptions` of parsed arguments."""
+    """Return the :class:`~fairmonitor.demo.scenario.DemoOptions` of parsed arguments."""
     from ..demo.scenario import DemoOptions
 
     return DemoOptions(workdir=args.workdir, port=args.port, fast=args.fast, serve=args.serve,

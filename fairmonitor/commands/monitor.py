@@ -1,18 +1,18 @@
 """``fairmonitor monitor``: run the scheduled fairness monitor from a YAML config.
 
-``--check`` validates the config and prints what would be monitored (exit 0), or every error
-with its dotted key path (exit 2), without starting anything; it also reports files that are
-not there (a missing SQLite source file) and connects to each source: the table or files must
-exist and hold every configured column with a plausible type (the available columns are
-listed on a mismatch). ``--once`` runs a single tick (due windows, MLflow writes) and exits,
-for cron-style use and debugging: exit 0 when every window was evaluated and saved and every
-MLflow value written, 1 when something failed (a source down, a data error such as a missing
-column, a checkpoint that cannot be saved, MLflow values still pending; the failures are on
-stderr), 2 for a bad config. ``--backfill-from TIME`` first rewinds every model's checkpoint to the windows starting
-at ``TIME``, so they are evaluated again (at most ``catch_up`` per run: repeat ``--once`` until
-it reports no window). Otherwise the service
-runs until SIGTERM/SIGINT, serving Prometheus metrics on ``--web.listen-address`` (default: the
-config's ``listen_address``, itself ``127.0.0.1:9464`` by default).
+``--check`` validates the config and prints what would be monitored (exit 0), or every error with
+its dotted key path (exit 2), without starting anything; it also reports files that are not there
+(a missing SQLite source file) and connects to each source: the table or files must exist and hold
+every configured column with a plausible type (the available columns are listed on a mismatch).
+``--once`` runs a single tick (due windows, MLflow writes) and exits, for cron-style use and
+debugging: exit 0 when every window was evaluated and saved and every MLflow value written, 1 when
+something failed (a source down, a data error such as a missing column, a checkpoint that cannot be
+saved, MLflow values still pending; the failures are on stderr), 2 for a bad config.
+``--backfill-from TIME`` first rewinds every model's checkpoint to the windows starting at
+``TIME``, so they are evaluated again (at most ``catch_up`` per run: repeat ``--once`` until it
+reports no window). Otherwise the service runs until SIGTERM/SIGINT, serving Prometheus metrics on
+``--web.listen-address`` (default: the config's ``listen_address``, itself ``127.0.0.1:9464`` by
+default).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ FAILING_STAGES = ("source", "data", "checkpoint", "mlflow", "export", "scheduler
 
 
 def once_failures(results: Any, sink: Any) -> list[str]:
-    """What went wrong in a ``--once`` run, one line each (empty: exit 0)."""
+    """Return what went wrong in a ``--once`` run, one line each (empty: exit 0)."""
     lines = [f"{r.model} window ending {r.end.isoformat()}: {stage}: {why}"
              for r in results for stage, why in r.errors.items() if stage in FAILING_STAGES]
     pending = getattr(sink, "pending", 0)

@@ -5,8 +5,8 @@
 2. evaluate it with ``mlflow.models.evaluate(..., evaluators=["fairness"])`` and print the
    fairness and robustness table with threshold verdicts;
 3. replay a simulated day of production predictions into a SQLite prediction log
-   (:class:`~fairmonitor.monitor.sources.logger.PredictionLogger`), with the scores of women halved from
-   mid-day on;
+   (:class:`~fairmonitor.monitor.sources.logger.PredictionLogger`), with the scores of women
+   halved from mid-day on;
 4. run the real monitor service over it at one simulated hour per tick, scraping its own
    ``/metrics`` after each tick: the alert state goes from ok to critical at the biased window;
 5. say where to look: MLflow UI, ``/metrics``, generated rules and dashboard, docker stack.

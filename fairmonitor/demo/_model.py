@@ -85,7 +85,7 @@ def train(data: Data) -> Any:
 
 
 def ensure_experiment(client: Any, name: str, artifact_root: Path) -> str:
-    """The id of experiment ``name``, created with its artifacts under ``artifact_root``.
+    """Return the id of experiment ``name``, created with its artifacts under ``artifact_root``.
 
     A re-run finds it again; one deleted in the UI is restored rather than failing.
     """

@@ -32,7 +32,7 @@ class Scrape:
     samples: Mapping[tuple[str, tuple[tuple[str, str], ...]], float]
 
     def get(self, name: str, **labels: str) -> float | None:
-        """The sample ``name{labels}`` (labels must match exactly), or None."""
+        """Return the sample ``name{labels}`` (labels must match exactly), or None."""
         return self.samples.get((name, tuple(sorted(labels.items()))))
 
     def matching(self, name: str, **labels: str) -> dict[tuple[tuple[str, str], ...], float]:
@@ -72,7 +72,7 @@ class WindowState:
 
 
 def progress_bar(done: int, total: int, width: int = 24) -> str:
-    """A plain-text progress bar.
+    """Return a plain-text progress bar.
 
     >>> progress_bar(6, 24, width=12)
     '[###.........]  6/24'

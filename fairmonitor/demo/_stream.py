@@ -28,7 +28,7 @@ class Bias:
     from_window: int
 
     def describe(self, start: datetime, window: timedelta) -> str:
-        """The shift in plain words.
+        """Return the shift in plain words.
 
         >>> from datetime import datetime, timedelta, UTC
         >>> Bias("sex", "Female", 0.5, 3).describe(datetime(2026, 1, 1, tzinfo=UTC),
@@ -81,7 +81,7 @@ def production_stream(pool: Any, *, start: datetime, window: timedelta, n_window
 
 
 def stream_summary(stream: Any, bias: Bias, label: str = "label") -> dict[str, float]:
-    """Selection rate and true-positive rate of the biased group, before and after the shift.
+    """Return the biased group's selection and true-positive rates, before and after the shift.
 
     >>> import pandas as pd
     >>> s = pd.DataFrame({"sex": ["Female"] * 4, "window": [0, 0, 1, 1],
@@ -104,7 +104,7 @@ def monitor_yaml(*, model: str, registered: str, alias: str, tracking_uri: str, 
                  sensitive: Sequence[str], start: datetime, window: timedelta,
                  metrics: Sequence[str], thresholds: dict[str, list[dict[str, Any]]],
                  min_group_size: int, catch_up: int) -> str:
-    """The demo's monitor configuration as YAML text (what ``fairmonitor monitor`` reads)."""
+    """Return the demo's monitor configuration as YAML (what ``fairmonitor monitor`` reads)."""
     hours = window.total_seconds() / 3600
 
     def flow(value: Any) -> str:  # JSON is valid YAML flow style

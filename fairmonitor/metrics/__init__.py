@@ -34,6 +34,7 @@ from ._parity import (
     equalized_odds_difference,
     group_rates,
     predictive_parity_difference,
+    without_labels,
 )
 
 # --- permutation test ---
@@ -72,4 +73,5 @@ __all__ = [
     "permutation_test",
     "predictive_parity_difference",
     "sensitive_columns",
+    "without_labels",
 ]

@@ -1,4 +1,4 @@
-"""Calibration within groups: does a score mean the same risk in every group?
+"""Calibration within groups: whether a score means the same risk in every group.
 
 :func:`calibration_difference` is the largest between-group difference in calibration-in-the-
 large, ``mean(score) - mean(y)`` per group: 0 when every group's scores are, on average, its
@@ -33,7 +33,7 @@ __all__ = ["calibration_difference", "calibration_from_sums"]
 def calibration_from_sums(attribute: str, labels: tuple[Any, ...], weight: NDArray[np.float64],
                           score_sum: NDArray[np.float64], label_sum: NDArray[np.float64],
                           excluded: Mapping[Any, int]) -> float:
-    """The gap from per-group (weighted) row totals, score sums and label sums.
+    """Return the gap from per-group (weighted) row totals, score sums and label sums.
 
     Shared with :mod:`fairmonitor.summaries`, whose merged counts give the same value.
 

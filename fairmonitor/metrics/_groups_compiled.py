@@ -169,7 +169,7 @@ def _group_starts(counts):  # pragma: no cover - compiled
 
 @compiled
 def group_order(codes, counts, out):  # pragma: no cover - compiled
-    """The stable argsort of ``codes`` (kept rows, code >= 0), by counting: O(n), no sort."""
+    """Return the stable argsort of ``codes`` (kept rows, code >= 0) by counting: O(n), no sort."""
     at = _group_starts(counts)
     for i in range(codes.size):
         c = codes[i]

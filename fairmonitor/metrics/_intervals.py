@@ -397,7 +397,7 @@ def _permutation_null(hist: NDArray[np.float64], n_draws: int,
 
 
 def fine_histogram(scores: ArrayLike, resolution: int = RESOLUTION) -> NDArray[np.float64]:
-    """Counts of ``scores`` (in [0, 1]) in ``resolution`` equal bins (the last one closed).
+    """Return the counts of ``scores`` (in [0, 1]) in ``resolution`` equal bins (last one closed).
 
     >>> fine_histogram([0.0, 0.1, 0.99, 1.0], 4).tolist()
     [2.0, 0.0, 0.0, 2.0]
@@ -512,7 +512,7 @@ def score_gap_interval(
 
 
 def _null_quantile(gaps: NDArray[np.float64], q: float) -> float:
-    """The permutation test's critical value: the ``ceil(q (D + 1))``-th smallest of ``D``.
+    """Return the permutation test's critical value: the ``ceil(q (D + 1))``-th smallest of ``D``.
 
     A value above it has a permutation p-value of at most ``1 - q`` (the observed labelling
     counted as one of the ``D + 1``); with 60 draws and ``q = 0.975`` it is the largest.
@@ -573,8 +573,9 @@ def _bounds(sample: ScoreBootstrap, curves: _Curves, pairs: list[tuple[int, int]
 
 def _null_gaps(sample: ScoreBootstrap, curves: _Curves,
                pairs: list[tuple[int, int]]) -> NDArray[np.float64]:
-    """The largest pair gap of each null draw (shuffled group labels): their mean is the
-    chance level.
+    """Return the largest pair gap of each null draw (shuffled group labels).
+
+    Their mean is the chance level.
 
     The null gap is largest between the smallest groups: the MAX_PAIRS pairs of smallest size.
     Counts are never negative, so every draw's gap is within the metric's range (the clip
@@ -592,7 +593,7 @@ def _null_gaps(sample: ScoreBootstrap, curves: _Curves,
 
 def _candidates(h: NDArray[np.float64], curves: _Curves, pairs: list[tuple[int, int]],
                 value: float) -> list[tuple[int, int]]:
-    """The pairs that may be the largest within their error: at most :data:`MAX_PAIRS`.
+    """Return the pairs that may be the largest within their error: at most :data:`MAX_PAIRS`.
 
     Applied to any number of pairs: every pair's bootstrap costs as much as the bound it can
     change, so an unfair window with many groups skips the pairs far below its maximum.

@@ -57,7 +57,7 @@ _BIG = np.finfo(np.float64).max  # np.nan_to_num's replacement of +inf
 
 @compiled
 def _pairwise(a, lo, n, zero, sums, nodes):  # pragma: no cover - compiled
-    """numpy's pairwise sum of ``a[lo:lo + n]`` (1-D), in ``a``'s dtype, to the last bit.
+    """Numpy's pairwise sum of ``a[lo:lo + n]`` (1-D), in ``a``'s dtype, to the last bit.
 
     MADD's walk of numpy's recursion (:func:`~._madd.compiled._walk`), with this row's
     ``zero`` and work space: one implementation of numpy's summation for every kernel.
@@ -66,13 +66,13 @@ def _pairwise(a, lo, n, zero, sums, nodes):  # pragma: no cover - compiled
 
 
 def _work(dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
-    """The stack of :func:`_pairwise` for sums of ``dtype``."""
+    """Return the stack of :func:`_pairwise` for sums of ``dtype``."""
     return np.empty(_DEPTH, dtype=dtype), np.empty((3, _DEPTH), dtype=np.int64)
 
 
 @compiled
 def _quotient(a, b):  # pragma: no cover - compiled
-    """``a / b`` in their dtype, IEEE's inf or NaN when ``b == 0`` (numba would raise)."""
+    """Return ``a / b`` in their dtype, IEEE's inf or NaN when ``b == 0`` (numba would raise)."""
     if b != 0:
         return a / b
     if a != a or a == 0:
@@ -96,11 +96,12 @@ def _divide(values, total, out):  # pragma: no cover - compiled
 
 @compiled
 def _poisson_rows(lam, mode, pmf, cdf, uniforms, table, out):  # pragma: no cover
-    """Each draw's count by the walk from the mode (down while ``u <= F(k - 1)``, up while
-    ``u > F(k)``) over the bin's CDF, each ``F(k)`` computed once per bin, when a draw first
-    reaches it, by the walk's own steps (down ``F(k - 1) = F(k) - p(k)``, ``p(k - 1) = p(k)
-    (k / rate)``; up ``p(k) = p(k - 1) (rate / k)``, ``F(k) = F(k - 1) + p(k)``): the same
-    sequence, so the same counts, without a division per draw and step.
+    """Return each draw's count by the walk from the mode over the bin's CDF.
+
+    Down while ``u <= F(k - 1)``, up while ``u > F(k)``, over the bin's CDF, each ``F(k)`` computed
+    once per bin, when a draw first reaches it, by the walk's own steps (down ``F(k - 1) = F(k) -
+    p(k)``, ``p(k - 1) = p(k) (k / rate)``; up ``p(k) = p(k - 1) (rate / k)``, ``F(k) = F(k - 1) +
+    p(k)``): the same sequence, so the same counts, without a division per draw and step.
     """
     n_draws, r = uniforms.shape
     for b in range(r):
@@ -406,7 +407,7 @@ def _pair_rows(hat_i, hat_j, var_i, var_j, err_i, err_j, kappa, sums, nodes):  #
 def pair_terms(hat_i: np.ndarray, hat_j: np.ndarray, var_i: np.ndarray, var_j: np.ndarray,
                err_i: np.ndarray, err_j: np.ndarray, kappa: float
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, np.ndarray]:
-    """A pair's derivative terms: ``(folded, settled, sign, value, signed)``.
+    """Return a pair's derivative terms: ``(folded, settled, sign, value, signed)``.
 
     With ``d = hat_i - hat_j``, ``noise = err_i - err_j`` and ``near = |d| <= kappa *
     max(sqrt(var_i + var_j), 1e-12)``: ``folded = |noise[:, near]|.sum(axis=1)`` (float32),
@@ -487,8 +488,10 @@ def _pair_max_rows(z, scale, left, right, se, shift, near, far):  # pragma: no c
 
 def pair_maxima(z: np.ndarray, scale: np.ndarray, left: np.ndarray, right: np.ndarray,
                 se: np.ndarray, shift: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per draw ``max_k T_k`` and ``max_k (T_k - shift_k)``, ``T_k = (e_l - e_r) / se_k`` and
-    ``e = z * scale`` (the rate intervals' joint critical value, :mod:`._rate_intervals`).
+    """Return per draw ``max_k T_k`` and ``max_k (T_k - shift_k)``.
+
+    ``T_k = (e_l - e_r) / se_k`` and ``e = z * scale`` (the rate intervals' joint critical
+    value, :mod:`._rate_intervals`).
 
     numpy's ``draws = z * scale``, the two gathers, the difference, the division, ``t - shift``
     and the two maxima each made a (draws, pairs) temporary; here one pass, the same float

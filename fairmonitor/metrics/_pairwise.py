@@ -77,7 +77,7 @@ def aggregate_pairs(matrix: NDArray[np.float64], agg: Aggregation, *, metric: st
 
 def scores_and_groups(metric: str, y_score: ArrayLike, sensitive_features: Any,
                       min_group_size: int) -> tuple[NDArray[np.float64], Groups] | None:
-    """Validated scores and their groups, or None (after the warning) with fewer than two groups.
+    """Return validated scores and their groups, or None (after the warning) with < 2 groups.
 
     The scores may be the caller's own float64 array (``check_scores(copy=False)``): read them,
     never write into them.

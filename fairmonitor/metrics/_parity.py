@@ -13,8 +13,10 @@ positive rate), these functions leave that group out of the gap with a
 
 from __future__ import annotations
 
+import functools
+import inspect
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,17 +25,20 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._validation import (
     check_binary,
+    check_option,
     check_positive_int,
     check_same_length,
     check_sample_weight,
     format_labels,
     warn_undefined,
+    y_true_first,
 )
 from ..exceptions import GroupExclusionWarning, InvalidInputError
 from ._groups import Groups, encode_groups, require_two_groups
 
 __all__ = [
     "GroupRates",
+    "check_method",
     "demographic_parity_difference",
     "demographic_parity_ratio",
     "equal_opportunity_difference",
@@ -41,6 +46,7 @@ __all__ = [
     "group_rates",
     "parity_from_rates",
     "predictive_parity_difference",
+    "without_labels",
 ]
 
 
@@ -161,9 +167,11 @@ _CONDITIONS = {"true positive rate": "actual positives", "false positive rate":
 def _gap(metric: str, rates: GroupRates, values: NDArray[np.float64], what: str,
          *, ratio: bool = False, support: NDArray[np.float64] | None = None,
          min_condition_size: int = 1) -> float:
-    """Max-minus-min (or min-over-max) of per-group ``values``, skipping undefined groups and
-    those with fewer than ``min_condition_size`` rows in ``support`` (the rows the rate
-    conditions on), each with a warning."""
+    """Return the max-minus-min (or min-over-max) of per-group ``values``.
+
+    Undefined groups and those with fewer than ``min_condition_size`` rows in ``support`` (the
+    rows the rate conditions on) are skipped, each with a warning.
+    """
     undefined = np.isnan(values)
     if support is not None and min_condition_size > 1:
         few = ~undefined & (support < min_condition_size)
@@ -196,9 +204,28 @@ def _gap(metric: str, rates: GroupRates, values: NDArray[np.float64], what: str,
     return float(defined.min() / defined.max())
 
 
+def check_method(method: str, func: str) -> None:
+    """Refuse a ``method`` other than ``'between_groups'``, saying why.
+
+    fairlearn's ``method='to_overall'`` compares each group with all rows together; the
+    monitor's thresholds, intervals and chance levels are built for the gap between groups,
+    so only that one is computed.
+
+    >>> check_method("between_groups", "demographic_parity_difference")
+    """
+    check_option(method, "method", ("between_groups", "to_overall"), func=func)
+    if method == "to_overall":
+        raise InvalidInputError(
+            f"{func}: method='to_overall' (fairlearn's gap to the overall rate) is not "
+            "offered; fairmonitor's parity metrics are the gap between groups "
+            "(method='between_groups', the default in both).")
+
+
+@y_true_first()
 def demographic_parity_difference(
-    y_pred: ArrayLike, *, sensitive_features: Any, min_group_size: int = 1,
-    sample_weight: ArrayLike | None = None,
+    y_true: ArrayLike | None, y_pred: ArrayLike, *, sensitive_features: Any,
+    method: str = "between_groups", sample_weight: ArrayLike | None = None,
+    min_group_size: int = 1,
 ) -> float:
     r"""Largest difference in selection rate between groups.
 
@@ -206,19 +233,31 @@ def demographic_parity_difference(
 
     Parameters
     ----------
+    y_true : array-like of shape (n_samples,) or None
+        Labels; not read (the selection rate needs none), but checked to be as long as
+        ``y_pred``. Taken first as in fairlearn, so that every parity metric is called
+        ``f(y_true, y_pred, *, sensitive_features)``.
     y_pred : array-like of shape (n_samples,)
         Hard 0/1 predictions.
     sensitive_features : array-like, DataFrame or dict
         Group membership; several columns are intersected.
-    min_group_size : int, default=1
-        Groups with fewer rows are left out with a warning.
+    method : {'between_groups'}, default='between_groups'
+        fairlearn's parameter; only its default is offered (see :func:`check_method`).
     sample_weight : array-like of shape (n_samples,), optional
         Per-row weights; rates become weighted shares (see :func:`group_rates`).
+    min_group_size : int, default=1
+        Groups with fewer rows are left out with a warning.
 
     Returns
     -------
     difference : float
         In [0, 1]; 0 is parity. NaN (with a warning) if fewer than two groups remain.
+
+    Warns
+    -----
+    FutureWarning
+        Called in the old form ``demographic_parity_difference(y_pred, *,
+        sensitive_features)`` (accepted until fairmonitor 0.3).
 
     See Also
     --------
@@ -226,30 +265,38 @@ def demographic_parity_difference(
 
     Examples
     --------
-    >>> demographic_parity_difference([1, 1, 0, 1, 0, 0], sensitive_features=list("aaabbb"))
+    >>> demographic_parity_difference(None, [1, 1, 0, 1, 0, 0], sensitive_features=list("aaabbb"))
     0.3333333333333333
     """
-    rates = group_rates(None, y_pred, sensitive_features=sensitive_features,
-                        min_group_size=min_group_size, sample_weight=sample_weight)
+    rates = _selection_rates("demographic_parity_difference", y_true, y_pred,
+                             sensitive_features, method, sample_weight, min_group_size)
     return parity_from_rates("demographic_parity_difference", rates)
 
 
+@y_true_first()
 def demographic_parity_ratio(
-    y_pred: ArrayLike, *, sensitive_features: Any, min_group_size: int = 1,
-    sample_weight: ArrayLike | None = None,
+    y_true: ArrayLike | None, y_pred: ArrayLike, *, sensitive_features: Any,
+    method: str = "between_groups", sample_weight: ArrayLike | None = None,
+    min_group_size: int = 1,
 ) -> float:
     """Smallest selection rate divided by the largest.
 
     Parameters
     ----------
+    y_true : array-like of shape (n_samples,) or None
+        Labels; not read (the selection rate needs none), but checked to be as long as
+        ``y_pred``. Taken first as in fairlearn, so that every parity metric is called
+        ``f(y_true, y_pred, *, sensitive_features)``.
     y_pred : array-like of shape (n_samples,)
         Hard 0/1 predictions.
     sensitive_features : array-like, DataFrame or dict
         Group membership; several columns are intersected.
-    min_group_size : int, default=1
-        Groups with fewer rows are left out with a warning.
+    method : {'between_groups'}, default='between_groups'
+        fairlearn's parameter; only its default is offered (see :func:`check_method`).
     sample_weight : array-like of shape (n_samples,), optional
         Per-row weights; rates become weighted shares (see :func:`group_rates`).
+    min_group_size : int, default=1
+        Groups with fewer rows are left out with a warning.
 
     Returns
     -------
@@ -257,21 +304,28 @@ def demographic_parity_ratio(
         In [0, 1]; 1 is parity (the "four-fifths rule" flags < 0.8). NaN with a warning when
         every group's selection rate is 0.
 
+    Warns
+    -----
+    FutureWarning
+        Called in the old form ``demographic_parity_ratio(y_pred, *, sensitive_features)``
+        (accepted until fairmonitor 0.3).
+
     Examples
     --------
-    >>> demographic_parity_ratio([1, 1, 0, 1, 0, 0], sensitive_features=list("aaabbb"))
+    >>> demographic_parity_ratio(None, [1, 1, 0, 1, 0, 0], sensitive_features=list("aaabbb"))
     0.5
     """
-    rates = group_rates(None, y_pred, sensitive_features=sensitive_features,
-                        min_group_size=min_group_size, sample_weight=sample_weight)
+    rates = _selection_rates("demographic_parity_ratio", y_true, y_pred, sensitive_features,
+                             method, sample_weight, min_group_size)
     return parity_from_rates("demographic_parity_ratio", rates)
 
 
 def equalized_odds_difference(
-    y_true: ArrayLike, y_pred: ArrayLike, *, sensitive_features: Any, min_group_size: int = 1,
-    sample_weight: ArrayLike | None = None, min_condition_size: int = 1,
+    y_true: ArrayLike, y_pred: ArrayLike, *, sensitive_features: Any,
+    method: str = "between_groups", sample_weight: ArrayLike | None = None,
+    min_group_size: int = 1, min_condition_size: int = 1,
 ) -> float:
-    """The larger of the between-group gaps in true positive rate and false positive rate.
+    """Return the larger of the between-group gaps in true positive rate and false positive rate.
 
     Equals fairlearn's ``equalized_odds_difference(..., agg="worst_case")``.
 
@@ -283,6 +337,8 @@ def equalized_odds_difference(
         Hard 0/1 predictions.
     sensitive_features : array-like, DataFrame or dict
         Group membership; several columns are intersected.
+    method : {'between_groups'}, default='between_groups'
+        fairlearn's parameter; only its default is offered (see :func:`check_method`).
     min_group_size : int, default=1
         Groups with fewer rows are left out with a warning.
     sample_weight : array-like of shape (n_samples,), optional
@@ -301,14 +357,16 @@ def equalized_odds_difference(
     >>> equalized_odds_difference([1, 0, 1, 0], [1, 1, 0, 0], sensitive_features=list("aabb"))
     1.0
     """
+    check_method(method, "equalized_odds_difference")
     rates = group_rates(y_true, y_pred, sensitive_features=sensitive_features,
                         min_group_size=min_group_size, sample_weight=sample_weight)
     return parity_from_rates("equalized_odds_difference", rates, min_condition_size)
 
 
 def equal_opportunity_difference(
-    y_true: ArrayLike, y_pred: ArrayLike, *, sensitive_features: Any, min_group_size: int = 1,
-    sample_weight: ArrayLike | None = None, min_condition_size: int = 1,
+    y_true: ArrayLike, y_pred: ArrayLike, *, sensitive_features: Any,
+    method: str = "between_groups", sample_weight: ArrayLike | None = None,
+    min_group_size: int = 1, min_condition_size: int = 1,
 ) -> float:
     """Largest between-group gap in true positive rate (recall of the positive class).
 
@@ -320,6 +378,8 @@ def equal_opportunity_difference(
         Hard 0/1 predictions.
     sensitive_features : array-like, DataFrame or dict
         Group membership; several columns are intersected.
+    method : {'between_groups'}, default='between_groups'
+        fairlearn's parameter; only its default is offered (see :func:`check_method`).
     min_group_size : int, default=1
         Groups with fewer rows are left out with a warning.
     sample_weight : array-like of shape (n_samples,), optional
@@ -339,6 +399,7 @@ def equal_opportunity_difference(
     >>> equal_opportunity_difference([1, 1, 1, 1], [1, 1, 1, 0], sensitive_features=list("aabb"))
     0.5
     """
+    check_method(method, "equal_opportunity_difference")
     rates = group_rates(y_true, y_pred, sensitive_features=sensitive_features,
                         min_group_size=min_group_size, sample_weight=sample_weight)
     return parity_from_rates("equal_opportunity_difference", rates, min_condition_size)
@@ -389,8 +450,47 @@ def predictive_parity_difference(
     return parity_from_rates("predictive_parity_difference", rates, min_condition_size)
 
 
+@functools.cache
+def without_labels(func: Callable[..., float]) -> Callable[..., float]:
+    """Return ``func`` with its unread ``y_true`` bound to None (one object per ``func``).
+
+    The demographic parity metrics take ``y_true`` first, as in fairlearn, but read only the
+    predictions; what calls a metric on one array (the registry, :func:`permutation_test`)
+    calls this: ``without_labels(demographic_parity_difference)(y_pred, *,
+    sensitive_features)``.
+
+    >>> dp = without_labels(demographic_parity_difference)
+    >>> dp([1, 1, 0, 1, 0, 0], sensitive_features=list("aaabbb"))
+    0.3333333333333333
+    >>> dp is without_labels(demographic_parity_difference)
+    True
+    """
+    bound = functools.partial(func, None)
+
+    def call(*args: Any, **kwargs: Any) -> float:
+        return bound(*args, **kwargs)
+
+    # a function, not the partial: it keeps ``func``'s name (the registry reads the rate family
+    # from it) and shows the signature without ``y_true``
+    call.__name__ = call.__qualname__ = func.__name__
+    call.__doc__ = func.__doc__
+    call.__signature__ = inspect.signature(bound)  # type: ignore[attr-defined]
+    return call
+
+
+def _selection_rates(metric: str, y_true: ArrayLike | None, y_pred: ArrayLike,
+                     sensitive_features: Any, method: str, sample_weight: ArrayLike | None,
+                     min_group_size: int) -> GroupRates:
+    """Return the selection rates of the demographic parity metrics (``y_true`` unread)."""
+    check_method(method, metric)
+    if y_true is not None:
+        check_same_length(y_true=y_true, y_pred=y_pred)
+    return group_rates(None, y_pred, sensitive_features=sensitive_features,
+                       min_group_size=min_group_size, sample_weight=sample_weight)
+
+
 def parity_from_rates(metric: str, rates: GroupRates, min_condition_size: int = 1) -> float:
-    """The parity metric ``metric`` from per-group rates (what the public functions compute).
+    """Return the parity metric ``metric`` from per-group rates (as the public functions do).
 
     Shared with :mod:`fairmonitor.summaries`, which builds the rates from merged counts, so
     both give the same value and the same warnings. ``min_condition_size`` leaves out, per

@@ -19,7 +19,13 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._validation import check_1d, check_option, check_positive_int, warn_undefined
+from .._validation import (
+    check_1d,
+    check_option,
+    check_positive_int,
+    renamed_keyword,
+    warn_undefined,
+)
 from ..exceptions import GroupExclusionWarning, InvalidInputError, UndefinedMetricWarning
 from ._groups import encode_groups
 
@@ -65,7 +71,7 @@ class PermutationResult:
 
 
 def _label_free() -> dict[str, tuple[Callable[..., Any], Alternative]]:
-    """The metrics the test accepts by name, with their unfair side.
+    """Return the metrics the test accepts by name, with their unfair side.
 
     Kept here rather than read from :data:`fairmonitor.METRICS`, which sits above this package
     (metrics import nothing above them); a common test checks that this table agrees with the
@@ -73,19 +79,21 @@ def _label_free() -> dict[str, tuple[Callable[..., Any], Alternative]]:
     """
     from ._abpc_abcc import abcc, abpc
     from ._madd import madd
-    from ._parity import demographic_parity_difference, demographic_parity_ratio
+    from ._parity import demographic_parity_difference, demographic_parity_ratio, without_labels
 
+    # the parity metrics take an unread y_true first (as fairlearn's): called without it
     return {
         "abcc": (abcc, "greater"),
         "abpc": (abpc, "greater"),
         "madd": (madd, "greater"),
-        "demographic_parity_difference": (demographic_parity_difference, "greater"),
-        "demographic_parity_ratio": (demographic_parity_ratio, "less"),
+        "demographic_parity_difference": (without_labels(demographic_parity_difference),
+                                          "greater"),
+        "demographic_parity_ratio": (without_labels(demographic_parity_ratio), "less"),
     }
 
 
 def _resolve(metric: Callable[..., Any] | str) -> tuple[Callable[..., Any], str, Alternative]:
-    """The function, its name and which side is unfair, from a callable or a metric name."""
+    """Return the function, its name and which side is unfair, from a callable or a metric name."""
     known = _label_free()
     if isinstance(metric, str):
         if metric not in known:
@@ -101,17 +109,18 @@ def _resolve(metric: Callable[..., Any] | str) -> tuple[Callable[..., Any], str,
             f"`metric` must be a metric function or a label-free metric name; got {metric!r}."
         )
     for name, (func, side) in known.items():
-        if func is metric:
+        if func is metric or getattr(func, "func", None) is metric:  # the function itself
             return func, name, side
     # an unregistered callable: assume larger is less fair (override with `alternative`)
     return metric, getattr(metric, "__name__", "metric"), "greater"
 
 
 def _value(result: Any) -> float:
-    """The headline number of a metric's result: a float, or a result object's ``.value``."""
+    """Return the headline number of a metric's result: a float, or a result's ``.value``."""
     return float(getattr(result, "value", result))
 
 
+@renamed_keyword("rng", "random_state")
 def permutation_test(
     metric: Callable[..., Any] | str,
     y_score_or_pred: ArrayLike,
@@ -119,7 +128,7 @@ def permutation_test(
     sensitive_features: Any,
     n_resamples: int = 200,
     alternative: Alternative | None = None,
-    rng: np.random.Generator | int | None = None,
+    random_state: np.random.Generator | int | None = None,
     min_group_size: int = 1,
     **metric_options: Any,
 ) -> PermutationResult:
@@ -141,8 +150,10 @@ def permutation_test(
         Which side is unfair: 'greater' for lower-is-fairer metrics (the default, and for
         unregistered callables), 'less' for higher-is-fairer ones such as
         ``demographic_parity_ratio``; None takes it from the registry.
-    rng : numpy.random.Generator, int or None
-        Seed or generator for the shuffles; a fixed seed gives a reproducible result.
+    random_state : numpy.random.Generator, int or None
+        Seed or generator for the shuffles; a fixed seed gives a reproducible result. Also
+        passed to a metric that takes one (``random_state``, or ``rng`` for a user's metric).
+        (``rng=``, its old name, is accepted until fairmonitor 0.3 with a FutureWarning.)
     min_group_size : int, default=1
         Groups with fewer rows are left out (with the metric's warning) before shuffling.
     **metric_options
@@ -167,7 +178,7 @@ def permutation_test(
     --------
     >>> from fairmonitor.metrics import abcc
     >>> y = [0.1, 0.2, 0.3, 0.4, 0.6, 0.7, 0.8, 0.9]
-    >>> r = permutation_test(abcc, y, sensitive_features=list("aaaabbbb"), rng=0)
+    >>> r = permutation_test(abcc, y, sensitive_features=list("aaaabbbb"), random_state=0)
     >>> round(r.observed, 6), r.p_value < 0.05, r.null_mean < r.observed
     (0.5, True, True)
     """
@@ -175,12 +186,14 @@ def permutation_test(
     side = check_option(alternative or default_side, "alternative", ("greater", "less"),
                         func="permutation_test")
     n_resamples = check_positive_int(n_resamples, "n_resamples")
-    gen = np.random.default_rng(rng)
+    gen = np.random.default_rng(random_state)
     values = check_1d(y_score_or_pred, "y_score_or_pred")
     accepted = frozenset(inspect.signature(func).parameters)
     if "min_group_size" in accepted:
         metric_options["min_group_size"] = min_group_size
-    if "rng" in accepted:
+    if "random_state" in accepted:
+        metric_options["random_state"] = gen
+    elif "rng" in accepted:  # a user's metric with the old name
         metric_options["rng"] = gen
     observed = _value(func(values, sensitive_features=sensitive_features, **metric_options))
     if np.isnan(observed):  # the metric has warned why

@@ -62,8 +62,9 @@ _F = NDArray[np.float64]
 
 def wilson_interval(successes: ArrayLike, trials: ArrayLike, z: float | ArrayLike
                     ) -> tuple[_F, _F]:
-    """Wilson's score interval of ``successes / trials`` at normal quantile ``z`` (vectorised),
-    with Brown, Cai & DasGupta's (2001, 4.1.1) fix for rare counts.
+    """Return Wilson's score interval of ``successes / trials`` at normal quantile ``z``.
+
+    Vectorised, with Brown, Cai & DasGupta's (2001, 4.1.1) fix for rare counts.
 
     Wilson's bound is too close to 0 at a few successes near a rate of 0 (and to 1 at a few
     failures): its one-sided coverage there drops to ~90%, and a group of 20 rows with 2
@@ -93,11 +94,13 @@ def wilson_interval(successes: ArrayLike, trials: ArrayLike, z: float | ArrayLik
 
 
 def _rare_bound(x: _F, n: _F, z: _F) -> _F:
-    """Clopper-Pearson's lower bound where Wilson's falls short; 1 elsewhere (no effect on a
-    minimum). Brown, Cai & DasGupta (2001, 4.1.1) replace Wilson's bound at 1-2 successes
-    (3 above 50 trials); its one-sided coverage stays low a little further near 0 (4 of 50
-    successes at a true 0.02: 1.8% of windows beyond a 1.25% bound), so rare counts, up to
-    10 successes and a rate of 0.1, take the exact binomial bound when it is further out."""
+    """Return Clopper-Pearson's lower bound where Wilson's falls short; 1 elsewhere.
+
+    1 has no effect on a minimum. Brown, Cai & DasGupta (2001, 4.1.1) replace Wilson's bound at 1-2
+    successes (3 above 50 trials); its one-sided coverage stays low a little further near 0 (4 of
+    50 successes at a true 0.02: 1.8% of windows beyond a 1.25% bound), so rare counts, up to 10
+    successes and a rate of 0.1, take the exact binomial bound when it is further out.
+    """
     small = (x >= 1) & (((x <= 10) & (x <= 0.1 * n)) | (x <= 2) | ((x <= 3) & (n > 50)))
     if not np.any(small):
         return np.ones(np.broadcast(x, n, z).shape)
@@ -113,8 +116,11 @@ def _rare_bound(x: _F, n: _F, z: _F) -> _F:
 def _wilson_pair(x1: ArrayLike, n1: ArrayLike, x2: ArrayLike, n2: ArrayLike,
                  z_lower: float | ArrayLike, z_upper: float | ArrayLike
                  ) -> tuple[_F, _F, _F, _F, _F, _F]:
-    """The two rates and the Wilson bounds a pair interval combines: ``p1, p2``, then
-    ``l1, u2`` at ``z_lower`` (the lower bound's) and ``u1, l2`` at ``z_upper``."""
+    """Return the two rates and the Wilson bounds a pair interval combines.
+
+    ``p1, p2``, then ``l1, u2`` at ``z_lower`` (the lower bound's) and ``u1, l2`` at
+    ``z_upper``.
+    """
     p1 = np.asarray(x1, dtype=float) / np.asarray(n1, dtype=float)
     p2 = np.asarray(x2, dtype=float) / np.asarray(n2, dtype=float)
     l1, _ = wilson_interval(x1, n1, z_lower)
@@ -142,8 +148,10 @@ def newcombe_difference(x1: ArrayLike, n1: ArrayLike, x2: ArrayLike, n2: ArrayLi
 
 
 def _newcombe(p1: _F, p2: _F, l1: _F, u2: _F, u1: _F, l2: _F) -> tuple[_F, _F]:
-    """Newcombe's bounds from the Wilson bounds: ``l1, u2`` the lower bound's, ``u1, l2``
-    the upper bound's."""
+    """Return Newcombe's bounds from the Wilson bounds.
+
+    ``l1, u2`` are the lower bound's, ``u1, l2`` the upper bound's.
+    """
     d = p1 - p2
     return d - np.hypot(p1 - l1, u2 - p2), d + np.hypot(u1 - p1, p2 - l2)
 
@@ -181,9 +189,11 @@ def _mover_r(p1: _F, p2: _F, l1: _F, u2: _F, u1: _F, l2: _F) -> tuple[_F, _F]:
 
 def _ordered_pairs(defined: NDArray[np.bool_], rates: _F, ratio: bool
                    ) -> tuple[NDArray[np.intp], NDArray[np.intp], NDArray[np.intp]]:
-    """(family, i, j) of every ordered pair of defined groups; for a ratio ``p_i / p_j`` not
-    both 0 (``p_i / 0`` is infinite, never the smallest ratio, but it is the mirror of
-    ``0 / p_i``: at parity the two orders share the tail)."""
+    """Return (family, i, j) of every ordered pair of defined groups.
+
+    For a ratio ``p_i / p_j``, not both 0 (``p_i / 0`` is infinite, never the smallest ratio, but
+    it is the mirror of ``0 / p_i``: at parity the two orders share the tail).
+    """
     fam, left, right = [], [], []
     for f, row in enumerate(defined):
         keep = np.flatnonzero(row)
@@ -201,15 +211,18 @@ def _ordered_pairs(defined: NDArray[np.bool_], rates: _F, ratio: bool
 
 @functools.lru_cache(maxsize=32)
 def _fixed_normal(n_draws: int, size: int) -> _F:
-    """The fixed seed's standard normal draws, made once (read-only)."""
+    """Return the fixed seed's standard normal draws, made once (read-only)."""
     draws = _rng(None).standard_normal((n_draws, size))
     draws.flags.writeable = False
     return draws
 
 
 def _normal(rng: Any, n_draws: int, size: int) -> _F:
-    """(n_draws, size) standard normal draws: the fixed seed's are the same every call, so
-    they are drawn once (the default, ``rng=None``, costs no draws after the first)."""
+    """Return (n_draws, size) standard normal draws.
+
+    The fixed seed's are the same every call, so they are drawn once (the default, ``rng=None``,
+    costs no draws after the first).
+    """
     return _fixed_normal(n_draws, size) if rng is None else _rng(rng).standard_normal(
         (n_draws, size))
 
@@ -260,8 +273,11 @@ def _critical(sd: _F, fam: NDArray[np.intp], i: NDArray[np.intp], j: NDArray[np.
 
 def _null_rates(gen: np.random.Generator, size: NDArray[np.int64], rate: float,
                 n_draws: int) -> _F:
-    """(draws, groups) rates of binomial(size, rate) counts; Gaussian (clipped) where every
-    group expects >= 30 of each outcome (binomial draws cost ~10x more; same result there)."""
+    """Return (draws, groups) rates of binomial(size, rate) counts.
+
+    Gaussian (clipped) where every group expects >= 30 of each outcome (binomial draws cost ~10x
+    more; same result there).
+    """
     if min(rate, 1.0 - rate) * size.min() >= 30:
         sd = np.sqrt(rate * (1.0 - rate) / size)
         return np.clip(rate + gen.standard_normal((n_draws, size.size)) * sd, 0.0, 1.0)
@@ -278,9 +294,12 @@ _CHANCE_LOCK = threading.Lock()
 
 def _extremes(gen: np.random.Generator, key: Any, size: NDArray[np.int64], rate: float,
               n_draws: int, fixed: bool) -> tuple[_F, _F]:
-    """(largest, smallest) group rate per chance draw. With the fixed seed (``fixed``), the
+    """Return the (largest, smallest) group rate per chance draw.
+
+    With the fixed seed (``fixed``), the
     draws of the families ``key`` names (this one and those drawn before it from ``gen``)
-    are made once: a hit leaves ``gen`` where the draws would have left it."""
+    are made once: a hit leaves ``gen`` where the draws would have left it.
+    """
     with _CHANCE_LOCK:
         found = _CHANCE_DRAWS.get(key) if fixed else None
     if found is not None:
@@ -299,8 +318,10 @@ def _extremes(gen: np.random.Generator, key: Any, size: NDArray[np.int64], rate:
 
 def _chance(x: _F, n: _F, defined: NDArray[np.bool_], ratio: bool, n_draws: int,
             rng: Any) -> float:
-    """Mean of the metric when every group of a family shares its pooled rate: binomial
-    draws at these group sizes (the small-sample floor a fair model reads)."""
+    """Return the mean of the metric when every group of a family shares its pooled rate.
+
+    Binomial draws at these group sizes (the small-sample floor a fair model reads).
+    """
     gen, worst, key = _rng(rng), np.full(n_draws, -np.inf), (n_draws,)
     for f in np.flatnonzero(defined.any(axis=1)):
         size = np.rint(n[f, defined[f]]).astype(np.int64)
@@ -399,8 +420,10 @@ def rate_gap_interval(
 def _pair_bounds(x: _F, n: _F, fam: NDArray[np.intp], i: NDArray[np.intp],
                  j: NDArray[np.intp], ratio: bool, z_lower: float, z_upper: float
                  ) -> tuple[_F, _F]:
-    """Each ordered pair's Newcombe (MOVER-R) interval of ``p_i - p_j`` (``p_i / p_j``): the
-    Wilson bounds once per group, then per pair."""
+    """Return each ordered pair's Newcombe (MOVER-R) interval of ``p_i - p_j`` (``p_i / p_j``).
+
+    The Wilson bounds once per group, then per pair.
+    """
     lo_l, lo_u = wilson_interval(x, n, z_lower)
     up_l, up_u = wilson_interval(x, n, z_upper) if z_upper != z_lower else (lo_l, lo_u)
     p = x / np.where(n > 0, n, 1.0)

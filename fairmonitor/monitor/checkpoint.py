@@ -71,7 +71,7 @@ def _digest(entry: Mapping[str, Any]) -> str:
 
 
 def seal(model: str, state: ModelState, **extra: Any) -> dict[str, Any]:
-    """A model's entry as stored: its state, its name and the SHA-256 of both.
+    """Return a model's entry as stored: its state, its name and the SHA-256 of both.
 
     >>> entry = seal("credit", ModelState())
     >>> entry["model"], len(entry["checksum"])
@@ -85,7 +85,7 @@ def seal(model: str, state: ModelState, **extra: Any) -> dict[str, Any]:
 
 
 def unseal(model: str, entry: Any, *, checked: bool = True) -> ModelState:
-    """The state in a stored entry, after checking its checksum and name.
+    """Return the state in a stored entry, after checking its checksum and name.
 
     ``checked=False`` reads a format-1 entry (no checksum). Raises
     :class:`CheckpointCorruptError` on a mismatch.
@@ -107,7 +107,7 @@ def unseal(model: str, entry: Any, *, checked: bool = True) -> ModelState:
 
 
 def _format_of(doc: Any, where: str) -> int:
-    """The format of a checkpoint document; refuse what this fairmonitor does not know."""
+    """Return the format of a checkpoint document; refuse what this fairmonitor does not know."""
     fmt = doc.get("format") if isinstance(doc, dict) else None
     if fmt not in _KNOWN or isinstance(fmt, bool):
         raise CheckpointFormatError(
@@ -134,7 +134,7 @@ class ModelState:
     streaks: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     def to_json(self) -> dict[str, Any]:
-        """A JSON-serialisable dict (ISO 8601 times, sorted versions)."""
+        """Return a JSON-serialisable dict (ISO 8601 times, sorted versions)."""
         out: dict[str, Any] = {
             "predictions_end": _iso(self.predictions_end),
             "labels_end": _iso(self.labels_end),
@@ -182,7 +182,7 @@ class Checkpoint(Protocol):
     """Where :class:`ModelState` is kept. ``save`` is durable when it returns."""
 
     def load(self, model: str) -> ModelState:
-        """The saved state of ``model``, or an empty one."""
+        """Return the saved state of ``model``, or an empty one."""
         ...
 
     def save(self, model: str, state: ModelState) -> None:
@@ -221,7 +221,7 @@ class FileCheckpoint:
         self.fence: Any = None
 
     def _parse(self, path: Path) -> dict[str, Any] | None:
-        """The checked models of one generation (None: no file); raises on a bad one."""
+        """Return the checked models of one generation (None: no file); raises on a bad one."""
         try:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
@@ -241,7 +241,7 @@ class FileCheckpoint:
         return models
 
     def _read(self) -> dict[str, Any]:
-        """The current generation's models, or the previous one's if it is corrupt."""
+        """Return the current generation's models, or the previous one's if it is corrupt."""
         try:
             models = self._parse(self.path)
         except CheckpointCorruptError as exc:
@@ -406,7 +406,7 @@ def _stamp() -> str:
 
 
 def open_checkpoint(cfg: CheckpointConfig) -> Checkpoint:
-    """The checkpoint store a config names."""
+    """Return the checkpoint store a config names."""
     if cfg.kind == "sql":
         assert cfg.url is not None
         return SQLCheckpoint(cfg.url, cfg.table)

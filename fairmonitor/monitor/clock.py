@@ -68,8 +68,11 @@ class ClockWatch:
             weakref.WeakKeyDictionary()
 
     def tick(self, owner: Any, model: str, now: datetime) -> timedelta | None:
-        """Record this tick; return how far ``now`` ran ahead of the elapsed time since the
-        previous tick of (``owner``, ``model``), or None on the first tick of the process."""
+        """Record this tick; return how far ``now`` ran ahead of the elapsed time.
+
+        The elapsed time since the previous tick of (``owner``, ``model``); None on the first
+        tick of the process.
+        """
         mono = time.monotonic()
         with self._lock:
             try:

@@ -81,7 +81,7 @@ def missing_message(cfg: ModelConfig, missing: list[tuple[str, str, str]],
 
 
 def frame_problem(cfg: ModelConfig, frame: pd.DataFrame, *, labels: bool) -> str | None:
-    """The data error of a window whose rows lack a configured column (None: all there).
+    """Return the data error of a window whose rows lack a configured column (None: all there).
 
     A SQL source reads only the configured columns and lists its table's columns in
     ``frame.attrs[SOURCE_COLUMNS]``; then a missing column is known even without rows. Other
@@ -127,7 +127,7 @@ def type_problem(role: str, column: str, kind: str) -> str | None:
 
 
 def source_problems(cfg: ModelConfig) -> list[str]:
-    """What ``--check`` finds wrong between a model's config and its source (empty: OK).
+    """Return what ``--check`` finds wrong between a model's config and its source (empty: OK).
 
     Connects to the source: a SQL table is reflected (no row is read), a file source's first
     matching file gives the schema (Parquet metadata, or a CSV's first rows). Spark sources are
@@ -163,7 +163,7 @@ class _Unavailable(Exception):
 
 
 def _schema(cfg: ModelConfig) -> tuple[dict[str, str], str] | None:
-    """The source's columns with their dtype kinds, and a description of where; None: unknown."""
+    """Return the source's columns with their dtype kinds and where they are (None: unknown)."""
     src = cfg.source
     if src.kind == "sql":
         return _sql_schema(cfg)
@@ -201,7 +201,7 @@ def _sql_schema(cfg: ModelConfig) -> tuple[dict[str, str], str]:
 
 
 def _sql_kind(sql_type: Any) -> str:
-    """A SQL column type as a numpy dtype kind (``O`` when unknown: checked on values)."""
+    """Return a SQL column type as a numpy dtype kind (``O`` when unknown: checked on values)."""
     import sqlalchemy as sa
 
     for cls, kind in ((sa.Boolean, "b"), (sa.Integer, "i"), (sa.Float, "f"),

@@ -45,7 +45,7 @@ class Incidents:
             self._counts[key] = self._counts.get(key, 0) + n
 
     def get(self, counter: str, model: str, label: str) -> int:
-        """The count so far (0 if never counted)."""
+        """Return the count so far (0 if never counted)."""
         with self._lock:
             return self._counts.get((counter, model, label), 0)
 

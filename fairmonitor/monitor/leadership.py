@@ -56,7 +56,7 @@ DEFAULT_LEASE_SECONDS = 30.0
 
 
 class LeaseLost(RuntimeError):
-    """This process does not hold the checkpoint's lease (any more): the write is refused."""
+    """Raised when this process no longer holds the checkpoint's lease: the write is refused."""
 
 
 def identity() -> str:
@@ -444,7 +444,7 @@ def guard_engine(engine: Any, idle_seconds: float, *, lock_seconds: float | None
 
 
 def open_lease(cfg: Any, *, holder: str | None = None) -> Lease:
-    """The lease that goes with a checkpoint config (``CheckpointConfig``).
+    """Return the lease that goes with a checkpoint config (``CheckpointConfig``).
 
     >>> from fairmonitor.monitor.config import CheckpointConfig
     >>> from pathlib import Path

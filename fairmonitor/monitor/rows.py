@@ -69,7 +69,7 @@ def to_score(values: pd.Series) -> pd.Series:
 
 
 def to_binary(values: pd.Series, name: str) -> pd.Series:
-    """A 0/1 column (labels, predictions) as float64 with NaN for missing values.
+    """Return a 0/1 column (labels, predictions) as float64 with NaN for missing values.
 
     Accepts booleans (nullable too), integers and floats 0/1, ``Decimal`` 0/1 and the strings
     ``0/1``, ``true/false``, ``t/f``, ``yes/no`` (any case). Anything else is ambiguous and

@@ -28,8 +28,9 @@ Prometheus is served by prometheus-client's own HTTP server thread on the config
 SIGTERM/SIGINT: the tick stops after the window in flight, the MLflow flush gets
 :data:`STOP_FLUSH_SECONDS`, the lease is released: exit within 5 s plus that window.
 
-Logs: one INFO line per evaluated window with its verdict, as each window completes; a WARNING when a value crosses into
-warning or critical (and an INFO line when it is back to ok); faults are logged by the job.
+Logs: one INFO line per evaluated window with its verdict, as each window completes; a WARNING when
+a value crosses into warning or critical (and an INFO line when it is back to ok); faults are
+logged by the job.
 
 Time is injectable (``clock``): :class:`ReplayClock` replays history at tick speed, which is how
 the end-to-end tests and a backfill demo run hours of windows in seconds.
@@ -55,7 +56,8 @@ from .sinks.mlflow import MlflowSink
 from .sinks.prometheus import FairnessCollector
 from .streaks import Streaks
 
-__all__ = ["AFTER_LEADING", "STOP_FLUSH_SECONDS", "MonitorService", "ReplayClock", "parse_listen_address"]
+__all__ = ["AFTER_LEADING", "STOP_FLUSH_SECONDS", "MonitorService", "ReplayClock",
+           "parse_listen_address"]
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +66,8 @@ log = logging.getLogger(__name__)
 #: the freshest ``last_success`` over replicas, so a new leader hides it, and an outage of every
 #: leader (the checkpoint's database down) still ends in FairmonitorWindowStale, not silence
 AFTER_LEADING = frozenset({
-    "fairmonitor_window_last_success_timestamp_seconds", "fairmonitor_window_end_timestamp_seconds",
+    "fairmonitor_window_last_success_timestamp_seconds",
+    "fairmonitor_window_end_timestamp_seconds",
     "fairmonitor_window_cadence_seconds", "fairmonitor_labels_after_seconds",
     "fairmonitor_model_info", "fairmonitor_windows_evaluated", "fairmonitor_errors",
     "fairmonitor_clock_jumps", "fairmonitor_integrity_errors", "fairmonitor_repairs"})
@@ -91,7 +94,7 @@ class ReplayClock:
         self._lock = threading.Lock()
 
     def __call__(self) -> datetime:
-        """The current simulated time; the next call returns one ``step`` later."""
+        """Return the current simulated time; the next call returns one ``step`` later."""
         with self._lock:
             now = self._next
             if self._stop is None or now + self._step <= self._stop:
@@ -290,7 +293,7 @@ class MonitorService:
         self.keeper.step()
 
     def _init_lease(self, lease: Any, *, own: bool) -> None:
-        """The checkpoint's lease: built from the config with the checkpoint, else as given."""
+        """Set the checkpoint's lease: built from the config with the checkpoint, else as given."""
         if lease is None:
             lease = open_lease(self.config.checkpoint) if own else NoLease()
         self.lease = lease
@@ -332,7 +335,7 @@ class MonitorService:
         return not self._stop.is_set() and self.keeper.is_leader
 
     def _submit_mlflow(self, result: Any) -> None:
-        """The MLflow hook: the lease checked first, so a former leader logs nothing."""
+        """Submit to MLflow, the lease checked first: a former leader logs nothing."""
         self.lease.fence()
         self.sink.submit(result)
 
@@ -387,7 +390,7 @@ class MonitorService:
         return self.keeper._thread is None or not self.keeper._thread.is_alive()
 
     def _lead(self, now: datetime) -> list[Any]:
-        """The leader's tick: due windows (each logged as it completes), versions, MLflow."""
+        """Run the leader's tick: due windows (each logged as it completes), versions, MLflow."""
         results: list[Any] = []
         try:
             results = self._job.run_once(
@@ -569,8 +572,10 @@ class MonitorService:
 
 
 def _import_mlflow() -> None:
-    """Import MLflow's client ahead of the first write (2-5 s): a standby that takes over
-    writes its first window at once, not after the import."""
+    """Import MLflow's client ahead of the first write (2-5 s).
+
+    A standby that takes over then writes its first window at once, not after the import.
+    """
     try:
         import mlflow.entities  # noqa: F401
         import mlflow.tracking  # noqa: F401

@@ -41,7 +41,9 @@ def _number(v: Any) -> float | None:
 
 
 def _rollup(previous: Mapping[str, Any], result: Any) -> dict[str, Any]:
-    """A rollup window's values go under ``rollups[<name>]``: the model's own stay as they are.
+    """Return the snapshot with a rollup window's values under ``rollups[<name>]``.
+
+    The model's own values stay as they are.
 
     As the exporter shows them: a store fault (no report, an error) changes nothing, and a
     re-evaluation after late labels (phase ``labels``) does not move the rollup's window end.
@@ -112,7 +114,7 @@ def overdue_streak(previous: Any, result: Any) -> tuple[int, int]:
 
 
 def fold(previous: Mapping[str, Any], result: Any) -> dict[str, Any]:
-    """The snapshot after ``result`` (a ``WindowResult``) on top of ``previous``."""
+    """Return the snapshot after ``result`` (a ``WindowResult``) on top of ``previous``."""
     if getattr(result, "rollup", ""):
         return _rollup(previous, result)
     snap = {k: v for k, v in previous.items() if k != "values"}

@@ -135,7 +135,7 @@ class Streaks:
 
 
 def policy(cfg: Any) -> Budget | None:
-    """The budget policy of a model config (None without ``compare: budget`` series)."""
+    """Return the budget policy of a model config (None without ``compare: budget`` series)."""
     attrs = list(cfg.sensitive_features)
     if getattr(cfg, "intersection", False) and len(attrs) > 1:
         attrs.append(INTERSECTION_SEPARATOR.join(attrs))
@@ -152,7 +152,7 @@ def required(rule: Threshold, severity: str, windows: Any) -> int:
 
 
 def governing(thresholds: Iterable[Threshold], metric: str, attr: str) -> Threshold | None:
-    """The threshold that governs (metric, attr): the per-attribute one over the general one."""
+    """Return the threshold governing (metric, attr): the per-attribute one, else the general."""
     inter = INTERSECTION_SEPARATOR in attr
     matching = [t for t in thresholds if t.applies_to(metric, attr, intersection=inter)]
     return max(matching, key=lambda t: t.attribute is not None) if matching else None
@@ -190,7 +190,7 @@ def _budget_breach(rule: Threshold, key: tuple[str, str, str], level: float,
 def _breaches(report: Any, thresholds: tuple[Threshold, ...], previous: Streaks,
               index: int, budget: Budget | None
               ) -> tuple[dict[tuple[str, str, str], int], dict[tuple[str, str, str], Any]]:
-    """The breach counters (and evidence) after one report: +1 beyond, 0 inside, else kept."""
+    """Return the breach counters (and evidence) after a report: +1 beyond, 0 inside, else kept."""
     out, evidence = dict(previous.breach), dict(previous.evidence)
     intervals = getattr(report, "intervals", {}) or {}
     for (metric, attr), value in report.values.items():
@@ -234,7 +234,7 @@ def _undefined(report: Any, previous: Streaks, index: int) -> dict[tuple[str, st
 
 def advance(streaks: Streaks, result: Any, thresholds: Iterable[Threshold], *,
             budget: Budget | None = None) -> Streaks:
-    """The streaks after one completed window (a ``WindowResult``), as the module says.
+    """Return the streaks after one completed window (a ``WindowResult``), as the module says.
 
     Parameters
     ----------

@@ -46,7 +46,7 @@ class SummaryStore(Protocol):
         ...
 
     def get(self, model: str, indices: Iterable[int], part: Part) -> dict[int, bytes]:
-        """The stored parts of the given windows (absent ones are left out)."""
+        """Return the stored parts of the given windows (absent ones are left out)."""
         ...
 
     def prune(self, model: str, before: int) -> int:
@@ -75,7 +75,7 @@ class MemorySummaryStore:
 
 
 def _legacy(model: str) -> str:
-    """The folder name used before percent-encoding (it collided: read as a fallback only)."""
+    """Return the folder name used before percent-encoding (it collided: a read fallback only)."""
     return re.sub(r"[^A-Za-z0-9_.-]", "_", model).lstrip(".") or "_"
 
 
@@ -83,7 +83,7 @@ _KEEP = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01234567
 
 
 def folder_name(model: str) -> str:
-    """A model name as one directory name: collision-free and reversible.
+    """Return a model name as one directory name: collision-free and reversible.
 
     Every UTF-8 byte outside ``[A-Za-z0-9_-]`` becomes ``%XX`` (so no separator, no dot, no
     ``..``; the empty name is ``%``). On a case-insensitive file system, names differing in
@@ -122,7 +122,7 @@ class FileSummaryStore:
         self.fence: Any = None
 
     def folder(self, model: str) -> str:
-        """The folder name of ``model``'s summaries."""
+        """Return the folder name of ``model``'s summaries."""
         return folder_name(model)
 
     def _path(self, model: str, index: int, part: str, *, legacy: bool = False) -> Path:
@@ -227,7 +227,7 @@ class SQLSummaryStore:
 
 
 def open_summary_store(cfg: CheckpointConfig) -> SummaryStore:
-    """The summary store that goes with a checkpoint: beside its file, or in its database.
+    """Return the summary store that goes with a checkpoint: beside its file, or in its database.
 
     >>> from pathlib import Path
     >>> store = open_summary_store(CheckpointConfig("file", path=Path("/var/lib/fm/ck.json")))

@@ -40,7 +40,7 @@ def _check_aware(t: datetime, name: str) -> None:
 
 
 def span(window: timedelta, every: timedelta, index: int) -> WindowSpan:
-    """The window with index ``index``.
+    """Return the window with index ``index``.
 
     >>> span(timedelta(hours=1), timedelta(minutes=30), 3)
     ... # doctest: +NORMALIZE_WHITESPACE
@@ -150,12 +150,12 @@ def initial_watermark(window: timedelta, every: timedelta, *, now: datetime,
 
 
 def labels_ready(window: WindowSpan, labels_after: timedelta, now: datetime) -> bool:
-    """True once the labels of ``window`` are expected to be in."""
+    """Return True once the labels of ``window`` are expected to be in."""
     return window.end + labels_after <= now
 
 
 def labels_pending(every: timedelta, *, labels_end: datetime | None, now: datetime) -> int:
-    """Closed windows whose labelled evaluation is not done yet (waiting for labels, or due).
+    """Return closed windows whose labelled evaluation is not done (waiting for labels, or due).
 
     >>> h = timedelta(hours=1)
     >>> labels_pending(h, labels_end=datetime(2026, 11, 21, 5, tzinfo=UTC),

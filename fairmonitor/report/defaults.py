@@ -1,5 +1,6 @@
-"""The group minimums the MLflow evaluator and the monitor share: one default, so that the
-same rows give the same numbers offline and online.
+"""The group minimums the MLflow evaluator and the monitor share.
+
+One default, so that the same rows give the same numbers offline and online.
 
 - :data:`MIN_GROUP_SIZE`, 30 rows: the score metrics (ABCC, MADD, ABPC) compare each group's
   score distribution, and a selection rate of fewer rows has a standard error above 0.09, so a

@@ -107,7 +107,7 @@ _NORMAL = NormalDist()
 
 @dataclass(frozen=True)
 class Budget:
-    """A model's false-page budget and its indifference zone.
+    r"""A model's false-page budget and its indifference zone.
 
     Parameters
     ----------
@@ -123,7 +123,7 @@ class Budget:
 
     Examples
     --------
-    >>> Budget(false_pages=1, days=90).page_level(windows_per_day=24, n_series=10) < \\
+    >>> Budget(false_pages=1, days=90).page_level(windows_per_day=24, n_series=10) < \
     ...     Budget(false_pages=1, days=180).page_level(windows_per_day=24, n_series=10)
     True
     """
@@ -145,7 +145,7 @@ class Budget:
                 f"{self.null_fraction} and {self.alternative_fraction}.")
 
     def page_level(self, *, windows_per_day: float, n_series: int) -> float:
-        """The statistic's page level ``h = log(1 + n_series * windows / false_pages)``.
+        """Return the statistic's page level ``h = log(1 + n_series * windows / false_pages)``.
 
         ``windows`` is ``windows_per_day * days``: the e-detector pages at most
         ``windows / exp(h)`` times per series in expectation, so at most ``false_pages``
@@ -280,7 +280,7 @@ def _softplus(y: float) -> float:
 def accumulate(state: Evidence, *, value: float, lower: float, upper: float, level: float,
                bound: str, budget: Budget, confidence_level: float = 0.95,
                page_level: float | None = None, n_comparisons: int = 1) -> Evidence:
-    """The series' state after one more window.
+    """Return the series' state after one more window.
 
     Parameters
     ----------

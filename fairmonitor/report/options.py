@@ -75,7 +75,7 @@ class EvaluationOptions:
     Examples
     --------
     >>> base = EvaluationOptions(min_group_size=30)
-    >>> base.replace(rng=7).min_group_size, base.metric_kwargs("abcc")["rng"]
+    >>> base.replace(rng=7).min_group_size, base.metric_kwargs("abcc")["random_state"]
     (30, None)
     """
 
@@ -101,7 +101,9 @@ class EvaluationOptions:
     def metric_kwargs(self, metric: str) -> dict[str, Any]:
         """Return the keyword arguments a metric may take (its function keeps what it takes)."""
         return {"min_group_size": self.min_group_size,
-                "min_condition_size": self.min_condition_size, "rng": self.rng,
+                "min_condition_size": self.min_condition_size,
+                # scikit-learn's name, which the metric functions take (issue 26)
+                "random_state": self.rng,
                 "threshold": self.threshold, **self.options.get(metric, {})}
 
 

@@ -296,7 +296,7 @@ def read_robustness(r: Reader, at: str, raw: Any) -> tuple[dict[str, Any], bool 
     for spec in METRICS.values():
         if spec.needs_model:
             accepted |= set(_keywords(spec.func)) - {"min_group_size", "min_condition_size",
-                                                    "rng"}
+                                                    "rng", "random_state"}
     r.keys(at, raw, sorted(accepted))
     out = dict(raw)
     if "levels" in out:

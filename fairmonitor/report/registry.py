@@ -22,6 +22,7 @@ interval method), and ``conditions_on`` (what each rate conditions on, which
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -156,6 +157,27 @@ def _spec(name: str, func: Callable[..., Any], inputs: tuple[str, ...], *,
     return MetricSpec(name, func, inputs, direction, ideal, lower, upper, unit, help, **kw)
 
 
+def _labels_by_keyword(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Return ``func(X, y_true, y_pred, ...)`` callable as ``(X, y_pred, *, y_true=None, ...)``.
+
+    The registry passes optional inputs (CFair's labels) by keyword; the signature it reads
+    (:func:`inspect.signature`) is ``func``'s with ``y_true`` moved among the keywords.
+    """
+    sig = inspect.signature(func)
+    params = [p for p in sig.parameters.values() if p.name != "y_true"]
+    first_keyword = next(i for i, p in enumerate(params) if p.kind is p.KEYWORD_ONLY)
+    params.insert(first_keyword, inspect.Parameter("y_true", inspect.Parameter.KEYWORD_ONLY,
+                                                   default=None))
+
+    def call(X: Any, y_pred: Any, *, y_true: Any = None, **kwargs: Any) -> Any:
+        return func(X, y_true, y_pred, **kwargs)
+
+    call.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+    call.__name__ = call.__qualname__ = func.__name__
+    call.__doc__ = func.__doc__
+    return call
+
+
 # --- how a window summary gives a metric: (attribute summary, kwargs, summary spec) -> result
 
 
@@ -196,10 +218,11 @@ _WALD = "Wald, from the standard error over the protocol's noise repeats"
 
 _SPECS: list[MetricSpec] = [
     # --- parity (classical group metrics on hard predictions) ---
-    _spec("demographic_parity_difference", m.demographic_parity_difference, ("y_pred",),
-          **_PARITY,
+    # y_true first as fairlearn's, but unread: the registry calls them on y_pred alone
+    _spec("demographic_parity_difference", m.without_labels(m.demographic_parity_difference),
+          ("y_pred",), **_PARITY,
           help="Largest between-group difference in selection rate (0 is parity)."),
-    _spec("demographic_parity_ratio", m.demographic_parity_ratio, ("y_pred",),
+    _spec("demographic_parity_ratio", m.without_labels(m.demographic_parity_ratio), ("y_pred",),
           **_PARITY,
           direction="higher_is_fairer", ideal=1.0,
           help="Smallest group selection rate over the largest (1 is parity)."),
@@ -247,7 +270,8 @@ _SPECS: list[MetricSpec] = [
           help="HFM, average: as hfm with the mean cross-group nearest-neighbour distance "
                "(less sensitive to single rows)."),
     # --- cfair ---
-    _spec("cfair", m.counterpart_fairness, ("X", "y_pred"), optional_inputs=("y_true",),
+    _spec("cfair", _labels_by_keyword(m.counterpart_fairness), ("X", "y_pred"),
+          optional_inputs=("y_true",),
           interval="paired comparison of the counterparts (95%, cluster-robust)",
           help="Counterpart DP gap: |mean prediction difference| between look-alike "
                "individuals of two groups (0 is parity)."),

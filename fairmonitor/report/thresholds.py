@@ -78,7 +78,8 @@ class Threshold:
     >>> t = Threshold("abcc", warning=0.05, critical=0.1)
     >>> t.severity(0.02), t.severity(0.07), t.severity(0.2), t.severity(float("nan"))
     ('ok', 'warning', 'critical', 'undefined')
-    >>> Threshold("demographic_parity_ratio", warning=0.9, critical=0.8, bound="lower").severity(0.85)
+    >>> ratio = Threshold("demographic_parity_ratio", warning=0.9, critical=0.8, bound="lower")
+    >>> ratio.severity(0.85)
     'warning'
 
     Comparing the evidence: a value of 0.12 whose interval is (0.04, 0.20) breaches 0.1 on
@@ -148,14 +149,17 @@ class Threshold:
                 f"metric with one ({with_interval}).")
 
     def compared(self, value: float, lower: float = math.nan, upper: float = math.nan) -> float:
-        """The quantity this threshold compares in one window: the value, or the unfair-side
-        bound (``bound``, and ``budget`` whose sequence only the monitor keeps)."""
+        """Return the quantity this threshold compares in one window.
+
+        The value, or the unfair-side bound (``bound``, and ``budget`` whose sequence only the
+        monitor keeps).
+        """
         if self.compare == "value":
             return value
         return lower if self.bound == "upper" else upper
 
     def breaches(self, value: float, level: float | None) -> bool:
-        """True if ``value`` is beyond ``level`` on the bad side by more than rounding.
+        """Return True if ``value`` is beyond ``level`` on the bad side by more than rounding.
 
         A value within :data:`TIE_ULPS` ulps of 1 (or of the larger of the two, if above
         1) of the level is a tie and does not breach: ``0.4 - 0.3`` and ``0.3 - 0.2`` against
@@ -178,7 +182,7 @@ class Threshold:
         return "ok"
 
     def applies_to(self, metric: str, attribute: str, *, intersection: bool = False) -> bool:
-        """True if this threshold governs ``metric`` on ``attribute``.
+        """Return True if this threshold governs ``metric`` on ``attribute``.
 
         A threshold without an ``attribute`` governs every sensitive attribute but not their
         automatic intersection (``intersection=True``): its many small cells cross any bound
@@ -202,7 +206,7 @@ def severity_code(severity: Severity) -> int | None:
 
 
 def worst(severities: Iterable[Severity]) -> Severity:
-    """The most alarming severity; ``undefined`` when none breaches but one is undefined.
+    """Return the most alarming severity; ``undefined`` when none breaches but one is undefined.
 
     A breach outranks an undefined value; an undefined value outranks ``ok``, because a value
     that could not be computed cannot be called fair (MLflow's validation fails on NaN too).

@@ -24,6 +24,7 @@ MIN_CELL_ROWS = 500
 
 
 def as_predict(predict: Any) -> Callable[[Any], Any]:
+    """Return the model's predict function: its ``.predict`` method, or ``predict`` itself."""
     method = getattr(predict, "predict", None)
     if callable(method):  # scikit-learn estimators, MLflow pyfunc models
         return method
@@ -71,6 +72,7 @@ class Scorer:
         self.calls = self.rows = 0
 
     def __call__(self, X: Any) -> NDArray[np.float64]:
+        """Return the 0/1 predictions of the rows of ``X``, one model call per chunk."""
         n = len(X)
         parts = []
         for a in range(0, n, self.max_rows):
@@ -83,6 +85,7 @@ class Scorer:
 
 
 def check_X(X: Any) -> Any:
+    """Return ``X`` checked: a non-empty DataFrame with unique columns, or a 2-D array."""
     if hasattr(X, "columns") and hasattr(X, "iloc"):
         if X.shape[0] == 0 or X.shape[1] == 0:
             raise InvalidInputError(f"`X` is empty (shape {X.shape}); pass rows and features.")
@@ -147,6 +150,7 @@ def stratified_sample(strata: NDArray[np.intp], size: int, rng: np.random.Genera
 
 
 def check_levels(levels: Any) -> tuple[float, ...]:
+    """Return the noise levels checked (finite, > 0, distinct), in increasing order."""
     values = np.asarray(levels, dtype=np.float64).reshape(-1)
     if values.size == 0 or not np.isfinite(values).all() or (values <= 0).any():
         raise InvalidInputError(

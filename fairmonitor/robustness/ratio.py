@@ -32,7 +32,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .._validation import check_binary, check_option, check_positive_int, check_same_length
+from .._validation import (
+    check_binary,
+    check_option,
+    check_positive_int,
+    check_same_length,
+    renamed_keyword,
+)
 from ..exceptions import InvalidInputError
 from ..metrics._groups import encode_groups
 from . import stats as st
@@ -60,6 +66,7 @@ _RATE_NAMES = {"selection": "selection_rate", "tpr": "true_positive_rate",
                "fpr": "false_positive_rate"}
 
 
+@renamed_keyword("rng", "random_state")
 def robustness_ratio(
     predict: Any,
     X: Any,
@@ -71,7 +78,7 @@ def robustness_ratio(
     n_repeats: int = 10,
     noise: str = "laplace",
     scale: str = "std",
-    rng: np.random.Generator | int | None = None,
+    random_state: np.random.Generator | int | None = None,
     max_rows: int | None = 20_000,
     column_kinds: Mapping[Any, str] | None = None,
     preset: str | None = None,
@@ -122,8 +129,9 @@ def robustness_ratio(
     scale : {'std', 'range', 'absolute'}, default='std'
         Noise of standard deviation ``k * column std``; the reference code's Laplace scale
         ``k * (max - min)``; or the paper's literal scale ``k`` in raw units.
-    rng : numpy.random.Generator, int or None
+    random_state : numpy.random.Generator, int or None
         Seed of the subsample and the noise. None means seed 0: results are reproducible.
+        (``rng=``, its old name, is accepted until fairmonitor 0.3 with a FutureWarning.)
     max_rows : int or None, default=20000
         Cap on evaluated rows: a stratified sample over (group, label), recorded in the result.
     column_kinds : dict, optional
@@ -189,7 +197,7 @@ def robustness_ratio(
     draws independently; ``crn=False``); noise scaled by the column's std by default (FairR:
     range, ``scale='range'``; paper: raw units, ``scale='absolute'``); column kinds by the
     distinct-value rule, not dtype; a deterministic model's clean gap is computed once (K0=1);
-    seed 0 when ``rng`` is None. Early stopping never skips levels, so the level grid (and
+    seed 0 when ``random_state`` is None. Early stopping never skips levels, so the level grid (and
     the monitor's label set) is fixed.
 
     Examples
@@ -208,10 +216,7 @@ def robustness_ratio(
     """
     check_option(preset, "preset", (None, "paper"), func="robustness_ratio")
     if preset == "paper":  # fills the parameters left at their defaults
-        scale = "range" if scale == "std" else scale
-        levels = PAPER_LEVELS if tuple(levels) == DEFAULT_LEVELS else levels
-        n_repeats = 100 if n_repeats == 10 else n_repeats
-        early_stop = False
+        scale, levels, n_repeats, early_stop = _paper_preset(scale, levels, n_repeats)
     call = as_predict(predict)
     levels_t = check_levels(levels)
     K = check_positive_int(n_repeats, "n_repeats")
@@ -231,7 +236,7 @@ def robustness_ratio(
     model = build_noise_model(X, kinds, distribution=noise, scale=scale,
                               scheme=categorical_scheme, categorical_rate=categorical_rate,
                               round_integers=round_integers)
-    root = np.random.default_rng(0 if rng is None else rng)
+    root = np.random.default_rng(0 if random_state is None else random_state)
     sample_rng, noise_rng, level_rng = root.spawn(3)
 
     n_total = len(X)
@@ -243,90 +248,45 @@ def robustness_ratio(
 
     scorer = Scorer(call, threshold, max_batch_rows)
     started = time.perf_counter()
-    K0 = K if stochastic else 1
-    clean = scorer(tile_rows(X, K0) if stochastic else X).reshape(K0, n)
-    clean_rates = table.rates(clean)
-    clean_per = {m: st.gaps(m, table, clean_rates) for m in metric_names}
-    clean_gap = {m: math.nan if undefined[m] else float(np.mean(v)) for m, v in clean_per.items()}
-    clean_se = {m: float(np.std(v, ddof=1) / math.sqrt(K0)) if K0 > 1 else 0.0
-                for m, v in clean_per.items()}
-    floor = {m: st.sampling_floor(m, table, clean_rates) for m in metric_names}
+    clean = _clean_pass(scorer, X, K, stochastic, table, metric_names, undefined)
     total = len(levels_t) + 1
     log.info("robustness_ratio: %d rows x %d repeats x %d levels; clean call done",
              n, K, len(levels_t))
     if progress is not None:
         progress(1, total)
 
-    L, G = len(levels_t), groups.n_groups
-    gap = {m: np.full(L, math.nan) for m in metric_names}
-    gap_se = {m: np.full(L, math.nan) for m in metric_names}
-    flip, flip_gap, acc = np.zeros(L), np.zeros(L), np.zeros(L)
-    flip_group = np.zeros((L, G))
-    group_rates = {r: np.zeros((L + 1, G)) for r in clean_rates}
-    for r, part in clean_rates.items():
-        group_rates[r][0] = part.mean(axis=0)
-    used = np.zeros(L, dtype=np.intp)
+    runs = _Levels.empty(len(levels_t), groups.n_groups, metric_names, clean.rates)
     per_chunk = max(1, max_batch_rows // n)
     draws = model.draw(noise_rng, K, n) if crn else None
-    level_rngs = level_rng.spawn(L)
+    level_rngs = level_rng.spawn(len(levels_t))
     for i, level in enumerate(levels_t):
         level_draws = draws if draws is not None else model.draw(level_rngs[i], K, n)
-        run = _run_level(scorer, model, X, level_draws, level, K, per_chunk, clean, table,
-                         metric_names, y, undefined, early_stop)
-        used[i] = len(run.flips)
-        for m in metric_names:
-            v = run.gaps[m]
-            if not undefined[m]:
-                gap[m][i] = v.mean()
-                gap_se[m][i] = v.std(ddof=1) / math.sqrt(len(v)) if len(v) > 1 else math.nan
-        flip[i] = run.flips.mean()
-        acc[i] = run.accuracy.mean() if y is not None else math.nan
-        flip_group[i] = run.flip_rates.mean(axis=0)
-        for r, part in run.rates.items():
-            group_rates[r][i + 1] = part.mean(axis=0)
-        flip_gap[i] = np.ptp(flip_group[i]) if G >= 2 else math.nan
+        run = _run_level(scorer, model, X, level_draws, level, K, per_chunk, clean.labels,
+                         table, metric_names, y, undefined, early_stop)
+        runs.record(i, run, undefined, has_labels=y is not None)
         log.info("robustness_ratio: level %d/%d (k=%g) done, %d repeats, %d predict calls, "
-                 "%.2f s", i + 1, L, level, used[i], scorer.calls,
+                 "%.2f s", i + 1, len(levels_t), level, runs.used[i], scorer.calls,
                  time.perf_counter() - started)
         if progress is not None:
             progress(i + 2, total)
 
     levels_arr = np.asarray(levels_t)
-    curves = {m: st.summarise(m, levels_arr, gap[m], gap_se[m], clean_gap[m], clean_se[m],
-                              floor[m], undefined[m], tol_abs=tol_abs, tol_ratio=tol_ratio,
-                              strict=strict)
+    curves = {m: st.summarise(m, levels_arr, runs.gap[m], runs.gap_se[m], clean.gap[m],
+                              clean.se[m], clean.floor[m], undefined[m], tol_abs=tol_abs,
+                              tol_ratio=tol_ratio, strict=strict)
               for m in metric_names}
-
-    def per_metric(get: Callable[[str], Any]) -> Mapping[str, Any]:
-        return MappingProxyType({m: st.readonly(get(m)) for m in metric_names})
-
-    clean_acc = float(np.mean(clean == y)) if y is not None else None
     return RobustnessResult(
         value=curves[metric_names[0]].max_ratio,
         metrics=metric_names, attribute=groups.name, levels=levels_t,
-        gaps=per_metric(gap.get), gap_se=per_metric(gap_se.get),
-        clean_gaps=per_metric(clean_gap.get), clean_gap_se=per_metric(clean_se.get),
-        ratios=per_metric(lambda m: curves[m].ratios),
-        ratio_se=per_metric(lambda m: curves[m].ratio_se),
-        ratios_floored=per_metric(lambda m: curves[m].ratios_floored),
-        deltas=per_metric(lambda m: curves[m].deltas),
-        delta_se=per_metric(lambda m: curves[m].delta_se),
-        noise_floor=per_metric(floor.get),
-        ratio_at_max_level=per_metric(lambda m: curves[m].ratio_at_max_level),
-        max_ratio=per_metric(lambda m: curves[m].max_ratio),
-        argmax_level=per_metric(lambda m: curves[m].argmax_level),
-        auc_ratio=per_metric(lambda m: curves[m].auc_ratio),
-        max_delta=per_metric(lambda m: curves[m].max_delta),
-        frac_levels_worse=per_metric(lambda m: curves[m].frac_levels_worse),
-        robust=per_metric(lambda m: curves[m].robust),
-        reason=per_metric(lambda m: curves[m].reason),
-        flip_rate=st.readonly(flip), flip_rate_gap=st.readonly(flip_gap),
-        flip_rate_by_group=st.readonly(flip_group),
+        **_metric_fields(metric_names, runs, clean, curves),
+        flip_rate=st.readonly(runs.flip), flip_rate_gap=st.readonly(runs.flip_gap),
+        flip_rate_by_group=st.readonly(runs.flip_group),
         group_rates=MappingProxyType({_RATE_NAMES[r]: st.readonly(v)
-                                      for r, v in group_rates.items()}),
+                                      for r, v in runs.group_rates.items()}),
         group_labels=groups.labels,
-        accuracy=st.readonly(acc) if y is not None else None, clean_accuracy=clean_acc,
-        repeats_used=st.readonly(used), n_rows_used=n, n_rows_total=n_total,
+        accuracy=st.readonly(runs.acc) if y is not None else None,
+        clean_accuracy=float(np.mean(clean.labels == y)) if y is not None else None,
+        repeats_used=st.readonly(runs.used), n_rows_used=n, n_rows_total=n_total,
         subsampled=n < n_total, sample_index=st.readonly(index),
         n_predict_calls=scorer.calls, n_rows_scored=scorer.rows,
         column_kinds=MappingProxyType(dict(kinds)), noise=noise, scale=scale,
@@ -334,6 +294,109 @@ def robustness_ratio(
         categorical_rates=st.readonly(np.array([model.rate(k) for k in levels_t])),
         crn=crn, stochastic=stochastic,
     )
+
+
+def _paper_preset(scale: str, levels: Any, n_repeats: int) -> tuple[str, Any, int, bool]:
+    """Return ``scale, levels, n_repeats, early_stop`` of ``preset='paper'``.
+
+    Only the parameters left at their defaults take the paper's values; early stop is off.
+    """
+    return ("range" if scale == "std" else scale,
+            PAPER_LEVELS if tuple(levels) == DEFAULT_LEVELS else levels,
+            100 if n_repeats == 10 else n_repeats, False)
+
+
+@dataclass(frozen=True, slots=True)
+class _Clean:
+    """The clean pass: its labels, per-group rates, and per metric gap, SE and sampling floor.
+
+    ``labels`` has K0 rows: 1, or K for a stochastic model.
+    """
+
+    labels: NDArray[np.float64]
+    rates: dict[str, NDArray[np.float64]]
+    gap: dict[str, float]
+    se: dict[str, float]
+    floor: dict[str, float]
+
+
+def _clean_pass(scorer: Scorer, X: Any, K: int, stochastic: bool, table: st.GroupTable,
+                metric_names: tuple[str, ...], undefined: Mapping[str, str]) -> _Clean:
+    """Score the clean rows (``K`` times, in one call, for a stochastic model)."""
+    n = len(X)
+    K0 = K if stochastic else 1
+    labels = scorer(tile_rows(X, K0) if stochastic else X).reshape(K0, n)
+    rates = table.rates(labels)
+    per = {m: st.gaps(m, table, rates) for m in metric_names}
+    return _Clean(
+        labels=labels, rates=rates,
+        gap={m: math.nan if undefined[m] else float(np.mean(v)) for m, v in per.items()},
+        se={m: float(np.std(v, ddof=1) / math.sqrt(K0)) if K0 > 1 else 0.0
+            for m, v in per.items()},
+        floor={m: st.sampling_floor(m, table, rates) for m in metric_names})
+
+
+@dataclass(frozen=True, slots=True)
+class _Levels:
+    """Per-level means of the level runs (arrays filled in place, one row per level).
+
+    ``group_rates`` has the clean rates in row 0, level i in row i + 1.
+    """
+
+    gap: dict[str, NDArray[np.float64]]
+    gap_se: dict[str, NDArray[np.float64]]
+    flip: NDArray[np.float64]
+    flip_gap: NDArray[np.float64]
+    acc: NDArray[np.float64]
+    flip_group: NDArray[np.float64]
+    group_rates: dict[str, NDArray[np.float64]]
+    used: NDArray[np.intp]
+
+    @classmethod
+    def empty(cls, L: int, G: int, metric_names: tuple[str, ...],
+              clean_rates: Mapping[str, NDArray[np.float64]]) -> _Levels:
+        """Return NaN gaps and zero shares for ``L`` levels, ``G`` groups."""
+        group_rates = {r: np.zeros((L + 1, G)) for r in clean_rates}
+        for r, part in clean_rates.items():
+            group_rates[r][0] = part.mean(axis=0)
+        return cls(gap={m: np.full(L, math.nan) for m in metric_names},
+                   gap_se={m: np.full(L, math.nan) for m in metric_names},
+                   flip=np.zeros(L), flip_gap=np.zeros(L), acc=np.zeros(L),
+                   flip_group=np.zeros((L, G)), group_rates=group_rates,
+                   used=np.zeros(L, dtype=np.intp))
+
+    def record(self, i: int, run: _LevelRun, undefined: Mapping[str, str], *,
+               has_labels: bool) -> None:
+        """Store level ``i``'s means over its repeats."""
+        self.used[i] = len(run.flips)
+        for m, v in run.gaps.items():
+            if not undefined[m]:
+                self.gap[m][i] = v.mean()
+                self.gap_se[m][i] = v.std(ddof=1) / math.sqrt(len(v)) if len(v) > 1 else math.nan
+        self.flip[i] = run.flips.mean()
+        self.acc[i] = run.accuracy.mean() if has_labels else math.nan
+        self.flip_group[i] = run.flip_rates.mean(axis=0)
+        for r, part in run.rates.items():
+            self.group_rates[r][i + 1] = part.mean(axis=0)
+        self.flip_gap[i] = np.ptp(self.flip_group[i]) if self.flip_group.shape[1] >= 2 \
+            else math.nan
+
+
+def _metric_fields(metric_names: tuple[str, ...], runs: _Levels, clean: _Clean,
+                   curves: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """Return the result's per-metric fields (read-only mappings of read-only values)."""
+
+    def per_metric(get: Callable[[str], Any]) -> Mapping[str, Any]:
+        return MappingProxyType({m: st.readonly(get(m)) for m in metric_names})
+
+    fields = {"gaps": per_metric(runs.gap.get), "gap_se": per_metric(runs.gap_se.get),
+              "clean_gaps": per_metric(clean.gap.get), "clean_gap_se": per_metric(clean.se.get),
+              "noise_floor": per_metric(clean.floor.get)}
+    for name in ("ratios", "ratio_se", "ratios_floored", "deltas", "delta_se",
+                 "ratio_at_max_level", "max_ratio", "argmax_level", "auc_ratio", "max_delta",
+                 "frac_levels_worse", "robust", "reason"):
+        fields[name] = per_metric(lambda m, name=name: getattr(curves[m], name))
+    return fields
 
 
 @dataclass(frozen=True, slots=True)

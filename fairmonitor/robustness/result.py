@@ -1,5 +1,7 @@
-"""The result of :func:`~fairmonitor.robustness.robustness_ratio`: gaps per noise level, ratios
-and their summaries."""
+"""The result of :func:`~fairmonitor.robustness.robustness_ratio`.
+
+Gaps per noise level, ratios and their summaries.
+"""
 
 from __future__ import annotations
 

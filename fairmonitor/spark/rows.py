@@ -45,7 +45,7 @@ def window_rows(data: Any, *, timestamp: str, start: datetime, end: datetime,
 
 
 def session(*, master: str | None = None, remote: str | None = None) -> Any:
-    """The active SparkSession, or a new one on ``master`` or Spark Connect ``remote``.
+    """Return the active SparkSession, or a new one on ``master`` or Spark Connect ``remote``.
 
     Neither given: the active session, else ``SparkSession.builder.getOrCreate()`` (what
     spark-submit or the ``SPARK_REMOTE`` variable set up).

@@ -127,7 +127,7 @@ def add_compact(count, total, qlo, qhi, bitmap, c, t, ql, qh, positions, bit_cou
 
 @compiled
 def _bound(q, left, right, step):  # pragma: no cover - compiled
-    """The bound ``q`` of a cell: ``left + q * step``, ``step = (right - left) / 255``.
+    """Return the bound ``q`` of a cell: ``left + q * step``, ``step = (right - left) / 255``.
 
     255 is ``right`` exactly (and 0 is ``left``).
     """
@@ -172,7 +172,7 @@ def quantize_bounds(index, low, high, edges):  # pragma: no cover - compiled
 
 @compiled
 def decode_bounds(index, qlo, qhi, edges):  # pragma: no cover - compiled
-    """The bounds ``qlo``, ``qhi`` of cells ``index`` as floats (:func:`_bound`), one pass."""
+    """Return bounds ``qlo``, ``qhi`` of cells ``index`` as floats (:func:`_bound`), one pass."""
     low = np.empty(index.size)
     high = np.empty(index.size)
     for k in range(index.size):
@@ -366,7 +366,7 @@ def _dense(pos, part_count, part_total, part_qlo, part_qhi, part_low, part_high,
 def _ambiguous_part(F_i, F_j, gaps, left, right, n_i, n_j, pos_i, count_i, total_i, qlo_i,
                     qhi_i, low_i, high_i, pos_j, count_j, total_j, qlo_j, qhi_j, low_j, high_j,
                     ia, namb, scratch):  # pragma: no cover - compiled
-    """The flat stretches before the ambiguous cells ``ia[:namb]`` and their estimates.
+    """Return the flat stretches before the ambiguous cells ``ia[:namb]`` and their estimates.
 
     Returns the three sums ``_AbccTable.pair`` adds (flat stretches, estimates, errors);
     ``scratch`` holds at least ``namb`` floats.
@@ -470,7 +470,7 @@ def _tree_sum(leaf_sums, leaf_at, lo, n):  # pragma: no cover - compiled
 @compiled
 def abcc_pairs(F, m, G, first, second, leaf_lo, leaf_n, leaf_at, block, cap
                ):  # pragma: no cover - compiled
-    """The fixed cells of many pairs in one call, leaf by leaf of the pairwise summation.
+    """Return the fixed cells of many pairs in one call, leaf by leaf of the pairwise summation.
 
     ``F``, ``m``, ``G``: the table, a row per group. Blocks of ``block`` leaves are read for
     every pair in turn (the six rows a pair reads, ~5 MB for 10^5 cells, then come from

@@ -67,7 +67,7 @@ class AbccFromCells:
 
 
 def _kept(attr: AttributeSummary, min_group_size: int) -> Groups:
-    """The groups left after ``min_group_size``, with the raw path's warning."""
+    """Return the groups left after ``min_group_size``, with the raw path's warning."""
     min_group_size = check_positive_int(min_group_size, "min_group_size")  # as encode_groups
     counts = attr.counts
     codes = np.arange(counts.size, dtype=np.intp)  # one stand-in row per group
@@ -304,7 +304,7 @@ def _spread(mass: NDArray[np.float64], mu: NDArray[np.float64], lo: NDArray[np.f
 
 
 def _leaves(lo: int, n: int, out: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """The leaves ``(start, length)`` of numpy's pairwise summation of ``n`` values, in order.
+    """Return the leaves ``(start, length)`` of numpy's pairwise sum of ``n`` values, in order.
 
     >>> _leaves(0, 300, [])
     [(0, 72), (72, 72), (144, 72), (216, 84)]

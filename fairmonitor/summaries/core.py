@@ -261,7 +261,7 @@ class CompactCells:
 
 
 def _compact(cells: Cells, edges: NDArray[np.float64]) -> CompactCells:
-    """The compact form of exact cells (:func:`_cells_of`'s): bounds quantized outward."""
+    """Return the compact form of exact cells (:func:`_cells_of`'s): bounds quantized outward."""
     from ._compiled import quantize_bounds  # numba: only when cells are made
 
     index, count, total, low, high = cells
@@ -305,7 +305,7 @@ class GroupSummary:
     sample: Mapping[str, NDArray[Any]]
 
     def sparse_cells(self, edges: NDArray[np.float64]) -> Cells | CompactCells:
-        """The non-empty cells, as ``(index, count, sum, min, max)``.
+        """Return the non-empty cells, as ``(index, count, sum, min, max)``.
 
         Raw scores are binned on the fly (with their exact min and max).
         """
@@ -413,7 +413,7 @@ class WindowSummary:
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def merge(self, other: WindowSummary) -> WindowSummary:
-        """The summary of both windows' rows. Associative and commutative.
+        """Return the summary of both windows' rows. Associative and commutative.
 
         Raises
         ------
@@ -436,7 +436,7 @@ class WindowSummary:
                        start=min(starts) if starts else None, end=max(ends) if ends else None)
 
     def without_labels(self) -> WindowSummary:
-        """The same rows without their labels (confusion counts and sampled labels dropped).
+        """Return the same rows without their labels (confusion counts and sampled labels dropped).
 
         What the label-free metrics read: it merges with summaries made without labels.
 
@@ -614,7 +614,7 @@ def _splitmix(x: NDArray[np.uint64]) -> NDArray[np.uint64]:
 
 
 def _column_bits(col: NDArray[Any]) -> NDArray[np.uint64]:
-    """A uint64 per value, equal for equal values in any process (no Python ``hash``)."""
+    """Return a uint64 per value, equal for equal values in any process (no Python ``hash``)."""
     col = np.asarray(col)
     if col.dtype.kind in "biu":
         return col.astype(np.int64).view(np.uint64)
@@ -738,6 +738,29 @@ def summarize(
     if groups is None:
         groups = encode_attributes(sensitive_features, intersection=intersection)
     n = next(iter(groups.values())).codes.size
+    pred, score, true = _checked_outputs(y_pred, y_score, y_true, threshold, n)
+    sampled = {k: v for k, v in (("y_true", true), ("y_pred", pred), ("y_score", score))
+               if v is not None}
+    features = _feature_columns(X)
+    sampled.update(features)
+    # no sample, no hashing (evaluate_window has the rows themselves)
+    keys = _row_keys(sampled, n) if spec.sample_size else None
+    edges = cell_edges(spec.max_bins) if spec.max_raw is not None else None
+    attributes = {name: _summarize_attribute(name, g, pred, true, score, keys, sampled, spec,
+                                             edges)
+                  for name, g in groups.items()}
+    inputs = tuple(k for k, v in (("y_true", true), ("y_pred", pred), ("y_score", score))
+                   if v is not None)
+    return WindowSummary(spec, n, attributes, inputs, tuple(features), model, version, start, end)
+
+
+def _checked_outputs(y_pred: Any, y_score: Any, y_true: Any, threshold: float, n: int
+                     ) -> tuple[NDArray[np.int8] | None, NDArray[np.float64] | None,
+                                NDArray[np.int8] | None]:
+    """Return ``pred, score, true`` checked, ``n`` rows each.
+
+    ``pred`` defaults to the scores at ``threshold``.
+    """
     # read only: the scores are laid out group by group into the summary's own buffers
     score = None if y_score is None else check_scores(y_score, "y_score", copy=False)
     if y_pred is None and score is not None:
@@ -750,56 +773,61 @@ def summarize(
             raise InvalidInputError(
                 f"`{name}` has {arr.size} rows but `sensitive_features` has {n}; pass arrays "
                 "aligned row by row")
-    sampled = {k: v for k, v in (("y_true", true), ("y_pred", pred), ("y_score", score))
-               if v is not None}
-    features = _feature_columns(X)
-    sampled.update(features)
-    # no sample, no hashing (evaluate_window has the rows themselves)
-    keys = _row_keys(sampled, n) if spec.sample_size else None
-    edges = cell_edges(spec.max_bins) if spec.max_raw is not None else None
-    attributes = {}
-    for name, g in groups.items():
-        k = g.n_groups
-        codes = g.codes
-        pos = conf = None
-        if pred is not None:
-            both = _outcome_counts(codes, pred, true, k)
-            pos = both[:, 1] + both[:, 3]  # predicted 1, either label
-            if true is not None:
-                conf = both[:, [3, 1, 2, 0]]  # (tp, fp, fn, tn)
-        # each group's scores in one buffer, group after group (views of it are the groups'
-        # raw scores: no copy per group), and the rows behind them when a sample is drawn
-        grouped, order = _group_rows(codes, g.counts, score, need_rows=keys is not None)
-        bounds = np.r_[0, np.cumsum(g.counts)]
-        # a group summarized as cells must not pin the buffer through a small raw neighbour
-        raw_only = spec.max_raw is None or all(int(c) <= spec.max_raw for c in g.counts)
-        per_group = {}
-        for j, label in enumerate(g.labels):
-            moments = scores = cells = None
-            if grouped is not None:
-                part = grouped[bounds[j]:bounds[j + 1]]
-                part.sort()
-                # einsum, not np.dot: BLAS threads stall on a busy machine
-                moments = (float(part.sum()), float(np.einsum("i,i->", part, part)),
-                           float(part[0]),
-                           float(part[-1]))
-                if spec.max_raw is None or part.size <= spec.max_raw:
-                    scores = part if raw_only else part.copy()
-                else:
-                    cells = _compact(_cells_of(part, edges), edges)  # type: ignore[arg-type]
-            if keys is None or order is None:
-                group_keys, chosen = np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.intp)
-            else:
-                rows = order[bounds[j]:bounds[j + 1]]
-                group_keys = keys[rows]
-                pick = _smallest(group_keys, spec.sample_size)
-                group_keys, chosen = group_keys[pick], rows[pick]
-            per_group[label] = GroupSummary(
-                int(g.counts[j]), None if pos is None else int(pos[j]),
-                None if conf is None else tuple(int(v) for v in conf[j]),
-                moments, scores, cells, group_keys,
-                {c: v[chosen] for c, v in sampled.items()})
-        attributes[name] = AttributeSummary(name, per_group)
-    inputs = tuple(k for k, v in (("y_true", true), ("y_pred", pred), ("y_score", score))
-                   if v is not None)
-    return WindowSummary(spec, n, attributes, inputs, tuple(features), model, version, start, end)
+    return pred, score, true
+
+
+def _summarize_attribute(name: str, g: Groups, pred: NDArray[np.int8] | None,
+                         true: NDArray[np.int8] | None, score: NDArray[np.float64] | None,
+                         keys: NDArray[np.uint64] | None, sampled: Mapping[str, NDArray[Any]],
+                         spec: SummarySpec, edges: NDArray[np.float64] | None
+                         ) -> AttributeSummary:
+    """Return the summary of one attribute's groups."""
+    k = g.n_groups
+    codes = g.codes
+    pos = conf = None
+    if pred is not None:
+        both = _outcome_counts(codes, pred, true, k)
+        pos = both[:, 1] + both[:, 3]  # predicted 1, either label
+        if true is not None:
+            conf = both[:, [3, 1, 2, 0]]  # (tp, fp, fn, tn)
+    # each group's scores in one buffer, group after group (views of it are the groups'
+    # raw scores: no copy per group), and the rows behind them when a sample is drawn
+    grouped, order = _group_rows(codes, g.counts, score, need_rows=keys is not None)
+    bounds = np.r_[0, np.cumsum(g.counts)]
+    # a group summarized as cells must not pin the buffer through a small raw neighbour
+    raw_only = spec.max_raw is None or all(int(c) <= spec.max_raw for c in g.counts)
+    per_group = {}
+    for j, label in enumerate(g.labels):
+        moments = scores = cells = None
+        if grouped is not None:
+            moments, scores, cells = _score_summary(grouped[bounds[j]:bounds[j + 1]], spec,
+                                                    edges, raw_only)
+        if keys is None or order is None:
+            group_keys, chosen = np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.intp)
+        else:
+            rows = order[bounds[j]:bounds[j + 1]]
+            group_keys = keys[rows]
+            pick = _smallest(group_keys, spec.sample_size)
+            group_keys, chosen = group_keys[pick], rows[pick]
+        per_group[label] = GroupSummary(
+            int(g.counts[j]), None if pos is None else int(pos[j]),
+            None if conf is None else tuple(int(v) for v in conf[j]),
+            moments, scores, cells, group_keys,
+            {c: v[chosen] for c, v in sampled.items()})
+    return AttributeSummary(name, per_group)
+
+
+def _score_summary(part: NDArray[np.float64], spec: SummarySpec,
+                   edges: NDArray[np.float64] | None, raw_only: bool
+                   ) -> tuple[tuple[float, float, float, float], Any, Any]:
+    """Return a group's score moments, and its raw scores or its cells (the other None).
+
+    ``part`` (the group's stretch of the shared buffer) is sorted in place.
+    """
+    part.sort()
+    # einsum, not np.dot: BLAS threads stall on a busy machine
+    moments = (float(part.sum()), float(np.einsum("i,i->", part, part)), float(part[0]),
+               float(part[-1]))
+    if spec.max_raw is None or part.size <= spec.max_raw:
+        return moments, (part if raw_only else part.copy()), None
+    return moments, None, _compact(_cells_of(part, edges), edges)  # type: ignore[arg-type]

@@ -41,6 +41,8 @@ import io
 import json
 import struct
 import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -123,51 +125,7 @@ def to_bytes(summary: WindowSummary) -> bytes:
     [0.75]
     """
     blocks = _Blocks()
-    attributes = []
-    for attr in summary.attributes.values():
-        groups, entry = [], {"name": attr.name}
-        values = list(attr.groups.values())
-        raw = [g.scores for g in values if g.scores is not None]
-        cells = [g.cells for g in values if g.cells is not None]
-        if raw:
-            entry["scores"] = blocks.add([np.asarray(s, dtype=np.float64) for s in raw])
-        if cells:
-            # the narrowest count type the block needs (most cells of an hour hold a few
-            # scores: 1 byte); the merge reads any
-            top = max(int(c.count.max()) if c.size else 0 for c in cells)
-            dtype = next((t for t in (np.uint8, np.uint16, np.uint32)
-                          if top <= np.iinfo(t).max), np.int64)
-            entry["cells"] = [
-                blocks.add([c.bitmap for c in cells]),
-                blocks.add([c.count.astype(dtype, copy=False) for c in cells]),
-                blocks.add([c.total.astype(np.float64, copy=False) for c in cells]),
-                blocks.add([c.qlo for c in cells]),
-                blocks.add([c.qhi for c in cells])]
-        entry["keys"] = blocks.add([g.sample_keys.astype(np.uint64, copy=False)
-                                    for g in values] or [np.zeros(0, np.uint64)])
-        columns = list(values[0].sample) if values else []
-        if any(list(g.sample) != columns for g in values):
-            raise InvalidInputError("the groups of an attribute must sample the same columns")
-        entry["sample"] = {}
-        for c in columns:
-            parts = [_sample_column(g.sample[c]) for g in values]
-            kinds = {p.dtype.kind for p in parts}
-            if len(kinds) > 1 or kinds & {"O", "V"}:
-                raise InvalidInputError(f"sample column {c!r} mixes dtypes {sorted(kinds)}")
-            entry["sample"][c] = blocks.add(parts)
-        for label, g in attr.groups.items():
-            groups.append({
-                "label": _label(label), "n": g.n, "pos": g.predicted_positive,
-                "confusion": g.confusion, "moments": g.moments,
-                # which score summary, and its length (scores or cells) in the block
-                "mode": "raw" if g.scores is not None else
-                        "cells" if g.cells is not None else None,
-                "size": int(g.scores.size if g.scores is not None else
-                            g.cells.size if g.cells is not None else 0),
-                "keys": int(g.sample_keys.size),
-                "dtypes": [_sample_column(g.sample[c]).dtype.str for c in columns]})
-        entry["groups"] = groups
-        attributes.append(entry)
+    attributes = [_attribute_entry(attr, blocks) for attr in summary.attributes.values()]
     spec = summary.spec
     header = {
         "format": _FORMAT, "version": SUMMARY_VERSION, "fingerprint": spec.fingerprint,
@@ -188,6 +146,63 @@ def to_bytes(summary: WindowSummary) -> bytes:
         out.write(part)
     body = out.getvalue()
     return body + _TRAILER + struct.pack("<I", zlib.crc32(body))
+
+
+def _attribute_entry(attr: Any, blocks: _Blocks) -> dict[str, Any]:
+    """Return an attribute's header entry; its arrays go to ``blocks`` (in this order)."""
+    entry: dict[str, Any] = {"name": attr.name}
+    values = list(attr.groups.values())
+    raw = [g.scores for g in values if g.scores is not None]
+    cells = [g.cells for g in values if g.cells is not None]
+    if raw:
+        entry["scores"] = blocks.add([np.asarray(s, dtype=np.float64) for s in raw])
+    if cells:
+        entry["cells"] = _cell_blocks(cells, blocks)
+    entry["keys"] = blocks.add([g.sample_keys.astype(np.uint64, copy=False)
+                                for g in values] or [np.zeros(0, np.uint64)])
+    columns = list(values[0].sample) if values else []
+    if any(list(g.sample) != columns for g in values):
+        raise InvalidInputError("the groups of an attribute must sample the same columns")
+    entry["sample"] = {}
+    for c in columns:
+        parts = [_sample_column(g.sample[c]) for g in values]
+        kinds = {p.dtype.kind for p in parts}
+        if len(kinds) > 1 or kinds & {"O", "V"}:
+            raise InvalidInputError(f"sample column {c!r} mixes dtypes {sorted(kinds)}")
+        entry["sample"][c] = blocks.add(parts)
+    entry["groups"] = [_group_entry(label, g, columns) for label, g in attr.groups.items()]
+    return entry
+
+
+def _cell_blocks(cells: list[Any], blocks: _Blocks) -> list[int]:
+    """Add the groups' cell arrays to ``blocks``; return their block numbers."""
+    # the narrowest count type the block needs (most cells of an hour hold a few
+    # scores: 1 byte); the merge reads any
+    top = max(int(c.count.max()) if c.size else 0 for c in cells)
+    dtype = next((t for t in (np.uint8, np.uint16, np.uint32)
+                  if top <= np.iinfo(t).max), np.int64)
+    return [blocks.add([c.bitmap for c in cells]),
+            blocks.add([c.count.astype(dtype, copy=False) for c in cells]),
+            blocks.add([c.total.astype(np.float64, copy=False) for c in cells]),
+            blocks.add([c.qlo for c in cells]),
+            blocks.add([c.qhi for c in cells])]
+
+
+def _group_entry(label: Any, g: Any, columns: list[Any]) -> dict[str, Any]:
+    """Return a group's header entry: counts, and where its arrays are in the blocks."""
+    if g.scores is not None:
+        mode, size = "raw", int(g.scores.size)
+    elif g.cells is not None:
+        mode, size = "cells", int(g.cells.size)
+    else:
+        mode, size = None, 0
+    return {
+        "label": _label(label), "n": g.n, "pos": g.predicted_positive,
+        "confusion": g.confusion, "moments": g.moments,
+        # which score summary, and its length (scores or cells) in the block
+        "mode": mode, "size": size,
+        "keys": int(g.sample_keys.size),
+        "dtypes": [_sample_column(g.sample[c]).dtype.str for c in columns]}
 
 
 def _refuse(version: Any) -> InvalidInputError:
@@ -270,62 +285,12 @@ def from_bytes(data: bytes) -> WindowSummary:
         raise InvalidInputError(
             f"window summary fingerprint {header['fingerprint']} does not match its spec "
             f"({spec.fingerprint}); the data is corrupted: re-summarize the window")
-    base = header["_data"]
-    table = header["blocks"]
-
-    def block(k: int) -> NDArray[Any]:
-        dtype, offset, count = table[k]
-        if base + offset + count * np.dtype(dtype).itemsize > len(data):
-            raise InvalidInputError("window summary is truncated: re-summarize the window")
-        if not count:
-            return np.zeros(0, dtype=dtype)
-        return np.frombuffer(data, dtype=dtype, count=count, offset=base + offset)
-
+    block = _BlockReader(data, header["_data"], header["blocks"])
     edges = cell_edges(spec.max_bins)
     width = -(-(edges.size - 1) // 8)  # bytes of a group's bitmap
     attributes = {}
     for attr in header["attributes"]:
-        entries = attr["groups"]
-        scores = block(attr["scores"]) if "scores" in attr else None
-        cells = None
-        if "cells" in attr:
-            cells = [block(k) for k in attr["cells"]]
-            groups_ = [g["size"] for g in entries if g["mode"] == "cells"]
-            if cells[0].size != len(groups_) * width or {c.size for c in cells[1:]} != {
-                    sum(groups_)}:
-                raise InvalidInputError(
-                    "window summary cells are inconsistent: the data is corrupted; "
-                    "re-summarize the window")
-        at_bitmap = 0
-        keys = block(attr["keys"])
-        columns = {c: block(k) for c, k in attr["sample"].items()}
-        at_raw = at_cells = at_keys = 0
-        groups = {}
-        for g in entries:
-            size, mode = g["size"], g["mode"]
-            raw_part = cell_part = None
-            if mode == "raw":
-                raw_part = scores[at_raw:at_raw + size]  # type: ignore[index]
-                at_raw += size
-            elif mode == "cells":  # views of the blocks: the merge reads them as they are
-                count, total, qlo, qhi = (c[at_cells:at_cells + size]
-                                          for c in cells[1:])  # type: ignore[index]
-                cell_part = CompactCells(
-                    edges, count, total, qlo, qhi,
-                    bitmap=cells[0][at_bitmap:at_bitmap + width])  # type: ignore[index]
-                at_cells += size
-                at_bitmap += width
-            m = g["keys"]
-            sample = {}
-            for (c, col), dtype in zip(columns.items(), g["dtypes"], strict=True):
-                part = col[at_keys:at_keys + m]
-                sample[c] = part if part.dtype.str == dtype else part.astype(dtype)
-            groups[_unlabel(g["label"])] = GroupSummary(
-                g["n"], g["pos"], None if g["confusion"] is None else tuple(g["confusion"]),
-                None if g["moments"] is None else tuple(g["moments"]), raw_part,
-                cell_part, keys[at_keys:at_keys + m], sample)  # type: ignore[arg-type]
-            at_keys += m
-        attributes[attr["name"]] = AttributeSummary(attr["name"], groups)
+        attributes[attr["name"]] = _read_attribute(attr, block, edges, width)
 
     def when(text: str | None) -> datetime | None:
         return None if text is None else datetime.fromisoformat(text)
@@ -333,3 +298,83 @@ def from_bytes(data: bytes) -> WindowSummary:
     return WindowSummary(spec, header["n_rows"], attributes, tuple(header["inputs"]),
                          tuple(header["features"]), header["model"], header["version_"],
                          when(header["start"]), when(header["end"]))
+
+
+class _BlockReader:
+    """``reader(k)``: block ``k`` of ``data`` as a read-only array view (truncation refused)."""
+
+    def __init__(self, data: bytes, base: int, table: list[list[Any]]) -> None:
+        self.data, self.base, self.table = data, base, table
+
+    def __call__(self, k: int) -> NDArray[Any]:
+        dtype, offset, count = self.table[k]
+        if self.base + offset + count * np.dtype(dtype).itemsize > len(self.data):
+            raise InvalidInputError("window summary is truncated: re-summarize the window")
+        if not count:
+            return np.zeros(0, dtype=dtype)
+        return np.frombuffer(self.data, dtype=dtype, count=count, offset=self.base + offset)
+
+
+@dataclass
+class _Cursor:
+    """Where the next group's part starts in each of an attribute's blocks."""
+
+    raw: int = 0
+    cells: int = 0
+    bitmap: int = 0
+    keys: int = 0
+
+
+def _read_attribute(attr: Mapping[str, Any], block: _BlockReader, edges: NDArray[Any],
+                    width: int) -> AttributeSummary:
+    """Return one attribute of a summary from its header entry and blocks."""
+    entries = attr["groups"]
+    scores = block(attr["scores"]) if "scores" in attr else None
+    cells = None
+    if "cells" in attr:
+        cells = [block(k) for k in attr["cells"]]
+        groups_ = [g["size"] for g in entries if g["mode"] == "cells"]
+        if cells[0].size != len(groups_) * width or {c.size for c in cells[1:]} != {
+                sum(groups_)}:
+            raise InvalidInputError(
+                "window summary cells are inconsistent: the data is corrupted; "
+                "re-summarize the window")
+    keys = block(attr["keys"])
+    columns = {c: block(k) for c, k in attr["sample"].items()}
+    at = _Cursor()
+    groups = {}
+    for g in entries:
+        groups[_unlabel(g["label"])] = _read_group(g, scores, cells, keys, columns, edges,
+                                                   width, at)
+    return AttributeSummary(attr["name"], groups)
+
+
+def _read_group(g: Mapping[str, Any], scores: NDArray[Any] | None,
+                cells: list[NDArray[Any]] | None, keys: NDArray[Any],
+                columns: Mapping[str, NDArray[Any]], edges: NDArray[Any], width: int,
+                at: _Cursor) -> GroupSummary:
+    """Return one group from its header entry and its attribute's blocks; move ``at`` on."""
+    size, mode = g["size"], g["mode"]
+    raw_part = cell_part = None
+    if mode == "raw":
+        raw_part = scores[at.raw:at.raw + size]  # type: ignore[index]
+        at.raw += size
+    elif mode == "cells":  # views of the blocks: the merge reads them as they are
+        count, total, qlo, qhi = (c[at.cells:at.cells + size]
+                                  for c in cells[1:])  # type: ignore[index]
+        cell_part = CompactCells(
+            edges, count, total, qlo, qhi,
+            bitmap=cells[0][at.bitmap:at.bitmap + width])  # type: ignore[index]
+        at.cells += size
+        at.bitmap += width
+    m = g["keys"]
+    sample = {}
+    for (c, col), dtype in zip(columns.items(), g["dtypes"], strict=True):
+        part = col[at.keys:at.keys + m]
+        sample[c] = part if part.dtype.str == dtype else part.astype(dtype)
+    group = GroupSummary(
+        g["n"], g["pos"], None if g["confusion"] is None else tuple(g["confusion"]),
+        None if g["moments"] is None else tuple(g["moments"]), raw_part,
+        cell_part, keys[at.keys:at.keys + m], sample)  # type: ignore[arg-type]
+    at.keys += m
+    return group

@@ -93,6 +93,13 @@ def _group_means(groups: Any, values: Any, weights: Any = None) -> list[Any]:
     return [float(a / b) if b else None for a, b in zip(sums, totals, strict=True)]
 
 
+def _group_totals(groups: Any, mask: Any, w: Any) -> Any:
+    """Return the weight of the rows of each group where ``mask`` holds (missing groups out)."""
+    kept = groups.codes >= 0
+    return np.bincount(groups.codes[kept], weights=mask[kept] * w[kept],
+                       minlength=groups.n_groups)
+
+
 def _ratio(num: Any, den: Any) -> list[float | None]:
     """``num / den`` per group; None (NaN in the CSV) where the denominator is 0: undefined."""
     return [float(n) / float(d) if d else None for n, d in zip(num, den, strict=True)]
@@ -144,13 +151,8 @@ def group_table(report: WindowReport, window: Any, config: FairnessConfig) -> An
             p = np.asarray(window.y_pred).astype(bool)
 
             w = np.ones(window.n_rows) if weights is None else weights
-
-            def count(mask: Any) -> Any:
-                kept = groups.codes >= 0
-                return np.bincount(groups.codes[kept], weights=mask[kept] * w[kept],
-                                   minlength=groups.n_groups)
-
-            tp, fp, fn, tn = count(t & p), count(~t & p), count(t & ~p), count(~t & ~p)
+            tp, fp, fn, tn = (_group_totals(groups, mask, w)
+                              for mask in (t & p, ~t & p, t & ~p, ~t & ~p))
             extra = {"false_negative_rate": _ratio(fn, tp + fn),
                      "precision": _ratio(tp, tp + fp),
                      "accuracy": _ratio(tp + tn, tp + fp + fn + tn)}
@@ -230,8 +232,11 @@ def _metric_field(detail: Any, *names: str) -> Any:
 
 def _plots(report: WindowReport, built: BuiltWindow, config: FairnessConfig,
            matrices: Mapping[tuple[str, str], Any]) -> list[tuple[str, Callable[[], Any], str]]:
-    """``[(path, build, title)]``: each figure is built only when written, so one that fails
-    is isolated like any other artifact."""
+    """Return ``[(path, build, title)]`` of the figures.
+
+    Each figure is built only when written, so one that fails is isolated like any other
+    artifact.
+    """
     window = built.window
     out: list[tuple[str, Callable[[], Any], str]] = []
     if report.intervals:

@@ -35,8 +35,8 @@ import numpy as np
 from fairmonitor import WindowReport
 from fairmonitor.report import safe_name
 
-__all__ = ["PREFIX", "ArtifactWarning", "log_metrics", "result_metrics", "robustness_details", "safe_name",
-           "status_tags", "step_metrics"]
+__all__ = ["PREFIX", "ArtifactWarning", "log_metrics", "result_metrics", "robustness_details",
+           "safe_name", "status_tags", "step_metrics"]
 
 PREFIX = "fairness"
 

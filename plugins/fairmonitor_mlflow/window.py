@@ -235,8 +235,11 @@ class _LabelModel:
 
 
 def _declared_inputs(model: Any, raw: Any) -> tuple[list[str], str] | None:
-    """The input columns the model declares, like MLflow's pyfunc schema enforcement reads them:
-    its signature's column names, else the estimator's ``feature_names_in_`` (scikit-learn)."""
+    """Return the input columns the model declares.
+
+    As MLflow's pyfunc schema enforcement reads them: its signature's column names, else the
+    estimator's ``feature_names_in_`` (scikit-learn).
+    """
     metadata = getattr(model, "metadata", None)
     try:
         schema = metadata.get_input_schema() if metadata is not None else None
@@ -252,7 +255,7 @@ def _declared_inputs(model: Any, raw: Any) -> tuple[list[str], str] | None:
 
 def _select_inputs(declared: tuple[list[str], str], frame: Any,
                    config: FairnessConfig) -> list[str]:
-    """The model's input columns out of the evaluation data, or an error saying the fix."""
+    """Return the model's input columns out of the evaluation data, or an error saying the fix."""
     names, where = declared
     uses = [c for c in names if c in config.sensitive_features]
     if uses and not config.model_uses_sensitive:
@@ -315,6 +318,133 @@ def _robustness_reason(model: Any, config: FairnessConfig) -> str:
     return ""
 
 
+def _score_column(cols: _Columns, config: FairnessConfig,
+                  sources: dict[str, str]) -> NDArray[np.float64] | None:
+    """Return the configured ``score_column``, checked, or None without one."""
+    if config.score_column is None:
+        return None
+    sources["y_score"] = f"column {config.score_column!r}"
+    return check_scores(cols.get(config.score_column, "score_column"),
+                        f"score_column {config.score_column!r}")
+
+
+def _call_model(model: Any, frame: Any, model_columns: list[str], config: FairnessConfig,
+                predictions: str | None, y_score: Any, sources: dict[str, str]
+                ) -> tuple[list[str], NDArray[Any], Any, _LabelModel]:
+    """Return the model's input columns, its output, the scores and the model robustness calls.
+
+    ``y_score`` (the ``score_column``'s scores, or None) is kept if given, else taken from the
+    model's ``predict_proba`` (or ``decision_function``, when configured).
+    """
+    raw, python_model = _underlying(model)
+    declared = _declared_inputs(model, raw)
+    if declared is not None:
+        model_columns = _select_inputs(declared, frame, config)
+        sources["model inputs"] = "the model's " + declared[1]
+    predict_fn = raw.predict if raw is not None and hasattr(raw, "predict") else model.predict
+    label_model = _LabelModel(predict_fn, model_columns, config, predictions)
+    output = _predict_output(predict_fn, frame, model_columns, predictions)
+    sources["y_pred"] = "model.predict"
+    if y_score is None:
+        y_score = _model_scores(model, raw, python_model, frame[model_columns], config, sources)
+    return model_columns, output, y_score, label_model
+
+
+def _predict_output(predict_fn: Callable[[Any], Any], frame: Any, model_columns: list[str],
+                    predictions: str | None) -> NDArray[Any]:
+    """Return the model's ``predict`` output column; a column mismatch says the fix."""
+    try:
+        return _one_column(predict_fn(frame[model_columns]), predictions, "predict")
+    except (KeyError, ValueError) as exc:
+        if not _about_columns(exc):
+            raise
+        raise ConfigError(
+            f"the model rejected its input columns {model_columns}: {exc}. The evaluator "
+            "gives the model every non-sensitive column of the data (the model declares "
+            "none: no signature, no feature_names_in_); drop the columns it was not trained "
+            "on from the data, set `model_uses_sensitive=True` if it takes the sensitive "
+            "columns, and use `features` to choose the feature-space metrics' columns."
+        ) from exc
+
+
+def _model_scores(model: Any, raw: Any, python_model: Any, inputs: Any, config: FairnessConfig,
+                  sources: dict[str, str]) -> NDArray[np.float64] | None:
+    """Return the model's positive-class scores, or None.
+
+    From ``predict_proba``, else from ``decision_function`` when the config asks for it.
+    """
+    # MLflow's sklearn wrapper (``_model_impl``) also exposes the estimator's predict_proba
+    proba_fn, classes = _proba_function(raw, python_model, getattr(model, "_model_impl", None))
+    if proba_fn is not None:
+        sources["y_score"] = "model.predict_proba"
+        return check_scores(_scores_from_proba(proba_fn(inputs), classes, config),
+                            "predict_proba output")
+    decision = getattr(raw, "decision_function", None)
+    if decision is None:
+        return None
+    if not config.decision_function:
+        sources["y_score"] = ("none: the model has decision_function but no "
+                              "predict_proba; set decision_function=True to use it")
+        return None
+    margin = np.asarray(decision(inputs), dtype=float)
+    if margin.ndim != 1:
+        raise ConfigError(
+            f"decision_function: the model returns {margin.shape[1]} columns "
+            "(multiclass); give positive-class scores with `score_column`.")
+    # the logistic map keeps the order of the margins; it does not calibrate them
+    from scipy.special import expit  # 1 / (1 + exp(-x)) without overflow
+
+    sources["y_score"] = "sigmoid(model.decision_function)"
+    return check_scores(expit(margin), "decision_function")
+
+
+def _static_output(dataset: Any, y_score: Any, sources: dict[str, str]) -> NDArray[Any] | None:
+    """Return the ``predictions`` column without a model (None: scores only), or raise."""
+    if dataset.predictions_data is not None:
+        sources["y_pred"] = f"column {dataset.predictions_name!r}"
+        return _one_column(dataset.predictions_data, None, "predictions")
+    if y_score is not None:
+        return None
+    raise ConfigError(
+        "the evaluation has no model and no predictions: pass a model, or "
+        "`predictions=` naming a column of model outputs, or set `score_column`."
+    )
+
+
+def _hard_predictions(output: NDArray[Any] | None, y_score: Any, config: FairnessConfig,
+                      sources: dict[str, str]) -> tuple[NDArray[np.int8] | None, Any]:
+    """Return the 0/1 predictions and the scores.
+
+    An output holding scores is thresholded, and is the scores if there are none yet.
+    """
+    if output is None:
+        return None, y_score
+    if not _is_scores(output):
+        return _to_binary(output, config, "the predictions"), y_score
+    if y_score is None:
+        y_score, sources["y_score"] = output.astype(float), sources["y_pred"]
+    sources["y_pred"] += f" >= threshold {config.threshold}"
+    return (output.astype(float) >= config.threshold).astype(np.int8), y_score
+
+
+def _built(frame: Any, features: list[str], model_columns: list[str], label_model: Any,
+           common: dict[str, Any], reason: str, config: FairnessConfig,
+           sources: dict[str, str]) -> BuiltWindow:
+    """Return the windows (the robustness one unless ``reason`` says why not), checked."""
+    window = Window(X=frame[features] if features else None, **common)
+    robust_window, options = None, {}
+    if not reason:
+        robust_window = Window(X=frame[model_columns], predict=label_model, **common)
+        if config.model_uses_sensitive:  # model inputs, but never perturbed (robustness spec)
+            options["column_kinds"] = {c: "frozen" for c in config.sensitive_features}
+    skipped = {name: reason for name in model_metrics()} if reason else {}
+    _check_requested(config, (window, robust_window), reason or "give a model")
+    sources["X"] = f"columns {features}" if features else "none"
+    sources["robustness"] = "on" if not reason else f"skipped: {reason}"
+    return BuiltWindow(window=window, robust_window=robust_window, robust_options=options,
+                       sources=sources, skipped=skipped)
+
+
 def build_window(dataset: Any, model: Any, config: FairnessConfig, *,
                  predictions: str | None = None) -> BuiltWindow:
     """Build the windows of one ``mlflow.models.evaluate`` call.
@@ -346,12 +476,8 @@ def build_window(dataset: Any, model: Any, config: FairnessConfig, *,
     sensitive = {c: cols.get(c, "sensitive_features") for c in config.sensitive_features}
     for name in config.features or ():
         cols.get(name, "features")
-    y_score = None
     sources: dict[str, str] = {}
-    if config.score_column is not None:
-        y_score = check_scores(cols.get(config.score_column, "score_column"),
-                               f"score_column {config.score_column!r}")
-        sources["y_score"] = f"column {config.score_column!r}"
+    y_score = _score_column(cols, config, sources)
     weights = None
     if config.sample_weight is not None:
         weights = cols.get(config.sample_weight, "sample_weight")
@@ -359,92 +485,20 @@ def build_window(dataset: Any, model: Any, config: FairnessConfig, *,
     not_inputs = {config.score_column, config.sample_weight}
     model_columns = [c for c in frame.columns if c not in not_inputs
                      and (config.model_uses_sensitive or c not in config.sensitive_features)]
-    features = list(config.features or [c for c in model_columns if c not in sensitive])
-
     label_model = None
     if model is not None:
-        raw, python_model = _underlying(model)
-        declared = _declared_inputs(model, raw)
-        if declared is not None:
-            model_columns = _select_inputs(declared, frame, config)
-            features = list(config.features or [c for c in model_columns if c not in sensitive])
-            sources["model inputs"] = "the model's " + declared[1]
-        predict_fn = raw.predict if raw is not None and hasattr(raw, "predict") else model.predict
-        label_model = _LabelModel(predict_fn, model_columns, config, predictions)
-        try:
-            output = _one_column(predict_fn(frame[model_columns]), predictions, "predict")
-        except (KeyError, ValueError) as exc:
-            if not _about_columns(exc):
-                raise
-            raise ConfigError(
-                f"the model rejected its input columns {model_columns}: {exc}. The evaluator "
-                "gives the model every non-sensitive column of the data (the model declares "
-                "none: no signature, no feature_names_in_); drop the columns it was not trained "
-                "on from the data, set `model_uses_sensitive=True` if it takes the sensitive "
-                "columns, and use `features` to choose the feature-space metrics' columns."
-            ) from exc
-        sources["y_pred"] = "model.predict"
-        # MLflow's sklearn wrapper (``_model_impl``) also exposes the estimator's predict_proba
-        proba_fn, classes = _proba_function(raw, python_model,
-                                            getattr(model, "_model_impl", None))
-        if y_score is None and proba_fn is not None:
-            y_score = check_scores(
-                _scores_from_proba(proba_fn(frame[model_columns]), classes, config),
-                "predict_proba output")
-            sources["y_score"] = "model.predict_proba"
-        decision = getattr(raw, "decision_function", None)
-        if y_score is None and decision is not None:
-            if config.decision_function:
-                margin = np.asarray(decision(frame[model_columns]), dtype=float)
-                if margin.ndim != 1:
-                    raise ConfigError(
-                        f"decision_function: the model returns {margin.shape[1]} columns "
-                        "(multiclass); give positive-class scores with `score_column`.")
-                # the logistic map keeps the order of the margins; it does not calibrate them
-                from scipy.special import expit  # 1 / (1 + exp(-x)) without overflow
-
-                y_score = check_scores(expit(margin), "decision_function")
-                sources["y_score"] = "sigmoid(model.decision_function)"
-            else:
-                sources["y_score"] = ("none: the model has decision_function but no "
-                                      "predict_proba; set decision_function=True to use it")
-    elif dataset.predictions_data is not None:
-        output = _one_column(dataset.predictions_data, None, "predictions")
-        sources["y_pred"] = f"column {dataset.predictions_name!r}"
-    elif y_score is not None:
-        output = None
+        model_columns, output, y_score, label_model = _call_model(
+            model, frame, model_columns, config, predictions, y_score, sources)
     else:
-        raise ConfigError(
-            "the evaluation has no model and no predictions: pass a model, or "
-            "`predictions=` naming a column of model outputs, or set `score_column`."
-        )
-
-    y_pred = None
-    if output is not None and _is_scores(output):
-        if y_score is None:
-            y_score, sources["y_score"] = output.astype(float), sources["y_pred"]
-        y_pred = (output.astype(float) >= config.threshold).astype(np.int8)
-        sources["y_pred"] += f" >= threshold {config.threshold}"
-    elif output is not None:
-        y_pred = _to_binary(output, config, "the predictions")
+        output = _static_output(dataset, y_score, sources)
+    features = list(config.features or [c for c in model_columns if c not in sensitive])
+    y_pred, y_score = _hard_predictions(output, y_score, config, sources)
     y_true = None
     if dataset.labels_data is not None:
         y_true = _to_binary(np.asarray(dataset.labels_data), config, "the targets")
         sources["y_true"] = f"column {dataset.targets_name!r}"
-
     common = {"sensitive_features": sensitive, "y_pred": y_pred, "y_score": y_score,
               "y_true": y_true, "threshold": config.threshold, "missing": config.missing,
               "sample_weight": weights}
-    window = Window(X=frame[features] if features else None, **common)
-    reason = _robustness_reason(model, config)
-    robust_window, options = None, {}
-    if not reason:
-        robust_window = Window(X=frame[model_columns], predict=label_model, **common)
-        if config.model_uses_sensitive:  # model inputs, but never perturbed (robustness spec)
-            options["column_kinds"] = {c: "frozen" for c in config.sensitive_features}
-    skipped = {name: reason for name in model_metrics()} if reason else {}
-    _check_requested(config, (window, robust_window), reason or "give a model")
-    sources["X"] = f"columns {features}" if features else "none"
-    sources["robustness"] = "on" if not reason else f"skipped: {reason}"
-    return BuiltWindow(window=window, robust_window=robust_window, robust_options=options,
-                       sources=sources, skipped=skipped)
+    return _built(frame, features, model_columns, label_model, common,
+                  _robustness_reason(model, config), config, sources)

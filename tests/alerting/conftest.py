@@ -40,7 +40,8 @@ def run_promtool(promtool: str, *args: str, cwd: Path | None = None
                           timeout=60, check=False)
 
 
-def check_promql(promtool: str, exprs: list[str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
+def check_promql(promtool: str, exprs: list[str], tmp_path: Path
+                 ) -> subprocess.CompletedProcess[str]:
     """``promtool check rules`` on ``exprs`` written as recording rules (validates PromQL)."""
     rules = {"groups": [{"name": "check", "rules": [
         {"record": f"check:expr_{i}", "expr": e} for i, e in enumerate(exprs)]}]}

@@ -246,7 +246,8 @@ def test_prometheus_loads_the_generated_rules(services):
     mounts = _mounts(services["prometheus"])
     assert mounts["/etc/prometheus/prometheus.yml"] == PROMETHEUS
     (rule_file,) = config["rule_files"]
-    assert mounts[f"/etc/prometheus/{rule_file}"] == DASHBOARDS / "alerts" / "fairmonitor.rules.yml"
+    rules = DASHBOARDS / "alerts" / "fairmonitor.rules.yml"
+    assert mounts[f"/etc/prometheus/{rule_file}"] == rules
     assert "--config.file=/etc/prometheus/prometheus.yml" in services["prometheus"]["command"]
 
 

@@ -90,7 +90,7 @@ def app_h(seed):
 def confounder_run():
     X, group = confounded(1)
     score = sigmoid(2 * X[:, 0] + X[:, 1])
-    return X, group, counterpart_fairness(X, score, sensitive_features=group)
+    return X, group, counterpart_fairness(X, None, score, sensitive_features=group)
 
 
 # ----------------------------------------------------------------------------- known answers
@@ -112,7 +112,7 @@ def test_confounder_matching_balances_the_features(confounder_run):
 def test_penalty_on_one_group_is_recovered(confounder_run):
     X, group, fair = confounder_run
     g = 0.3 + 0.4 * sigmoid(2 * X[:, 0] + X[:, 1])
-    r = counterpart_fairness(X, g - 0.1 * (group == "g0"), sensitive_features=group,
+    r = counterpart_fairness(X, None, g - 0.1 * (group == "g0"), sensitive_features=group,
                              matcher=fair.matcher)
     assert abs(r.value - 0.1) < 0.005
     assert r.signed < 0
@@ -123,7 +123,7 @@ def test_penalty_on_one_group_is_recovered(confounder_run):
 def test_exact_duplicates_give_cdp_zero_exactly():
     X, group, n0 = duplicates()
     f = sigmoid(1.5 * X[:, 0] + 0.5 * X[:, 1])
-    r = counterpart_fairness(X, f, sensitive_features=group)
+    r = counterpart_fairness(X, None, f, sensitive_features=group)
     assert r.n_pairs == n0
     assert r.value == 0.0
     assert r.p_value == 1.0
@@ -132,7 +132,7 @@ def test_exact_duplicates_give_cdp_zero_exactly():
 
 def test_exact_duplicates_pair_every_copy_with_its_original():
     X, group, n0 = duplicates()
-    r = counterpart_fairness(X, X[:, 0] * 0, sensitive_features=group)
+    r = counterpart_fairness(X, None, X[:, 0] * 0, sensitive_features=group)
     pairs = r.comparisons[0].pairs
     assert np.array_equal(X[pairs[:, 0]], X[pairs[:, 1]])
 
@@ -140,7 +140,7 @@ def test_exact_duplicates_pair_every_copy_with_its_original():
 def test_exact_duplicates_penalty_gives_cdp_c():
     X, group, _ = duplicates()
     f = sigmoid(1.5 * X[:, 0] + 0.5 * X[:, 1]) - 0.05 * (group == 0)
-    r = counterpart_fairness(X, f, sensitive_features=group)
+    r = counterpart_fairness(X, None, f, sensitive_features=group)
     assert r.value == pytest.approx(0.05, abs=1e-12)
     assert r.signed == pytest.approx(-0.05, abs=1e-12)
 
@@ -149,7 +149,7 @@ def test_null_cfair_is_small():
     rng = np.random.default_rng(7)
     X = rng.normal(size=(5000, 5))
     f = sigmoid(X @ np.array([1, -.5, .25, 0, 0]))
-    r = counterpart_fairness(X, f, sensitive_features=rng.random(5000) < 0.2)
+    r = counterpart_fairness(X, None, f, sensitive_features=rng.random(5000) < 0.2)
     assert r.value < 0.01
 
 
@@ -159,7 +159,7 @@ def test_null_t_test_is_calibrated_unlike_the_reference_codes_test():
         rng = np.random.default_rng(1000 + seed)
         X = rng.normal(size=(1500, 5))
         f = sigmoid(X @ np.array([1, -.5, .25, 0, 0]))
-        r = counterpart_fairness(X, f, sensitive_features=rng.random(1500) < 0.2)
+        r = counterpart_fairness(X, None, f, sensitive_features=rng.random(1500) < 0.2)
         pairs = r.comparisons[0].pairs
         ours.append(r.p_value)
         # the code's test: one-sample t of |d| against 0, which rejects whenever f differs
@@ -171,7 +171,7 @@ def test_null_t_test_is_calibrated_unlike_the_reference_codes_test():
 def test_regression_output_offset_is_recovered():
     X, group = confounded(2, n=6000)
     f = 3 * X[:, 0] + X[:, 1] + 2.0 * (group == "g0")  # real-valued, not in [0, 1]
-    r = counterpart_fairness(X, f, sensitive_features=group)
+    r = counterpart_fairness(X, None, f, sensitive_features=group)
     assert abs(r.value - 2.0) < 0.1
 
 
@@ -180,7 +180,7 @@ def test_proxy_feature_is_matched_on():
     z = rng.random(6000) < 0.3
     proxy = z + rng.normal(scale=0.7, size=6000)  # group shows only through this feature
     X = np.column_stack([proxy, rng.normal(size=6000)])
-    r = counterpart_fairness(X, sigmoid(2 * proxy), sensitive_features=z)
+    r = counterpart_fairness(X, None, sigmoid(2 * proxy), sensitive_features=z)
     assert r.dp_gap > 0.2
     assert r.value < 0.02
 
@@ -192,7 +192,7 @@ def test_rate_gaps_by_hand():
     i = x.astype(int)
     pred = np.where(group == 0, i < 20, i < 10).astype(int)
     truth = (i < 15).astype(int)
-    r = counterpart_fairness(x[:, None], pred, sensitive_features=group, y_true=truth)
+    r = counterpart_fairness(x[:, None], truth, pred, sensitive_features=group)
     assert r.n_pairs == 35
     assert r.value == pytest.approx(10 / 35)          # pairs 10..19 differ by 1
     assert r.tpr_gap == pytest.approx(1 - 10 / 15)    # TPR 15/15 vs 10/15
@@ -210,12 +210,14 @@ def app_h_runs():
     for seed in range(25):
         X, group, before, after, truth = app_h(seed)
         m = fit_matcher(X, sensitive_features=group)
-        b = counterpart_fairness(X, before, sensitive_features=group, matcher=m, replace=False)
-        a = counterpart_fairness(X, after, sensitive_features=group, matcher=m, replace=False)
+        b = counterpart_fairness(X, None, before, sensitive_features=group, matcher=m,
+                                 replace=False)
+        a = counterpart_fairness(X, None, after, sensitive_features=group, matcher=m,
+                                 replace=False)
         t_b = abs(np.mean(before[truth[:, 0]] - before[truth[:, 1]]))
         t_a = abs(np.mean(after[truth[:, 0]] - after[truth[:, 1]]))
-        b_rep = counterpart_fairness(X, before, sensitive_features=group, matcher=m)
-        a_rep = counterpart_fairness(X, after, sensitive_features=group, matcher=m)
+        b_rep = counterpart_fairness(X, None, before, sensitive_features=group, matcher=m)
+        a_rep = counterpart_fairness(X, None, after, sensitive_features=group, matcher=m)
         rows.append([b.dp_gap, a.dp_gap, t_b, t_a, b.value, a.value, b_rep.value, a_rep.value])
     return dict(zip(["dp_b", "dp_a", "true_b", "true_a", "cdp_b", "cdp_a", "rep_b", "rep_a"],
                     np.array(rows).mean(axis=0), strict=True))
@@ -357,8 +359,9 @@ def test_learned_metric_stays_psd_with_the_initial_trace(rng):
 
 def test_learn_metric_option_runs_end_to_end(confounder_run):
     X, group, _ = confounder_run
-    r = counterpart_fairness(X[:4000], sigmoid(2 * X[:4000, 0]), sensitive_features=group[:4000],
-                             learn_metric=True, rng=0)
+    r = counterpart_fairness(X[:4000], None, sigmoid(2 * X[:4000, 0]),
+                             sensitive_features=group[:4000],
+                             learn_metric=True, random_state=0)
     assert r.value < 0.02
 
 
@@ -368,7 +371,7 @@ def test_learn_metric_option_runs_end_to_end(confounder_run):
 def test_matcher_reuse_gives_identical_results(confounder_run):
     X, group, fresh = confounder_run
     score = sigmoid(2 * X[:, 0] + X[:, 1])
-    reused = counterpart_fairness(X, score, sensitive_features=group,
+    reused = counterpart_fairness(X, None, score, sensitive_features=group,
                                   matcher=fit_matcher(X, sensitive_features=group))
     for name in ("value", "signed", "n_pairs", "p_value", "wilcoxon_p_value", "ci_low",
                  "ci_high", "effect_size", "dp_gap"):
@@ -380,14 +383,14 @@ def test_matcher_survives_pickling(confounder_run):
     X, group, fresh = confounder_run
     score = sigmoid(2 * X[:, 0] + X[:, 1])
     matcher = pickle.loads(pickle.dumps(fresh.matcher))
-    assert counterpart_fairness(X, score, sensitive_features=group,
+    assert counterpart_fairness(X, None, score, sensitive_features=group,
                                 matcher=matcher).value == fresh.value
 
 
 def test_matcher_applies_to_a_new_window(confounder_run):
     _, _, fresh = confounder_run
     X, group = confounded(9, n=5000)
-    r = counterpart_fairness(X, sigmoid(2 * X[:, 0]) - 0.05 * (group == "g0"),
+    r = counterpart_fairness(X, None, sigmoid(2 * X[:, 0]) - 0.05 * (group == "g0"),
                              sensitive_features=group, matcher=fresh.matcher)
     assert r.comparisons[0].caliper == fresh.comparisons[0].caliper
     assert abs(r.value - 0.05) < 0.01
@@ -396,7 +399,7 @@ def test_matcher_applies_to_a_new_window(confounder_run):
 def test_matcher_dict_by_attribute(confounder_run):
     X, group, fresh = confounder_run
     score = sigmoid(2 * X[:, 0] + X[:, 1])
-    r = counterpart_fairness(X, score, sensitive_features={"sensitive_feature_0": group},
+    r = counterpart_fairness(X, None, score, sensitive_features={"sensitive_feature_0": group},
                              matcher={"sensitive_feature_0": fresh.matcher})
     assert r.value == fresh.value
 
@@ -408,7 +411,7 @@ def test_fewer_than_min_pairs_is_nan_with_warning(rng):
     X = rng.normal(size=(510, 3))
     group = np.r_[np.zeros(10, int), np.ones(500, int)]
     with pytest.warns(UndefinedMetricWarning, match="only 10 counterpart pairs"):
-        r = counterpart_fairness(X, sigmoid(X[:, 0]), sensitive_features=group)
+        r = counterpart_fairness(X, None, sigmoid(X[:, 0]), sensitive_features=group)
     assert math.isnan(r.value)
     assert r.status == "insufficient_pairs"
     assert r.n_pairs == 10
@@ -419,7 +422,7 @@ def test_no_overlap_is_nan_with_warning(rng):
     X = rng.normal(size=(1000, 2))
     X[:, 0] += np.where(group == 0, -5, 5)
     with pytest.warns(UndefinedMetricWarning, match="no overlap"):
-        r = counterpart_fairness(X, sigmoid(X[:, 1]), sensitive_features=group)
+        r = counterpart_fairness(X, None, sigmoid(X[:, 1]), sensitive_features=group)
     assert math.isnan(r.value)
     assert r.status == "no_overlap"
 
@@ -428,7 +431,7 @@ def test_max_ps_auc_gate(confounder_run):
     X, group, fresh = confounder_run
     auc = fresh.comparisons[0].ps_auc
     with pytest.warns(UndefinedMetricWarning, match="propensity AUC"):
-        r = counterpart_fairness(X, X[:, 1] * 0, sensitive_features=group,
+        r = counterpart_fairness(X, None, X[:, 1] * 0, sensitive_features=group,
                                  matcher=fresh.matcher, max_ps_auc=auc - 0.01)
     assert r.status == "no_overlap"
 
@@ -437,7 +440,7 @@ def test_tied_logits_still_match(rng):
     # one binary feature independent of the group: every logit is one of two values
     x = (rng.random(2000) < 0.5).astype(float)
     group = rng.random(2000) < 0.3
-    r = counterpart_fairness(x[:, None], x * 0.5, sensitive_features=group)
+    r = counterpart_fairness(x[:, None], None, x * 0.5, sensitive_features=group)
     pairs = r.comparisons[0].pairs
     assert r.n_pairs == int(group.sum())
     assert np.array_equal(x[pairs[:, 0]], x[pairs[:, 1]])
@@ -445,7 +448,7 @@ def test_tied_logits_still_match(rng):
 
 def test_single_group_is_nan_with_warning(rng):
     with pytest.warns(UndefinedMetricWarning, match="single group"):
-        r = counterpart_fairness(rng.normal(size=(50, 2)), np.zeros(50),
+        r = counterpart_fairness(rng.normal(size=(50, 2)), None, np.zeros(50),
                                  sensitive_features=["a"] * 50)
     assert math.isnan(r.value)
 
@@ -464,7 +467,7 @@ def _three_groups(seed, n=6000):
 
 def test_three_groups_compare_with_the_largest_by_default():
     X, group, f = _three_groups(0)
-    r = counterpart_fairness(X, f, sensitive_features=group)
+    r = counterpart_fairness(X, None, f, sensitive_features=group)
     assert [(c.group, c.reference) for c in r.comparisons] == [("a", "c"), ("b", "c")]
     assert r.group == "a"
     assert abs(r.value - 0.08) < 0.01
@@ -473,13 +476,13 @@ def test_three_groups_compare_with_the_largest_by_default():
 
 def test_three_groups_configurable_reference():
     X, group, f = _three_groups(0)
-    r = counterpart_fairness(X, f, sensitive_features=group, reference="b")
+    r = counterpart_fairness(X, None, f, sensitive_features=group, reference="b")
     assert [(c.group, c.reference) for c in r.comparisons] == [("a", "b"), ("c", "b")]
 
 
 def test_three_groups_against_the_rest():
     X, group, f = _three_groups(0)
-    r = counterpart_fairness(X, f, sensitive_features=group, compare="rest")
+    r = counterpart_fairness(X, None, f, sensitive_features=group, compare="rest")
     assert [(c.group, c.reference) for c in r.comparisons] == [("a", "rest"), ("b", "rest"),
                                                                ("c", "rest")]
     assert r.group == "a"
@@ -490,7 +493,7 @@ def test_one_undefined_comparison_is_left_out_with_a_warning():
     group = group.copy()
     group[np.flatnonzero(group == "b")[12:]] = "c"  # "b" keeps 12 rows
     with pytest.warns(GroupExclusionWarning, match="only 12 counterpart pairs"):
-        r = counterpart_fairness(X, f, sensitive_features=group)
+        r = counterpart_fairness(X, None, f, sensitive_features=group)
     assert [c.status for c in r.comparisons] == ["ok", "insufficient_pairs"]
     assert r.group == "a"
 
@@ -505,7 +508,7 @@ def test_dataframe_with_categories_missing_values_and_the_sensitive_column(rng):
     age = rng.normal(40, 10, n) + np.where(sex == "F", -3, 3)
     age[rng.random(n) < 0.05] = np.nan
     frame = pd.DataFrame({"age": age, "job": job, "sex": sex})
-    r = counterpart_fairness(frame, sigmoid((np.nan_to_num(age, nan=40) - 40) / 10),
+    r = counterpart_fairness(frame, None, sigmoid((np.nan_to_num(age, nan=40) - 40) / 10),
                              sensitive_features=frame[["sex"]])
     assert r.matcher.encoding.names == ("age", "age__missing", "job=a", "job=b", "job=c")
     assert r.value < 0.02
@@ -514,8 +517,8 @@ def test_dataframe_with_categories_missing_values_and_the_sensitive_column(rng):
 def test_dict_of_columns_equals_array(rng):
     X = rng.normal(size=(2000, 2))
     group = rng.random(2000) < 0.4
-    a = counterpart_fairness(X, sigmoid(X[:, 0]), sensitive_features=group)
-    b = counterpart_fairness({"u": X[:, 0], "v": X[:, 1]}, sigmoid(X[:, 0]),
+    a = counterpart_fairness(X, None, sigmoid(X[:, 0]), sensitive_features=group)
+    b = counterpart_fairness({"u": X[:, 0], "v": X[:, 1]}, None, sigmoid(X[:, 0]),
                              sensitive_features=group)
     assert a.value == pytest.approx(b.value, abs=1e-12)
 
@@ -523,8 +526,8 @@ def test_dict_of_columns_equals_array(rng):
 def test_random_forest_propensity_model(rng):
     X, group = confounded(4, n=3000)
     model = RandomForestClassifier(n_estimators=20, min_samples_leaf=20, random_state=0)
-    r = counterpart_fairness(X, sigmoid(2 * X[:, 0]), sensitive_features=group,
-                             propensity_model=model, rng=0)
+    r = counterpart_fairness(X, None, sigmoid(2 * X[:, 0]), sensitive_features=group,
+                             propensity_model=model, random_state=0)
     assert r.value < 0.03
 
 
@@ -547,7 +550,8 @@ def test_random_forest_propensity_model(rng):
 def test_bad_options_raise(rng, kwargs, match):
     X = rng.normal(size=(100, 2))
     with pytest.raises(InvalidInputError, match=match):
-        counterpart_fairness(X, X[:, 0] * 3, sensitive_features=np.repeat(["a", "b"], 50),
+        y_true = kwargs.pop("y_true", None)
+        counterpart_fairness(X, y_true, X[:, 0] * 3, sensitive_features=np.repeat(["a", "b"], 50),
                              **kwargs)
 
 
@@ -560,33 +564,34 @@ def test_bad_options_raise(rng, kwargs, match):
 ])
 def test_bad_arrays_raise(X, y_pred, match):
     with pytest.raises(InvalidInputError, match=match):
-        counterpart_fairness(X, y_pred, sensitive_features=np.repeat(["a", "b"], 50),
+        counterpart_fairness(X, None, y_pred, sensitive_features=np.repeat(["a", "b"], 50),
                              min_pairs=2)
 
 
 def test_identifier_column_raises():
     frame = {"id": np.arange(300).astype(str), "x": np.zeros(300)}
     with pytest.raises(InvalidInputError, match="identifier"):
-        counterpart_fairness(frame, np.zeros(300), sensitive_features=np.repeat(["a", "b"], 150))
+        counterpart_fairness(frame, None, np.zeros(300), sensitive_features=np.repeat(["a", "b"],
+                                                                                      150))
 
 
 def test_no_features_besides_the_sensitive_column_raises():
     frame = {"sex": np.repeat(["F", "M"], 50)}
     with pytest.raises(InvalidInputError, match="no feature columns"):
-        counterpart_fairness(frame, np.zeros(100), sensitive_features=frame)
+        counterpart_fairness(frame, None, np.zeros(100), sensitive_features=frame)
 
 
 def test_matcher_with_other_options_raises(confounder_run):
     X, group, fresh = confounder_run
     with pytest.raises(InvalidInputError, match="`caliper` cannot be combined"):
-        counterpart_fairness(X, X[:, 0] * 0, sensitive_features=group, matcher=fresh.matcher,
+        counterpart_fairness(X, None, X[:, 0] * 0, sensitive_features=group, matcher=fresh.matcher,
                              caliper=0.05)
 
 
 def test_matcher_for_another_attribute_raises(confounder_run):
     X, group, fresh = confounder_run
     with pytest.raises(InvalidInputError, match="fitted for sensitive attribute"):
-        counterpart_fairness(X, X[:, 0] * 0, sensitive_features={"sex": group},
+        counterpart_fairness(X, None, X[:, 0] * 0, sensitive_features={"sex": group},
                              matcher=fresh.matcher)
 
 
@@ -596,7 +601,7 @@ def test_matcher_missing_feature_column_raises(rng):
     m = fit_matcher(frame, sensitive_features=group)
     assert isinstance(m, CounterpartMatcher)
     with pytest.raises(InvalidInputError, match=r"lacks column\(s\) \['v'\]"):
-        counterpart_fairness({"u": frame["u"]}, np.zeros(200), sensitive_features=group,
+        counterpart_fairness({"u": frame["u"]}, None, np.zeros(200), sensitive_features=group,
                              matcher=m)
 
 
@@ -621,8 +626,7 @@ def compas(compas_raw):
 
 def test_compas_race_blind_model_end_to_end(compas):
     df, features = compas
-    r = counterpart_fairness(df[features], df.score, sensitive_features=df.race,
-                             y_true=df.two_year_recid)
+    r = counterpart_fairness(df[features], df.two_year_recid, df.score, sensitive_features=df.race)
     c = r.comparisons[0]
     assert (r.group, r.reference) == ("Caucasian", "African-American")
     assert r.n_pairs == 2102  # every Caucasian but one finds a counterpart
@@ -637,9 +641,8 @@ def test_compas_through_the_report_layer(compas):
     window = Window.from_frame(df, sensitive_features=["race"], label="two_year_recid",
                                score="score", features=features)
     report = evaluate_window(window, metrics=["cfair"], errors="raise")
-    direct = counterpart_fairness(df[features], (df.score >= 0.5).astype(int),
-                                  sensitive_features={"race": df.race.to_numpy()},
-                                  y_true=df.two_year_recid)
+    direct = counterpart_fairness(df[features], df.two_year_recid, (df.score >= 0.5).astype(int),
+                                  sensitive_features={"race": df.race.to_numpy()})
     assert report.values[("cfair", "race")] == direct.value
 
 
@@ -652,8 +655,8 @@ def test_adult_race_several_groups_end_to_end(adult_raw):
     score = LogisticRegression(max_iter=2000).fit(z, label).predict_proba(z)[:, 1]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", GroupExclusionWarning)  # small groups may drop out
-        r = counterpart_fairness(adult[numeric + categorical], score,
-                                 sensitive_features=adult.race, y_true=label)
+        r = counterpart_fairness(adult[numeric + categorical], label, score,
+                                 sensitive_features=adult.race)
     assert {c.reference for c in r.comparisons} == {"White"}
     assert len(r.comparisons) == 4
     ok = [c for c in r.comparisons if c.status == "ok"]

@@ -42,8 +42,8 @@ def _value(spec, data, sf, **kw):
     args = [data[i] for i in spec.inputs]
     kw.update({i: data[i] for i in spec.optional_inputs})
     params = inspect.signature(spec.func).parameters
-    if "rng" in params:
-        kw.setdefault("rng", 0)
+    if "random_state" in params:
+        kw.setdefault("random_state", 0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", GroupExclusionWarning)
         result = spec.func(*args, sensitive_features=sf, **{**spec.options, **kw})
@@ -51,7 +51,7 @@ def _value(spec, data, sf, **kw):
 
 
 def _takes_rng(spec):
-    return "rng" in inspect.signature(spec.func).parameters
+    return "random_state" in inspect.signature(spec.func).parameters
 
 
 DETERMINISTIC = sorted(n for n, s in METRICS.items() if not _takes_rng(s))
@@ -115,7 +115,8 @@ def test_single_group_is_nan_with_warning(name, rng):
 
 
 @pytest.mark.parametrize("name", NO_FEATURES)
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(n=st.integers(4, 60), seed=st.integers(0, 2**32 - 1), n_groups=st.integers(2, 4))
 def test_values_stay_in_range(name, n, seed, n_groups):
     spec = METRICS[name]

@@ -42,7 +42,7 @@ def fresh(text: str) -> str:
 
 
 def columns(rng: np.random.Generator) -> dict[str, np.ndarray]:
-    """Object columns in the shapes users have: one object per value, equal distinct objects, mixed."""
+    """Object columns in the shapes users have: one per value, equal distinct objects, mixed."""
     reused = rng.choice(np.array(["F", "M"], dtype=object), N)
     distinct = np.array([fresh(v) for v in rng.choice(["white", "black", "asian"], N)],
                         dtype=object)

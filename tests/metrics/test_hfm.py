@@ -103,7 +103,7 @@ def test_t1_average_version():
 
 def test_t1_approx_with_small_m2_is_exact():
     r = hfm([0.0, 0.2, 0.5, 0.5], [0, 0, 0, 1], [0, 0, 0, 0], sensitive_features=[1, 1, 0, 0],
-            scale=False, method="approx", m2=1, rng=0)
+            scale=False, method="approx", m2=1, random_state=0)
     assert r.value_max == pytest.approx(-0.3197432446, abs=DIGITS10)
 
 
@@ -182,7 +182,7 @@ def test_t6_identical_groups_hfm_is_nan():
 
 def test_t6_approx_also_finds_zero():
     with pytest.warns(UndefinedMetricWarning, match="data distance is 0"):
-        r = _t6(method="approx", rng=3)
+        r = _t6(method="approx", random_state=3)
     assert r.distance_average == 0.0
 
 
@@ -275,7 +275,8 @@ def test_exact_duplicates_give_exactly_zero_not_rounding_noise(rng):
 @pytest.mark.parametrize("version", ["value_max", "value_average"])
 def test_perfect_predictions_give_exactly_zero(rng, method, version):
     columns, y_true, _, attrs = _random_case(rng)
-    r = hfm(columns, y_true, y_true.copy(), sensitive_features=attrs, method=method, rng=1)
+    r = hfm(columns, y_true, y_true.copy(), sensitive_features=attrs, method=method,
+            random_state=1)
     assert getattr(r, version) == 0.0
 
 
@@ -373,7 +374,7 @@ def test_approx_is_an_upper_bound(seed):
     columns, y_true, y_pred, attrs = _random_case(rng, n=200)
     exact = hfm(columns, y_true, y_pred, sensitive_features=attrs)
     approx = hfm(columns, y_true, y_pred, sensitive_features=attrs, method="approx", m1=3, m2=2,
-                 rng=seed)
+                 random_state=seed)
     got = np.array([_fields(approx.per_attribute[a]) for a in attrs])
     bound = np.array([_fields(exact.per_attribute[a]) for a in attrs])
     assert (got >= bound - 1e-12).all()
@@ -383,38 +384,41 @@ def test_approx_with_all_neighbours_is_exact(rng):
     columns, y_true, y_pred, attrs = _random_case(rng, n=200)
     exact = hfm(columns, y_true, y_pred, sensitive_features=attrs)
     approx = hfm(columns, y_true, y_pred, sensitive_features=attrs, method="approx", m1=1,
-                 m2=199, rng=0)
+                 m2=199, random_state=0)
     assert _fields(approx) == pytest.approx(_fields(exact), rel=1e-12)
 
 
 def test_approx_is_deterministic_per_seed(rng):
     columns, y_true, y_pred, attrs = _random_case(rng)
-    a = hfm(columns, y_true, y_pred, sensitive_features=attrs, method="approx", m1=4, rng=11)
+    a = hfm(columns, y_true, y_pred, sensitive_features=attrs, method="approx", m1=4,
+            random_state=11)
     b = hfm(columns, y_true, y_pred, sensitive_features=attrs, method="approx", m1=4,
-            rng=np.random.default_rng(11))
+            random_state=np.random.default_rng(11))
     assert _fields(a).tolist() == _fields(b).tolist()
 
 
 def test_approx_depends_on_the_seed(rng):
     columns, y_true, y_pred, attrs = _random_case(rng)
     a = hfm(columns, y_true, y_pred, sensitive_features=attrs, method="approx", m1=2, m2=1,
-            rng=11)
+            random_state=11)
     b = hfm(columns, y_true, y_pred, sensitive_features=attrs, method="approx", m1=2, m2=1,
-            rng=12)
+            random_state=12)
     assert _fields(a).tolist() != _fields(b).tolist()
 
 
 def test_approx_attribute_does_not_depend_on_the_others(rng):
     columns, y_true, y_pred, attrs = _random_case(rng)
-    both = hfm(columns, y_true, y_pred, sensitive_features=attrs, method="approx", m1=3, rng=5)
+    both = hfm(columns, y_true, y_pred, sensitive_features=attrs, method="approx", m1=3,
+               random_state=5)
     alone = hfm(columns, y_true, y_pred, sensitive_features={"s3": attrs["s3"]},
-                method="approx", m1=3, rng=5)
+                method="approx", m1=3, random_state=5)
     assert _fields(both.per_attribute["s3"]).tolist() == _fields(alone).tolist()
 
 
 def test_approx_records_its_parameters(rng):
     columns, y_true, y_pred, attrs = _random_case(rng)
-    r = hfm(columns, y_true, y_pred, sensitive_features=attrs, method="approx", m1=2, rng=0)
+    r = hfm(columns, y_true, y_pred, sensitive_features=attrs, method="approx", m1=2,
+            random_state=0)
     assert (r.method, r.m1, r.m2) == ("approx", 2, 5)  # m2 = ceil(2 log10 180)
 
 
@@ -464,7 +468,7 @@ def test_approx_equals_a_literal_transcription_of_algorithms_1_to_3(seed, m1, m2
     columns, y_true, y_pred, attrs = _random_case(rng, n=150)
     attrs["s5"] = rng.choice(5, 150, p=[0.6, 0.1, 0.1, 0.1, 0.1])
     got = hfm(columns, y_true, y_pred, sensitive_features=attrs, method="approx", m1=m1, m2=m2,
-              rng=seed)
+              random_state=seed)
     expected = _approx_literal(columns, y_true, y_pred, attrs, m1=m1, m2=m2, seed=seed)
     for name in attrs:
         assert _fields(got.per_attribute[name]) == pytest.approx(expected[name], rel=1e-12)
@@ -533,11 +537,12 @@ def test_approx_does_not_depend_on_how_ties_are_ordered(rng):
     columns = {k: np.repeat(v, 3) for k, v in base.items()}
     y = np.repeat(rng.integers(0, 2, 60), 3)
     attrs = {"s": rng.choice(list("pqr"), 180), "t": rng.choice(list("uv"), 180)}
-    r = hfm(columns, y, y[::-1], sensitive_features=attrs, method="approx", m1=3, m2=2, rng=4)
+    r = hfm(columns, y, y[::-1], sensitive_features=attrs, method="approx", m1=3, m2=2,
+            random_state=4)
     perm = rng.permutation(180)
     shuffled = hfm({k: v[perm] for k, v in columns.items()}, y[perm], y[::-1][perm],
                    sensitive_features={k: v[perm] for k, v in attrs.items()}, method="approx",
-                   m1=3, m2=2, rng=4)
+                   m1=3, m2=2, random_state=4)
     for name in attrs:
         assert _fields(shuffled.per_attribute[name]) == pytest.approx(
             _fields(r.per_attribute[name]), rel=1e-14)
@@ -552,7 +557,7 @@ def test_approx_is_close_on_separated_groups(seed):
     x = 0.1 * rng.normal(size=(1000, 6)) + a[:, None] * (u / np.linalg.norm(u))
     y = np.zeros(1000)
     exact = hfm(x, y, y, sensitive_features=a, scale=False)
-    approx = hfm(x, y, y, sensitive_features=a, scale=False, method="approx", rng=seed)
+    approx = hfm(x, y, y, sensitive_features=a, scale=False, method="approx", random_state=seed)
     ratio = np.array([approx.distance, approx.distance_average]) / \
         np.array([exact.distance, exact.distance_average]) - 1
     assert ((ratio >= -1e-12) & (ratio <= 0.05)).all()
@@ -564,7 +569,7 @@ def test_approx_is_close_on_separated_groups(seed):
 def test_single_valued_attribute_is_nan_with_reason(method):
     with pytest.warns(UndefinedMetricWarning, match="single group"):
         r = hfm([0.0, 0.5, 1.0], [0, 1, 0], [0, 1, 1], sensitive_features=["a", "a", "a"],
-                method=method, rng=0)
+                method=method, random_state=0)
     assert math.isnan(r.distance)
 
 
@@ -688,7 +693,7 @@ def test_adult_end_to_end(adult_raw):
     y_pred = ((df["education-num"] >= 13) | (df["capital-gain"] > 5000)).to_numpy().astype(int)
     exact = hfm(X, y_true, y_pred, sensitive_features=df[["race", "sex"]])
     approx = hfm(X, y_true, y_pred, sensitive_features=df[["race", "sex"]], method="approx",
-                 m1=5, rng=0)
+                 m1=5, random_state=0)
     assert (_fields(approx) >= _fields(exact) - 1e-12).all()
 
 
@@ -737,7 +742,7 @@ def test_sampled_with_every_row_as_query_equals_exact():
     X, y, pred, sf = _sampled_case()
     exact = hfm(X, y, pred, sensitive_features=sf, version="average")
     full = hfm(X, y, pred, sensitive_features=sf, version="average", method="sampled",
-               n_queries=10_000, rng=0)
+               n_queries=10_000, random_state=0)
     assert full.n_queries == 400
     np.testing.assert_allclose(
         [full.value, full.distance_average, full.distance_model_average],
@@ -753,7 +758,7 @@ def test_sampled_average_distance_is_unbiased_and_its_interval_covers():
     X, y, pred, sf = _sampled_case()
     exact = hfm(X, y, pred, sensitive_features=sf, version="average")
     runs = [hfm(X, y, pred, sensitive_features=sf, version="average", method="sampled",
-                n_queries=40, rng=seed) for seed in range(300)]
+                n_queries=40, random_state=seed) for seed in range(300)]
     means = np.array([r.distance_average for r in runs])
     # unbiased: the average of 300 estimates is within 3 standard errors of the exact mean
     assert abs(means.mean() - exact.distance_average) < 3 * means.std(ddof=1) / np.sqrt(300)
@@ -764,5 +769,5 @@ def test_sampled_average_distance_is_unbiased_and_its_interval_covers():
 def test_sampled_maximal_version_is_undefined_with_the_reason():
     X, y, pred, sf = _sampled_case(n=60)
     with pytest.warns(UndefinedMetricWarning, match="estimates the average version only"):
-        r = hfm(X, y, pred, sensitive_features=sf, method="sampled", n_queries=20, rng=0)
+        r = hfm(X, y, pred, sensitive_features=sf, method="sampled", n_queries=20, random_state=0)
     assert np.isnan(r.value) and np.isnan(r.value_max) and np.isfinite(r.value_average)

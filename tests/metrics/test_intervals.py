@@ -1,9 +1,10 @@
 """Confidence intervals and chance levels of between-group gaps (issue 16).
 
-Hand-derived cases, the undefined cases (rate gaps: ``test_rate_intervals.py``), and coverage: on simulated windows with a known population value the 95%
-interval must cover it in 93-97% of 500 replications, at parity and for a real gap, with 2
-and 5 groups, small and large windows. (The full table, with more replications and the score
-metrics at 5 groups, is printed by ``benchmarks/bench_intervals.py``.)
+Hand-derived cases, the undefined cases (rate gaps: ``test_rate_intervals.py``), and coverage: on
+simulated windows with a known population value the 95% interval must cover it in 93-97% of 500
+replications, at parity and for a real gap, with 2 and 5 groups, small and large windows. (The full
+table, with more replications and the score metrics at 5 groups, is printed by
+``benchmarks/bench_intervals.py``.)
 """
 
 from __future__ import annotations

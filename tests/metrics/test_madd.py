@@ -708,7 +708,8 @@ def test_compiled_curve_equals_numpy_sums(seed, n_a, n_b, decimals):
         a, b = np.round(a, decimals), np.round(b, decimals)
     ca, cb = _edge_counts(a, grid), _edge_counts(b, grid)
     per_bin = np.abs(ca / n_a - cb / n_b)
-    expected = [per_bin[lo:hi].sum() for lo, hi in zip(grid.start.tolist(), grid.stop, strict=True)]
+    expected = [per_bin[lo:hi].sum()
+                for lo, hi in zip(grid.start.tolist(), grid.stop, strict=True)]
     got = madd_curve(ca / n_a, cb / n_b, grid.start, grid.start + grid.bins)
     assert got.tolist() == expected  # bit for bit, as a fixed-bandwidth call
 

@@ -28,7 +28,8 @@ def shifted(seed, n=100, shift=0.0):
 def null_run(seed, n=100, n_resamples=99):
     """The test on a sample where both groups come from one Beta(2, 5)."""
     y, s = shifted(seed, n)
-    return permutation_test(abcc, y, sensitive_features=s, n_resamples=n_resamples, rng=seed)
+    return permutation_test(abcc, y, sensitive_features=s, n_resamples=n_resamples,
+                            random_state=seed)
 
 
 @functools.cache
@@ -47,13 +48,14 @@ def test_p_values_under_the_null_rarely_small():
 
 def test_strong_shift_gives_the_smallest_p_value():
     y, s = shifted(1, shift=0.2)
-    result = permutation_test(abcc, y, sensitive_features=s, n_resamples=199, rng=1)
+    result = permutation_test(abcc, y, sensitive_features=s, n_resamples=199, random_state=1)
     assert result.p_value == 1 / 200
 
 
 def test_abpc_strong_shift_is_detected():
     y, s = shifted(2, shift=0.2)
-    assert permutation_test(abpc, y, sensitive_features=s, n_resamples=49, rng=2).p_value == 0.02
+    assert permutation_test(abpc, y, sensitive_features=s, n_resamples=49,
+                            random_state=2).p_value == 0.02
 
 
 def test_null_mean_is_the_small_sample_floor():
@@ -71,15 +73,15 @@ def test_null_floor_shrinks_with_group_size():
 
 def test_same_seed_same_result():
     y, s = shifted(4)
-    first = permutation_test(abcc, y, sensitive_features=s, n_resamples=50, rng=7)
-    second = permutation_test(abcc, y, sensitive_features=s, n_resamples=50, rng=7)
+    first = permutation_test(abcc, y, sensitive_features=s, n_resamples=50, random_state=7)
+    second = permutation_test(abcc, y, sensitive_features=s, n_resamples=50, random_state=7)
     assert np.array_equal(first.null_distribution, second.null_distribution)
 
 
 def test_different_seed_different_null():
     y, s = shifted(4)
-    first = permutation_test(abcc, y, sensitive_features=s, n_resamples=50, rng=7)
-    other = permutation_test(abcc, y, sensitive_features=s, n_resamples=50, rng=8)
+    first = permutation_test(abcc, y, sensitive_features=s, n_resamples=50, random_state=7)
+    other = permutation_test(abcc, y, sensitive_features=s, n_resamples=50, random_state=8)
     assert not np.array_equal(first.null_distribution, other.null_distribution)
 
 
@@ -87,21 +89,21 @@ def test_p_value_counts_ties_and_adds_one():
     # a metric blind to the labels: every shuffle ties with the observed value
     const = lambda y, *, sensitive_features: 0.3  # noqa: E731
     result = permutation_test(const, [0.1, 0.2, 0.3, 0.4], sensitive_features=[0, 0, 1, 1],
-                              n_resamples=9, rng=0)
+                              n_resamples=9, random_state=0)
     assert (result.p_value, result.null_mean, result.null_std) == (1.0, 0.3, 0.0)
 
 
 def test_p_value_exact_enumeration():
     # 2 + 2 rows: 6 labellings, 2 of them give the observed ABCC of 0.5 -> P(null >= obs) = 1/3
     y, s = [0.1, 0.2, 0.6, 0.7], [0, 0, 1, 1]
-    result = permutation_test(abcc, y, sensitive_features=s, n_resamples=1000, rng=5)
+    result = permutation_test(abcc, y, sensitive_features=s, n_resamples=1000, random_state=5)
     expected = (1 + result.n_resamples / 3) / (1 + result.n_resamples)
     assert result.p_value == pytest.approx(expected, abs=0.05)  # 3.4 sd of the estimate
 
 
 def test_result_value_is_observed_and_frozen():
     y, s = shifted(5)
-    result = permutation_test(abcc, y, sensitive_features=s, n_resamples=20, rng=0)
+    result = permutation_test(abcc, y, sensitive_features=s, n_resamples=20, random_state=0)
     assert result.value == abcc(y, sensitive_features=s)
     with pytest.raises(dataclasses.FrozenInstanceError):
         result.observed = 0.0  # type: ignore[misc]
@@ -110,7 +112,8 @@ def test_result_value_is_observed_and_frozen():
 def test_metric_options_are_passed():
     y = np.concatenate([shifted(6)[0], np.random.default_rng(6).beta(5, 2, 100)])
     s = np.repeat(["a", "b", "c"], 100)
-    result = permutation_test(abcc, y, sensitive_features=s, n_resamples=5, rng=0, agg="mean")
+    result = permutation_test(abcc, y, sensitive_features=s, n_resamples=5, random_state=0,
+                              agg="mean")
     assert result.observed == abcc(y, sensitive_features=s, agg="mean")
 
 
@@ -119,8 +122,8 @@ def test_registry_name_and_hard_predictions():
     y_pred = np.concatenate([rng.random(200) < 0.3, rng.random(200) < 0.6]).astype(int)
     s = np.repeat([0, 1], 200)
     result = permutation_test("demographic_parity_difference", y_pred, sensitive_features=s,
-                              n_resamples=99, rng=0)
-    assert result.observed == demographic_parity_difference(y_pred, sensitive_features=s)
+                              n_resamples=99, random_state=0)
+    assert result.observed == demographic_parity_difference(None, y_pred, sensitive_features=s)
     assert result.p_value == 0.01
 
 
@@ -128,7 +131,8 @@ def test_higher_is_fairer_metric_tests_the_lower_side():
     rng = np.random.default_rng(8)
     y_pred = np.concatenate([rng.random(200) < 0.3, rng.random(200) < 0.6]).astype(int)
     result = permutation_test("demographic_parity_ratio", y_pred,
-                              sensitive_features=np.repeat([0, 1], 200), n_resamples=99, rng=0)
+                              sensitive_features=np.repeat([0, 1],
+                                                           200), n_resamples=99, random_state=0)
     assert result.p_value == 0.01
 
 
@@ -152,7 +156,7 @@ def test_bad_arguments(kwargs, match):
 
 def test_undefined_observed_gives_nan_result():
     with pytest.warns(UndefinedMetricWarning, match="single group"):
-        result = permutation_test(abcc, [0.1, 0.2], sensitive_features=[0, 0], rng=0)
+        result = permutation_test(abcc, [0.1, 0.2], sensitive_features=[0, 0], random_state=0)
     assert np.isnan(result.p_value)
 
 
@@ -160,7 +164,7 @@ def test_min_group_size_applies_before_shuffling():
     y, s = shifted(9, shift=0.3)
     y, s = np.append(y, 0.99), np.append(s, "tiny")
     with pytest.warns(GroupExclusionWarning, match="tiny"):
-        result = permutation_test(abcc, y, sensitive_features=s, n_resamples=30, rng=0,
+        result = permutation_test(abcc, y, sensitive_features=s, n_resamples=30, random_state=0,
                                   min_group_size=2)
     assert result.observed == pytest.approx(stats.wasserstein_distance(y[s == "a"], y[s == "b"]),
                                             abs=1e-12)
@@ -168,7 +172,7 @@ def test_min_group_size_applies_before_shuffling():
 
 def test_result_type():
     result = permutation_test(abcc, [0.1, 0.2, 0.8, 0.9], sensitive_features=[0, 0, 1, 1],
-                              n_resamples=3, rng=0)
+                              n_resamples=3, random_state=0)
     assert isinstance(result, PermutationResult)
 
 

@@ -38,9 +38,9 @@ def data():
 def test_parity_gaps_equal_fairlearns_weighted_gaps(data):
     g, _, y_true, y_pred, w = data
     kw = {"sensitive_features": g, "sample_weight": w}
-    assert demographic_parity_difference(y_pred, **kw) == pytest.approx(
+    assert demographic_parity_difference(None, y_pred, **kw) == pytest.approx(
         fl.demographic_parity_difference(y_true, y_pred, **kw), abs=1e-12)
-    assert demographic_parity_ratio(y_pred, **kw) == pytest.approx(
+    assert demographic_parity_ratio(None, y_pred, **kw) == pytest.approx(
         fl.demographic_parity_ratio(y_true, y_pred, **kw), abs=1e-12)
     assert equalized_odds_difference(y_true, y_pred, **kw) == pytest.approx(
         fl.equalized_odds_difference(y_true, y_pred, **kw), abs=1e-12)
@@ -75,8 +75,8 @@ def test_unit_weights_change_nothing(data):
     one = np.ones(g.size)
     assert abcc(score, sensitive_features=g, sample_weight=one) == pytest.approx(
         abcc(score, sensitive_features=g), abs=1e-12)
-    assert demographic_parity_difference(y_pred, sensitive_features=g, sample_weight=one) \
-        == demographic_parity_difference(y_pred, sensitive_features=g)
+    assert demographic_parity_difference(None, y_pred, sensitive_features=g, sample_weight=one) \
+        == demographic_parity_difference(None, y_pred, sensitive_features=g)
 
 
 @pytest.mark.parametrize("bad, match", [
@@ -85,7 +85,7 @@ def test_unit_weights_change_nothing(data):
 ])
 def test_bad_weights_are_refused_with_the_fix(bad, match):
     with pytest.raises(InvalidInputError, match=match):
-        demographic_parity_difference([1, 0, 1], sensitive_features=list("aab"),
+        demographic_parity_difference(None, [1, 0, 1], sensitive_features=list("aab"),
                                       sample_weight=bad)
 
 

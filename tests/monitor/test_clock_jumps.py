@@ -49,7 +49,7 @@ class GrowingSource(MemorySource):
 
 def _oracle(frame, k):
     rows = frame[(frame.timestamp >= T0 + k * H) & (frame.timestamp < T0 + (k + 1) * H)]
-    return len(rows), demographic_parity_difference(rows.prediction.to_numpy(),
+    return len(rows), demographic_parity_difference(None, rows.prediction.to_numpy(),
                                                     sensitive_features=rows.sex.to_numpy())
 
 

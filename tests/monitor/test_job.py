@@ -234,7 +234,7 @@ def test_missing_sensitive_values_are_grouped_by_default_or_dropped_and_counted(
                                     MemorySource(frame), T0, T0 + H, now=T0 + H).report
     assert dropped.n_rows == 180 and "missing" not in dropped.group_counts["sex"]
     assert dropped.values[(DPD, "sex")] == pytest.approx(demographic_parity_difference(
-        kept["prediction"].to_numpy(), sensitive_features=kept["sex"].to_numpy()))
+        None, kept["prediction"].to_numpy(), sensitive_features=kept["sex"].to_numpy()))
     assert "sensitive attribute 'sex': 20 row(s) with a missing value dropped from the window" \
         in dropped.notes
     with pytest.raises(Exception, match=r"missing.sex: must be one of \['group', 'drop', "

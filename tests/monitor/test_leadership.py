@@ -11,6 +11,7 @@ tick + a margin for a loaded machine); ``benchmarks/bench_failover.py`` measures
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import time
 import uuid
@@ -146,10 +147,9 @@ def test_leader_paused_inside_a_postgres_transaction_does_not_keep_the_lease(pos
         taken = False
         while not taken:
             assert time.monotonic() - t0 < 15, "the paused transaction kept the lease row"
-            try:
+            # an OperationalError: the row is still locked, try again
+            with contextlib.suppress(sa.exc.OperationalError):
                 taken = b.acquire()  # waits at most lock_timeout, never hangs
-            except sa.exc.OperationalError:
-                pass  # the row is still locked: try again
             time.sleep(0.1)
         assert b.token == 2
         with pytest.raises(sa.exc.DBAPIError):  # the server ended the paused transaction

@@ -57,9 +57,10 @@ def _undefined(registry, metric, reason):
 
 def _oracle(frame, metric, hour):
     """The metric computed directly on one hour's rows (independent of the pipeline)."""
-    rows = frame[(frame["timestamp"] >= T0 + hour * H) & (frame["timestamp"] < T0 + (hour + 1) * H)]
+    start, end = T0 + hour * H, T0 + (hour + 1) * H
+    rows = frame[(frame["timestamp"] >= start) & (frame["timestamp"] < end)]
     if metric == DPD:
-        return demographic_parity_difference(rows["prediction"].to_numpy(),
+        return demographic_parity_difference(None, rows["prediction"].to_numpy(),
                                              sensitive_features=rows["sex"].to_numpy())
     return equalized_odds_difference(rows["label"].to_numpy(), rows["prediction"].to_numpy(),
                                      sensitive_features=rows["sex"].to_numpy())

@@ -106,7 +106,7 @@ def test_a_failing_plot_costs_no_metric_and_is_named_in_a_tag(
                           targets="label")
     ours = [str(w.message) for w in caught if issubclass(w.category, ArtifactWarning)]
     assert len(ours) == 1 and "score_cdf__group.png: RuntimeError: disk full" in ours[0]
-    expected = demographic_parity_difference(clf.predict(data[["x1", "x2"]]),
+    expected = demographic_parity_difference(None, clf.predict(data[["x1", "x2"]]),
                                              sensitive_features=data["group"])
     assert result.metrics["fairness/demographic_parity_difference/group"] == expected
     assert mlflow.get_run(result.run_id).data.metrics[
@@ -135,7 +135,7 @@ def test_missing_sensitive_values_are_their_own_group_by_default(logreg: Any,
     pred = clf.predict(data[["x1", "x2"]])
     labels = np.where(column.isna().to_numpy(), "missing", column.astype(str).to_numpy())
     assert result.metrics["fairness/demographic_parity_difference/group"] == pytest.approx(
-        demographic_parity_difference(pred, sensitive_features=labels))
+        demographic_parity_difference(None, pred, sensitive_features=labels))
 
 
 def test_missing_sensitive_values_can_be_dropped_and_counted(logreg: Any) -> None:
@@ -147,7 +147,7 @@ def test_missing_sensitive_values_can_be_dropped_and_counted(logreg: Any) -> Non
     assert result.metrics["fairness/missing_count/group"] == 200.0
     assert "fairness/group_count/group/missing" not in result.metrics
     assert result.metrics["fairness/demographic_parity_difference/group"] == pytest.approx(
-        demographic_parity_difference(clf.predict(kept[["x1", "x2"]]),
+        demographic_parity_difference(None, clf.predict(kept[["x1", "x2"]]),
                                       sensitive_features=kept["group"]))
 
 
@@ -197,7 +197,7 @@ def test_tiny_groups_are_left_out_by_default_instead_of_driving_the_gap(logreg: 
                                   "metrics": ["demographic_parity_difference"]},
                      targets="label")
     assert loose.metrics["fairness/demographic_parity_difference/group"] == pytest.approx(
-        demographic_parity_difference(clf.predict(small[["x1", "x2"]]),
+        demographic_parity_difference(None, clf.predict(small[["x1", "x2"]]),
                                       sensitive_features=small["group"]))
 
 
@@ -226,7 +226,7 @@ def test_extra_columns_are_not_given_to_the_model(logreg: Any) -> None:
     result = evaluate(uri, extra, {"sensitive_features": ["group"], "metrics": FAST},
                       targets="label")
     assert result.metrics["fairness/demographic_parity_difference/group"] == pytest.approx(
-        demographic_parity_difference(clf.predict(data[["x1", "x2"]]),
+        demographic_parity_difference(None, clf.predict(data[["x1", "x2"]]),
                                       sensitive_features=data["group"]))
 
 
@@ -254,7 +254,7 @@ def test_a_model_using_the_sensitive_column_is_pointed_to_model_uses_sensitive(
     result = evaluate(uri, data, {"sensitive_features": ["group"], "metrics": FAST,
                                   "model_uses_sensitive": True}, targets="label")
     assert result.metrics["fairness/demographic_parity_difference/group"] == pytest.approx(
-        demographic_parity_difference(clf.predict(data[["x1", "x2", "group"]]),
+        demographic_parity_difference(None, clf.predict(data[["x1", "x2", "group"]]),
                                       sensitive_features=data["group"]))
 
 
@@ -334,7 +334,7 @@ def test_a_multiclass_model_needs_pos_label_and_then_compares_that_class(
                       targets="tier")
     pred = clf.predict(data[["x1", "x2"]]) == 2
     assert result.metrics["fairness/demographic_parity_difference/group"] == pytest.approx(
-        demographic_parity_difference(pred, sensitive_features=data["group"]))
+        demographic_parity_difference(None, pred, sensitive_features=data["group"]))
     from fairmonitor.metrics import abcc
 
     assert result.metrics["fairness/abcc/group"] == pytest.approx(

@@ -69,8 +69,8 @@ def direct_value(name: str, sensitive: dict[str, np.ndarray], inputs: dict[str, 
     """The metric computed by calling its registered function, outside MLflow and the report."""
     spec = METRICS[name]
     kwargs = {i: inputs[i] for i in spec.optional_inputs if inputs[i] is not None}
-    if "rng" in inspect.signature(spec.func).parameters:
-        kwargs["rng"] = 0  # the evaluator's default seed
+    if "random_state" in inspect.signature(spec.func).parameters:
+        kwargs["random_state"] = 0  # the evaluator's default seed
     if "predict" in spec.inputs:
         kwargs.update(ROBUSTNESS)
     with warnings.catch_warnings():
@@ -133,8 +133,9 @@ def test_parity_values_equal_the_metric_functions(uri_result: Any, german_model:
     sf = attribute_columns(german_model.data, attr)
     y, p = model_inputs["y_true"], model_inputs["y_pred"]
     expected = {
-        "demographic_parity_difference": demographic_parity_difference(p, sensitive_features=sf),
-        "demographic_parity_ratio": demographic_parity_ratio(p, sensitive_features=sf),
+        "demographic_parity_difference": demographic_parity_difference(None, p,
+                                                                       sensitive_features=sf),
+        "demographic_parity_ratio": demographic_parity_ratio(None, p, sensitive_features=sf),
         "equalized_odds_difference": equalized_odds_difference(y, p, sensitive_features=sf),
         "equal_opportunity_difference": equal_opportunity_difference(y, p,
                                                                      sensitive_features=sf),
@@ -172,7 +173,7 @@ def test_robustness_ratios_are_logged_per_level_with_steps(uri_result: Any,
 
     expected = robustness_ratio(model_inputs["predict"], model_inputs["X"],
                                 sensitive_features=attribute_columns(german_model.data, "sex"),
-                                y_true=model_inputs["y_true"], rng=0, **ROBUSTNESS)
+                                y_true=model_inputs["y_true"], random_state=0, **ROBUSTNESS)
     history = MlflowClient().get_metric_history(
         uri_result.run_id, "fairness/robustness_ratio/demographic_parity_difference/sex")
     logged = sorted((m.step, m.value) for m in history)
@@ -340,7 +341,7 @@ def test_static_score_predictions_are_thresholded(german_model: GermanModel,
     result = evaluate(None, data, {"sensitive_features": ["sex"], "threshold": 0.7,
                                    "metrics": ["demographic_parity_difference"]},
                       targets=LABEL, predictions="score")
-    expected = demographic_parity_difference(model_inputs["y_score"] >= 0.7,
+    expected = demographic_parity_difference(None, model_inputs["y_score"] >= 0.7,
                                              sensitive_features=data["sex"])
     assert result.metrics["fairness/demographic_parity_difference/sex"] == expected
 
@@ -415,7 +416,7 @@ def test_plain_callable_has_no_score_metrics(german_model: GermanModel,
     result = evaluate(lambda X: clf.predict(X), german_model.data,
                       {"sensitive_features": ["sex"], "robustness": False}, targets=LABEL)
     assert result.metrics["fairness/demographic_parity_difference/sex"] == (
-        demographic_parity_difference(model_inputs["y_pred"],
+        demographic_parity_difference(None, model_inputs["y_pred"],
                                       sensitive_features=german_model.data["sex"]))
     score_metrics = [n for n, s in METRICS.items() if "y_score" in s.inputs]
     assert not [k for k in result.metrics if k.split("/")[1] in score_metrics]
@@ -436,7 +437,8 @@ def test_deprecated_mlflow_evaluate_works_with_a_future_warning(
                                      "sensitive_features": ["sex"],
                                      "metrics": ["demographic_parity_difference"]}})
     assert result.metrics["fairness/demographic_parity_difference/sex"] == (
-        demographic_parity_difference(model_inputs["y_pred"], sensitive_features=data["sex"]))
+        demographic_parity_difference(None, model_inputs["y_pred"],
+                                      sensitive_features=data["sex"]))
 
 
 def test_missing_sensitive_column_names_it_and_lists_the_columns(

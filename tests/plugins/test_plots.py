@@ -6,10 +6,10 @@ import warnings
 from types import SimpleNamespace
 
 import numpy as np
+from fairmonitor_mlflow import plots
 
 from fairmonitor.metrics._intervals import Interval
 from fairmonitor.report import Window, evaluate_window
-from fairmonitor_mlflow import plots
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

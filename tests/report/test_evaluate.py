@@ -30,7 +30,7 @@ def test_values_equal_direct_metric_calls(frame):
     r = evaluate_window(w, metrics=["demographic_parity_difference", "equalized_odds_difference"])
     y_pred = (frame["score"] >= 0.5).astype(int)
     assert r.values[("demographic_parity_difference", "sex")] == demographic_parity_difference(
-        y_pred, sensitive_features=frame["sex"])
+        None, y_pred, sensitive_features=frame["sex"])
     assert r.values[("equalized_odds_difference", "sex:race")] == equalized_odds_difference(
         frame["label"], y_pred, sensitive_features=frame[["sex", "race"]])
     assert r.attributes == ("sex", "race", "sex:race")
@@ -63,7 +63,8 @@ def test_undefined_metric_reason_is_the_warning_text():
 def test_failing_metric_is_coerced_or_raised():
     w = Window({"g": ["a", "b"]}, y_pred=[0.3, 0.9])  # scores where predictions are expected
     r = evaluate_window(w, metrics=["demographic_parity_difference"])
-    assert r.reasons[("demographic_parity_difference", "g")].startswith("error: `y_pred` must hold")
+    reason = r.reasons[("demographic_parity_difference", "g")]
+    assert reason.startswith("error: `y_pred` must hold")
     with pytest.raises(InvalidInputError):
         evaluate_window(w, metrics=["demographic_parity_difference"], errors="raise")
 
@@ -134,12 +135,14 @@ def test_small_groups_are_noted(frame):
 
 def test_unknown_metric_lists_registered():
     w = Window({"g": ["a", "b"]}, y_pred=[0, 1])
-    with pytest.raises(InvalidInputError, match="unknown metric 'dp'; registered metrics are: demographic_parity_difference"):
+    with pytest.raises(InvalidInputError, match="unknown metric 'dp'; registered metrics are: "
+                                                "demographic_parity_difference"):
         evaluate_window(w, metrics=["dp"])
 
 
 def test_missing_column_lists_available(frame):
-    with pytest.raises(InvalidInputError, match=r"column\(s\) \['gender'\] not in the data; available columns"):
+    with pytest.raises(InvalidInputError,
+                       match=r"column\(s\) \['gender'\] not in the data; available columns"):
         Window.from_frame(frame, sensitive_features=["gender"])
 
 

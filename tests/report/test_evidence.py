@@ -9,13 +9,20 @@ import pytest
 from scipy.stats import norm
 
 from fairmonitor.report.evidence import (
-    CAP_FACTOR, SE_FLOOR_FRACTION, Budget, Evidence, accumulate, comparisons, increment,
+    CAP_FACTOR,
+    SE_FLOOR_FRACTION,
+    Budget,
+    Evidence,
+    accumulate,
+    comparisons,
+    increment,
 )
 
 Z95 = norm.ppf(0.975)
+BUDGET = Budget()  # frozen: one shared default
 
 
-def _window(value, se, level=0.1, bound="upper", budget=Budget(), **kw):
+def _window(value, se, level=0.1, bound="upper", budget=BUDGET, **kw):
     return dict(value=value, lower=value - Z95 * se, upper=value + Z95 * se, level=level,
                 bound=bound, budget=budget, **kw)
 
@@ -102,7 +109,7 @@ def test_evidence_round_trips_through_a_dict():
     assert Evidence.from_dict({}) == Evidence()
 
 
-def _run_lengths(gap, se, *, runs, page_level, rng, level=0.1, budget=Budget(), limit=100_000):
+def _run_lengths(gap, se, *, runs, page_level, rng, level=0.1, budget=BUDGET, limit=100_000):
     """Windows to the first page of |N(gap, se)| windows (the folded statistic)."""
     out = []
     for _ in range(runs):

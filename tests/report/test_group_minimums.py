@@ -7,7 +7,6 @@ for a TPR, actual negatives for an FPR, predicted positives for precision), and
 
 from __future__ import annotations
 
-import math
 import warnings
 from datetime import UTC, datetime, timedelta
 
@@ -22,9 +21,9 @@ from fairmonitor.metrics import (
     predictive_parity_difference,
 )
 from fairmonitor.metrics._rate_intervals import wilson_interval
+from fairmonitor.monitor.checkpoint import MemoryCheckpoint
 from fairmonitor.monitor.config import load_config
 from fairmonitor.monitor.job import run_once
-from fairmonitor.monitor.checkpoint import MemoryCheckpoint
 from fairmonitor.monitor.sources import MemorySource
 from fairmonitor.report import (
     MIN_CONDITION_SIZE,

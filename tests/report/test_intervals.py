@@ -215,7 +215,8 @@ def _permutation_mean(metric, scores, groups, **kw):
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        r = permutation_test(metric, scores, sensitive_features=groups, n_resamples=600, rng=1,
+        r = permutation_test(metric, scores, sensitive_features=groups, n_resamples=600,
+                             random_state=1,
                              **kw)
     return r.null_mean, r.null_std / math.sqrt(r.n_resamples)
 

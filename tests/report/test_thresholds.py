@@ -18,7 +18,8 @@ def test_upper_bound_severity(value, expected):
     assert Threshold("abcc", warning=0.05, critical=0.1).severity(value) == expected
 
 
-@pytest.mark.parametrize(("value", "expected"), [(0.95, "ok"), (0.85, "warning"), (0.5, "critical")])
+@pytest.mark.parametrize(("value", "expected"),
+                         [(0.95, "ok"), (0.85, "warning"), (0.5, "critical")])
 def test_lower_bound_severity(value, expected):
     t = Threshold("demographic_parity_ratio", warning=0.9, critical=0.8, bound="lower")
     assert t.severity(value) == expected
@@ -40,7 +41,8 @@ def test_inverted_bounds_rejected():
 def test_bad_values_rejected():
     with pytest.raises(ConfigError, match="give at least one"):
         Threshold("m")
-    with pytest.raises(ConfigError, match=r"thresholds.m.warning: must be a finite number; got 'x'"):
+    with pytest.raises(ConfigError,
+                       match=r"thresholds.m.warning: must be a finite number; got 'x'"):
         Threshold("m", warning="x")
     with pytest.raises(ConfigError, match="bound: must be 'upper' or 'lower'"):
         Threshold("m", warning=1, bound="above")
@@ -59,7 +61,8 @@ def test_worst_and_codes():
     # a governed value that is NaN must not read "ok" (MLflow's validation fails on it too)
     assert worst(["ok", "undefined"]) == "undefined"
     assert worst(["undefined"]) == "undefined"
-    assert [severity_code(s) for s in ("ok", "warning", "critical", "undefined")] == [0, 1, 2, None]
+    codes = [severity_code(s) for s in ("ok", "warning", "critical", "undefined")]
+    assert codes == [0, 1, 2, None]
 
 
 def test_a_bound_against_the_metric_direction_needs_the_override():

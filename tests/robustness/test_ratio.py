@@ -254,7 +254,7 @@ def test_exactly_one_predict_call_per_level(gaussian_dp):
 def test_one_call_per_draw_gives_the_same_curve(gaussian_dp):
     # §6 J: the batched call equals K separate calls on the same noise
     X, a = gaussian_dp
-    kw = dict(sensitive_features=a[::50], metrics="dp", rng=3)
+    kw = dict(sensitive_features=a[::50], metrics="dp", random_state=3)
     batched = robustness_ratio(threshold_x, X[::50], **kw)
     model = Recorder(threshold_x)
     separate = robustness_ratio(model, X[::50], max_batch_rows=4000, early_stop=False, **kw)
@@ -270,14 +270,15 @@ def test_same_seed_is_bit_identical_and_another_seed_differs(rng):
     def model(X):
         return (X["x"].to_numpy() + (X["c"] == "a").to_numpy() > 0.3).astype(int)
 
-    one, two = (robustness_ratio(model, X, sensitive_features=a, rng=5) for _ in range(2))
-    other = robustness_ratio(model, X, sensitive_features=a, rng=6)
+    one, two = (robustness_ratio(model, X, sensitive_features=a, random_state=5) for _ in range(2))
+    other = robustness_ratio(model, X, sensitive_features=a, random_state=6)
     np.testing.assert_array_equal(one.gaps[DP], two.gaps[DP])
     np.testing.assert_array_equal(one.flip_rate, two.flip_rate)
     assert not np.array_equal(one.gaps[DP], other.gaps[DP])
     default = robustness_ratio(model, X, sensitive_features=a)  # rng=None means seed 0
     np.testing.assert_array_equal(default.gaps[DP],
-                                  robustness_ratio(model, X, sensitive_features=a, rng=0).gaps[DP])
+                                  robustness_ratio(model, X, sensitive_features=a,
+                                                   random_state=0).gaps[DP])
 
 
 def test_early_stop_between_chunks_when_the_standard_error_is_small(gaussian_dp):
@@ -343,7 +344,7 @@ def test_gaps_equal_the_metric_functions_per_repeat(rng):
         with pytest.warns(GroupExclusionWarning):
             eo = [equalized_odds_difference(y, p, sensitive_features=g) for p in yhat]
             eop = [equal_opportunity_difference(y, p, sensitive_features=g) for p in yhat]
-        dp = [demographic_parity_difference(p, sensitive_features=g) for p in yhat]
+        dp = [demographic_parity_difference(None, p, sensitive_features=g) for p in yhat]
         assert res.gaps[DP][i] == np.mean(dp)
         assert res.gaps[EO][i] == np.mean(eo)
         assert res.gaps[EOP][i] == np.mean(eop)

@@ -23,7 +23,8 @@ def test_a_frozen_matcher_matches_every_window_alike(spark, prediction_log, tmp_
     log = prediction_log(3000, hours=3, seed=5)
     log.to_parquet(tmp_path / "log.parquet")
     reference = prediction_log(2000, hours=1, seed=6)
-    matcher = {attr: fit_matcher(reference[FEATURES], sensitive_features=reference[attr], rng=0)
+    matcher = {attr: fit_matcher(reference[FEATURES], sensitive_features=reference[attr],
+                                 random_state=0)
                for attr in SENSITIVE}
     frame = spark.read.parquet(str(tmp_path / "log.parquet")).repartition(2)
     hourly = summarize_spark(frame, sensitive_features=SENSITIVE, label="label", score="score",

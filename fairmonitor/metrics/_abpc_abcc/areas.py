@@ -75,7 +75,7 @@ def _w1_sorted(a: NDArray[np.float64], b: NDArray[np.float64]) -> float:
 
 
 def _is_sorted(values: NDArray[np.float64]) -> bool:
-    """True if ascending: one compiled pass, stopped at the first block of 1024 with a descent."""
+    """Return True if ascending: one compiled pass, stopped at the first block with a descent."""
     from . import compiled
 
     return bool(compiled.is_sorted(values))
@@ -115,7 +115,7 @@ def _sorted_by_group(scores: NDArray[np.float64], groups: Groups) -> list[NDArra
 
 def _pairs(metric: str, groups: Groups, keep: list[int],
            pair: Callable[[int, int], float]) -> PairwiseMatrix:
-    """The symmetric matrix of ``pair(i, j)`` over the groups ``keep`` (indices into groups)."""
+    """Return the symmetric matrix of ``pair(i, j)`` over groups ``keep`` (indices into groups)."""
     matrix = np.zeros((len(keep), len(keep)))
     for a in range(len(keep)):
         for b in range(a + 1, len(keep)):

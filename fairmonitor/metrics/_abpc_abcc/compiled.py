@@ -53,7 +53,7 @@ _VALUE, _SQUARED, _GAP, _STEPS = 0, 1, 2, 3
 
 @compiled
 def _leaf_terms(kind, x, y, k0, count, ux, uy, center, first, second):  # pragma: no cover
-    """The terms of steps ``k0 .. k0 + count - 1`` into ``first`` (and ``second``).
+    """Write the terms of steps ``k0 .. k0 + count - 1`` into ``first`` (and ``second``).
 
     ``kind`` picks them: ``_VALUE`` ``x[k]``, ``_SQUARED`` ``(x[k] - center)**2``, ``_GAP``
     ``|x[k] - y[k]|``, ``_STEPS`` the W1 step terms: x-step k spans the units
@@ -181,7 +181,7 @@ def std(values, ddof):  # pragma: no cover - compiled
 
 @compiled
 def is_sorted(values):  # pragma: no cover - compiled
-    """True if ascending; blocks of 1024 without an early exit, so that the loop vectorizes."""
+    """Return True if ascending; 1024-blocks without an early exit, so that the loop vectorizes."""
     n = values.size
     for lo in range(1, n, 1024):
         ascending = True

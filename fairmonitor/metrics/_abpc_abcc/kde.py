@@ -184,7 +184,7 @@ def density_from_binned(w: NDArray[np.float64], h: float, n: int) -> NDArray[np.
 
 def reference_density(scores: NDArray[np.float64], bandwidth: str | float
                       ) -> NDArray[np.float64]:
-    """The reference estimator: ``gaussian_kde`` evaluated on ``linspace(0, 1, 5000)``."""
+    """Return the reference estimator: ``gaussian_kde`` evaluated on ``linspace(0, 1, 5000)``."""
     from scipy.stats import gaussian_kde  # scipy.stats is slow to import; only compat needs it
 
     bw: str | float = bandwidth

@@ -42,7 +42,9 @@ from ..._validation import (
     check_same_length,
     check_scores,
     format_labels,
+    renamed_keyword,
     warn_undefined,
+    y_true_first,
 )
 from ...exceptions import GroupExclusionWarning, InvalidInputError
 from .._groups import Groups, encode_groups, sensitive_columns
@@ -247,12 +249,14 @@ def _resolve_matcher(matcher: Any, attribute: str, options: dict[str, Any]) -> C
     return matcher
 
 
+@renamed_keyword("rng", "random_state")
+@y_true_first(n_before=1)
 def counterpart_fairness(
     X: Any,
+    y_true: ArrayLike | None,
     y_pred: ArrayLike,
     *,
     sensitive_features: Any,
-    y_true: ArrayLike | None = None,
     caliper: float = 0.10,
     reference: Any = None,
     compare: Literal["reference", "rest"] = "reference",
@@ -262,7 +266,7 @@ def counterpart_fairness(
     min_pairs: int = 30,
     max_ps_auc: float | None = None,
     min_group_size: int = 1,
-    rng: Any = None,
+    random_state: Any = None,
     matcher: CounterpartMatcher | Mapping[str, CounterpartMatcher] | None = None,
 ) -> CounterpartResult:
     r"""Counterpart DP gap (CFair): the prediction gap between look-alike individuals.
@@ -281,13 +285,15 @@ def counterpart_fairness(
         The model's non-protected input features. Numeric columns are standardised;
         non-numeric ones are one-hot encoded; columns named like a sensitive attribute are
         left out.
+    y_true : array-like of 0/1, or None
+        Labels; adds the counterpart TPR, FPR and PPV gaps (``y_pred`` must then lie in
+        [0, 1]). None without labels. Positional, before ``y_pred``, as in :func:`hfm` and
+        fairlearn (the old ``counterpart_fairness(X, y_pred, *, y_true=...)`` is accepted
+        until fairmonitor 0.3 with a FutureWarning).
     y_pred : array-like of shape (n_samples,)
         Predictions: probabilities, hard labels or (without ``y_true``) any real output.
     sensitive_features : array-like, DataFrame or dict
         Group membership; several columns are intersected.
-    y_true : array-like of 0/1, optional
-        Labels; adds the counterpart TPR, FPR and PPV gaps (``y_pred`` must then lie in
-        [0, 1]).
     caliper : float, default=0.10
         Quantile of ``|logit difference|`` over all cross-group pairs used as the caliper.
     reference : object, optional
@@ -310,9 +316,10 @@ def counterpart_fairness(
         Also treat a comparison as without overlap when the propensity AUC reaches this.
     min_group_size : int, default=1
         Smaller groups are left out with a warning.
-    rng : numpy.random.Generator, int or None
+    random_state : numpy.random.Generator, int or None
         Seeds cross-fitting folds of non-linear propensity models and the metric-learning
-        sample. The default path is deterministic.
+        sample. The default path is deterministic. (``rng=``, its old name, is accepted until
+        fairmonitor 0.3 with a FutureWarning.)
     matcher : CounterpartMatcher or dict of them by attribute, optional
         A matching from :func:`fit_matcher` to reuse; ``caliper``, ``reference``, ``compare``,
         ``propensity_model`` and ``learn_metric`` must then stay at their defaults.
@@ -370,14 +377,14 @@ def counterpart_fairness(
     >>> group = np.where(rng.random(4000) < 0.3, "a", "b")
     >>> X = rng.normal(size=(4000, 2)) + np.where(group == "a", -0.5, 0.5)[:, None]
     >>> score = 1 / (1 + np.exp(-(2 * X[:, 0] + X[:, 1])))
-    >>> r = counterpart_fairness(X, score, sensitive_features=group)
+    >>> r = counterpart_fairness(X, None, score, sensitive_features=group)
     >>> round(r.dp_gap, 2), round(r.value, 3), r.n_pairs
     (0.4, 0.001, 1190)
 
     A 0.1 penalty on group ``"a"``, measured with the same matching:
 
-    >>> r2 = counterpart_fairness(X, score - 0.1 * (group == "a"), sensitive_features=group,
-    ...                           matcher=r.matcher)
+    >>> r2 = counterpart_fairness(X, None, score - 0.1 * (group == "a"),
+    ...                           sensitive_features=group, matcher=r.matcher)
     >>> round(r2.signed, 3), bool(r2.p_value < 1e-6)
     (-0.101, True)
     """
@@ -407,7 +414,8 @@ def counterpart_fairness(
         matcher, fit_logits, encoded = fit_comparisons(
             X, groups, n, caliper=caliper, reference=reference, compare=compare,
             propensity_model=propensity_model, learn_metric=learn_metric,
-            rng=np.random.default_rng(rng), exclude=sensitive_columns(sensitive_features))
+            rng=np.random.default_rng(random_state),
+            exclude=sensitive_columns(sensitive_features))
     else:
         matcher = _resolve_matcher(matcher, groups.name, {
             "caliper": (caliper, 0.10), "reference": (reference, None),

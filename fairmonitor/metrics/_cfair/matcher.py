@@ -16,7 +16,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from ..._validation import check_option, format_labels
+from ..._validation import check_option, format_labels, renamed_keyword
 from ...exceptions import InvalidInputError
 from .._groups import Groups, encode_groups, sensitive_columns
 from .features import FeatureEncoding, fit_encoding
@@ -259,9 +259,11 @@ def check_options(caliper: float, compare: str, reference: Any, propensity_model
         )
 
 
+@renamed_keyword("rng", "random_state")
 def fit_matcher(X: Any, *, sensitive_features: Any, caliper: float = 0.10, reference: Any = None,
                 compare: Literal["reference", "rest"] = "reference", propensity_model: Any = None,
-                learn_metric: bool = False, min_group_size: int = 1, rng: Any = None
+                learn_metric: bool = False, min_group_size: int = 1,
+                random_state: Any = None
                 ) -> CounterpartMatcher:
     """Fit the CFair matching of one sensitive attribute, for reuse across windows.
 
@@ -287,8 +289,9 @@ def fit_matcher(X: Any, *, sensitive_features: Any, caliper: float = 0.10, refer
         Refine the Mahalanobis matrix by the paper's eq. (7), constrained (experimental).
     min_group_size : int, default=1
         Smaller groups are left out with a warning.
-    rng : numpy.random.Generator, int or None
-        Seeds cross-fitting folds and the metric-learning sample.
+    random_state : numpy.random.Generator, int or None
+        Seeds cross-fitting folds and the metric-learning sample. (``rng=``, its old name, is
+        accepted until fairmonitor 0.3 with a FutureWarning.)
 
     Returns
     -------
@@ -312,6 +315,7 @@ def fit_matcher(X: Any, *, sensitive_features: Any, caliper: float = 0.10, refer
     return fit_comparisons(
         X, groups, n, caliper=caliper, reference=reference, compare=compare,
         propensity_model=propensity_model, learn_metric=learn_metric,
-        rng=np.random.default_rng(rng), exclude=sensitive_columns(sensitive_features))[0]
+        rng=np.random.default_rng(random_state),
+        exclude=sensitive_columns(sensitive_features))[0]
 
 

@@ -41,7 +41,7 @@ def _compiled(**options):
 
 @_compiled(inline="always")
 def _differing_lanes(x, lane_bits, low):  # pragma: no cover - compiled
-    """Number of non-zero ``lane_bits``-wide lanes of ``x``, branch-free.
+    """Return the number of non-zero ``lane_bits``-wide lanes of ``x``, branch-free.
 
     ``low`` has every bit of every lane set but the lane's top bit. The count is exact, like
     that of the exact path's vectorised :func:`._manifold_exact._count_lanes`.

@@ -70,7 +70,7 @@ def _available_cores() -> int:
 
 
 def default_m2(n: int) -> int:
-    """The paper's ``m2 = ceil(2 log10 n)``, at least 1.
+    """Return the paper's ``m2 = ceil(2 log10 n)``, at least 1.
 
     >>> default_m2(118), default_m2(1000), default_m2(30162), default_m2(1)
     (5, 6, 9, 1)

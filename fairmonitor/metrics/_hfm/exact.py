@@ -77,7 +77,7 @@ def _pack(codes: NDArray[np.intp], levels: tuple[int, ...]) -> tuple[NDArray[np.
 
 
 def _count_lanes(t: NDArray[np.uint64], bits: int) -> NDArray[np.uint64]:
-    """Number of non-zero ``bits``-wide lanes in each 64-bit word."""
+    """Return the number of non-zero ``bits``-wide lanes in each 64-bit word."""
     shift = bits // 2
     while shift:  # fold every lane onto its lowest bit (bits never reach the next lane's bit 0)
         t |= t >> np.uint64(shift)
@@ -129,7 +129,7 @@ class FeatureSpace:
         return self.columns.shape[0] + sum(self.levels)
 
     def take(self, rows: NDArray[np.intp]) -> FeatureSpace:
-        """The rows ``rows``, in that order."""
+        """Return the rows ``rows``, in that order."""
         return FeatureSpace(self.columns[:, rows], self.codes[rows], self.levels,
                             self.packed[:, rows], self.lane_bits)
 
@@ -155,7 +155,7 @@ class FeatureSpace:
         return out
 
     def dense(self) -> NDArray[np.float64]:
-        """The full ``(n, n_dims)`` matrix: numeric columns, then one-hot blocks."""
+        """Return the full ``(n, n_dims)`` matrix: numeric columns, then one-hot blocks."""
         n, n_num = self.n_samples, self.columns.shape[0]
         out = np.zeros((n, self.n_dims))
         out[:, :n_num] = self.columns.T

@@ -41,6 +41,7 @@ from ..._validation import (
     check_option,
     check_positive_int,
     check_same_length,
+    renamed_keyword,
     warn_undefined,
 )
 from ...exceptions import InvalidInputError
@@ -186,6 +187,7 @@ def _log_ratios(d: NDArray[np.float64], where: str) -> tuple[float, float]:
     return float(np.log10(model / data)), float(np.log10(model_avg / data_avg))
 
 
+@renamed_keyword("rng", "random_state")
 def hfm(
     X: Any,
     y_true: ArrayLike,
@@ -199,7 +201,7 @@ def hfm(
     n_queries: int = 2000,
     scale: bool = True,
     min_group_size: int = 1,
-    rng: Any = None,
+    random_state: Any = None,
 ) -> HFMResult:
     r"""Harmonic Fairness measure via Manifolds: bias the model adds between groups.
 
@@ -249,8 +251,9 @@ def hfm(
     min_group_size : int, default=1
         Groups with fewer rows are left out of their attribute (neither measured nor
         compared against) with a warning.
-    rng : numpy.random.Generator, int or None
-        Seed of ApproxDist's random directions and of the sampled query rows.
+    random_state : numpy.random.Generator, int or None
+        Seed of ApproxDist's random directions and of the sampled query rows. (``rng=``, its
+        old name, is accepted until fairmonitor 0.3 with a FutureWarning.)
 
     Returns
     -------
@@ -334,12 +337,13 @@ def hfm(
         elif method == "sampled":
             return _sampled(space, label_true, label_pred, codes, groups, defined, version,
                             check_positive_int(n_queries, "n_queries"),
-                            np.random.default_rng(rng), n)
+                            np.random.default_rng(random_state), n)
         else:
             used_m1 = check_positive_int(m1, "m1")
             used_m2 = default_m2(n) if m2 is None else check_positive_int(m2, "m2")
+            gen = np.random.default_rng(random_state)
             maximal, average = approx_distances(space, label_true, label_pred, codes, m1=used_m1,
-                                                m2=used_m2, rng=np.random.default_rng(rng))
+                                                m2=used_m2, rng=gen)
             dists[:] = np.column_stack([maximal[0], maximal[1], average[0], average[1]])
     per_attribute = {}
     row = {g.name: s for s, g in enumerate(defined)}
@@ -385,7 +389,7 @@ def _sampled(space: Any, label_true: NDArray[np.float64], label_pred: NDArray[np
 
 def sampled_result(averages: list[SampledAverage], groups: list[Any], defined: list[Any],
                    version: Version, n_queries: int, n: int) -> HFMResult:
-    """The ``method="sampled"`` result from each defined attribute's sampled averages.
+    """Return the ``method="sampled"`` result from each defined attribute's sampled averages.
 
     ``groups`` are every attribute's :class:`~fairmonitor.metrics._groups.Groups` (only their
     name, labels, counts and excluded groups are read), ``defined`` those with two kept

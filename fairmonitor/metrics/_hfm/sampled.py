@@ -66,7 +66,7 @@ def sampled_average_distances(
     n_queries: int,
     rng: np.random.Generator,
 ) -> list[SampledAverage]:
-    """Sampled average cross-group nearest distances, one per attribute (column).
+    """Return the sampled average cross-group nearest distances, one per attribute (column).
 
     Parameters
     ----------

@@ -32,7 +32,7 @@ _STD_TIE = 1e-12
 
 
 def madd_h_sup(n_a: int, n_b: int) -> float:
-    """The paper's optimal bandwidth order ``h_sup = (1/sqrt(n_a) + 1/sqrt(n_b))^(2/3)``.
+    """Return the paper's optimal bandwidth order ``h_sup = (1/sqrt(n_a) + 1/sqrt(n_b))^(2/3)``.
 
     Theorem 2 of the paper: MADD converges to the L1 distance between the group densities
     fastest when the bandwidth is of this order.
@@ -85,14 +85,14 @@ def _grid(max_bins: int, compat: str | None) -> _Grid:
 
 
 def _edge_counts(sorted_scores: NDArray[np.float64], grid: _Grid) -> NDArray[np.int64]:
-    """Counts per bin for every m of the grid, identical to ``np.histogram`` per m."""
+    """Return the counts per bin for every m of the grid, identical to ``np.histogram`` per m."""
     below = _edges_below(sorted_scores, grid)
     return below[grid.hi] - below[grid.lo]
 
 
 def _edges_below(sorted_scores: NDArray[np.float64], grid: _Grid,
                  out: NDArray[np.int64] | None = None) -> NDArray[np.int64]:
-    """The scores below each edge of ``grid.edges`` (the last edge, 1.0, closes the last bin).
+    """Return the scores below each edge of ``grid.edges`` (the last edge, 1.0, closes the bins).
 
     One compiled merge walk of the sorted edges against the sorted scores: O(E + n), instead
     of a binary search per edge (or, for few scores, per score and a count over the edges).
@@ -119,7 +119,7 @@ def _edge_shares(sorted_scores: NDArray[np.float64], grid: _Grid,
 def _shares_below(below: NDArray[np.int64], grid: _Grid, n: int,
                   out: NDArray[np.float64] | None = None
                   ) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
-    """The shares of every bin from the rows below each edge (the last one must be ``n``)."""
+    """Return the shares of every bin from the rows below each edge (the last must be ``n``)."""
     from .compiled import bin_shares  # numba: only when "auto" runs
 
     share = np.empty(grid.lo.size) if out is None else out
@@ -139,7 +139,7 @@ def _null_terms(counts_a: NDArray[Any], counts_b: NDArray[Any], n_a: int, n_b: i
 
 def _stable_interval(h: NDArray[np.float64], values: NDArray[np.float64], min_length: float,
                      *, extend: bool) -> tuple[int, int, float]:
-    """Indices ``(i, j)`` of the interval of ``h`` with the most stable ``values``, and its std.
+    """Return ``(i, j)`` of the interval of ``h`` with the most stable ``values``, and its std.
 
     An interval starts at ``i`` if ``h[i] + min_length`` does not pass ``h[-1]``; ``k`` is the
     last grid point within ``h[i] + min_length``. The interval must reach ``j - i >=

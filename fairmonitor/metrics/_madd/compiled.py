@@ -45,7 +45,7 @@ from .._numba import compiled
 
 @compiled
 def _leaf(a, lo, n, zero):  # pragma: no cover - compiled
-    """numpy's pairwise sum of ``n <= 128`` values: 8 accumulators, then the rest in turn.
+    """Numpy's pairwise sum of ``n <= 128`` values: 8 accumulators, then the rest in turn.
 
     In the dtype of ``a`` and ``zero`` (the empty sum: numpy sums float32 in float32). Unsigned
     indices: numba adds no negative-index wraparound to the loads (~30% faster).
@@ -138,7 +138,7 @@ def _stack():  # pragma: no cover - compiled
 
 @compiled
 def _walk(a, b, lo, n, gap, zero, nodes, sums):  # pragma: no cover - compiled
-    """numpy's pairwise summation of ``a[lo:lo + n]`` (or of ``|a - b|``), to the last bit.
+    """Numpy's pairwise summation of ``a[lo:lo + n]`` (or of ``|a - b|``), to the last bit.
 
     numpy splits ``n > 128`` summands at ``n // 2`` rounded down to a multiple of 8 and adds
     the two halves' sums; blocks of at most 128 are :func:`_leaf` (:func:`_gap_leaf`). The
@@ -301,7 +301,7 @@ def _prefix_sums(values):  # pragma: no cover - compiled
 
 @compiled
 def _deviations_floor(p1, p2, slack, i, j):  # pragma: no cover - compiled
-    """A lower bound on the sum of squared deviations of ``values[i..j]`` (see above)."""
+    """Return a lower bound on the sum of squared deviations of ``values[i..j]`` (see above)."""
     s1 = p1[j + 1] - p1[i]
     return (p2[j + 1] - p2[i]) - s1 * s1 / np.float64(j + 1 - i) - slack
 

@@ -39,10 +39,10 @@ from ...exceptions import InvalidInputError
 from .._groups import Groups, encode_groups
 from .._pairwise import AGGREGATIONS, Aggregation, PairwiseMatrix, pairwise_over_groups
 from .bandwidth import (
+    _STD_TIE,
     COMPAT_MIN_LENGTH,
     LENGTH_FRACTION,
     MIN_POINTS,
-    _STD_TIE,
     _edge_shares,
     _first_ends,
     _Grid,
@@ -352,7 +352,7 @@ def _madd_matrix(
     max_bins: int = 499,
     min_group_size: int = 1,
 ) -> PairwiseMatrix | None:
-    """The K x K matrix of pairwise MADD (None, with a warning, if fewer than two groups)."""
+    """Return the K x K matrix of pairwise MADD (None, with a warning, under two groups)."""
     return _evaluate(y_score, sensitive_features, bandwidth, n_bins, compat, max_bins,
                      min_group_size)[1]
 

@@ -70,5 +70,6 @@ from .model import (
 __all__ = [
     "DEFAULT_CHECKPOINT", "DEFAULT_LISTEN_ADDRESS", "DEFAULT_MLFLOW_SPOOL", "DEFAULT_TRACKING_URI",
     "DURATION_HELP", "AlertWindows", "CheckpointConfig", "ModelConfig", "MonitorConfig",
-    "ReferenceConfig", "SourceConfig", "check_config", "format_duration", "load_config", "parse_duration",
+    "ReferenceConfig", "SourceConfig", "check_config", "format_duration", "load_config",
+    "parse_duration",
 ]

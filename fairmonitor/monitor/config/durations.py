@@ -35,7 +35,7 @@ def parse_duration(text: Any) -> timedelta:
 
 
 def format_duration(delta: timedelta) -> str:
-    """The inverse of :func:`parse_duration`, with the largest exact unit (``"90m"``, ``"1d"``)."""
+    """Return :func:`parse_duration`'s inverse, in the largest exact unit (``"90m"``, ``"1d"``)."""
     seconds = int(delta.total_seconds())
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
         if seconds and seconds % size == 0:

@@ -114,7 +114,7 @@ def check_config(source: str | os.PathLike[str]) -> list[str]:
 
 
 def sqlite_file(url: str | None) -> Path | None:
-    """The file of a SQLite URL (None for other databases and in-memory SQLite)."""
+    """Return the file of a SQLite URL (None for other databases and in-memory SQLite)."""
     if not url or not url.startswith("sqlite") or ":///" not in url:
         return None
     rest = url.split(":///", 1)[1].split("?", 1)[0]
@@ -124,7 +124,7 @@ def sqlite_file(url: str | None) -> Path | None:
 
 
 def preflight(cfg: MonitorConfig) -> list[str]:
-    """What ``--check`` can find wrong without running: files that are not there.
+    """Return what ``--check`` can find wrong without running: files that are not there.
 
     A missing SQLite source file is an error (the monitor never creates one: an empty database
     would only hide a wrong path), as is a missing prediction directory.

@@ -141,7 +141,7 @@ ENTRIES: tuple[tuple[str, str, str, str], ...] = (
 
 
 def markdown() -> str:
-    """The reference as one Markdown table (the README's copy is checked against it)."""
+    """Return the reference as one Markdown table (the README's copy is checked against it)."""
     rows = ["| key | default | meaning |", "|---|---|---|"]
     for section, key, default, meaning in ENTRIES:
         path = f"{section}.{key}" if section else key

@@ -1,2 +1,4 @@
-"""Where a window's report goes: Prometheus gauges (``prometheus``) and MLflow metrics
-(``mlflow``)."""
+"""Where a window's report goes.
+
+Prometheus gauges (``prometheus``) and MLflow metrics (``mlflow``).
+"""

@@ -81,7 +81,7 @@ class _Pending:
                 self.rollup, step)
 
     def record(self) -> dict[str, Any]:
-        """The spool record (credentials masked)."""
+        """Return the spool record (credentials masked)."""
         out = {"id": self.sid, "tracking_uri": mask_url(self.tracking_uri),
                "experiment": self.experiment, "model": self.model, "version": self.version,
                "kind": self.kind, "points": [list(p) for p in self.points]}
@@ -95,14 +95,14 @@ class SpoolWriteError(OSError):
 
 
 def _from_record(d: Mapping[str, Any], uri: str | None) -> _Pending:
-    """A spool record back into a queue item; ValueError/KeyError/TypeError if it is not one."""
+    """Return a spool record as a queue item; ValueError/KeyError/TypeError if it is not one."""
     points = [(str(k), float(v), int(ts), int(step)) for k, v, ts, step in d["points"]]
     return _Pending(uri, str(d["experiment"]), str(d["model"]), str(d["version"]),
                     str(d["kind"]), points, int(d["id"]), str(d.get("rollup", "")))
 
 
 def _keys(report: Any, prefix: str = "fairness") -> dict[str, float]:
-    """The values' keys and their intervals' (``fairness/ci_lower/...``), as the evaluator's."""
+    """Return the values' keys and their intervals' (``fairness/ci_lower/...``), as evaluated."""
     return {**report.flat(prefix), **report.flat_intervals(prefix)}
 
 
@@ -229,7 +229,7 @@ class MlflowSink:
         self._restore()
 
     def _unmask(self, stored: str | None, model: str) -> str | None:
-        """The real tracking URI behind a masked one: the configured URI it masks."""
+        """Return the real tracking URI behind a masked one: the configured URI it masks."""
         for uri in (self._target(model)[0], self._default[0]):
             if mask_url(uri) == stored:
                 return uri

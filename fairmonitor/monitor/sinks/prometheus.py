@@ -189,7 +189,7 @@ def _held(r: Any, setup: _ModelSetup) -> int:
 
 
 def _capped(counts: Mapping[str, int]) -> dict[str, int]:
-    """The :data:`MAX_GROUPS` largest groups, the others summed under :data:`OTHER_GROUPS`.
+    """Return the :data:`MAX_GROUPS` largest groups, the others summed under :data:`OTHER_GROUPS`.
 
     >>> _capped({f"g{i}": i for i in range(1, 13)})[OTHER_GROUPS]
     3
@@ -258,10 +258,49 @@ def _restored_value(v: Mapping[str, Any], metric: str, attr: str,
 
 
 def _governing(thresholds: tuple[Threshold, ...], metric: str, attr: str) -> Threshold | None:
-    """The threshold that governs (metric, attr), as ``evaluate_thresholds`` picks it."""
+    """Return the threshold that governs (metric, attr), as ``evaluate_thresholds`` picks it."""
     inter = INTERSECTION_SEPARATOR in attr
     matching = [t for t in thresholds if t.applies_to(metric, attr, intersection=inter)]
     return max(matching, key=lambda t: t.attribute is not None) if matching else None
+
+
+def _window_values(m: _Model, r: Any, setup: _ModelSetup) -> dict[tuple[str, str], _Value]:
+    """Return the model's values after window result ``r`` (which has a report or is empty).
+
+    A report's values replace the previous ones; an empty window makes what its phase computes
+    undefined, not stale.
+    """
+    overdue = getattr(r, "labels_overdue", False)
+    values = dict(m.values)
+    if r.report is not None:
+        new = _values(r.report, r.version, window_end=r.end.timestamp(),
+                      thresholds=setup.thresholds)
+        if overdue:  # "labels not available" when they were due: overdue, not pending
+            new = {k: replace(v, reason="labels_overdue") if v.reason == "labels_pending"
+                   else v for k, v in new.items()}
+        values.update(new)
+        return values
+    why = "no_traffic" if r.n_rows == 0 and not r.errors else "undefined"
+    why = "labels_overdue" if overdue else why
+    for metric, attr in list(values):
+        if metric in r.metrics:
+            values[(metric, attr)] = _Value(r.version, math.nan, why, None, r.end.timestamp())
+    return values
+
+
+def _main_phase_fields(r: Any, setup: _ModelSetup) -> dict[str, Any]:
+    """Return what a main-phase window (not a labels re-evaluation) sets: its end, rows, groups."""
+    counts = r.report.group_counts if r.report is not None else {}
+    return {
+        "window_end": r.end.timestamp(), "samples": int(r.n_rows),
+        "groups": {a: _capped(c) for a, c in counts.items()},
+        "group_totals": {a: len(c) for a, c in counts.items()},
+        "groups_version": r.version,
+        "small_groups": {a: sum(n < setup.min_group_size for n in c.values())
+                         for a, c in counts.items()},
+        "rejected": dict(getattr(r, "rejected", {})),
+        "duplicates": int(getattr(r, "duplicates", 0)),
+    }
 
 
 class FairnessCollector:
@@ -389,6 +428,7 @@ class FairnessCollector:
         self._update(result.model, lambda m: self._apply(m, result))
 
     def _apply(self, m: _Model, r: Any) -> _Model:
+        """Return the model's state after window result ``r``."""
         setup = self._setup.get(r.model, _ModelSetup())
         errors = dict(m.errors)
         for stage in r.errors:
@@ -402,50 +442,21 @@ class FairnessCollector:
         if "source" in r.errors or (r.report is None and "checkpoint" in r.errors):
             # nothing new is known about the model: keep its values
             return replace(m, errors=errors)
-        overdue = getattr(r, "labels_overdue", False)
-        values = dict(m.values)
         report = r.report
-        if report is not None:
-            new = _values(report, r.version, window_end=r.end.timestamp(),
-                          thresholds=self._setup.get(r.model, _ModelSetup()).thresholds)
-            if overdue:  # "labels not available" when they were due: overdue, not pending
-                new = {k: replace(v, reason="labels_overdue") if v.reason == "labels_pending"
-                       else v for k, v in new.items()}
-            values.update(new)
-        else:  # empty window: what this phase computes is now undefined, not stale
-            why = "no_traffic" if r.n_rows == 0 and not r.errors else "undefined"
-            why = "labels_overdue" if overdue else why
-            for metric, attr in list(values):
-                if metric in r.metrics:
-                    values[(metric, attr)] = _Value(r.version, math.nan, why, None,
-                                                    r.end.timestamp())
-        main_phase = r.phase != "labels"
         if getattr(r, "streaks", None) is not None:
             m = replace(m, streaks=r.streaks)
         robustness = dict(m.robustness)
         if report is not None:
             robustness.update(_robustness(report, r.version))
         return replace(
-            m, version=r.version or m.version, values=values, errors=errors,
-            robustness=robustness, evaluated=m.evaluated + 1,
+            m, version=r.version or m.version, values=_window_values(m, r, setup),
+            errors=errors, robustness=robustness, evaluated=m.evaluated + 1,
             # wall clock, not the window's (possibly simulated) evaluation time: liveness
             # alerts compare it with Prometheus' time(); a window whose checkpoint did not move
             # is redone: not a success (staleness fires)
             last_success=m.last_success if "checkpoint" in r.errors else r.finished_at,
             duration=float(r.duration_seconds),
-            window_end=r.end.timestamp() if main_phase else m.window_end,
-            samples=int(r.n_rows) if main_phase else m.samples,
-            groups=({a: _capped(c) for a, c in report.group_counts.items()}
-                    if report is not None else {}) if main_phase
-            else m.groups,
-            group_totals=({a: len(c) for a, c in report.group_counts.items()}
-                          if report is not None else {}) if main_phase else m.group_totals,
-            groups_version=r.version if main_phase else m.groups_version,
-            small_groups=({a: sum(n < setup.min_group_size for n in c.values())
-                           for a, c in report.group_counts.items()}
-                          if report is not None else {}) if main_phase else m.small_groups,
-            rejected=dict(getattr(r, "rejected", {})) if main_phase else m.rejected,
-            duplicates=int(getattr(r, "duplicates", 0)) if main_phase else m.duplicates,
+            **(_main_phase_fields(r, setup) if r.phase != "labels" else {}),
             skipped=m.skipped + int(getattr(r, "skipped_before", 0)),
             labels_overdue=overdue_streak(m.labels_overdue, r),
             data_held={**m.data_held, r.phase: 0},
@@ -455,7 +466,7 @@ class FairnessCollector:
 
     @staticmethod
     def _apply_rollup(m: _Model, r: Any, setup: _ModelSetup) -> _Model:
-        """A rollup window's values: the ``fairmonitor_rollup_*`` series, nothing else."""
+        """Apply a rollup window's values: the ``fairmonitor_rollup_*`` series, nothing else."""
         if r.report is None and r.errors:
             return m  # a store fault (counted): keep the last rollup values
         rollups = dict(m.rollups)
@@ -524,7 +535,7 @@ class FairnessCollector:
         self._update(model, change)
 
     def restore_streaks(self, model: str, streaks: Any) -> None:
-        """The alert streaks saved in the checkpoint (``monitor.streaks.Streaks``).
+        """Restore the alert streaks saved in the checkpoint (``monitor.streaks.Streaks``).
 
         A window evaluated since the start wins: its streaks are newer.
         """
@@ -544,7 +555,7 @@ class FairnessCollector:
         return values, windows
 
     def set_mlflow_queue(self, *, spool_bytes: int, pending: int, dropped: int) -> None:
-        """The MLflow sink's backlog: spool size on disk, values not yet written, dropped."""
+        """Set the MLflow sink's backlog: spool size on disk, values not yet written, dropped."""
         self._spool = (float(spool_bytes), float(pending), float(dropped))
 
     def record_error(self, model: str, stage: str) -> None:
@@ -596,7 +607,7 @@ class FairnessCollector:
             yield family
 
     def _streak_families(self, models: Mapping[str, _Model]) -> Iterator[Metric]:
-        """The alert streaks and the windows each alert needs (``monitor/streaks.py``).
+        """Yield the alert streaks and the windows each alert needs (``monitor/streaks.py``).
 
         Every window value with a threshold level gets its streak (0 when none), so a rule
         compares two series of the same labels: ``breach_windows >= breach_windows_required``.
@@ -806,7 +817,7 @@ class FairnessCollector:
                     *interval.values())
 
     def _never_labelled(self, model: str, m: _Model) -> Iterator[tuple[str, str]]:
-        """Configured label metrics with no value yet (their first labels have not arrived)."""
+        """Yield the configured label metrics with no value yet (their first labels are not in)."""
         if m.evaluated == 0 and not m.labels_overdue[0]:  # restored overdue labels: say so
             return
         setup = self._setup.get(model, _ModelSetup())

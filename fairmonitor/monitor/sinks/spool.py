@@ -67,7 +67,7 @@ class Spool:
             return 0
 
     def load(self) -> list[dict[str, Any]]:
-        """The live records, oldest first, with only their remaining points.
+        """Return the live records, oldest first, with only their remaining points.
 
         Raises FileNotFoundError when there is no journal, OSError when it cannot be read,
         :class:`SpoolCorruptError` when a complete line is not a record.
@@ -136,7 +136,7 @@ class Spool:
                                         for r in live))
 
     def needs_compaction(self, live_points: int) -> bool:
-        """True when the journal is large and mostly acknowledged records."""
+        """Return True when the journal is large and mostly acknowledged records."""
         size = self.size_bytes
         # about 80 bytes per point once serialised
         return size > self.compact_bytes and size > 2 * 80 * max(live_points, 1)

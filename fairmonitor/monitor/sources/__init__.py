@@ -41,7 +41,7 @@ __all__ = [
 
 
 def build_source(model_cfg: ModelConfig) -> WindowSource:
-    """The source a model's config describes."""
+    """Return the source a model's config describes."""
     src = model_cfg.source
     common = dict(timestamp_column=src.timestamp_column, model_column=src.model_column,
                   features_column=src.features_column,
@@ -71,7 +71,7 @@ def build_source(model_cfg: ModelConfig) -> WindowSource:
 
 
 def needed_columns(model_cfg: ModelConfig) -> tuple[str, ...] | None:
-    """The columns a model's evaluation reads (None: all, when features are implicit)."""
+    """Return the columns a model's evaluation reads (None: all, when features are implicit)."""
     src = model_cfg.source
     if model_cfg.needs_features and not model_cfg.features:
         return None

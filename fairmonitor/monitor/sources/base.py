@@ -46,7 +46,7 @@ def _utc(t: datetime, name: str) -> datetime:
 
 
 def to_utc(values: Any) -> pd.Series:
-    """A timestamp column as UTC datetimes; naive values are taken to be UTC already."""
+    """Return a timestamp column as UTC datetimes; naive values are taken to be UTC already."""
     import pandas as pd
 
     if isinstance(values.dtype, pd.DatetimeTZDtype):

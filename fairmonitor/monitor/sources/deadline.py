@@ -103,7 +103,7 @@ class DeadlineSource:
         self._started_for = ""
 
     def fetch(self, model: str, start: datetime, end: datetime) -> pd.DataFrame:
-        """The inner source's rows, or WindowUnavailableError after ``timeout`` seconds."""
+        """Return the inner source's rows, or WindowUnavailableError after ``timeout`` seconds."""
         if self._running is not None and self._running.is_alive():
             raise WindowUnavailableError(
                 f"the source is still blocked in a fetch started for {self._started_for} "

@@ -84,7 +84,7 @@ class FileSource:
         self.expand_features = expand_features
 
     def files(self, model: str, start: datetime, end: datetime) -> list[Path]:
-        """The files that may hold rows of ``model`` in ``[start, end)``, in time order."""
+        """Return the files that may hold rows of ``model`` in ``[start, end)``, in time order."""
         if not self.path.is_dir():
             raise WindowUnavailableError(f"prediction directory {str(self.path)!r} not found")
         spans = []

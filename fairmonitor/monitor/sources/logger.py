@@ -37,7 +37,7 @@ _BASE_COLUMNS = ("id", "timestamp", "model", "version", "score", "prediction", "
 
 
 def prediction_table(metadata: Any, name: str, sensitive_features: Sequence[str]) -> Any:
-    """The SQLAlchemy ``Table`` of logged predictions."""
+    """Return the SQLAlchemy ``Table`` of logged predictions."""
     import sqlalchemy as sa
 
     clash = sorted(set(sensitive_features) & set(_BASE_COLUMNS))
@@ -73,6 +73,61 @@ def _binary(value: Any, name: str) -> int | None:
     if value in (0, 1):  # True/False, 0/1, 0.0/1.0
         return int(value)
     raise InvalidInputError(f"{name} must be 0 or 1; got {value!r}.")
+
+
+def _frame_column(frame: pd.DataFrame, name: str) -> pd.Series:
+    """Return column ``name`` of ``frame``, or a column of None without it."""
+    import pandas as pd
+
+    return frame[name] if name in frame.columns else pd.Series([None] * len(frame),
+                                                                 index=frame.index)
+
+
+def _plain(series: pd.Series) -> list[Any]:
+    """Return ``series`` as Python values, None where missing."""
+    return series.astype(object).where(series.notna(), None).tolist()
+
+
+def _frame_scores(frame: pd.DataFrame) -> pd.Series:
+    """Return the ``score`` column as numbers, checked in [0, 1] (missing allowed)."""
+    import pandas as pd
+
+    score = pd.to_numeric(_frame_column(frame, "score"))
+    bad = score.notna() & ~score.between(0.0, 1.0)
+    if bad.any():
+        raise InvalidInputError(f"score must be in [0, 1]; got {score[bad].tolist()[0]!r}.")
+    return score
+
+
+def _frame_binary(frame: pd.DataFrame, name: str) -> list[int | None]:
+    """Return a 0/1 column (``prediction``, ``label``) as ints, None where missing."""
+    import pandas as pd
+
+    v = pd.to_numeric(_frame_column(frame, name))
+    bad = v.notna() & ~v.isin((0, 1))
+    if bad.any():
+        raise InvalidInputError(f"{name} must be 0 or 1; got {v[bad].tolist()[0]!r}.")
+    return [None if x is None else int(x) for x in _plain(v)]
+
+
+def _frame_stamps(frame: pd.DataFrame, now: datetime, *, sqlite: bool) -> list[Any]:
+    """Return the rows' UTC times (``now`` without a ``timestamp`` column), as stored."""
+    from .base import to_utc
+
+    if "timestamp" not in frame.columns:
+        return [now] * len(frame)
+    ts = to_utc(frame["timestamp"]).dt.tz_localize(None).dt.floor("us")
+    if sqlite:  # SQLAlchemy's storage format
+        return ts.dt.strftime("%Y-%m-%d %H:%M:%S.%f").tolist()
+    return list(ts.dt.to_pydatetime())
+
+
+def _frame_ids(frame: pd.DataFrame) -> list[str]:
+    """Return the rows' ids: the ``id`` column, else a fresh UUID with the row number."""
+    if "id" in frame.columns:
+        return [str(v) for v in frame["id"]]
+    base = uuid.uuid4().hex
+    return [f"{base}-{i}" for i in range(len(frame))]
 
 
 class PredictionLogger:
@@ -194,11 +249,7 @@ class PredictionLogger:
         return n
 
     def _frame_columns(self, frame: pd.DataFrame) -> dict[str, list[Any]]:
-        """The table's columns for ``frame``'s rows, validated, as lists of Python values."""
-        import pandas as pd
-
-        from .base import to_utc
-
+        """Return the table's columns for ``frame``'s rows, validated, as Python value lists."""
         n = len(frame)
         missing = [c for c in self.sensitive_features if c not in frame.columns]
         if missing:
@@ -206,53 +257,25 @@ class PredictionLogger:
                                     f"{[str(c) for c in frame.columns]}.")
         if "score" not in frame.columns and "prediction" not in frame.columns:
             raise InvalidInputError("give a score column, a prediction column or both.")
-
-        def values(name: str) -> pd.Series:
-            return frame[name] if name in frame.columns else pd.Series([None] * n,
-                                                                         index=frame.index)
-
-        def plain(series: pd.Series) -> list[Any]:
-            return series.astype(object).where(series.notna(), None).tolist()
-
-        score = pd.to_numeric(values("score"))
-        bad = score.notna() & ~score.between(0.0, 1.0)
-        if bad.any():
-            raise InvalidInputError(f"score must be in [0, 1]; got {score[bad].tolist()[0]!r}.")
-        binary = {}
-        for name in ("prediction", "label"):
-            v = pd.to_numeric(values(name))
-            bad = v.notna() & ~v.isin((0, 1))
-            if bad.any():
-                raise InvalidInputError(f"{name} must be 0 or 1; got {v[bad].tolist()[0]!r}.")
-            binary[name] = [None if x is None else int(x) for x in plain(v)]
+        score = _frame_scores(frame)
+        binary = {name: _frame_binary(frame, name) for name in ("prediction", "label")}
         for c in self.sensitive_features:
             if frame[c].isna().any():
                 raise InvalidInputError(f"sensitive feature {c!r} has missing values; fill them "
                                         "with an explicit category such as 'unknown'.")
+        sqlite = self.engine.dialect.name == "sqlite"
         now = _naive_utc(None)
-        if "timestamp" in frame.columns:
-            ts = to_utc(frame["timestamp"]).dt.tz_localize(None).dt.floor("us")
-            if self.engine.dialect.name == "sqlite":  # SQLAlchemy's storage format
-                stamps: list[Any] = ts.dt.strftime("%Y-%m-%d %H:%M:%S.%f").tolist()
-            else:
-                stamps = list(ts.dt.to_pydatetime())
-        else:
-            stamps = [now] * n
-        if "id" in frame.columns:
-            ids = [str(v) for v in frame["id"]]
-        else:
-            base = uuid.uuid4().hex
-            ids = [f"{base}-{i}" for i in range(n)]
         features = [None if not isinstance(v, dict) else json.dumps(v, default=str)
-                    for v in values("features")]
+                    for v in _frame_column(frame, "features")]
         labeled = binary["label"]
-        labeled_at: Any = now if self.engine.dialect.name != "sqlite" else now.strftime(
-            "%Y-%m-%d %H:%M:%S.%f")
+        # SQLAlchemy's storage format on SQLite
+        labeled_at: Any = now.strftime("%Y-%m-%d %H:%M:%S.%f") if sqlite else now
         return {
-            "id": ids, "timestamp": stamps, "model": [self.model] * n,
+            "id": _frame_ids(frame), "timestamp": _frame_stamps(frame, now, sqlite=sqlite),
+            "model": [self.model] * n,
             "version": ([str(v) for v in frame["version"]] if "version" in frame.columns
                         else [self.version] * n),
-            "score": plain(score), "prediction": binary["prediction"], "label": labeled,
+            "score": _plain(score), "prediction": binary["prediction"], "label": labeled,
             "labeled_at": [None if v is None else labeled_at for v in labeled],
             "features": features,
             **{c: frame[c].astype(str).tolist() for c in self.sensitive_features},

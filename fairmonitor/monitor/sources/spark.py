@@ -79,7 +79,7 @@ class SparkSource:
             ) from exc
 
     def _session(self) -> Any:
-        """The given session, the active one, or one started from ``master``/``remote``."""
+        """Return the given session, the active one, or one started from ``master``/``remote``."""
         if self.spark is None and isinstance(self.data, str):
             from ...spark.rows import session
 
