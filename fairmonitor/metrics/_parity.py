@@ -475,6 +475,7 @@ def without_labels(func: Callable[..., float]) -> Callable[..., float]:
     call.__name__ = call.__qualname__ = func.__name__
     call.__doc__ = func.__doc__
     call.__signature__ = inspect.signature(bound)  # type: ignore[attr-defined]
+    call.func = func  # type: ignore[attr-defined]  # as a partial's: what it wraps
     return call
 
 
