@@ -9,23 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
-radon = pytest.importorskip("radon.complexity")
+import radon.complexity as radon
 
 ROOT = Path(__file__).resolve().parents[1]
 MAX_COMPLEXITY = 25
-
-#: Functions other rooms of issue 26 are splitting; remove each entry once it is split.
-NOT_YET_SPLIT = {
-    "fairmonitor/report/evaluate.py::_evaluate",
-    "fairmonitor/monitor/rollups.py::evaluate_rollup",
-    "fairmonitor/monitor/job.py::run_once",
-    "fairmonitor/monitor/versions.py::evaluate_version",
-    "fairmonitor/monitor/config/schema.py::_model",
-    "fairmonitor/spark/hfm.py::_hfm_average",
-    "fairmonitor/spark/hfm.py::_window_plans",
-}
 
 
 def _blocks(path: Path):
@@ -48,6 +35,6 @@ def test_no_function_above_complexity_25():
         rel = path.relative_to(ROOT).as_posix()
         for block in _blocks(path):
             name = f"{rel}::{block.fullname}"
-            if block.complexity > MAX_COMPLEXITY and name not in NOT_YET_SPLIT:
+            if block.complexity > MAX_COMPLEXITY:
                 over[f"{name} (line {block.lineno})"] = block.complexity
     assert not over, f"split these into named helpers (radon complexity > 25): {over}"
