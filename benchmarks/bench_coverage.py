@@ -102,6 +102,8 @@ class Result:
     excluded: float  # at parity: share of windows excluding it; NaN with a real gap
     width: float  # mean width / reference mean width (2 groups), NaN otherwise
     reps: int
+    above: float = math.nan  # share of windows whose lower bound is above the truth
+    below: float = math.nan  # share of windows whose upper bound is below the truth
 
     def verdicts(self) -> dict[str, bool]:
         floor = 0.93 if self.cell.n >= 50 else 0.90
@@ -163,7 +165,7 @@ def rate_cell(cell: Cell, reps: int, seed: int) -> Result:
     """Coverage, parity exclusion and width ratio of one rate-metric cell."""
     x, trials, truth = _simulate_rates(cell, reps, np.random.default_rng(seed))
     ratio = cell.metric == "dp_ratio"
-    hits = excluded = used = 0
+    hits = excluded = used = above = below = 0
     widths, ref_widths = [], []
     seen: dict[bytes, tuple[float, float]] = {}  # small cells repeat their counts
     for rep in range(reps):
@@ -178,6 +180,8 @@ def rate_cell(cell: Cell, reps: int, seed: int) -> Result:
         lower, upper = seen[key]
         used += 1
         hits += lower <= truth <= upper
+        above += lower > truth
+        below += upper < truth
         excluded += (upper < 1.0) if ratio else (lower > 0.0)
         if cell.groups == 2 and cell.metric != "equalized_odds":
             ref = _mover_min_ratio(xr, nr) if ratio else _newcombe_abs(xr, nr)
@@ -185,7 +189,8 @@ def rate_cell(cell: Cell, reps: int, seed: int) -> Result:
                 widths.append(upper - lower)
                 ref_widths.append(ref[1] - ref[0])
     width = float(np.mean(widths) / np.mean(ref_widths)) if widths else math.nan
-    return Result(cell, hits / used, math.nan if cell.gap else excluded / used, width, used)
+    return Result(cell, hits / used, math.nan if cell.gap else excluded / used, width, used,
+                  above / used, below / used)
 
 
 def rate_cells(sizes: Iterable[int]) -> list[Cell]:
@@ -201,7 +206,8 @@ def run(name: str, cells: list[Cell], measure: Callable[[Cell, int, int], Result
         ) -> list[Result]:
     """Measure every cell, printing one line per cell as it finishes."""
     print(f"\n== {name}: {len(cells)} cells x {reps} replications, 95% intervals")
-    print(f"{'cell':48s} {'coverage':>8s} {'excl':>6s} {'width':>6s} {'SEs':>5s}  verdict")
+    print(f"{'cell':48s} {'coverage':>8s} {'excl':>6s} {'width':>6s} {'SEs':>5s} "
+          f"{'lo>t':>6s} {'hi<t':>6s}  verdict")
     results = []
     for k, cell in enumerate(cells):
         r = measure(cell, reps, k)
@@ -210,7 +216,8 @@ def run(name: str, cells: list[Cell], measure: Callable[[Cell, int, int], Result
         width = "" if math.isnan(r.width) else f"{r.width:6.2f}"
         flags = " ".join(f"{t}:{'PASS' if ok else 'FAIL'}" for t, ok in v.items())
         print(f"{cell.label():48s} {100 * r.coverage:7.1f}% {excl:>6s} {width:>6s} "
-              f"{cell.gap_se:5.1f}  {flags}", flush=True)
+              f"{cell.gap_se:5.1f} {100 * r.above:5.1f}% {100 * r.below:5.1f}%  {flags}",
+              flush=True)
         results.append(r)
     return results
 
