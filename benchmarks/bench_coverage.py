@@ -105,13 +105,21 @@ class Result:
     above: float = math.nan  # share of windows whose lower bound is above the truth
     below: float = math.nan  # share of windows whose upper bound is below the truth
 
+    @property
+    def allowance(self) -> float:
+        """Monte Carlo allowance of a 2.5% rate (or a 97.5% coverage): 1.96 binomial SEs."""
+        return 1.96 * math.sqrt(0.025 * 0.975 / self.reps)
+
     def verdicts(self) -> dict[str, bool]:
         floor = 0.93 if self.cell.n >= 50 else 0.90
+        # the 97.5% cap is judged as the 2.5% parity target is: with the Monte Carlo
+        # allowance (98.47% at 1,000 windows: a cell whose true coverage is 97.5% reads
+        # above 97.5% in half the runs)
         out = {"coverage": self.coverage >= floor
-               and (not self.cell.gap or self.cell.n < 50 or self.coverage <= 0.975)}
+               and (not self.cell.gap or self.cell.n < 50
+                    or self.coverage <= 0.975 + self.allowance)}
         if not self.cell.gap:
-            allowance = 1.96 * math.sqrt(0.025 * 0.975 / self.reps)
-            out["excl"] = self.excluded <= 0.025 + allowance
+            out["excl"] = self.excluded <= 0.025 + self.allowance
         if not math.isnan(self.width):
             out["width"] = self.width <= 1.2
         return out
@@ -244,10 +252,37 @@ def summary(results: list[Result]) -> None:
     print(f"parity excluded:                "
           f"{span([r.excluded for r in results], 100, '%')} (target <= 2.5%)")
     print(f"width / reference, 2 groups:    {span([r.width for r in results])} (target <= 1.2)")
+    strict = [r for r in big if r.cell.gap and r.coverage > 0.975]
+    print(f"coverage above 97.5% read strictly (no Monte Carlo allowance): {len(strict)} "
+          "cells")
     failed = [(r, t) for r in results for t, ok in r.verdicts().items() if not ok]
     print(f"cells: {len(results)}, failing targets: {len(failed)}")
     for r, t in failed:
-        print(f"  FAIL {t}: {r.cell.label()}")
+        print(f"  FAIL {t}: {r.cell.label()} coverage {100 * r.coverage:.1f}% (gap "
+              f"{r.cell.gap_se:.1f} SE): {why(r) if t == 'coverage' and r.cell.gap else ''}")
+
+
+def why(r: Result) -> str:
+    """Why a cell with a gap covers above 97.5% (the cases of docs/intervals.md)."""
+    cell = r.cell
+    ratio = cell.metric == "dp_ratio"
+    # the bound towards parity (a gap's lower, a ratio's upper) and the one away from it
+    towards, away = (r.below, r.above) if ratio else (r.above, r.below)
+    smallest = cell.n * min(cell.rate, 1 - cell.rate)
+    reasons = [f"towards parity misses {100 * towards:.1f}%, away {100 * away:.1f}%"]
+    if cell.gap_se < Z and away == 0:
+        reasons.append("folded: the truth of a gap below 1.96 SE cannot lie beyond the bound "
+                       "away from parity, so coverage is 1 - the other bound's misses")
+    if cell.metric == "equalized_odds":
+        reasons.append("equalized odds: the FPR family's pairs (no gap) stay in contention "
+                       "with the TPR pairs, so the joint critical value spans both families")
+    if cell.groups > 2:
+        reasons.append("k > 2: the bound towards parity keeps the joint critical value that "
+                       "holds parity at 2.5%, which one group's small gap exceeds more rarely")
+    if smallest < 10:
+        reasons.append(f"discrete: {smallest:.0f} expected successes in the smallest group "
+                       "(Wilson/Clopper-Pearson tails)")
+    return "; ".join(reasons)
 
 
 RATE_METRICS = ["demographic_parity_difference", "demographic_parity_ratio",

@@ -17,13 +17,19 @@ groups. Per cell, ``reps`` simulated windows:
   1,024-bin histogram of the window, the metric recomputed from the binned resample) on the
   first ``ref_reps`` windows of the cell (target <= 1.2).
 
-True values by numerical integration of the population CDFs (ABCC) or of the population
-densities smoothed at the cell's bandwidth (ABPC), on a 16,384-cell grid. The unbalanced
-cells can be given fewer windows (``--scale``) or skipped (``--max-unbalanced``): the
-reported run's counts are in docs/intervals_scores.md.
+Each window is drawn as each group's counts in the GRID cells of [0, 1] (a multinomial at its
+size: the law of binning its rows, O(GRID) at any size); its value is the metric of those
+counts, its interval reads their 128-bin histogram (as the report does), the reference
+resamples their 1,024-bin histogram. True values: the metric of the population's cell
+probabilities (ABPC: smoothed at the cell's bandwidth), on the same 16,384-cell grid. Printed
+per cell: coverage, each end's misses (``lo>t``, ``hi<t``), zero exclusion, mean widths, their
+ratio and the reference's own coverage (``refcov``) on its windows.
 
-Usage: ``python benchmarks/bench_coverage_scores.py [--quick] [--reps N] [--ref-reps N]``
-(quick: 100 windows, 10 reference windows, sizes 50 and 1,000, 2 groups).
+Usage: ``nice -n 10 python benchmarks/bench_coverage_scores.py [--quick] [--reps N]
+[--ref-reps N] [--kinds abcc,abpc] [--sizes ...] [--groups 2,5] [--balance 1,50]
+[--dists low,mid]`` (quick: 100 windows, 5 reference windows, sizes 50 and 1,000, 2 groups;
+the full grid at 1,000 windows: ~1.5 min a cell per process at a load average of 15 on 2
+cores, so hours there (an estimated ~40 min idle); the filters split it).
 """
 
 from __future__ import annotations
@@ -180,13 +186,16 @@ def cell(kind: str, n: int, dist: Dist, gap: bool, ratio: int, k: int, reps: int
 def verdict(row: dict[str, float], n: int, gap: bool) -> tuple[bool, str]:
     notes = []
     ok = True
+    # the 2.5% and 97.5% limits with the Monte Carlo allowance, as bench_coverage.py judges
+    allowance = 1.96 * (0.025 * 0.975 / row["reps"]) ** 0.5
     if gap:
         low = 0.93 if n >= 50 else 0.90
-        good = low <= row["coverage"] <= 0.975 if n >= 50 else row["coverage"] >= low
+        good = (low <= row["coverage"] <= 0.975 + allowance if n >= 50
+                else row["coverage"] >= low)
         ok &= good
         notes.append("cov" if good else "COV")
     else:
-        good = row["exclusion"] <= 0.025
+        good = row["exclusion"] <= 0.025 + allowance
         ok &= good
         notes.append("zero" if good else "ZERO")
     ratio = row["width"] / row["ref"]
