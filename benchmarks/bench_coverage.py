@@ -102,14 +102,24 @@ class Result:
     excluded: float  # at parity: share of windows excluding it; NaN with a real gap
     width: float  # mean width / reference mean width (2 groups), NaN otherwise
     reps: int
+    above: float = math.nan  # share of windows whose lower bound is above the truth
+    below: float = math.nan  # share of windows whose upper bound is below the truth
+
+    @property
+    def allowance(self) -> float:
+        """Monte Carlo allowance of a 2.5% rate (or a 97.5% coverage): 1.96 binomial SEs."""
+        return 1.96 * math.sqrt(0.025 * 0.975 / self.reps)
 
     def verdicts(self) -> dict[str, bool]:
         floor = 0.93 if self.cell.n >= 50 else 0.90
+        # the 97.5% cap is judged as the 2.5% parity target is: with the Monte Carlo
+        # allowance (98.47% at 1,000 windows: a cell whose true coverage is 97.5% reads
+        # above 97.5% in half the runs)
         out = {"coverage": self.coverage >= floor
-               and (not self.cell.gap or self.cell.n < 50 or self.coverage <= 0.975)}
+               and (not self.cell.gap or self.cell.n < 50
+                    or self.coverage <= 0.975 + self.allowance)}
         if not self.cell.gap:
-            allowance = 1.96 * math.sqrt(0.025 * 0.975 / self.reps)
-            out["excl"] = self.excluded <= 0.025 + allowance
+            out["excl"] = self.excluded <= 0.025 + self.allowance
         if not math.isnan(self.width):
             out["width"] = self.width <= 1.2
         return out
@@ -163,7 +173,7 @@ def rate_cell(cell: Cell, reps: int, seed: int) -> Result:
     """Coverage, parity exclusion and width ratio of one rate-metric cell."""
     x, trials, truth = _simulate_rates(cell, reps, np.random.default_rng(seed))
     ratio = cell.metric == "dp_ratio"
-    hits = excluded = used = 0
+    hits = excluded = used = above = below = 0
     widths, ref_widths = [], []
     seen: dict[bytes, tuple[float, float]] = {}  # small cells repeat their counts
     for rep in range(reps):
@@ -178,6 +188,8 @@ def rate_cell(cell: Cell, reps: int, seed: int) -> Result:
         lower, upper = seen[key]
         used += 1
         hits += lower <= truth <= upper
+        above += lower > truth
+        below += upper < truth
         excluded += (upper < 1.0) if ratio else (lower > 0.0)
         if cell.groups == 2 and cell.metric != "equalized_odds":
             ref = _mover_min_ratio(xr, nr) if ratio else _newcombe_abs(xr, nr)
@@ -185,7 +197,8 @@ def rate_cell(cell: Cell, reps: int, seed: int) -> Result:
                 widths.append(upper - lower)
                 ref_widths.append(ref[1] - ref[0])
     width = float(np.mean(widths) / np.mean(ref_widths)) if widths else math.nan
-    return Result(cell, hits / used, math.nan if cell.gap else excluded / used, width, used)
+    return Result(cell, hits / used, math.nan if cell.gap else excluded / used, width, used,
+                  above / used, below / used)
 
 
 def rate_cells(sizes: Iterable[int]) -> list[Cell]:
@@ -201,7 +214,8 @@ def run(name: str, cells: list[Cell], measure: Callable[[Cell, int, int], Result
         ) -> list[Result]:
     """Measure every cell, printing one line per cell as it finishes."""
     print(f"\n== {name}: {len(cells)} cells x {reps} replications, 95% intervals")
-    print(f"{'cell':48s} {'coverage':>8s} {'excl':>6s} {'width':>6s} {'SEs':>5s}  verdict")
+    print(f"{'cell':48s} {'coverage':>8s} {'excl':>6s} {'width':>6s} {'SEs':>5s} "
+          f"{'lo>t':>6s} {'hi<t':>6s}  verdict")
     results = []
     for k, cell in enumerate(cells):
         r = measure(cell, reps, k)
@@ -210,7 +224,8 @@ def run(name: str, cells: list[Cell], measure: Callable[[Cell, int, int], Result
         width = "" if math.isnan(r.width) else f"{r.width:6.2f}"
         flags = " ".join(f"{t}:{'PASS' if ok else 'FAIL'}" for t, ok in v.items())
         print(f"{cell.label():48s} {100 * r.coverage:7.1f}% {excl:>6s} {width:>6s} "
-              f"{cell.gap_se:5.1f}  {flags}", flush=True)
+              f"{cell.gap_se:5.1f} {100 * r.above:5.1f}% {100 * r.below:5.1f}%  {flags}",
+              flush=True)
         results.append(r)
     return results
 
@@ -237,10 +252,37 @@ def summary(results: list[Result]) -> None:
     print(f"parity excluded:                "
           f"{span([r.excluded for r in results], 100, '%')} (target <= 2.5%)")
     print(f"width / reference, 2 groups:    {span([r.width for r in results])} (target <= 1.2)")
+    strict = [r for r in big if r.cell.gap and r.coverage > 0.975]
+    print(f"coverage above 97.5% read strictly (no Monte Carlo allowance): {len(strict)} "
+          "cells")
     failed = [(r, t) for r in results for t, ok in r.verdicts().items() if not ok]
     print(f"cells: {len(results)}, failing targets: {len(failed)}")
     for r, t in failed:
-        print(f"  FAIL {t}: {r.cell.label()}")
+        print(f"  FAIL {t}: {r.cell.label()} coverage {100 * r.coverage:.1f}% (gap "
+              f"{r.cell.gap_se:.1f} SE): {why(r) if t == 'coverage' and r.cell.gap else ''}")
+
+
+def why(r: Result) -> str:
+    """Why a cell with a gap covers above 97.5% (the cases of docs/intervals.md)."""
+    cell = r.cell
+    ratio = cell.metric == "dp_ratio"
+    # the bound towards parity (a gap's lower, a ratio's upper) and the one away from it
+    towards, away = (r.below, r.above) if ratio else (r.above, r.below)
+    smallest = cell.n * min(cell.rate, 1 - cell.rate)
+    reasons = [f"towards parity misses {100 * towards:.1f}%, away {100 * away:.1f}%"]
+    if cell.gap_se < Z and away == 0:
+        reasons.append("folded: the truth of a gap below 1.96 SE cannot lie beyond the bound "
+                       "away from parity, so coverage is 1 - the other bound's misses")
+    if cell.metric == "equalized_odds":
+        reasons.append("equalized odds: the FPR family's pairs (no gap) stay in contention "
+                       "with the TPR pairs, so the joint critical value spans both families")
+    if cell.groups > 2:
+        reasons.append("k > 2: the bound towards parity keeps the joint critical value that "
+                       "holds parity at 2.5%, which one group's small gap exceeds more rarely")
+    if smallest < 10:
+        reasons.append(f"discrete: {smallest:.0f} expected successes in the smallest group "
+                       "(Wilson/Clopper-Pearson tails)")
+    return "; ".join(reasons)
 
 
 RATE_METRICS = ["demographic_parity_difference", "demographic_parity_ratio",

@@ -1,10 +1,10 @@
 """Confidence intervals and chance levels of between-group gaps (issue 16).
 
-Hand-derived cases, the undefined cases (rate gaps: ``test_rate_intervals.py``), and coverage: on
-simulated windows with a known population value the 95% interval must cover it in 93-97% of 500
-replications, at parity and for a real gap, with 2 and 5 groups, small and large windows. (The full
-table, with more replications and the score metrics at 5 groups, is printed by
-``benchmarks/bench_intervals.py``.)
+Hand-derived cases, the undefined cases (rate gaps: ``test_rate_intervals.py``), and
+coverage: on simulated windows with a known population value the 95% interval must
+cover it in 93-97% of 500 replications, at parity and for a real gap, with 2 and 5 groups,
+small and large windows. (The full table, with more replications and the score
+metrics at 5 groups, is printed by ``benchmarks/bench_intervals.py``.)
 """
 
 from __future__ import annotations
@@ -461,3 +461,19 @@ def test_poisson_kernel_is_the_exact_poisson_quantile(lam):
     # within the CDF's round-off of 0 or 1 (probability ~1e-12) the walk stops 8 SD out
     assert got[0, 0] <= got[1, 0] <= got[2, 0]
     assert np.abs(got[:3, 0] - want[:3, 0]).max() <= 40 + 1.5 * math.sqrt(lam)
+
+
+def test_poisson_kernel_mixed_rates_bisect_to_the_quantile():
+    """Bins of small rates (walked) and large ones (bisected over the bin's table) in one call:
+    every count is scipy's Poisson quantile of its uniform (a boundary tie aside)."""
+    from fairmonitor.metrics._intervals_compiled import poisson_counts
+
+    rng = np.random.default_rng(7)
+    lam = np.r_[0.0, 0.5, 63.9, 64.0, 64.1, rng.uniform(100, 5e4, 40), rng.uniform(0, 64, 40)]
+    u = rng.random((300, lam.size))
+    got = poisson_counts(lam, u)
+    want = np.where(lam > 0, stats.poisson.ppf(u, np.where(lam > 0, lam, 1.0)), 0.0)
+    assert np.mean(got == want) >= 0.999 and np.abs(got - want).max() <= 1
+    # monotone in the uniform within a bin, as an inverse CDF is
+    order = np.argsort(u, axis=0)
+    assert (np.diff(np.take_along_axis(got, order, axis=0), axis=0) >= 0).all()
