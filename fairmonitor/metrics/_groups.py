@@ -179,7 +179,7 @@ def missing_mask(col: NDArray[Any]) -> NDArray[np.bool_]:
         if col.size >= COMPILED_MIN_ROWS:
             # one look at each distinct object instead of two comparisons per row (None: a
             # new object per row, where the comparisons below are the cheaper way)
-            from ._groups_compiled import identity_codes
+            from .._kernels.groups import identity_codes
 
             found = identity_codes(col)
             if found is not None:
@@ -293,7 +293,7 @@ def factorize(col: NDArray[Any]) -> tuple[NDArray[Any], NDArray[np.intp]]:
     non-negative integers are counted (O(n)); Python objects (strings) are hashed, then only
     the K distinct values are sorted (sorting 10^5 strings compares Python objects ~10^6
     times, 5-10x slower): long columns by object identity in one compiled pass
-    (:mod:`._groups_compiled`), short ones by value in one dict pass; anything else is sorted
+    (:mod:`fairmonitor._kernels.groups`), short ones by value in one dict pass; anything else is sorted
     once and looked up with ``searchsorted`` (O(n log K) for K groups).
 
     >>> uniques, codes = factorize(np.array(["b", "a", "b"], dtype=object))
@@ -311,7 +311,7 @@ def factorize(col: NDArray[Any]) -> tuple[NDArray[Any], NDArray[np.intp]]:
 
 
 #: Columns of at least this many rows are encoded by the compiled kernels of
-#: :mod:`._groups_compiled`; below, numpy and a dict pass cost less than loading numba.
+#: :mod:`fairmonitor._kernels.groups`; below, numpy and a dict pass cost less than loading numba.
 COMPILED_MIN_ROWS = 1 << 15
 
 
@@ -347,7 +347,7 @@ def _hash_codes(col: NDArray[Any]) -> tuple[NDArray[np.int32], NDArray[np.int64]
     value is unhashable, two unequal values share a hash, a value is unequal to an equal-hash
     one (NaN) or there are too many distinct hashes to gain anything.
     """
-    from ._groups_compiled import distinct_codes
+    from .._kernels.groups import distinct_codes
 
     try:
         hashes = np.fromiter(map(hash, col), dtype=np.int64, count=col.size)
@@ -393,7 +393,7 @@ def _factorize_counted(col: NDArray[Any]
         if col.size < COMPILED_MIN_ROWS:
             uniques, codes = _factorize_values(col.tolist())
             return uniques, codes, None
-        from ._groups_compiled import count_codes, identity_codes, remap_codes
+        from .._kernels.groups import count_codes, identity_codes, remap_codes
 
         # rows by object identity, then the distinct objects by value (equal strings held
         # by distinct objects meet there); a new object per row: by value hash instead
@@ -479,7 +479,7 @@ def _cross(per_column: list[Factorized], n: int
     radix = math.prod(len(u) for u, _, _ in per_column)
     counted = radix <= 4 * n + 1024  # few cells: count them instead of sorting (np.unique)
     if counted and n >= COMPILED_MIN_ROWS:  # one compiled pass per column, no int64 temporary
-        from ._groups_compiled import remap_codes
+        from .._kernels.groups import remap_codes
 
         (first, combined, _), *rest = per_column
         radix = first.size
@@ -518,7 +518,7 @@ def _cross(per_column: list[Factorized], n: int
 def _crossed(left: NDArray[Any], right: NDArray[Any], k_right: int, radix: int
              ) -> tuple[NDArray[np.integer[Any]], NDArray[np.int64]]:
     """One compiled mixed-radix step: codes ``left * k_right + right`` and each cell's count."""
-    from ._groups_compiled import cross_codes
+    from .._kernels.groups import cross_codes
 
     out = np.empty(left.size, dtype=np.int32 if radix < 2**31 else np.int64)
     counts = cross_codes(left, right, np.int64(k_right), np.int64(radix), out)

@@ -206,7 +206,7 @@ def madd_from_summary(attr: AttributeSummary, *, max_bins_cells: int, agg: str =
     kept = _kept(attr, min_group_size)
     if not _two_groups("madd", kept):
         return MADDResult(float("nan"), agg, attr.name, None, (), None)
-    from ._compiled import counts_below  # numba: only when cells are evaluated
+    from .._kernels.cells import counts_below  # numba: only when cells are evaluated
 
     slot = _edge_slots(max_bins_cells, plan.n_bins, plan.compat, plan.auto)
     prepared = []
@@ -378,7 +378,7 @@ class _AbccTable:
     CAP = 8192
 
     def __init__(self, groups: list[GroupSummary], edges: NDArray[np.float64]) -> None:
-        from ._compiled import abcc_curves, mark_cells, table_cells  # numba: only when evaluated
+        from .._kernels.cells import abcc_curves, mark_cells, table_cells  # numba: only when evaluated
 
         # per group: its cells, counts, sums and bounds; compact cells' bounds stay quantized
         # (uint8), decoded in the kernels for the ambiguous cells only (the only ones read)
@@ -406,7 +406,7 @@ class _AbccTable:
 
     def pair(self, i: int, j: int) -> tuple[float, float]:
         """ABCC of groups i and j, and its certified error."""
-        from ._compiled import abcc_pair
+        from .._kernels.cells import abcc_pair
 
         return abcc_pair(self.F[i], self.F[j], self.m[i], self.m[j], self.G[i], self.G[j],
                          self.gaps, self.left, self.right, *self._groups(i, j), self._area,
@@ -414,7 +414,7 @@ class _AbccTable:
 
     def pairs(self, wanted: list[tuple[int, int]]) -> dict[tuple[int, int], tuple[float, float]]:
         """:meth:`pair` of every pair in ``wanted`` (the same bits), in one blocked pass."""
-        from ._compiled import _ambiguous_part, abcc_pairs
+        from .._kernels.cells import _ambiguous_part, abcc_pairs
 
         size = self.cells.size
         if len(wanted) < 2 or not size:
@@ -477,7 +477,7 @@ def _binned(g: GroupSummary, edges: NDArray[np.float64], cells: int) -> NDArray[
         return _kde.linear_binning(g.scores, cells)
     # each fine cell's count and sum split between the two KDE cells around its midpoint:
     # one compiled pass (the bits of the former two weighted np.bincount)
-    from ._compiled import linear_binning_cells  # numba: only when cells are evaluated
+    from .._kernels.cells import linear_binning_cells  # numba: only when cells are evaluated
 
     index, count, total = g.cells[:3]  # type: ignore[index]
     return linear_binning_cells(index, count, total, edges, cells)

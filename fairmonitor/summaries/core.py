@@ -237,7 +237,7 @@ class CompactCells:
             elif k == 2:
                 field_ = self.total
             else:  # both bounds in one compiled pass (numba: only when they are read)
-                from ._compiled import decode_bounds
+                from .._kernels.cells import decode_bounds
 
                 self._fields[3], self._fields[4] = decode_bounds(self.index, self.qlo,
                                                                  self.qhi, self.edges)
@@ -262,7 +262,7 @@ class CompactCells:
 
 def _compact(cells: Cells, edges: NDArray[np.float64]) -> CompactCells:
     """The compact form of exact cells (:func:`_cells_of`'s): bounds quantized outward."""
-    from ._compiled import quantize_bounds  # numba: only when cells are made
+    from .._kernels.cells import quantize_bounds  # numba: only when cells are made
 
     index, count, total, low, high = cells
     qlo, qhi = quantize_bounds(index, low, high, edges)
@@ -506,7 +506,7 @@ def _merge_many_cells(groups: list[GroupSummary], edges: NDArray[np.float64]) ->
         A part's bitmap does not match its arrays (corrupted bytes).
     """
     # numba: only when cells merge
-    from ._compiled import (
+    from .._kernels.cells import (
         _BIT_COUNTS,
         _BIT_POSITIONS,
         add_cells,
@@ -648,7 +648,7 @@ def _outcome_counts(codes: NDArray[np.intp], pred: NDArray[np.int8],
                     true: NDArray[np.int8] | None, k: int) -> NDArray[np.int64]:
     """Rows per (group, label * 2 + prediction), in blocks: no n-long temporary."""
     if codes.size >= COMPILED_MIN_ROWS:  # one compiled pass
-        from ..metrics._groups_compiled import outcome_counts
+        from .._kernels.groups import outcome_counts
 
         return outcome_counts(codes, k, pred, np.zeros(0, np.int8) if true is None else true)
     counts = np.zeros(4 * k, dtype=np.int64)
@@ -672,7 +672,7 @@ def _group_rows(codes: NDArray[np.integer[Any]], counts: NDArray[np.intp],
         order = np.argsort(codes.astype(np.int16) if counts.size < 2**15 else codes,
                            kind="stable")
         return (None if score is None else score[order]), order
-    from ..metrics._groups_compiled import group_layout, group_order
+    from .._kernels.groups import group_layout, group_order
 
     order = group_order(codes, counts, np.empty(codes.size, dtype=np.intp)) if need_rows \
         else None

@@ -21,7 +21,7 @@ from fairmonitor.summaries import (
     summarize,
     to_bytes,
 )
-from fairmonitor.summaries._compiled import decode_bounds, quantize_bounds
+from fairmonitor._kernels.cells import decode_bounds, quantize_bounds
 from fairmonitor.summaries.core import QUANTA, _cells_of
 
 from .test_summaries import assert_same, rows

@@ -62,7 +62,7 @@ def _pack(codes: NDArray[np.intp], levels: tuple[int, ...]) -> tuple[NDArray[np.
     """Pack categorical codes into 64-bit words of 8-, 16- or 32-bit lanes.
 
     One XOR then compares every categorical column of two rows at once (see
-    :func:`_count_lanes`, and its compiled twin in :mod:`.accele`); reading one word instead
+    :func:`_count_lanes`, and its compiled twin in :mod:`fairmonitor._kernels.hfm`); reading one word instead
     of one code per column is what makes the per-pair cost of ApproxDist small.
     """
     n = codes.shape[0]

@@ -12,7 +12,7 @@ bounds are quantized (:func:`quantize_bounds`) and decoded (:func:`decode_bounds
 **Bit for bit the numpy results.** No fast-math (LLVM neither reassociates nor fuses a
 multiply-add then); every expression evaluates the same IEEE operations in the same order as
 the numpy code it replaces; sums over arrays use numpy's pairwise summation (MADD's
-:func:`~fairmonitor.metrics._madd.compiled._pairwise_sum`, after numpy's ``0.0 +``);
+:func:`.madd._pairwise_sum`, after numpy's ``0.0 +``);
 sequential accumulations (cumulative sums, ``np.bincount`` weights, ``np.add.at``) run in the
 same order; minima and maxima follow numpy's rule (the second operand on ties, NaN
 propagates), so signed zeros come out as numpy's too. ``tests/summaries/test_compiled.py``
@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..metrics._madd.compiled import _pairwise_sum
-from ..metrics._numba import compiled
+from . import compiled
+from .madd import _pairwise_sum
 
 
 @compiled
@@ -127,7 +127,7 @@ def add_compact(count, total, qlo, qhi, bitmap, c, t, ql, qh, positions, bit_cou
 
 @compiled
 def _bound(q, left, right, step):  # pragma: no cover - compiled
-    """The bound ``q`` of a cell: ``left + q * step``, ``step = (right - left) / 255``.
+    """Return bound ``q`` of a cell: ``left + q * step``, ``step = (right - left) / 255``.
 
     255 is ``right`` exactly (and 0 is ``left``).
     """
@@ -172,7 +172,7 @@ def quantize_bounds(index, low, high, edges):  # pragma: no cover - compiled
 
 @compiled
 def decode_bounds(index, qlo, qhi, edges):  # pragma: no cover - compiled
-    """The bounds ``qlo``, ``qhi`` of cells ``index`` as floats (:func:`_bound`), one pass."""
+    """Decode bounds ``qlo``, ``qhi`` of cells ``index`` as floats (:func:`_bound`), one pass."""
     low = np.empty(index.size)
     high = np.empty(index.size)
     for k in range(index.size):
@@ -366,7 +366,7 @@ def _dense(pos, part_count, part_total, part_qlo, part_qhi, part_low, part_high,
 def _ambiguous_part(F_i, F_j, gaps, left, right, n_i, n_j, pos_i, count_i, total_i, qlo_i,
                     qhi_i, low_i, high_i, pos_j, count_j, total_j, qlo_j, qhi_j, low_j, high_j,
                     ia, namb, scratch):  # pragma: no cover - compiled
-    """The flat stretches before the ambiguous cells ``ia[:namb]`` and their estimates.
+    """Find the flat stretches before the ambiguous cells ``ia[:namb]`` and their estimates.
 
     Returns the three sums ``_AbccTable.pair`` adds (flat stretches, estimates, errors);
     ``scratch`` holds at least ``namb`` floats.
@@ -470,7 +470,7 @@ def _tree_sum(leaf_sums, leaf_at, lo, n):  # pragma: no cover - compiled
 @compiled
 def abcc_pairs(F, m, G, first, second, leaf_lo, leaf_n, leaf_at, block, cap
                ):  # pragma: no cover - compiled
-    """The fixed cells of many pairs in one call, leaf by leaf of the pairwise summation.
+    """Sum the fixed cells of many pairs in one call, leaf by leaf of the pairwise summation.
 
     ``F``, ``m``, ``G``: the table, a row per group. Blocks of ``block`` leaves are read for
     every pair in turn (the six rows a pair reads, ~5 MB for 10^5 cells, then come from
