@@ -82,6 +82,8 @@ def _bit_tables() -> tuple[np.ndarray, np.ndarray]:
 
 #: ``_BIT_POSITIONS[b, :_BIT_COUNTS[b]]``: the set bits of byte ``b`` (bitmap walk, no branch).
 _BIT_POSITIONS, _BIT_COUNTS = _bit_tables()
+#: The tables, as the merge's Python side reads a part's bitmap.
+BIT_POSITIONS, BIT_COUNTS = _BIT_POSITIONS, _BIT_COUNTS
 
 
 @compiled
@@ -577,3 +579,7 @@ def linear_binning_cells(index, count, total, edges, cells):  # pragma: no cover
         first[at_first] = run_first
         second[at_second] = run_second
     return first + second
+
+
+#: The ambiguous cells' part of an ABCC pair, as the blocked pairs' Python side calls it.
+ambiguous_part = _ambiguous_part

@@ -17,7 +17,7 @@ whatever the metrics. Three kernels:
   counting sort, O(n)) instead of a stable argsort of the codes.
 
 numba is already a dependency (HFM, MADD); this module is imported only for columns of at
-least ``_groups.COMPILED_MIN_ROWS`` rows, so ``import fairmonitor`` does not load numba
+least ``fairmonitor.utils.groups.COMPILED_MIN_ROWS`` rows, so ``import fairmonitor`` does not load numba
 (:mod:`fairmonitor._kernels`).
 """
 

@@ -509,3 +509,9 @@ def histograms_by_group(scores, codes, m, k, edges):  # pragma: no cover - compi
                 j += np.uintp(1)
         counts[np.uintp(c) * um + j] += 1
     return counts.reshape(k, m)
+
+
+#: numpy's pairwise summation, as other kernel modules outside this home call it (the score
+#: bootstrap's, ``metrics/_intervals_compiled.py``): a leaf of at most 128 terms, the walk.
+pairwise_leaf = _leaf
+pairwise_walk = _walk

@@ -21,7 +21,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .._validation import check_1d, check_option, check_positive_int, warn_undefined
 from ..exceptions import GroupExclusionWarning, InvalidInputError, UndefinedMetricWarning
-from ._groups import encode_groups
+from ..utils.groups import encode_groups
 
 __all__ = ["PermutationResult", "permutation_test"]
 

@@ -34,7 +34,7 @@ from numpy.typing import NDArray
 
 from .._validation import check_binary, check_option, check_positive_int, check_same_length
 from ..exceptions import InvalidInputError
-from ..metrics._groups import encode_groups
+from ..utils.groups import encode_groups
 from . import stats as st
 from .inputs import (
     Scorer,

@@ -21,8 +21,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._validation import check_binary
-from ..metrics._groups import apply_missing_policy, column_values, encode_attributes
 from ..summaries import SummarySpec, summarize, to_bytes
+from ..utils.groups import apply_missing_policy, column_values, encode_attributes
 
 __all__ = ["KEY", "PartitionPlan", "summarize_partition", "window_bounds"]
 

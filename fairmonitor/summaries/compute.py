@@ -31,21 +31,25 @@ from numpy.typing import NDArray
 
 from .._validation import check_option, check_positive_int, warn_undefined
 from ..exceptions import GroupExclusionWarning, InvalidInputError
-from ..metrics._abpc_abcc import kde as _kde
-from ..metrics._abpc_abcc.areas import _pairs, _w1_sorted
-from ..metrics._calibration import calibration_from_sums
-from ..metrics._groups import Groups, _exclude_small, contiguous_groups
-from ..metrics._madd.bandwidth import _shares_below
-from ..metrics._madd.madd import (
+from ..metrics.shared import (
+    AGGREGATIONS,
+    GroupRates,
     MADDResult,
-    _auto_pair,
-    _fixed_pair,
-    _grid,
-    _plan,
-    _Prepared,
+    PairwiseMatrix,
+    calibration_from_sums,
 )
-from ..metrics._pairwise import AGGREGATIONS, PairwiseMatrix
-from ..metrics._parity import GroupRates, _rate
+from ..metrics.shared import MADDPrepared as _Prepared
+from ..metrics.shared import abcc_abpc_pairs as _pairs
+from ..metrics.shared import kde as _kde
+from ..metrics.shared import madd_auto_pair as _auto_pair
+from ..metrics.shared import madd_fixed_pair as _fixed_pair
+from ..metrics.shared import madd_grid as _grid
+from ..metrics.shared import madd_plan as _plan
+from ..metrics.shared import madd_shares_below as _shares_below
+from ..metrics.shared import rate as _rate
+from ..metrics.shared import w1_sorted as _w1_sorted
+from ..utils.groups import Groups, contiguous_groups
+from ..utils.groups import exclude_small as _exclude_small
 from .core import DYADIC_BITS, AttributeSummary, GroupSummary, _union, cell_edges
 
 __all__ = ["AbccFromCells", "abcc_from_summary", "abpc_from_summary", "group_rates_from_summary",
@@ -378,7 +382,11 @@ class _AbccTable:
     CAP = 8192
 
     def __init__(self, groups: list[GroupSummary], edges: NDArray[np.float64]) -> None:
-        from .._kernels.cells import abcc_curves, mark_cells, table_cells  # numba: only when evaluated
+        from .._kernels.cells import (  # numba: only when evaluated
+            abcc_curves,
+            mark_cells,
+            table_cells,
+        )
 
         # per group: its cells, counts, sums and bounds; compact cells' bounds stay quantized
         # (uint8), decoded in the kernels for the ambiguous cells only (the only ones read)
@@ -414,7 +422,8 @@ class _AbccTable:
 
     def pairs(self, wanted: list[tuple[int, int]]) -> dict[tuple[int, int], tuple[float, float]]:
         """:meth:`pair` of every pair in ``wanted`` (the same bits), in one blocked pass."""
-        from .._kernels.cells import _ambiguous_part, abcc_pairs
+        from .._kernels.cells import abcc_pairs
+        from .._kernels.cells import ambiguous_part as _ambiguous_part
 
         size = self.cells.size
         if len(wanted) < 2 or not size:

@@ -32,7 +32,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -43,8 +42,9 @@ from numpy.typing import NDArray
 
 from .._validation import check_scores
 from ..exceptions import InvalidInputError
-from ..metrics._groups import COMPILED_MIN_ROWS, Groups, encode_attributes
-from ..metrics._madd.bandwidth import _grid
+from ..metrics.shared import madd_grid as _grid
+from ..utils.groups import COMPILED_MIN_ROWS, Groups, encode_attributes
+from ..utils.rowkeys import row_keys as _row_keys
 
 __all__ = ["DYADIC_BITS", "SUMMARY_VERSION", "AttributeSummary", "CompactCells",
            "GroupSummary", "SummarySpec", "WindowSummary", "cell_edges", "merge_all",
@@ -506,9 +506,9 @@ def _merge_many_cells(groups: list[GroupSummary], edges: NDArray[np.float64]) ->
         A part's bitmap does not match its arrays (corrupted bytes).
     """
     # numba: only when cells merge
+    from .._kernels.cells import BIT_COUNTS as _BIT_COUNTS
+    from .._kernels.cells import BIT_POSITIONS as _BIT_POSITIONS
     from .._kernels.cells import (
-        _BIT_COUNTS,
-        _BIT_POSITIONS,
         add_cells,
         add_compact,
         cells_of_sorted,
@@ -603,34 +603,6 @@ def merge_all(summaries: list[WindowSummary]) -> WindowSummary:
 
 
 # --------------------------------------------------------------------------- building
-
-
-def _splitmix(x: NDArray[np.uint64]) -> NDArray[np.uint64]:
-    with np.errstate(over="ignore"):
-        x = x + np.uint64(0x9E3779B97F4A7C15)
-        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        return x ^ (x >> np.uint64(31))
-
-
-def _column_bits(col: NDArray[Any]) -> NDArray[np.uint64]:
-    """A uint64 per value, equal for equal values in any process (no Python ``hash``)."""
-    col = np.asarray(col)
-    if col.dtype.kind in "biu":
-        return col.astype(np.int64).view(np.uint64)
-    if col.dtype.kind == "f":
-        return (col.astype(np.float64) + 0.0).view(np.uint64)  # -0.0 hashes as 0.0
-    uniques, inverse = np.unique(col.astype(str), return_inverse=True)
-    crc = np.array([zlib.crc32(u.encode()) for u in uniques], dtype=np.uint64)
-    return crc[inverse.reshape(-1)]
-
-
-def _row_keys(columns: Mapping[str, NDArray[Any]], n: int) -> NDArray[np.uint64]:
-    key = np.zeros(n, dtype=np.uint64)
-    for col in columns.values():
-        with np.errstate(over="ignore"):
-            key = _splitmix(key ^ _column_bits(col))
-    return key
 
 
 def _feature_columns(X: Any) -> dict[str, NDArray[Any]]:

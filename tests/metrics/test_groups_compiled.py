@@ -14,9 +14,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import fairmonitor.metrics._groups as groups_module
+import fairmonitor.utils.groups as groups_module
 import fairmonitor.summaries.core as summaries_core
-from fairmonitor.metrics._groups import encode_attributes, factorize, missing_mask
+from fairmonitor.utils.groups import encode_attributes, factorize, missing_mask
 from fairmonitor._kernels.groups import identity_codes
 from fairmonitor.report import Window, evaluate_window
 from fairmonitor.summaries import SummarySpec, summarize

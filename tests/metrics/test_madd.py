@@ -296,7 +296,7 @@ def _edge_valued_scores(rng, m):
 
 
 def _check_histograms_by_group(rng, m, k, dtype, monkeypatch):
-    from fairmonitor.metrics._groups import Groups
+    from fairmonitor.utils.groups import Groups
     from fairmonitor._kernels.madd import histograms_by_group
 
     module = importlib.import_module("fairmonitor.metrics._madd.madd")

@@ -32,7 +32,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..._validation import check_option, check_sample_weight, warn_undefined
 from ...exceptions import GroupExclusionWarning, InvalidInputError
-from .._groups import Groups
+from ...utils.groups import Groups
 from .._pairwise import AGGREGATIONS, Aggregation, PairwiseMatrix, scores_and_groups
 from . import kde as _kde
 
@@ -64,7 +64,9 @@ def _w1_sorted(a: NDArray[np.float64], b: NDArray[np.float64]) -> float:
     a correctly rounded quotient of integers is exact, in int64 above), and the sums are numpy's
     pairwise sums of its blocks of ``_BLOCK`` steps, added in its order: the same bits.
     """
-    from ..._kernels import abcc as compiled  # numba: loaded at the first ABCC pair, not with fairmonitor
+    from ..._kernels import (
+        abcc as compiled,  # numba: loaded at the first ABCC pair, not with fairmonitor
+    )
 
     if a.size == b.size:  # the steps coincide: the mean gap between order statistics
         return float(compiled.mean_abs_gap(a, b))

@@ -45,7 +45,7 @@ from ..._validation import (
     warn_undefined,
 )
 from ...exceptions import GroupExclusionWarning, InvalidInputError
-from .._groups import Groups, encode_groups, sensitive_columns
+from ...utils.groups import Groups, encode_groups, sensitive_columns
 from .matcher import (
     REST,
     CounterpartMatcher,

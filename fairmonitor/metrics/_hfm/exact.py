@@ -37,9 +37,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..._validation import _first_rows, check_finite
+from ..._validation import check_finite, first_rows
 from ...exceptions import InvalidInputError
-from .._groups import factorize
+from ...utils.groups import factorize
 
 __all__ = ["FeatureSpace", "exact_cross_group_distances", "feature_space", "missing_values",
            "scale_columns"]
@@ -263,7 +263,7 @@ def feature_space(X: Any, *, scale: bool) -> FeatureSpace:
         if missing.any():
             raise InvalidInputError(
                 f"categorical feature '{name}' of `X` has {int(missing.sum())} missing values "
-                f"(rows {_first_rows(missing)}); fill them with an explicit category such as "
+                f"(rows {first_rows(missing)}); fill them with an explicit category such as "
                 "'unknown', or drop those rows.")
         if col.dtype.kind == "O" and not all(issubclass(t, str) for t in set(map(type, col))):
             col = col.astype(str)  # categories by their text: 1 and "1" are one category

@@ -6,6 +6,7 @@ kernels move there too.
 
 from __future__ import annotations
 
-from ..._kernels.madd import _leaf, _walk
+from ..._kernels.madd import pairwise_leaf as _leaf
+from ..._kernels.madd import pairwise_walk as _walk
 
 __all__ = ["_leaf", "_walk"]

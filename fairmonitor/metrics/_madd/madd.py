@@ -36,13 +36,13 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..._validation import check_option, check_positive_int, check_scores, warn_undefined
 from ...exceptions import InvalidInputError
-from .._groups import Groups, encode_groups
+from ...utils.groups import Groups, encode_groups
 from .._pairwise import AGGREGATIONS, Aggregation, PairwiseMatrix, pairwise_over_groups
 from .bandwidth import (
+    _STD_TIE,
     COMPAT_MIN_LENGTH,
     LENGTH_FRACTION,
     MIN_POINTS,
-    _STD_TIE,
     _edge_shares,
     _first_ends,
     _Grid,
