@@ -10,7 +10,8 @@ data, so each kernel compiles for the argument types those paths pass:
 - ``evaluate_window`` with intervals, on a short window (numpy group encoding) and on one of
   ``2**17`` rows (the compiled encoding of text and integer columns, MADD's one-pass
   histograms);
-- summaries made of cells, merged, serialized and evaluated (``evaluate_summary``);
+- summaries made of cells, merged, serialized and evaluated (``evaluate_summary``), and one of
+  a long window with a row sample;
 - HFM's ApproxDist scan.
 
 Exit 0, printing the CPU time it took and where numba caches. ``NUMBA_CACHE_DIR`` chooses
@@ -71,6 +72,9 @@ def _summaries() -> None:
                                y_true=data["y_true"], spec=spec))
     merged = merge_all([from_bytes(to_bytes(p)) for p in parts])
     evaluate_summary(merged)
+    data = _window(_LONG, 4)  # the compiled layout of long windows, with a row sample
+    to_bytes(summarize(data["sensitive_features"], y_score=data["y_score"], y_true=data["y_true"],
+                       X=data["X"], spec=spec))
 
 
 def _hfm() -> None:
