@@ -25,8 +25,8 @@ CHILD = textwrap.dedent("""
     label = (rng.random(n) < score).astype(np.int64)
     with install_recorder("numba:compile") as compiles:
         evaluate_window(Window({"sex": sex, "race": race}, y_score=score, y_true=label))
-    print(json.dumps(sorted({e.data["dispatcher"].py_func.__qualname__
-                             for e in compiles.buffer})))
+    print(json.dumps(sorted({event.data["dispatcher"].py_func.__qualname__
+                             for _, event in compiles.buffer})))
 """)
 
 
