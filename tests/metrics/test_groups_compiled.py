@@ -14,13 +14,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import fairmonitor.utils.groups as groups_module
 import fairmonitor.summaries.core as summaries_core
-from fairmonitor.utils.groups import encode_attributes, factorize, missing_mask
+import fairmonitor.utils.groups as groups_module
 from fairmonitor._kernels.groups import identity_codes
 from fairmonitor.report import Window, evaluate_window
 from fairmonitor.summaries import SummarySpec, summarize
 from fairmonitor.summaries.compute import pseudo_rows
+from fairmonitor.utils.groups import encode_attributes, factorize, missing_mask
 
 N = groups_module.COMPILED_MIN_ROWS + 1001  # the compiled path, by a margin
 

@@ -8,8 +8,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fairmonitor.metrics import madd
-from fairmonitor.summaries import SummarySpec, cell_edges, merge_all, summarize
 from fairmonitor._kernels.cells import (
     _BIT_COUNTS,
     _BIT_POSITIONS,
@@ -17,6 +15,8 @@ from fairmonitor._kernels.cells import (
     add_compact,
     linear_binning_cells,
 )
+from fairmonitor.metrics import madd
+from fairmonitor.summaries import SummarySpec, cell_edges, merge_all, summarize
 from fairmonitor.summaries.compute import _AbccTable, _binned, _spread, madd_from_summary
 from fairmonitor.summaries.core import _cells_of, _compact, _merge_many_cells
 
