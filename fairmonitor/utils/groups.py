@@ -85,7 +85,7 @@ class Groups:
 
 
 def column_values(col: Any) -> NDArray[Any]:
-    """A column as a 1-D array; a long text column of a DataFrame as a few shared objects.
+    """Return a column as a 1-D array; a long DataFrame text column as a few shared objects.
 
     pandas 3 reads text (Parquet, SQL, CSV) as arrow-backed strings, and ``to_numpy()`` gives
     every row a new ``str`` object. Encoding such a column then compares every row's value
@@ -166,7 +166,7 @@ def _is_missing(value: Any) -> bool:
 
 
 def missing_mask(col: NDArray[Any]) -> NDArray[np.bool_]:
-    """True where ``col`` holds a missing value: NaN, None, NaT or ``pandas.NA``.
+    """Mark where ``col`` holds a missing value: NaN, None, NaT or ``pandas.NA``.
 
     >>> missing_mask(np.array(["a", None, float("nan")], dtype=object)).tolist()
     [False, True, True]
@@ -316,7 +316,7 @@ COMPILED_MIN_ROWS = 1 << 15
 
 
 def _narrowest(k: int) -> type[np.signedinteger[Any]]:
-    """The smallest signed integer type holding codes ``-1..k-1``: a code column is n long."""
+    """Pick the smallest signed integer type holding codes ``-1..k-1`` (a column is n long)."""
     return np.int8 if k < 2**7 else np.int16 if k < 2**15 else np.int32 if k < 2**31 \
         else np.int64
 
@@ -558,7 +558,7 @@ def encode_attributes(columns: Any, *, intersection: bool = True, validated: boo
 
 
 def contiguous_groups(labels: tuple[Any, ...], counts: NDArray[np.intp], name: str) -> Groups:
-    """Groups of rows laid out group after group (``counts[0]`` rows of group 0, ...)."""
+    """Build the groups of rows laid out group after group (``counts[0]`` rows of group 0, ...)."""
     counts = np.asarray(counts, dtype=np.intp)
     # the narrowest integer type: these codes are rarely read (splitting is slicing)
     dtype = np.int8 if counts.size < 2**7 else np.int16 if counts.size < 2**15 else np.intp
