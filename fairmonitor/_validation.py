@@ -25,10 +25,14 @@ F = TypeVar("F", bound=Callable[..., Any])
 SCORE_TOLERANCE = 1e-9
 
 
-def _first_rows(mask: NDArray[np.bool_], limit: int = 5) -> str:
+def first_rows(mask: NDArray[np.bool_], limit: int = 5) -> str:
     rows = np.flatnonzero(mask)
     shown = ", ".join(str(int(r)) for r in rows[:limit])
     return shown + (f", ... ({rows.size} in all)" if rows.size > limit else "")
+
+
+#: The former name, for code written before it became public.
+_first_rows = first_rows
 
 
 def check_1d(values: ArrayLike, name: str) -> NDArray[Any]:
@@ -114,7 +118,7 @@ def check_finite(values: NDArray[Any], name: str) -> None:
     bad = ~np.isfinite(values)
     if bad.any():
         raise InvalidInputError(
-            f"`{name}` has {int(bad.sum())} NaN or infinite values (rows {_first_rows(bad)}); "
+            f"`{name}` has {int(bad.sum())} NaN or infinite values (rows {first_rows(bad)}); "
             "drop or impute those rows before computing fairness metrics."
         )
 
@@ -143,7 +147,7 @@ def check_sample_weight(sample_weight: ArrayLike | None, n: int) -> NDArray[np.f
     negative = w < 0
     if negative.any():
         raise InvalidInputError(f"`sample_weight` must be >= 0; {int(negative.sum())} values "
-                                f"are negative (rows {_first_rows(negative)}).")
+                                f"are negative (rows {first_rows(negative)}).")
     if not w.any():
         raise InvalidInputError("`sample_weight` is 0 on every row; nothing would be measured.")
     return w
@@ -182,7 +186,7 @@ def check_scores(values: ArrayLike, name: str = "y_score", *, copy: bool = True
     if bad.any():
         raise InvalidInputError(
             f"`{name}` must lie in [0, 1]; {int(bad.sum())} values are outside "
-            f"(rows {_first_rows(bad)}, range [{arr.min():.6g}, {arr.max():.6g}]). "
+            f"(rows {first_rows(bad)}, range [{arr.min():.6g}, {arr.max():.6g}]). "
             "Pass probabilities (e.g. `predict_proba(X)[:, 1]`) or rescale the scores to [0, 1]."
         )
     return np.clip(arr, 0.0, 1.0)

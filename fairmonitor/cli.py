@@ -24,6 +24,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "dashboards": ("fairmonitor.commands.dashboards", "Write the Grafana dashboard files."),
     "demo": ("fairmonitor.commands.demo",
              "Run the whole loop locally: train, evaluate, replay, monitor."),
+    "warm": ("fairmonitor.commands.warm",
+             "Compile the numba kernels into the on-disk cache (once per install or image)."),
     # further subcommands register here
 }
 

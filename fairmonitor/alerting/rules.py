@@ -67,7 +67,7 @@ from datetime import timedelta
 from typing import Any
 
 from ..exceptions import ConfigError
-from ..metrics._groups import INTERSECTION_SEPARATOR
+from ..utils.groups import INTERSECTION_SEPARATOR
 from ._common import (
     NAMESPACE,
     absolute_url,

@@ -10,6 +10,7 @@ This package imports no pandas, mlflow, prometheus_client or apscheduler.
 
 # --- cfair ---
 # --- distributional (ABCC / ABPC) ---
+from ..utils.groups import Groups, encode_groups, sensitive_columns
 from ._abpc_abcc.areas import abcc, abpc
 
 # --- calibration ---
@@ -17,7 +18,6 @@ from ._calibration import calibration_difference
 from ._cfair.cfair import CounterpartResult, counterpart_fairness
 from ._cfair.matcher import CounterpartMatcher, PairMatcher, fit_matcher
 from ._cfair.stats import CounterpartComparison
-from ._groups import Groups, encode_groups, sensitive_columns
 
 # --- hfm ---
 from ._hfm.hfm import HFMAttribute, HFMResult, hfm

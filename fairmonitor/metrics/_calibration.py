@@ -25,7 +25,7 @@ from .._validation import (
     format_labels,
     warn_undefined,
 )
-from ._groups import encode_groups, require_two_groups
+from ..utils.groups import encode_groups, require_two_groups
 
 __all__ = ["calibration_difference", "calibration_from_sums"]
 

@@ -16,7 +16,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .._validation import check_option, check_scores, warn_undefined
-from ._groups import Groups, encode_groups
+from ..utils.groups import Groups, encode_groups
 
 __all__ = ["AGGREGATIONS", "PairwiseMatrix", "aggregate_pairs", "pairwise_over_groups",
            "scores_and_groups"]

@@ -34,7 +34,7 @@ from .._validation import (
     y_true_first,
 )
 from ..exceptions import GroupExclusionWarning, InvalidInputError
-from ._groups import Groups, encode_groups, require_two_groups
+from ..utils.groups import Groups, encode_groups, require_two_groups
 
 __all__ = [
     "GroupRates",

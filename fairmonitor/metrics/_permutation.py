@@ -27,7 +27,7 @@ from .._validation import (
     warn_undefined,
 )
 from ..exceptions import GroupExclusionWarning, InvalidInputError, UndefinedMetricWarning
-from ._groups import encode_groups
+from ..utils.groups import encode_groups
 
 __all__ = ["PermutationResult", "permutation_test"]
 

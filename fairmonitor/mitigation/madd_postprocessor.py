@@ -33,8 +33,8 @@ from .._validation import (
     format_labels,
 )
 from ..exceptions import InvalidInputError, NotFittedError
-from ..metrics._groups import Groups, encode_groups
-from ..metrics._madd.bandwidth import madd_h_sup
+from ..metrics import madd_h_sup
+from ..utils.groups import Groups, encode_groups
 
 __all__ = ["MADDPostProcessor", "NotFittedError"]
 

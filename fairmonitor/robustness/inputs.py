@@ -15,7 +15,7 @@ from numpy.typing import NDArray
 
 from .._validation import check_same_length
 from ..exceptions import InvalidInputError
-from ..metrics._groups import encode_groups, sensitive_columns
+from ..utils.groups import encode_groups, sensitive_columns
 
 log = logging.getLogger("fairmonitor.robustness")
 

@@ -40,7 +40,7 @@ from .._validation import (
     renamed_keyword,
 )
 from ..exceptions import InvalidInputError
-from ..metrics._groups import encode_groups
+from ..utils.groups import encode_groups
 from . import stats as st
 from .inputs import (
     Scorer,

@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 
 from .._validation import format_labels, warn_undefined
 from ..exceptions import GroupExclusionWarning, InvalidInputError
-from ..metrics._groups import Groups
+from ..utils.groups import Groups
 
 DP = "demographic_parity_difference"
 EO = "equalized_odds_difference"

@@ -3,7 +3,7 @@
 No pyspark import here. Both functions are given to ``DataFrame.mapInPandas`` with an
 :class:`HFMPlan` (what the driver learned in its aggregate pass) bound in the closure:
 
-* :func:`query_candidates` hashes every row (:func:`fairmonitor.summaries.core._row_keys`, a
+* :func:`query_candidates` hashes every row (:func:`fairmonitor.utils.rowkeys.row_keys`, a
   process-independent hash of the row's values) with a salt per attribute and keeps, per window
   and attribute, the ``q`` kept rows with the smallest keys; the driver keeps the ``q``
   smallest of all partitions': a uniform sample without replacement that does not depend on
@@ -28,10 +28,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..metrics._groups import factorize
-from ..metrics._hfm.exact import FeatureSpace, scale_columns
-from ..metrics._hfm.sampled import nearest_sqdist
-from ..summaries.core import _row_keys, _splitmix
+from ..metrics.shared import FeatureSpace, nearest_sqdist, scale_columns
+from ..utils.groups import factorize
+from ..utils.rowkeys import row_keys as _row_keys
+from ..utils.rowkeys import splitmix as _splitmix
 from ._partition import KEY
 
 __all__ = ["LABEL", "PRED", "HFMPlan", "WindowPlan", "attribute_salt", "query_candidates",

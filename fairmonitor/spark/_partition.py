@@ -25,9 +25,9 @@ from numpy.typing import NDArray
 
 from .._validation import check_binary
 from ..exceptions import InvalidInputError
-from ..metrics._groups import apply_missing_policy, column_values, encode_attributes
 from ..monitor.rows import prepare
 from ..summaries import SummarySpec, summarize, to_bytes
+from ..utils.groups import apply_missing_policy, column_values, encode_attributes
 
 __all__ = ["KEY", "OUTPUT", "OUTPUT_TYPES", "PartitionPlan", "summarize_partition",
            "window_bounds"]

@@ -31,21 +31,25 @@ from numpy.typing import NDArray
 
 from .._validation import check_option, check_positive_int, warn_undefined
 from ..exceptions import GroupExclusionWarning, InvalidInputError
-from ..metrics._abpc_abcc import kde as _kde
-from ..metrics._abpc_abcc.areas import _pairs, _w1_sorted
-from ..metrics._calibration import calibration_from_sums
-from ..metrics._groups import Groups, _exclude_small, contiguous_groups
-from ..metrics._madd.bandwidth import _shares_below
-from ..metrics._madd.madd import (
+from ..metrics.shared import (
+    AGGREGATIONS,
+    GroupRates,
     MADDResult,
-    _auto_pair,
-    _fixed_pair,
-    _grid,
-    _plan,
-    _Prepared,
+    PairwiseMatrix,
+    calibration_from_sums,
 )
-from ..metrics._pairwise import AGGREGATIONS, PairwiseMatrix
-from ..metrics._parity import GroupRates, _rate
+from ..metrics.shared import MADDPrepared as _Prepared
+from ..metrics.shared import abcc_abpc_pairs as _pairs
+from ..metrics.shared import kde as _kde
+from ..metrics.shared import madd_auto_pair as _auto_pair
+from ..metrics.shared import madd_fixed_pair as _fixed_pair
+from ..metrics.shared import madd_grid as _grid
+from ..metrics.shared import madd_plan as _plan
+from ..metrics.shared import madd_shares_below as _shares_below
+from ..metrics.shared import rate as _rate
+from ..metrics.shared import w1_sorted as _w1_sorted
+from ..utils.groups import Groups, contiguous_groups
+from ..utils.groups import exclude_small as _exclude_small
 from .core import DYADIC_BITS, AttributeSummary, GroupSummary, _union, cell_edges
 
 __all__ = ["AbccFromCells", "abcc_from_summary", "abpc_from_summary", "group_rates_from_summary",
@@ -206,7 +210,7 @@ def madd_from_summary(attr: AttributeSummary, *, max_bins_cells: int, agg: str =
     kept = _kept(attr, min_group_size)
     if not _two_groups("madd", kept):
         return MADDResult(float("nan"), agg, attr.name, None, (), None)
-    from ._compiled import counts_below  # numba: only when cells are evaluated
+    from .._kernels.cells import counts_below  # numba: only when cells are evaluated
 
     slot = _edge_slots(max_bins_cells, plan.n_bins, plan.compat, plan.auto)
     prepared = []
@@ -378,7 +382,11 @@ class _AbccTable:
     CAP = 8192
 
     def __init__(self, groups: list[GroupSummary], edges: NDArray[np.float64]) -> None:
-        from ._compiled import abcc_curves, mark_cells, table_cells  # numba: only when evaluated
+        from .._kernels.cells import (  # numba: only when evaluated
+            abcc_curves,
+            mark_cells,
+            table_cells,
+        )
 
         # per group: its cells, counts, sums and bounds; compact cells' bounds stay quantized
         # (uint8), decoded in the kernels for the ambiguous cells only (the only ones read)
@@ -406,7 +414,7 @@ class _AbccTable:
 
     def pair(self, i: int, j: int) -> tuple[float, float]:
         """ABCC of groups i and j, and its certified error."""
-        from ._compiled import abcc_pair
+        from .._kernels.cells import abcc_pair
 
         return abcc_pair(self.F[i], self.F[j], self.m[i], self.m[j], self.G[i], self.G[j],
                          self.gaps, self.left, self.right, *self._groups(i, j), self._area,
@@ -414,7 +422,8 @@ class _AbccTable:
 
     def pairs(self, wanted: list[tuple[int, int]]) -> dict[tuple[int, int], tuple[float, float]]:
         """:meth:`pair` of every pair in ``wanted`` (the same bits), in one blocked pass."""
-        from ._compiled import _ambiguous_part, abcc_pairs
+        from .._kernels.cells import abcc_pairs
+        from .._kernels.cells import ambiguous_part as _ambiguous_part
 
         size = self.cells.size
         if len(wanted) < 2 or not size:
@@ -477,7 +486,7 @@ def _binned(g: GroupSummary, edges: NDArray[np.float64], cells: int) -> NDArray[
         return _kde.linear_binning(g.scores, cells)
     # each fine cell's count and sum split between the two KDE cells around its midpoint:
     # one compiled pass (the bits of the former two weighted np.bincount)
-    from ._compiled import linear_binning_cells  # numba: only when cells are evaluated
+    from .._kernels.cells import linear_binning_cells  # numba: only when cells are evaluated
 
     index, count, total = g.cells[:3]  # type: ignore[index]
     return linear_binning_cells(index, count, total, edges, cells)

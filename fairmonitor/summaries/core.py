@@ -32,7 +32,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -43,8 +42,9 @@ from numpy.typing import NDArray
 
 from .._validation import check_scores
 from ..exceptions import InvalidInputError
-from ..metrics._groups import COMPILED_MIN_ROWS, Groups, encode_attributes
-from ..metrics._madd.bandwidth import _grid
+from ..metrics.shared import madd_grid as _grid
+from ..utils.groups import COMPILED_MIN_ROWS, Groups, encode_attributes
+from ..utils.rowkeys import row_keys as _row_keys
 
 __all__ = ["DYADIC_BITS", "SUMMARY_VERSION", "AttributeSummary", "CompactCells",
            "GroupSummary", "SummarySpec", "WindowSummary", "cell_edges", "merge_all",
@@ -237,7 +237,7 @@ class CompactCells:
             elif k == 2:
                 field_ = self.total
             else:  # both bounds in one compiled pass (numba: only when they are read)
-                from ._compiled import decode_bounds
+                from .._kernels.cells import decode_bounds
 
                 self._fields[3], self._fields[4] = decode_bounds(self.index, self.qlo,
                                                                  self.qhi, self.edges)
@@ -262,7 +262,7 @@ class CompactCells:
 
 def _compact(cells: Cells, edges: NDArray[np.float64]) -> CompactCells:
     """Return the compact form of exact cells (:func:`_cells_of`'s): bounds quantized outward."""
-    from ._compiled import quantize_bounds  # numba: only when cells are made
+    from .._kernels.cells import quantize_bounds  # numba: only when cells are made
 
     index, count, total, low, high = cells
     qlo, qhi = quantize_bounds(index, low, high, edges)
@@ -506,9 +506,9 @@ def _merge_many_cells(groups: list[GroupSummary], edges: NDArray[np.float64]) ->
         A part's bitmap does not match its arrays (corrupted bytes).
     """
     # numba: only when cells merge
-    from ._compiled import (
-        _BIT_COUNTS,
-        _BIT_POSITIONS,
+    from .._kernels.cells import BIT_COUNTS as _BIT_COUNTS
+    from .._kernels.cells import BIT_POSITIONS as _BIT_POSITIONS
+    from .._kernels.cells import (
         add_cells,
         add_compact,
         cells_of_sorted,
@@ -605,34 +605,6 @@ def merge_all(summaries: list[WindowSummary]) -> WindowSummary:
 # --------------------------------------------------------------------------- building
 
 
-def _splitmix(x: NDArray[np.uint64]) -> NDArray[np.uint64]:
-    with np.errstate(over="ignore"):
-        x = x + np.uint64(0x9E3779B97F4A7C15)
-        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        return x ^ (x >> np.uint64(31))
-
-
-def _column_bits(col: NDArray[Any]) -> NDArray[np.uint64]:
-    """Return a uint64 per value, equal for equal values in any process (no Python ``hash``)."""
-    col = np.asarray(col)
-    if col.dtype.kind in "biu":
-        return col.astype(np.int64).view(np.uint64)
-    if col.dtype.kind == "f":
-        return (col.astype(np.float64) + 0.0).view(np.uint64)  # -0.0 hashes as 0.0
-    uniques, inverse = np.unique(col.astype(str), return_inverse=True)
-    crc = np.array([zlib.crc32(u.encode()) for u in uniques], dtype=np.uint64)
-    return crc[inverse.reshape(-1)]
-
-
-def _row_keys(columns: Mapping[str, NDArray[Any]], n: int) -> NDArray[np.uint64]:
-    key = np.zeros(n, dtype=np.uint64)
-    for col in columns.values():
-        with np.errstate(over="ignore"):
-            key = _splitmix(key ^ _column_bits(col))
-    return key
-
-
 def _feature_columns(X: Any) -> dict[str, NDArray[Any]]:
     if X is None:
         return {}
@@ -648,7 +620,7 @@ def _outcome_counts(codes: NDArray[np.intp], pred: NDArray[np.int8],
                     true: NDArray[np.int8] | None, k: int) -> NDArray[np.int64]:
     """Rows per (group, label * 2 + prediction), in blocks: no n-long temporary."""
     if codes.size >= COMPILED_MIN_ROWS:  # one compiled pass
-        from ..metrics._groups_compiled import outcome_counts
+        from .._kernels.groups import outcome_counts
 
         return outcome_counts(codes, k, pred, np.zeros(0, np.int8) if true is None else true)
     counts = np.zeros(4 * k, dtype=np.int64)
@@ -672,7 +644,7 @@ def _group_rows(codes: NDArray[np.integer[Any]], counts: NDArray[np.intp],
         order = np.argsort(codes.astype(np.int16) if counts.size < 2**15 else codes,
                            kind="stable")
         return (None if score is None else score[order]), order
-    from ..metrics._groups_compiled import group_layout, group_order
+    from .._kernels.groups import group_layout, group_order
 
     order = group_order(codes, counts, np.empty(codes.size, dtype=np.intp)) if need_rows \
         else None

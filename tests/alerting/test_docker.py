@@ -370,3 +370,15 @@ def test_demo_writes_what_the_example_config_reads(example_config, tmp_path):
         assert result.n_rows == 1200
         assert set(result.report.values) >= {(m, a) for m in model.label_free_metrics
                                             for a in model.sensitive_features}
+
+
+def test_dockerfile_compiles_the_kernels_as_the_runtime_user():
+    """A container's first window must load numba's cache, not compile (issue 27): the image
+    warms it at build, as the user that runs the monitor, into a fixed NUMBA_CACHE_DIR."""
+    text = DOCKERFILE.read_text()
+    lines = [line for line in text.splitlines() if line and not line.startswith("#")]
+    user = next(i for i, line in enumerate(lines) if line.startswith("USER "))
+    warm = lines.index("RUN fairmonitor warm")
+    cache = next(i for i, line in enumerate(lines) if line.startswith("ENV NUMBA_CACHE_DIR="))
+    assert cache < warm and user < warm < lines.index(next(x for x in lines
+                                                           if x.startswith("ENTRYPOINT")))

@@ -757,7 +757,7 @@ def test_compiled_w1_beyond_2_52_units_is_exact():
 
 
 def test_compiled_is_sorted_and_std_equal_numpy():
-    from fairmonitor.metrics._abpc_abcc import compiled
+    from fairmonitor._kernels import abcc as compiled
 
     rng = np.random.default_rng(15)
     for n in (2, 3, 7, 8, 9, 128, 129, 1023, 1024, 1025, 2049, 100003):

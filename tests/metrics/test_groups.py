@@ -8,7 +8,7 @@ import pytest
 
 from fairmonitor.exceptions import GroupExclusionWarning, InvalidInputError
 from fairmonitor.metrics import encode_groups, sensitive_columns
-from fairmonitor.metrics._groups import apply_missing_policy
+from fairmonitor.utils.groups import apply_missing_policy
 
 
 def test_single_column_any_hashable_labels():

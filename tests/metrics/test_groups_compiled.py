@@ -1,7 +1,7 @@
 """The compiled group encoding (long windows) gives what the numpy/dict path gives (short ones).
 
 Every test runs the same input twice: once as is (at least ``COMPILED_MIN_ROWS`` rows, so the
-kernels of ``fairmonitor.metrics._groups_compiled`` run) and once with the threshold raised
+kernels of ``fairmonitor._kernels.groups`` run) and once with the threshold raised
 past the input, which takes the former numpy and dict path: the oracle. Codes, labels, counts,
 missing masks, summaries and report values must be identical, not close.
 """
@@ -14,13 +14,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import fairmonitor.metrics._groups as groups_module
 import fairmonitor.summaries.core as summaries_core
-from fairmonitor.metrics._groups import encode_attributes, factorize, missing_mask
-from fairmonitor.metrics._groups_compiled import identity_codes
+import fairmonitor.utils.groups as groups_module
+from fairmonitor._kernels.groups import identity_codes
 from fairmonitor.report import Window, evaluate_window
 from fairmonitor.summaries import SummarySpec, summarize
 from fairmonitor.summaries.compute import pseudo_rows
+from fairmonitor.utils.groups import encode_attributes, factorize, missing_mask
 
 N = groups_module.COMPILED_MIN_ROWS + 1001  # the compiled path, by a margin
 

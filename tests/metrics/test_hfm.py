@@ -481,7 +481,7 @@ def test_compiled_scan_equals_the_walk_bit_for_bit(rng, shares, m2):
     """The compiled scan finds, for every row, the minimum over exactly Alg. 3's candidates,
     with FeatureSpace.sqdist's distances to the last bit. Groups of >= 25% of the rows take
     the indexed route, smaller ones the walk; one group alone has no candidates (inf)."""
-    from fairmonitor.metrics._hfm.accele import nearest_other_group_sqdist
+    from fairmonitor._kernels.hfm import nearest_other_group_sqdist
     from fairmonitor.metrics._hfm.approx import _compact_table
     from fairmonitor.metrics._hfm.exact import feature_space
 
@@ -515,7 +515,7 @@ def test_compiled_scan_works_where_numba_cannot_cache(monkeypatch):
 
     import numba.core.caching
 
-    from fairmonitor.metrics._hfm import accele as _accele
+    from fairmonitor._kernels import hfm as _accele
 
     monkeypatch.setattr(numba.core.caching.CacheImpl, "_locator_classes", [])
     spec = importlib.util.spec_from_file_location("_accele_uncached", _accele.__file__)
@@ -703,7 +703,7 @@ def test_approx_compact_distances_match_the_one_hot_ones(rng, n_levels):
     ``FeatureSpace.sqdist`` bit for bit and the dense one-hot distances to 1e-12; 9 columns of
     8-bit lanes need two packed words, 300 levels 16-bit lanes. A two-row scan measures
     exactly one pair."""
-    from fairmonitor.metrics._hfm.accele import nearest_other_group_sqdist
+    from fairmonitor._kernels.hfm import nearest_other_group_sqdist
     from fairmonitor.metrics._hfm.approx import _compact_table
     from fairmonitor.metrics._hfm.exact import feature_space
 

@@ -296,8 +296,8 @@ def _edge_valued_scores(rng, m):
 
 
 def _check_histograms_by_group(rng, m, k, dtype, monkeypatch):
-    from fairmonitor.metrics._groups import Groups
-    from fairmonitor.metrics._madd.compiled import histograms_by_group
+    from fairmonitor._kernels.madd import histograms_by_group
+    from fairmonitor.utils.groups import Groups
 
     module = importlib.import_module("fairmonitor.metrics._madd.madd")
     scores = _edge_valued_scores(rng, m)
@@ -699,7 +699,7 @@ def test_compiled_interval_search_equals_the_numpy_table(seed, max_bins, compat,
 @given(seed=st.integers(0, 2**32 - 1), n_a=st.integers(1, 3000), n_b=st.integers(1, 3000),
        decimals=st.sampled_from([None, 1, 2, 3]))
 def test_compiled_curve_equals_numpy_sums(seed, n_a, n_b, decimals):
-    from fairmonitor.metrics._madd.compiled import madd_curve
+    from fairmonitor._kernels.madd import madd_curve
 
     grid = _grid(499, None)
     r = np.random.default_rng(seed)
@@ -819,7 +819,7 @@ def test_auto_pairs_equal_the_former_numpy_version(compat, max_bins, sizes, kind
 @pytest.mark.parametrize("n", [0, 1, 7, 8, 9, 127, 128, 129, 240, 241, 255, 256, 257, 499,
                                912, 1000, 4099, 100_003])
 def test_compiled_pairwise_sums_equal_numpy(n):
-    from fairmonitor.metrics._madd.compiled import _pairwise_sum, madd_curve
+    from fairmonitor._kernels.madd import _pairwise_sum, madd_curve
 
     r = np.random.default_rng(n)
     a, b = r.random(n + 5), r.random(n + 5)

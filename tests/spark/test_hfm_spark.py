@@ -18,12 +18,12 @@ import pytest
 from fairmonitor import Window, evaluate_window
 from fairmonitor.exceptions import GroupExclusionWarning, InvalidInputError
 from fairmonitor.metrics import hfm
-from fairmonitor.metrics._groups import encode_groups
 from fairmonitor.metrics._hfm.exact import feature_space
 from fairmonitor.metrics._hfm.hfm import _label_codes, sampled_result
 from fairmonitor.metrics._hfm.sampled import average_of_distances, nearest_sqdist
 from fairmonitor.spark import evaluate_spark, hfm_average_spark
 from fairmonitor.spark._hfm_partition import feat
+from fairmonitor.utils.groups import encode_groups
 
 SENSITIVE = ["sex", "race"]
 FEATURES = ["x1", "x2", "region"]

@@ -10,6 +10,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from fairmonitor._kernels.cells import decode_bounds, quantize_bounds
 from fairmonitor.metrics import abcc
 from fairmonitor.report import evaluate_summary
 from fairmonitor.summaries import (
@@ -21,7 +22,6 @@ from fairmonitor.summaries import (
     summarize,
     to_bytes,
 )
-from fairmonitor.summaries._compiled import decode_bounds, quantize_bounds
 from fairmonitor.summaries.core import QUANTA, _cells_of
 
 from .test_summaries import assert_same, rows

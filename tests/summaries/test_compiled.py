@@ -1,4 +1,4 @@
-"""The compiled cell kernels (:mod:`fairmonitor.summaries._compiled`) against the numpy code
+"""The compiled cell kernels (:mod:`fairmonitor._kernels.cells`) against the numpy code
 they replaced, kept here as oracles, bit for bit: merging cells (``np.add.at`` and co., signed
 zeros included; the compact merge against the former kernel on decoded cells), ABCC's table
 and pairs, ABPC's linear binning of cells, MADD's bin counts."""
@@ -8,15 +8,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fairmonitor.metrics import madd
-from fairmonitor.summaries import SummarySpec, cell_edges, merge_all, summarize
-from fairmonitor.summaries._compiled import (
+from fairmonitor._kernels.cells import (
     _BIT_COUNTS,
     _BIT_POSITIONS,
     add_cells,
     add_compact,
     linear_binning_cells,
 )
+from fairmonitor.metrics import madd
+from fairmonitor.summaries import SummarySpec, cell_edges, merge_all, summarize
 from fairmonitor.summaries.compute import _AbccTable, _binned, _spread, madd_from_summary
 from fairmonitor.summaries.core import _cells_of, _compact, _merge_many_cells
 
@@ -86,7 +86,7 @@ def test_add_cells_ties_of_signed_zeros_as_numpy():
 def test_cells_of_sorted_is_cells_of_bit_for_bit(n, kind):
     """Both of _cells_of's searches (few and many scores), scores on edges, at 0 and 1,
     runs of -0.0 and 0.0 (reduceat's sum of zeros keeps the sign), long runs per cell."""
-    from fairmonitor.summaries._compiled import cells_of_sorted
+    from fairmonitor._kernels.cells import cells_of_sorted
 
     rng = np.random.default_rng(n)
     edges = cell_edges(499)
@@ -258,7 +258,7 @@ def test_blocked_pairs_with_few_kept_ambiguous_cells_and_odd_blocks(monkeypatch)
 @pytest.mark.parametrize("n", [1, 7, 8, 128, 129, 1000, 96_001])
 def test_leaves_sum_as_numpy(n):
     """Leaf sums combined by _tree_sum: the bits of numpy's sum of the whole array."""
-    from fairmonitor.summaries._compiled import _tree_sum
+    from fairmonitor._kernels.cells import _tree_sum
     from fairmonitor.summaries.compute import _leaves
 
     rng = np.random.default_rng(n)
@@ -438,7 +438,7 @@ def _madd_edges(n_bins):
 def test_counts_below_are_the_former_dense_cumulative_sums(n_bins, dtype):
     """MADD's counts below its edges from the cells' slots: the former numpy pass (a dense
     count per grid cell, its cumulative sum gathered at the edges), counts of any dtype."""
-    from fairmonitor.summaries._compiled import counts_below
+    from fairmonitor._kernels.cells import counts_below
 
     where, slot = _madd_edges(n_bins)
     size = cell_edges(499).size - 1
@@ -461,7 +461,7 @@ def test_counts_below_are_the_former_dense_cumulative_sums(n_bins, dtype):
 def test_table_cells_are_the_numpy_union_and_geometry():
     """``mark_cells`` / ``table_cells``: the former fancy assignment, flatnonzero, gathers and
     shifted differences, bit for bit."""
-    from fairmonitor.summaries._compiled import mark_cells, table_cells
+    from fairmonitor._kernels.cells import mark_cells, table_cells
 
     edges = cell_edges(499)
     rng = np.random.default_rng(1)
@@ -489,7 +489,7 @@ def test_abcc_curves_are_the_numpy_formulas_with_large_counts(n_cells):
     """F, m, G of a group (sparse among the table's cells, counts beyond the table of shares,
     rows beyond 2**32) are the former dense numpy formulas; ``pos`` is the group's position of
     each table cell (-1: none), the former search of the cells."""
-    from fairmonitor.summaries._compiled import _SHARES, abcc_curves, table_cells
+    from fairmonitor._kernels.cells import _SHARES, abcc_curves, table_cells
 
     edges = cell_edges(499)
     rng = np.random.default_rng(n_cells)

@@ -32,7 +32,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..._validation import check_option, check_sample_weight, warn_undefined
 from ...exceptions import GroupExclusionWarning, InvalidInputError
-from .._groups import Groups
+from ...utils.groups import Groups
 from .._pairwise import AGGREGATIONS, Aggregation, PairwiseMatrix, scores_and_groups
 from . import kde as _kde
 
@@ -57,14 +57,16 @@ def _w1_sorted(a: NDArray[np.float64], b: NDArray[np.float64]) -> float:
     ``ux = lcm/n`` long and a y-step ``uy = lcm/m >= ux``, so each x-step
     ``[k ux, (k+1) ux)`` holds at most one y-breakpoint in its interior: it pairs x[k] with
     y[q], q = floor(k ux / uy), up to that breakpoint and with y[q+1] after it. One compiled
-    pass over x (:func:`~fairmonitor.metrics._abpc_abcc.compiled.w1_units`), O(n + m) with no
+    pass over x (:func:`fairmonitor._kernels.abcc.w1_units`), O(n + m) with no
     temporaries. Units are integers, computed exactly in uint64 (``lcm < 2^64``, i.e. groups
     below ~4 * 10^9 rows); every length is at most ``ux <= m``, so it and its products are the
     float64 values the former numpy loop computed (in float64 below 2^52 units, where floor of
     a correctly rounded quotient of integers is exact, in int64 above), and the sums are numpy's
     pairwise sums of its blocks of ``_BLOCK`` steps, added in its order: the same bits.
     """
-    from . import compiled  # numba: loaded at the first ABCC pair, not with fairmonitor
+    from ..._kernels import (
+        abcc as compiled,  # numba: loaded at the first ABCC pair, not with fairmonitor
+    )
 
     if a.size == b.size:  # the steps coincide: the mean gap between order statistics
         return float(compiled.mean_abs_gap(a, b))
@@ -75,8 +77,8 @@ def _w1_sorted(a: NDArray[np.float64], b: NDArray[np.float64]) -> float:
 
 
 def _is_sorted(values: NDArray[np.float64]) -> bool:
-    """Return True if ascending: one compiled pass, stopped at the first block with a descent."""
-    from . import compiled
+    """Return True if ascending: one compiled pass, stopped at the first 1024-block descending."""
+    from ..._kernels import abcc as compiled
 
     return bool(compiled.is_sorted(values))
 

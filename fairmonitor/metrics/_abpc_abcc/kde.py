@@ -103,7 +103,9 @@ def bandwidth_or_reason(scores: NDArray[np.float64], bandwidth: str | float, *,
         return float("nan"), (f"has constant scores (all {lo:.6g}), so the {bandwidth} "
                               "bandwidth is 0 and the density is a spike; pass an absolute "
                               "bandwidth (e.g. bandwidth=0.05) or use abcc")
-    from . import compiled  # numba: loaded at the first density, not with fairmonitor
+    from ..._kernels import (
+        abcc as compiled,  # numba: loaded at the first density, not with fairmonitor
+    )
 
     factor = n ** -0.2 if bandwidth == "scott" else (0.75 * n) ** -0.2
     std = float(compiled.std(scores, 1))  # scores.std(ddof=1) bit for bit, no n-long temporary
@@ -153,13 +155,15 @@ def linear_binning(scores: NDArray[np.float64], cells: int) -> NDArray[np.float6
     """Linear-binning weights of ``scores`` on ``cells`` cell centres (they sum to n).
 
     The half cells beyond the outer centres fold back (the reflection). One compiled pass
-    (:func:`~fairmonitor.metrics._abpc_abcc.compiled.linear_binning`), the bits of the former
+    (:func:`fairmonitor._kernels.abcc.linear_binning`), the bits of the former
     numpy blocks (two weighted ``np.bincount`` calls per block of ``_BLOCK`` rows).
 
     >>> linear_binning(np.array([0.0, 0.25, 0.3, 1.0]), 4)
     array([1.8, 1.2, 0. , 1. ])
     """
-    from . import compiled  # numba: loaded at the first density, not with fairmonitor
+    from ..._kernels import (
+        abcc as compiled,  # numba: loaded at the first density, not with fairmonitor
+    )
 
     return compiled.linear_binning(np.asarray(scores, dtype=np.float64), int(cells), _BLOCK)
 

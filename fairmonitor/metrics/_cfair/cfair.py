@@ -47,7 +47,7 @@ from ..._validation import (
     y_true_first,
 )
 from ...exceptions import GroupExclusionWarning, InvalidInputError
-from .._groups import Groups, encode_groups, sensitive_columns
+from ...utils.groups import Groups, encode_groups, sensitive_columns
 from .matcher import (
     REST,
     CounterpartMatcher,

@@ -18,7 +18,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from ..._validation import _first_rows
+from ..._validation import first_rows
 from ...exceptions import InvalidInputError
 
 __all__ = ["FeatureEncoding", "fit_encoding"]
@@ -130,7 +130,7 @@ def _as_numeric(values: NDArray[Any], name: str) -> NDArray[np.float64] | None:
     if inf.any():
         raise InvalidInputError(
             f"`X` column '{name}' has {int(inf.sum())} infinite values (rows "
-            f"{_first_rows(inf)}); replace them before computing CFair."
+            f"{first_rows(inf)}); replace them before computing CFair."
         )
     return num
 

@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 
 from ..._validation import check_option, format_labels, renamed_keyword
 from ...exceptions import InvalidInputError
-from .._groups import Groups, encode_groups, sensitive_columns
+from ...utils.groups import Groups, encode_groups, sensitive_columns
 from .features import FeatureEncoding, fit_encoding
 from .matching import learn_metric, pair_quantile, pooled_whitening, survivors
 

@@ -37,9 +37,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..._validation import _first_rows, check_finite
+from ..._validation import check_finite, first_rows
 from ...exceptions import InvalidInputError
-from .._groups import factorize
+from ...utils.groups import factorize
 
 __all__ = ["FeatureSpace", "exact_cross_group_distances", "feature_space", "missing_values",
            "scale_columns"]
@@ -62,7 +62,8 @@ def _pack(codes: NDArray[np.intp], levels: tuple[int, ...]) -> tuple[NDArray[np.
     """Pack categorical codes into 64-bit words of 8-, 16- or 32-bit lanes.
 
     One XOR then compares every categorical column of two rows at once (see
-    :func:`_count_lanes`, and its compiled twin in :mod:`.accele`); reading one word instead
+    :func:`_count_lanes`, and its compiled twin in :mod:`fairmonitor._kernels.hfm`); reading one
+    word instead
     of one code per column is what makes the per-pair cost of ApproxDist small.
     """
     n = codes.shape[0]
@@ -263,7 +264,7 @@ def feature_space(X: Any, *, scale: bool) -> FeatureSpace:
         if missing.any():
             raise InvalidInputError(
                 f"categorical feature '{name}' of `X` has {int(missing.sum())} missing values "
-                f"(rows {_first_rows(missing)}); fill them with an explicit category such as "
+                f"(rows {first_rows(missing)}); fill them with an explicit category such as "
                 "'unknown', or drop those rows.")
         if col.dtype.kind == "O" and not all(issubclass(t, str) for t in set(map(type, col))):
             col = col.astype(str)  # categories by their text: 1 and "1" are one category

@@ -35,17 +35,17 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..._validation import (
-    _first_rows,
     check_1d,
     check_finite,
     check_option,
     check_positive_int,
     check_same_length,
+    first_rows,
     renamed_keyword,
     warn_undefined,
 )
 from ...exceptions import InvalidInputError
-from .._groups import encode_groups, sensitive_columns
+from ...utils.groups import encode_groups, sensitive_columns
 from .approx import approx_distances, default_m2
 from .exact import exact_cross_group_distances, feature_space, missing_values
 from .sampled import SampledAverage, log_ratio_interval, sampled_average_distances
@@ -161,7 +161,7 @@ def _label_codes(y_true: ArrayLike, y_pred: ArrayLike
                     "threshold them first (e.g. `y_score >= 0.5`).")
         elif missing_values(arr).any():
             raise InvalidInputError(f"`{name}` has missing labels (None/NaN) at rows "
-                                    f"{_first_rows(missing_values(arr))}; drop those rows.")
+                                    f"{first_rows(missing_values(arr))}; drop those rows.")
         kinds.append(numeric)
     if kinds[0] != kinds[1]:
         raise InvalidInputError(

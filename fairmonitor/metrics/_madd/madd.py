@@ -36,7 +36,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..._validation import check_option, check_positive_int, check_scores, warn_undefined
 from ...exceptions import InvalidInputError
-from .._groups import Groups, encode_groups
+from ...utils.groups import Groups, encode_groups
 from .._pairwise import AGGREGATIONS, Aggregation, PairwiseMatrix, pairwise_over_groups
 from .bandwidth import (
     _STD_TIE,
@@ -238,7 +238,7 @@ def _fixed_pair(a: _Prepared, b: _Prepared, m: int) -> MADDPair:
 def _auto_pair(a: _Prepared, b: _Prepared, grid: _Grid, compat: str | None,
                labels: tuple[Any, Any] | None = None) -> MADDPair:
     """MADD "auto" of groups ``a`` and ``b`` (labelled ``labels``, else by their index)."""
-    from .compiled import auto_pair  # numba: only when "auto" runs
+    from ..._kernels.madd import auto_pair  # numba: only when "auto" runs
 
     h_sup = madd_h_sup(a.n, b.n)
     if compat == "maddlib":
@@ -278,7 +278,7 @@ def _histograms_by_group(groups: Groups, scores: NDArray[np.float64], m: int
     edges = np.linspace(0.0, 1.0, m + 1)
     k = groups.n_groups
     if scores.size >= _COMPILED_MIN_ROWS:
-        from .compiled import histograms_by_group
+        from ..._kernels.madd import histograms_by_group
 
         return histograms_by_group(np.ascontiguousarray(scores),
                                    np.ascontiguousarray(groups.codes), m, k, edges)

@@ -5,46 +5,30 @@ of the row's own group, and measure up to ``m2`` rows of other groups on each si
 only run it as gathers of ``(2 m2, n)`` candidate blocks and elementwise passes over them
 (~70 ns per pair on Adult); compiled, a pair costs under 10 ns, which is what makes
 ApproxDist worth having at 10^5 rows (the paper's point). numba is the one dependency that
-compiles it without a build step; this module is its only user and is imported only by
-``method="approx"``.
+compiles it without a build step; this module is imported only by ``method="approx"``.
 
-The pair distance is :meth:`FeatureSpace.sqdist <._manifold_exact.FeatureSpace.sqdist>`'s,
+The pair distance is
+:meth:`FeatureSpace.sqdist <fairmonitor.metrics._hfm.exact.FeatureSpace.sqdist>`'s,
 term by term in the same order (label, numeric columns, then 2 per differing category), with no
 fast-math: every pair's squared distance is bit-for-bit the exact path's.
 """
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 from numpy.typing import NDArray
+
+from fairmonitor._kernels import compiled  # absolute: a test loads this file on its own
 
 __all__ = ["nearest_other_group_sqdist"]
 
 
-def _compiled(**options):
-    """``numba.njit(nogil=True)``, caching the machine code on disk where it can.
-
-    numba caches where it finds a writable place (beside this file, else the user's cache
-    directory): later processes load the code in ~0.1 s instead of compiling for seconds. A
-    read-only install run by a user without a home directory has no such place; there numba
-    refuses ``cache=True`` outright, so compile once per process instead of failing.
-    ``nogil`` lets ApproxDist's threads run in parallel.
-    """
-    def decorate(func):
-        try:
-            return numba.njit(cache=True, nogil=True, **options)(func)
-        except RuntimeError:  # "cannot cache function ...: no locator available for file ..."
-            return numba.njit(nogil=True, **options)(func)
-    return decorate
-
-
-@_compiled(inline="always")
+@compiled(inline="always")
 def _differing_lanes(x, lane_bits, low):  # pragma: no cover - compiled
-    """Return the number of non-zero ``lane_bits``-wide lanes of ``x``, branch-free.
+    """Count the non-zero ``lane_bits``-wide lanes of ``x``, branch-free.
 
     ``low`` has every bit of every lane set but the lane's top bit. The count is exact, like
-    that of the exact path's vectorised :func:`._manifold_exact._count_lanes`.
+    that of the exact path's vectorised :func:`fairmonitor.metrics._hfm.exact._count_lanes`.
     """
     # (x & low) + low carries into a lane's top bit iff the lane's other bits are not all 0;
     # or-ing x adds the top bit itself: the top bit of each lane now says "lane != 0"
@@ -54,7 +38,7 @@ def _differing_lanes(x, lane_bits, low):  # pragma: no cover - compiled
     return ((top >> np.uint64(lane_bits - 1)) * ones) >> np.uint64(64 - lane_bits)
 
 
-@_compiled(inline="always")
+@compiled(inline="always")
 def _min_sqdist(coords, packed, lane_bits, low, p, cand, start, stop):  # pragma: no cover
     """Smallest squared distance from row ``p`` to the rows ``cand[start:stop]``."""
     best = np.inf
@@ -103,7 +87,7 @@ def _min_sqdist(coords, packed, lane_bits, low, p, cand, start, stop):  # pragma
 _INDEXED_SHARE = 0.25
 
 
-@_compiled()
+@compiled
 def _scan(coords, packed, lane_bits, low, groups, m2, out):  # pragma: no cover - compiled
     n = groups.size
     counts = np.bincount(groups)
@@ -171,7 +155,8 @@ def nearest_other_group_sqdist(
     coords : ndarray of shape (1 + n_numeric, n)
         The label, then the scaled numeric columns, of the rows in projection order.
     packed : ndarray of shape (n_words, n)
-        Their packed categorical codes (:attr:`._manifold_exact.FeatureSpace.packed`).
+        Their packed categorical codes
+        (:attr:`fairmonitor.metrics._hfm.exact.FeatureSpace.packed`).
     lane_bits : int
         Lane width of ``packed``.
     groups : ndarray of shape (n,)

@@ -17,8 +17,8 @@ whatever the metrics. Three kernels:
   counting sort, O(n)) instead of a stable argsort of the codes.
 
 numba is already a dependency (HFM, MADD); this module is imported only for columns of at
-least ``_groups.COMPILED_MIN_ROWS`` rows, so ``import fairmonitor`` does not load numba
-(:mod:`._numba`).
+least ``fairmonitor.utils.groups.COMPILED_MIN_ROWS`` rows, so ``import fairmonitor`` does not
+load numba (:mod:`fairmonitor._kernels`).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ._numba import compiled
+from . import compiled
 
 #: Fibonacci hashing's multiplier (2^64 / golden ratio): spreads aligned pointers over the
 #: table's slots (their low 4 bits are always zero).
@@ -169,7 +169,7 @@ def _group_starts(counts):  # pragma: no cover - compiled
 
 @compiled
 def group_order(codes, counts, out):  # pragma: no cover - compiled
-    """Return the stable argsort of ``codes`` (kept rows, code >= 0) by counting: O(n), no sort."""
+    """Stable-argsort ``codes`` (kept rows, code >= 0) by counting: O(n), no sort."""
     at = _group_starts(counts)
     for i in range(codes.size):
         c = codes[i]

@@ -12,7 +12,7 @@ time instead of ~16.
 multiply-add then), and every float operation is the one numpy performed, in the same order:
 
 * Sums are numpy's pairwise summation (:func:`_pairwise_terms`, each leaf summed by MADD's
-  :func:`~fairmonitor.metrics._madd.compiled._block_sum`: halves rounded down to multiples of
+  :func:`.madd._block_sum`: halves rounded down to multiples of
   8 down to leaves of at most 128 terms, 8 accumulators per leaf, started from the identity
   0.0); each leaf's terms are computed into a 128-long buffer just
   before it is summed (:func:`_leaf_terms`), so no longer term array exists. :func:`w1_units`
@@ -40,8 +40,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._madd.compiled import _block_sum
-from .._numba import compiled
+from . import compiled
+from .madd import _block_sum
 
 __all__ = ["is_sorted", "linear_binning", "mean_abs_gap", "std", "w1_units"]
 
@@ -181,7 +181,7 @@ def std(values, ddof):  # pragma: no cover - compiled
 
 @compiled
 def is_sorted(values):  # pragma: no cover - compiled
-    """Return True if ascending; 1024-blocks without an early exit, so that the loop vectorizes."""
+    """Tell whether ascending; blocks of 1024 without an early exit, so the loop vectorizes."""
     n = values.size
     for lo in range(1, n, 1024):
         ascending = True

@@ -12,7 +12,7 @@ bounds are quantized (:func:`quantize_bounds`) and decoded (:func:`decode_bounds
 **Bit for bit the numpy results.** No fast-math (LLVM neither reassociates nor fuses a
 multiply-add then); every expression evaluates the same IEEE operations in the same order as
 the numpy code it replaces; sums over arrays use numpy's pairwise summation (MADD's
-:func:`~fairmonitor.metrics._madd.compiled._pairwise_sum`, after numpy's ``0.0 +``);
+:func:`.madd._pairwise_sum`, after numpy's ``0.0 +``);
 sequential accumulations (cumulative sums, ``np.bincount`` weights, ``np.add.at``) run in the
 same order; minima and maxima follow numpy's rule (the second operand on ties, NaN
 propagates), so signed zeros come out as numpy's too. ``tests/summaries/test_compiled.py``
@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..metrics._madd.compiled import _pairwise_sum
-from ..metrics._numba import compiled
+from . import compiled
+from .madd import _pairwise_sum
 
 
 @compiled
@@ -82,6 +82,8 @@ def _bit_tables() -> tuple[np.ndarray, np.ndarray]:
 
 #: ``_BIT_POSITIONS[b, :_BIT_COUNTS[b]]``: the set bits of byte ``b`` (bitmap walk, no branch).
 _BIT_POSITIONS, _BIT_COUNTS = _bit_tables()
+#: The tables, as the merge's Python side reads a part's bitmap.
+BIT_POSITIONS, BIT_COUNTS = _BIT_POSITIONS, _BIT_COUNTS
 
 
 @compiled
@@ -127,7 +129,7 @@ def add_compact(count, total, qlo, qhi, bitmap, c, t, ql, qh, positions, bit_cou
 
 @compiled
 def _bound(q, left, right, step):  # pragma: no cover - compiled
-    """Return the bound ``q`` of a cell: ``left + q * step``, ``step = (right - left) / 255``.
+    """Return bound ``q`` of a cell: ``left + q * step``, ``step = (right - left) / 255``.
 
     255 is ``right`` exactly (and 0 is ``left``).
     """
@@ -172,7 +174,7 @@ def quantize_bounds(index, low, high, edges):  # pragma: no cover - compiled
 
 @compiled
 def decode_bounds(index, qlo, qhi, edges):  # pragma: no cover - compiled
-    """Return bounds ``qlo``, ``qhi`` of cells ``index`` as floats (:func:`_bound`), one pass."""
+    """Decode bounds ``qlo``, ``qhi`` of cells ``index`` as floats (:func:`_bound`), one pass."""
     low = np.empty(index.size)
     high = np.empty(index.size)
     for k in range(index.size):
@@ -366,7 +368,7 @@ def _dense(pos, part_count, part_total, part_qlo, part_qhi, part_low, part_high,
 def _ambiguous_part(F_i, F_j, gaps, left, right, n_i, n_j, pos_i, count_i, total_i, qlo_i,
                     qhi_i, low_i, high_i, pos_j, count_j, total_j, qlo_j, qhi_j, low_j, high_j,
                     ia, namb, scratch):  # pragma: no cover - compiled
-    """Return the flat stretches before the ambiguous cells ``ia[:namb]`` and their estimates.
+    """Find the flat stretches before the ambiguous cells ``ia[:namb]`` and their estimates.
 
     Returns the three sums ``_AbccTable.pair`` adds (flat stretches, estimates, errors);
     ``scratch`` holds at least ``namb`` floats.
@@ -470,7 +472,7 @@ def _tree_sum(leaf_sums, leaf_at, lo, n):  # pragma: no cover - compiled
 @compiled
 def abcc_pairs(F, m, G, first, second, leaf_lo, leaf_n, leaf_at, block, cap
                ):  # pragma: no cover - compiled
-    """Return the fixed cells of many pairs in one call, leaf by leaf of the pairwise summation.
+    """Sum the fixed cells of many pairs in one call, leaf by leaf of the pairwise summation.
 
     ``F``, ``m``, ``G``: the table, a row per group. Blocks of ``block`` leaves are read for
     every pair in turn (the six rows a pair reads, ~5 MB for 10^5 cells, then come from
@@ -577,3 +579,7 @@ def linear_binning_cells(index, count, total, edges, cells):  # pragma: no cover
         first[at_first] = run_first
         second[at_second] = run_second
     return first + second
+
+
+#: The ambiguous cells' part of an ABCC pair, as the blocked pairs' Python side calls it.
+ambiguous_part = _ambiguous_part

@@ -1,0 +1,46 @@
+"""The parts of the metric computations that other packages run on data they hold themselves.
+
+The metric functions take rows. :mod:`fairmonitor.summaries` evaluates the same metrics from a
+summary (per-group counts, sorted scores, cells), :mod:`fairmonitor.spark` runs HFM's distance
+scan per partition, and :mod:`fairmonitor.report` computes parity from counts: they call the
+pieces below, which the metric functions call too, so a value is the same whichever path
+computed it. This module is that interface (named, not private); the modules behind it stay
+private to ``metrics/`` and may be rearranged without touching the callers.
+
+ABCC/ABPC: :data:`kde` (the KDE module), :func:`abcc_abpc_pairs` (a metric over every kept
+pair of groups), :func:`w1_sorted` (W1 of two sorted groups). Calibration:
+:func:`calibration_from_sums`. MADD: :func:`madd_plan`, :func:`madd_grid`,
+:class:`MADDPrepared`, :func:`madd_fixed_pair`, :func:`madd_auto_pair`,
+:func:`madd_shares_below`, :class:`MADDResult`. Parity: :class:`GroupRates`, :func:`rate`,
+:func:`parity_from_rates`. Pairs: :data:`AGGREGATIONS`, :class:`PairwiseMatrix`. HFM:
+:class:`FeatureSpace`, :func:`scale_columns`, :func:`nearest_sqdist`,
+:func:`average_of_distances`, :class:`HFMResult`, :func:`sampled_result`.
+"""
+
+from __future__ import annotations
+
+from ._abpc_abcc import kde
+from ._abpc_abcc.areas import _pairs as abcc_abpc_pairs
+from ._abpc_abcc.areas import _w1_sorted as w1_sorted
+from ._calibration import calibration_from_sums
+from ._hfm.exact import FeatureSpace, scale_columns
+from ._hfm.hfm import HFMResult, sampled_result
+from ._hfm.sampled import average_of_distances, nearest_sqdist
+from ._madd.bandwidth import _shares_below as madd_shares_below
+from ._madd.madd import MADDResult
+from ._madd.madd import _auto_pair as madd_auto_pair
+from ._madd.madd import _fixed_pair as madd_fixed_pair
+from ._madd.madd import _grid as madd_grid
+from ._madd.madd import _plan as madd_plan
+from ._madd.madd import _Prepared as MADDPrepared
+from ._pairwise import AGGREGATIONS, PairwiseMatrix
+from ._parity import GroupRates, parity_from_rates
+from ._parity import _rate as rate
+
+__all__ = [
+    "AGGREGATIONS", "FeatureSpace", "GroupRates", "HFMResult", "MADDPrepared", "MADDResult",
+    "PairwiseMatrix", "abcc_abpc_pairs", "average_of_distances", "calibration_from_sums", "kde",
+    "madd_auto_pair", "madd_fixed_pair", "madd_grid", "madd_plan", "madd_shares_below",
+    "nearest_sqdist", "parity_from_rates", "rate", "sampled_result", "scale_columns",
+    "w1_sorted",
+]
