@@ -1,6 +1,6 @@
 """Compiled group-encoding kernels (numba): one pass over the rows where numpy makes several.
 
-A window is encoded once (:func:`~fairmonitor.metrics._groups.encode_attributes`) and every
+A window is encoded once (:func:`~fairmonitor.utils.groups.encode_attributes`) and every
 metric reads the codes, so this is the part of a window's cost that grows with its rows
 whatever the metrics. Three kernels:
 

@@ -14,10 +14,15 @@ pair of groups), :func:`w1_sorted` (W1 of two sorted groups). Calibration:
 :func:`madd_shares_below`, :class:`MADDResult`. Parity: :class:`GroupRates`, :func:`rate`,
 :func:`parity_from_rates`. Pairs: :data:`AGGREGATIONS`, :class:`PairwiseMatrix`. HFM:
 :class:`FeatureSpace`, :func:`scale_columns`, :func:`nearest_sqdist`,
-:func:`average_of_distances`, :class:`HFMResult`, :func:`sampled_result`.
+:func:`average_of_distances`, :class:`HFMResult`, :func:`sampled_result`. Intervals:
+:class:`Interval`, :class:`ScoreBootstrap`, :func:`score_gap_interval`,
+:func:`mean_gap_interval`, :func:`wald_interval`, :func:`rate_gap_interval`,
+:func:`fine_histogram_sorted`, :func:`cell_histogram`, :data:`RESOLUTION`.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from ._abpc_abcc import kde
 from ._abpc_abcc.areas import _pairs as abcc_abpc_pairs
@@ -26,6 +31,15 @@ from ._calibration import calibration_from_sums
 from ._hfm.exact import FeatureSpace, scale_columns
 from ._hfm.hfm import HFMResult, sampled_result
 from ._hfm.sampled import average_of_distances, nearest_sqdist
+from ._intervals import (
+    RESOLUTION,
+    Interval,
+    ScoreBootstrap,
+    fine_histogram_sorted,
+    mean_gap_interval,
+    score_gap_interval,
+    wald_interval,
+)
 from ._madd.bandwidth import _shares_below as madd_shares_below
 from ._madd.madd import MADDResult
 from ._madd.madd import _auto_pair as madd_auto_pair
@@ -36,8 +50,22 @@ from ._madd.madd import _Prepared as MADDPrepared
 from ._pairwise import AGGREGATIONS, PairwiseMatrix
 from ._parity import GroupRates, parity_from_rates
 from ._parity import _rate as rate
+from ._rate_intervals import rate_gap_interval
+
+
+def cell_histogram(*args: Any, **kwargs: Any) -> Any:
+    """Return a group's fine score histogram from its cells (compiled: numba loads on first use).
+
+    See :func:`fairmonitor.metrics._intervals_compiled.cell_histogram`; imported here, inside
+    the function, so that importing this module does not load numba.
+    """
+    from ._intervals_compiled import cell_histogram as compiled
+
+    return compiled(*args, **kwargs)
 
 __all__ = [
+    "RESOLUTION", "Interval", "ScoreBootstrap", "cell_histogram", "fine_histogram_sorted",
+    "mean_gap_interval", "rate_gap_interval", "score_gap_interval", "wald_interval",
     "AGGREGATIONS", "FeatureSpace", "GroupRates", "HFMResult", "MADDPrepared", "MADDResult",
     "PairwiseMatrix", "abcc_abpc_pairs", "average_of_distances", "calibration_from_sums", "kde",
     "madd_auto_pair", "madd_fixed_pair", "madd_grid", "madd_plan", "madd_shares_below",

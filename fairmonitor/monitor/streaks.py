@@ -57,8 +57,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..metrics._groups import INTERSECTION_SEPARATOR
 from ..report.thresholds import Threshold
+from ..utils.groups import INTERSECTION_SEPARATOR
 
 __all__ = ["ALERTING_REASONS", "SEVERITIES", "Budget", "Streaks", "advance", "governing",
            "policy", "required"]

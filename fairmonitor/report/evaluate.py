@@ -27,13 +27,13 @@ from numpy.typing import NDArray
 
 from .._validation import check_binary, check_option, check_sample_weight, check_scores
 from ..exceptions import GroupExclusionWarning, InvalidInputError, UndefinedMetricWarning
-from ..metrics._groups import (
+from ..summaries import SummarySpec, WindowSummary, summarize
+from ..utils.groups import (
     INTERSECTION_SEPARATOR,
     apply_missing_policy,
     encode_attributes,
     sensitive_columns,
 )
-from ..summaries import SummarySpec, WindowSummary, summarize
 from .intervals import interval_of, undefined
 from .options import DEFAULT, DefaultType, EvaluationOptions, resolve
 from .registry import METRICS, MetricSpec, get_metric

@@ -38,16 +38,16 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..metrics._intervals import (
+from ..metrics.shared import (
     RESOLUTION,
     Interval,
     ScoreBootstrap,
     fine_histogram_sorted,
     mean_gap_interval,
+    rate_gap_interval,
     score_gap_interval,
     wald_interval,
 )
-from ..metrics._rate_intervals import rate_gap_interval
 from ..summaries import compute as _compute
 from ..summaries.core import AttributeSummary, GroupSummary
 from .registry import CONDITIONS, METRICS, MetricSpec
@@ -124,7 +124,7 @@ def _fine(g: GroupSummary) -> NDArray[np.float64]:
     """Return the group's fine score histogram, from raw scores or from cells."""
     if g.scores is not None:  # sorted, as a summary keeps them
         return fine_histogram_sorted(g.scores)
-    from ..metrics._intervals_compiled import cell_histogram  # numba: one pass over the cells
+    from ..metrics.shared import cell_histogram  # numba: one pass over the cells
 
     # the counts and sums as stored (unpacking the cells would decode their bounds too)
     return cell_histogram(g.cells.count, g.cells.total, RESOLUTION)  # type: ignore[union-attr]

@@ -20,7 +20,7 @@ from types import MappingProxyType
 from typing import Any, NoReturn
 
 from ..exceptions import ConfigError
-from ..metrics._groups import MISSING_POLICIES
+from ..utils.groups import MISSING_POLICIES
 from .defaults import MIN_CONDITION_SIZE, MIN_GROUP_SIZE
 from .registry import METRICS
 from .thresholds import COMPARES, Threshold

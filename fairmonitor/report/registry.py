@@ -29,7 +29,7 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from .. import metrics as m
-from ..metrics._parity import parity_from_rates
+from ..metrics.shared import parity_from_rates
 from ..robustness.ratio import robustness_ratio  # --- robustness ---
 from ..summaries import compute as _summary
 

@@ -52,9 +52,10 @@ from numpy.typing import NDArray
 
 from .._validation import check_positive_int
 from ..exceptions import InvalidInputError
-from ..metrics._groups import INTERSECTION_SEPARATOR, _exclude_small, _plain, factorize
-from ..metrics._hfm.hfm import HFMResult, sampled_result
-from ..metrics._hfm.sampled import average_of_distances
+from ..metrics.shared import HFMResult, average_of_distances, sampled_result
+from ..utils.groups import INTERSECTION_SEPARATOR, factorize
+from ..utils.groups import exclude_small as _exclude_small
+from ..utils.groups import plain as _plain
 from ._hfm_partition import (
     ATTR,
     HASH,

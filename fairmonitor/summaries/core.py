@@ -693,7 +693,7 @@ def summarize(
     spec : SummarySpec, optional
         What to keep (default ``SummarySpec()``).
     groups : mapping of str to Groups, optional
-        Already encoded attributes (from :func:`~fairmonitor.metrics._groups.encode_attributes`).
+        Already encoded attributes (from :func:`~fairmonitor.utils.groups.encode_attributes`).
 
     Returns
     -------

@@ -38,8 +38,8 @@ from numpy.typing import NDArray
 from fairmonitor import Window
 from fairmonitor._validation import check_scores
 from fairmonitor.exceptions import ConfigError, InvalidInputError
-from fairmonitor.metrics._groups import column_values
 from fairmonitor.report.registry import METRICS
+from fairmonitor.utils.groups import column_values
 
 from .config import FairnessConfig
 

@@ -14,7 +14,6 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from ...metrics._groups import INTERSECTION_SEPARATOR
 from ...report.evidence import Budget
 from ...report.reading import (
     THRESHOLD_KEYS,
@@ -26,6 +25,7 @@ from ...report.reading import (
 )
 from ...report.registry import METRICS
 from ...report.thresholds import Threshold
+from ...utils.groups import INTERSECTION_SEPARATOR
 from .durations import format_duration
 from .model import (
     DEFAULT_CHECKPOINT,

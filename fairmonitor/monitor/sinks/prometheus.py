@@ -37,9 +37,9 @@ from typing import Any
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import CollectorRegistry
 
-from ...metrics._groups import INTERSECTION_SEPARATOR
 from ...report.registry import METRICS
 from ...report.thresholds import Threshold, severity_code
+from ...utils.groups import INTERSECTION_SEPARATOR
 from ..snapshot import overdue_streak
 
 __all__ = ["ERROR_STAGES", "MAX_GROUPS", "NAMESPACE", "OTHER_GROUPS", "REASONS",
