@@ -18,7 +18,7 @@ from ...exceptions import ConfigError
 from ...metrics._groups import INTERSECTION_SEPARATOR, MISSING_POLICIES
 from ...report.defaults import MIN_CONDITION_SIZE, MIN_GROUP_SIZE
 from ...report.registry import METRICS
-from ...report.evidence import Budget
+from ...report.evidence import CALIBRATIONS, Budget
 from ...report.thresholds import COMPARES, Threshold
 from .durations import format_duration
 from .model import (
@@ -56,7 +56,7 @@ _SOURCE_KEYS = ("kind", "url", "table", "path", "pattern", "timestamp_column", "
 _THRESHOLD_KEYS = ("warning", "critical", "bound", "attribute", "against_direction", "compare")
 _REFERENCE_KEYS = ("path", "metrics", "label", "score", "prediction", "features")
 _ALERTING_KEYS = ("budget",)
-_BUDGET_KEYS = ("false_pages", "per", "null_fraction", "alternative_fraction")
+_BUDGET_KEYS = ("false_pages", "per", "null_fraction", "alternative_fraction", "calibration")
 
 
 
@@ -244,7 +244,8 @@ def _alert_windows(r: Reader, at: str, raw: Any) -> AlertWindows:
 
 
 def _alerting(r: Reader, at: str, raw: Any, thresholds: Sequence[Threshold]) -> Budget | None:
-    """``alerting: {budget: {false_pages, per, null_fraction, alternative_fraction}}``: the
+    """``alerting: {budget: {false_pages, per, null_fraction, alternative_fraction,
+    calibration}}``: the
     model's false-page budget; ``Budget()`` when a threshold uses ``compare: budget`` and none
     is given. (Not ``null:``: YAML reads that key as null.)"""
     uses_budget = any(t.compare == "budget" for t in thresholds)
@@ -270,6 +271,7 @@ def _alerting(r: Reader, at: str, raw: Any, thresholds: Sequence[Threshold]) -> 
     values = {key: r.get(spec, key, float, getattr(default, key), path=at)
               for key in ("false_pages", "null_fraction", "alternative_fraction")}
     per = r.duration(spec, "per", timedelta(days=default.days), path=at)
+    calibration = r.choice(spec, "calibration", CALIBRATIONS, default.calibration, path=at)
     ok = True
     for key, v in values.items():
         if not (math.isfinite(v) and v > 0):
@@ -283,7 +285,7 @@ def _alerting(r: Reader, at: str, raw: Any, thresholds: Sequence[Threshold]) -> 
         ok = False
     if not ok or per is None:
         return None
-    return Budget(days=per / timedelta(days=1), **values)
+    return Budget(days=per / timedelta(days=1), calibration=calibration, **values)
 
 
 def _rollups(r: Reader, at: str, raw: Any, window: timedelta,
