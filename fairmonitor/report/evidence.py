@@ -95,7 +95,8 @@ from statistics import NormalDist
 from typing import Any
 
 __all__ = ["CALIBRATIONS", "CAP_FACTOR", "FAMILIES", "SE_FLOOR_FRACTION", "Budget", "Evidence",
-           "accumulate", "comparisons", "increment", "metric_comparisons", "overshoot_factor",
+           "accumulate", "comparisons", "increment", "metric_comparisons", "overshoot_credit",
+           "overshoot_factor",
            "standard_error"]
 
 #: The standard error is at least this fraction of ``g1 - g0``: one window then adds at most
@@ -107,6 +108,12 @@ CAP_FACTOR = 1.5
 _NORMAL = NormalDist()
 #: :attr:`Budget.calibration`'s choices: the renewal-theory level, or Ville's bound alone.
 CALIBRATIONS = ("overshoot", "ville")
+#: The overshoot credit applies where the fold changes the e-value by at most this factor:
+#: Siegmund's ``nu`` is the Gaussian walk's, and a materially folded statistic (``c`` above
+#: 1.1: ``r`` below about 1.35 with the default zone, groups so small that ``s`` is most of
+#: ``L``) has a lighter lower tail and less overshoot (simulated: 1.07 false pages per budget
+#: of 1 at ``r = 0.7`` with the credit, 0.71 without).
+FOLD_CREDIT_LIMIT = 1.1
 #: Below this standardized distance Siegmund's series converges slowly and its first-order
 #: approximation ``exp(-0.583 r)`` is exact to 0.1%.
 _SERIES_FROM = 0.5
@@ -334,11 +341,24 @@ def overshoot_factor(r: float) -> float:
     return min(1.0, 2.0 / (r * r) * math.exp(-2.0 * total))
 
 
+def overshoot_credit(r: float, fold: float = 1.0) -> float:
+    """Return the overshoot credit ``-log nu(r)`` of :func:`overshoot_factor`, or 0.
+
+    0 where the fold ``c`` exceeds :data:`FOLD_CREDIT_LIMIT`: the Gaussian walk's
+    overshoot does not apply there.
+
+    >>> round(overshoot_credit(3.2), 3), overshoot_credit(0.7, fold=1.24)
+    (1.757, 0.0)
+    """
+    return -math.log(overshoot_factor(r)) if fold <= FOLD_CREDIT_LIMIT else 0.0
+
+
 def _step(*, value: float, lower: float, upper: float, level: float, bound: str,
-          budget: Budget, confidence_level: float, n_comparisons: int) -> tuple[float, float]:
-    """(log e-value, standardized distance ``r = (g1 - g0) / s``) of one window."""
+          budget: Budget, confidence_level: float, n_comparisons: int
+          ) -> tuple[float, float, float]:
+    """(log e-value, ``r = (g1 - g0) / s``, fold factor ``c``) of one window."""
     if not all(math.isfinite(v) for v in (value, lower, upper, level)):
-        return math.nan, math.nan
+        return math.nan, math.nan, math.nan
     x, lo, hi, gap_level = _as_gap(value, lower, upper, level, bound)
     g0, g1 = _zone(gap_level, bound, budget)
     d = g1 - g0
@@ -348,7 +368,7 @@ def _step(*, value: float, lower: float, upper: float, level: float, bound: str,
     a = d / (s * s)
     llr = a * (x - (g0 + g1) / 2.0)
     fold = _NORMAL.cdf((g0 + d) / s) + math.exp(-2.0 * a * g0) * _NORMAL.cdf((d - g0) / s)
-    return llr - math.log(max(1, n_comparisons) * fold), d / s
+    return llr - math.log(max(1, n_comparisons) * fold), d / s, fold
 
 
 def increment(*, value: float, lower: float, upper: float, level: float, bound: str,
@@ -421,15 +441,15 @@ def accumulate(state: Evidence, *, value: float, lower: float, upper: float, lev
     >>> s
     Evidence(statistic=0.0, windows=0, credit=0.0)
     """
-    step, r = _step(value=value, lower=lower, upper=upper, level=level, bound=bound,
-                    budget=budget, confidence_level=confidence_level,
-                    n_comparisons=n_comparisons)
+    step, r, fold = _step(value=value, lower=lower, upper=upper, level=level, bound=bound,
+                          budget=budget, confidence_level=confidence_level,
+                          n_comparisons=n_comparisons)
     if math.isnan(step):
         return state
     log_sr = _softplus(state.log_sr + step)
     if page_level is not None:
         log_sr = min(log_sr, CAP_FACTOR * page_level)
-    credit = -math.log(overshoot_factor(r)) if budget.calibration == "overshoot" else 0.0
+    credit = overshoot_credit(r, fold) if budget.calibration == "overshoot" else 0.0
     if page_level is not None and state.statistic >= page_level > log_sr + credit:
         return Evidence()
     return Evidence(log_sr + credit, state.windows + 1, credit)

@@ -286,3 +286,16 @@ def test_evidence_with_credit_round_trips_and_old_checkpoints_load():
     e = Evidence(9.5, 3, 1.75)
     assert Evidence.from_dict(e.to_dict()) == e and e.log_sr == 7.75
     assert Evidence.from_dict({"statistic": 4.0, "windows": 2}) == Evidence(4.0, 2, 0.0)
+
+
+def test_no_overshoot_credit_where_the_fold_is_material():
+    # s = L / 0.7 (groups of a few dozen rows): c = Phi(1.05) + exp(-0.49) Phi(0.35) = 1.24
+    # > 1.1, the folded walk's overshoot is not the Gaussian one's: Ville's level alone
+    se = 0.1 / 0.7
+    c = norm.cdf(1.05) + math.exp(-0.49) * norm.cdf(0.35)
+    assert c > 1.1
+    small = accumulate(Evidence(), **_window(0.1, se), page_level=9.98)
+    assert small.credit == 0.0
+    # s = L / 2: c = Phi(3) + exp(-4) Phi(1) = 1.014, the credit applies
+    large = accumulate(Evidence(), **_window(0.1, 0.05), page_level=9.98)
+    assert large.credit == pytest.approx(-math.log(_siegmund_nu(2.0)), rel=1e-9)
