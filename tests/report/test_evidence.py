@@ -51,8 +51,9 @@ def test_two_hand_computed_steps():
     one = accumulate(Evidence(), **_window(0.2, 0.05))
     assert one.windows == 1
     assert one.log_sr == pytest.approx(math.log1p(math.exp(step)), rel=1e-12)
-    # the overshoot credit of r = (g1 - g0) / s = 2, added to the decided statistic
-    assert one.credit == pytest.approx(-math.log(_siegmund_nu(2.0)), rel=1e-9)
+    # the overshoot credit of r = (g1 - g0) / s = 2, less the 10% margin, added to the
+    # decided statistic
+    assert one.credit == pytest.approx(-math.log(_siegmund_nu(2.0)) - math.log(1.1), rel=1e-9)
     assert one.statistic == pytest.approx(one.log_sr + one.credit, rel=1e-12)
     # a window below the midpoint: LLR = 40 * (0.06 - 0.1) = -1.6
     step2 = _hand_increment(0.06, 0.05, 0.05, 0.15)
@@ -248,7 +249,7 @@ def test_the_overshoot_level_makes_arl0_equal_the_budgeted_a():
         return np.mean(lengths), np.std(lengths, ddof=1) / math.sqrt(len(lengths))
 
     mean, se = arl(Budget())
-    assert abs(mean - a) <= 3 * se + 0.1 * a
+    assert abs(mean - 1.1 * a) <= 3 * se + 0.1 * a  # A less its 10% margin
     mean_ville, _ = arl(VILLE)
     assert mean_ville >= 3 * a
 
@@ -289,13 +290,13 @@ def test_evidence_with_credit_round_trips_and_old_checkpoints_load():
 
 
 def test_no_overshoot_credit_where_the_fold_is_material():
-    # s = L / 0.7 (groups of a few dozen rows): c = Phi(1.05) + exp(-0.49) Phi(0.35) = 1.24
-    # > 1.1, the folded walk's overshoot is not the Gaussian one's: Ville's level alone
-    se = 0.1 / 0.7
-    c = norm.cdf(1.05) + math.exp(-0.49) * norm.cdf(0.35)
-    assert c > 1.1
+    # s = L / 1.4 (groups of about 100 rows): c = Phi(2.1) + exp(-1.96) Phi(0.7) = 1.09
+    # > 1.05, the folded walk's overshoot is not the Gaussian one's: Ville's level alone
+    se = 0.1 / 1.4
+    c = norm.cdf(2.1) + math.exp(-1.96) * norm.cdf(0.7)
+    assert c > 1.05
     small = accumulate(Evidence(), **_window(0.1, se), page_level=9.98)
     assert small.credit == 0.0
     # s = L / 2: c = Phi(3) + exp(-4) Phi(1) = 1.014, the credit applies
     large = accumulate(Evidence(), **_window(0.1, 0.05), page_level=9.98)
-    assert large.credit == pytest.approx(-math.log(_siegmund_nu(2.0)), rel=1e-9)
+    assert large.credit == pytest.approx(-math.log(_siegmund_nu(2.0) * 1.1), rel=1e-9)
