@@ -294,28 +294,22 @@ def standard_error(*, value: float, lower: float, upper: float, confidence_level
                    n_comparisons: int = 1) -> float:
     """Return a window's standard error on the gap scale (before the floor).
 
-    The project's rate intervals (:mod:`fairmonitor.metrics._rate_intervals`) build the
-    bound *away from parity* (``upper`` on the gap scale) from the largest pair alone at
-    ``z``, and the bound *towards parity* with a joint critical value over the pairs that may
-    be the largest (2.24 instead of 1.96 for the two orders of one pair) and clipped at 0.
-    With one comparison the away half over ``z`` is therefore the pair's standard error,
-    while the parity half overstates it by up to 14% just where a gap of 2 standard errors
-    sits (the clipped lower end is the value itself): that slowed the evidence of small
-    groups. With several comparisons the away side's critical value may drop below ``z``
-    where pairs tie (a plug-in correction), so the wider half, never below it, is kept.
+    The wider half-width over ``z``. Not the half *away from parity* alone, although with one
+    pair that side is built at exactly ``z`` while the parity side uses a joint critical value
+    (2.24 for the two orders of one pair) and is clipped at 0: the away half is the Wilson
+    error at the *observed* rates, smaller than the null's in the upper tail that pages
+    (rates pulled apart move away from 0.5), and that breaks the e-value. Computed exactly
+    over the binomial counts of two 100-row groups at rates 0.5 and 0.45 (a DP gap at
+    ``g0``): ``E[exp(l)]`` is 1.31 with the away half, 0.99 with the wider half.
+    ``n_comparisons`` is accepted for symmetry with :func:`increment` and not used.
 
     Examples
     --------
     >>> round(standard_error(value=0.15, lower=0.0, upper=0.2793), 4)  # 100-row groups
-    0.066
-    >>> round(standard_error(value=0.15, lower=0.0, upper=0.2793, n_comparisons=3), 4)
     0.0765
     """
     z = _NORMAL.inv_cdf(0.5 + confidence_level / 2.0)
-    away, towards = upper - value, value - lower
-    if n_comparisons <= 1 and math.isfinite(away) and away > 0:
-        return away / z
-    halves = [h for h in (towards, away) if math.isfinite(h)]
+    halves = [h for h in (value - lower, upper - value) if math.isfinite(h)]
     return max(halves, default=0.0) / z
 
 
