@@ -32,21 +32,30 @@ counts: the same counts give the same interval). Decisions use
 - ``bonferroni``: the unfair-side bound at the one-sided level ``budget / (series * windows)``,
   one window (the baseline the sequential method must beat on delay);
 - ``budget``: ``report.evidence`` with the default ``Budget()`` (1 false page per model per 90
-  days, g0 = 0.5x, g1 = 1.5x the level), page level for 10 series of hourly windows.
+  days, g0 = 0.5x, g1 = 1.5x the level, ``calibration: overshoot``), page level for 10 series
+  of hourly windows;
+- ``ville``: the same detector at Ville's level alone (``calibration: ville``).
 
-Measured: false pages per model-month for fair streams (gap 0 and 0.5x, all series of both
-attributes at that gap) over seeded 90-day repetitions (2,160 windows), with an exact Poisson
-95% interval; windows-to-page after a change to 1x, 1.5x, 2x on ``sex`` (the first page of any
-of its series; median, 95th percentile, share within 3 and 6 windows); reset time after a 24-
-window breach at 2x (windows from its end to the all-clear of every series).
+Beside each detection cell, ``ideal within 3 / 6``: the power of the ideal fixed-sample test at
+the same budget (:func:`information_limit`), so a target the data cannot meet shows as such.
+Before the streams, a calibration check (:func:`calibration_check`): Gaussian windows with
+every series exactly at g0, the worst case the budget allows, per standardized distance r.
+
+Measured: false pages per model-month for fair streams (gap 0.5x by default, ``--fair-gaps``;
+all series of both attributes at that gap) over seeded 90-day repetitions (2,160 windows),
+with an exact Poisson 95% interval per cell; windows-to-page after a change to 1x, 1.5x, 2x on
+``sex`` (the first page of any of its series within 24 windows; median, 95th percentile, share
+within 3 and 6 windows); reset time after a 24-window breach at 2x (windows from its end to the
+all-clear of every series).
 
 Targets (budget mode): false pages of the fair streams <= 1 per model per 90 days at every
 group size; at 1.5x, groups >= 500 page within 3 windows in >= 95% of runs and groups >= 100
 within 6 windows.
 
 Usage: ``nice -n 10 python benchmarks/bench_alert_budget.py [--quick]`` (quick: 30-day
-streams, 3 group sizes, 60 runs, ~2 min; default two 90-day streams per cell, 5 group sizes,
-200 runs, both rates: ~20 min on 2 shared cores, docs/alert-modes.md).
+streams, 3 group sizes, 60 runs, a few minutes; default one 90-day stream per cell, 5 group
+sizes, 200 runs, both rates: ~15 min on 2 heavily shared cores; ``--reps 4 --seed 1 --change
+""`` adds fair streams alone for tighter per-cell bounds; docs/alert-modes.md).
 """
 
 from __future__ import annotations
