@@ -408,6 +408,10 @@ def test_the_alerting_budget_is_read_with_its_period():
 """
     assert load_config(text).models["credit"].budget == Budget(
         false_pages=2.0, days=30.0, null_fraction=0.25, alternative_fraction=2.0)
+    # the page level's calibration: the overshoot-corrected one by default, Ville's on request
+    assert load_config(text).models["credit"].budget.calibration == "overshoot"
+    ville = BUDGETED + "    alerting: {budget: {calibration: ville}}\n"
+    assert load_config(ville).models["credit"].budget == Budget(calibration="ville")
     # a budget without a budget threshold is kept (it governs nothing yet)
     plain = MINIMAL + "    alerting: {budget: {false_pages: 1, per: 90d}}\n"
     assert load_config(plain).models["credit"].budget == Budget()

@@ -253,7 +253,9 @@ def _budget_policy(page_level, stride=1):
     from fairmonitor.monitor.streaks import Budget as Policy
     from fairmonitor.report.evidence import Budget
 
-    return Policy(Budget(), page_level, 0.95, stride)
+    # Ville's calibration: the hand computations below are of log(1 + R) alone (the
+    # overshoot credit has its own tests in tests/report/test_evidence.py)
+    return Policy(Budget(calibration="ville"), page_level, 0.95, stride)
 
 
 def _softplus(y):

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
+from fairmonitor.metrics._rate_intervals import rate_gap_interval
 from fairmonitor.report.evidence import (
     CAP_FACTOR,
     SE_FLOOR_FRACTION,
@@ -16,7 +17,17 @@ from fairmonitor.report.evidence import (
     accumulate,
     comparisons,
     increment,
+    overshoot_factor,
+    standard_error,
 )
+
+VILLE = Budget(calibration="ville")
+
+
+def _siegmund_nu(r):
+    """nu(r) = 2 / r^2 exp(-2 sum_k Phi(-r sqrt(k) / 2) / k), summed with scipy."""
+    k = np.arange(1, 200_001)
+    return 2 / r**2 * math.exp(-2 * np.sum(norm.cdf(-r * np.sqrt(k) / 2) / k))
 
 Z95 = norm.ppf(0.975)
 BUDGET = Budget()  # frozen: one shared default
@@ -40,14 +51,21 @@ def test_two_hand_computed_steps():
     assert step == pytest.approx(4 - math.log(norm.cdf(3) + math.exp(-4) * norm.cdf(1)))
     one = accumulate(Evidence(), **_window(0.2, 0.05))
     assert one.windows == 1
-    assert one.statistic == pytest.approx(math.log1p(math.exp(step)), rel=1e-12)
+    assert one.log_sr == pytest.approx(math.log1p(math.exp(step)), rel=1e-12)
+    # the overshoot credit of r = (g1 - g0) / s = 2, less the 10% margin, added to the
+    # decided statistic
+    assert one.credit == pytest.approx(-math.log(_siegmund_nu(2.0)) - math.log(1.1), rel=1e-9)
+    assert one.statistic == pytest.approx(one.log_sr + one.credit, rel=1e-12)
     # a window below the midpoint: LLR = 40 * (0.06 - 0.1) = -1.6
     step2 = _hand_increment(0.06, 0.05, 0.05, 0.15)
     two = accumulate(one, **_window(0.06, 0.05))
-    assert two.statistic == pytest.approx(math.log1p(math.exp(one.statistic + step2)), rel=1e-12)
+    assert two.log_sr == pytest.approx(math.log1p(math.exp(one.log_sr + step2)), rel=1e-12)
     assert two.windows == 2
     # never below Page's CUSUM max(0, S + l) on the same increments
-    assert two.statistic >= max(0.0, max(0.0, step) + step2)
+    assert two.log_sr >= max(0.0, max(0.0, step) + step2)
+    # Ville's calibration: no credit, the statistic is log(1 + R) itself
+    plain = accumulate(Evidence(), **_window(0.2, 0.05, budget=VILLE))
+    assert plain.credit == 0.0 and plain.statistic == pytest.approx(one.log_sr, rel=1e-12)
 
 
 def test_the_wider_half_width_and_the_floor_give_the_standard_error():
@@ -130,7 +148,7 @@ def test_arl0_at_g0_is_at_least_the_page_levels_promise(ratio):
     # E[R_N] >= A at a page and R_t - t is a supermartingale at g0: E[N] >= A = exp(h) - 1
     rng = np.random.default_rng(20240611)
     h = math.log1p(40.0)
-    n = _run_lengths(0.05, 0.1 / ratio, runs=300, page_level=h, rng=rng)
+    n = _run_lengths(0.05, 0.1 / ratio, runs=300, page_level=h, rng=rng, budget=VILLE)
     # mean minus three standard errors still above A
     assert n.mean() - 3 * n.std(ddof=1) / math.sqrt(n.size) >= 40.0
 
@@ -147,12 +165,13 @@ def test_the_cap_and_the_restart_clear_a_long_breach_quickly():
     state = Evidence()
     for _ in range(50):
         state = accumulate(state, **_window(0.2, 0.03), page_level=h)
-    assert state.statistic == pytest.approx(CAP_FACTOR * h) and state.windows == 50
+    assert state.log_sr == pytest.approx(CAP_FACTOR * h) and state.windows == 50
     cleared = 0
     while state.statistic >= h:
         state = accumulate(state, **_window(0.0, 0.03), page_level=h)
         cleared += 1
-    # a fair window subtracts about (0.1 / 0.03**2) * 0.1 = 11.1 > 1.5h - h = 5.0: one clears
+    # a fair window subtracts about (0.1 / 0.03**2) * 0.1 = 11.1 > 1.5h - h + credit
+    # (5.0 + 1.8): one clears
     assert cleared == 1 and state == Evidence(0.0, 0)
 
 
@@ -181,7 +200,7 @@ def test_arl0_of_the_largest_gap_of_three_small_groups_at_parity():
             p = rng.normal(0.5, sd, 3)
             x = p.max() - p.min()
             state = accumulate(state, value=x, lower=max(x - half, 0.0), upper=x + half,
-                               level=0.1, bound="upper", budget=Budget(), page_level=h,
+                               level=0.1, bound="upper", budget=VILLE, page_level=h,
                                n_comparisons=comparisons(3))
         lengths.append(state.statistic >= h)
     paged = float(np.mean(lengths))
@@ -195,6 +214,103 @@ def test_arl0_of_the_largest_gap_of_three_small_groups_at_parity():
             p = rng.normal(0.5, sd, 3)
             x = p.max() - p.min()
             state = accumulate(state, value=x, lower=max(x - half, 0.0), upper=x + half,
-                               level=0.1, bound="upper", budget=Budget(), page_level=h)
+                               level=0.1, bound="upper", budget=VILLE, page_level=h)
         single += state.windows < horizon or state.statistic >= h
     assert single / 400 > horizon / 200.0
+
+
+@pytest.mark.parametrize("r", [0.5, 1.0, 2.0, 3.2, 8.0])
+def test_overshoot_factor_is_siegmunds_series(r):
+    assert overshoot_factor(r) == pytest.approx(_siegmund_nu(r), rel=1e-6)
+
+
+def test_overshoot_factor_below_the_series_is_the_first_order_approximation():
+    # Siegmund's nu(r) = exp(-0.583 r) + o(r): within 0.2% of the series at r = 0.3
+    assert overshoot_factor(0.3) == pytest.approx(math.exp(-0.583 * 0.3))
+    assert overshoot_factor(0.3) == pytest.approx(_siegmund_nu(0.3), rel=2e-3)
+    assert overshoot_factor(0.0) == 1.0 and overshoot_factor(float("nan")) == 1.0
+
+
+def test_the_overshoot_level_makes_arl0_equal_the_budgeted_a():
+    # Gaussian windows at g0 with s = 0.03 (r = 3.33, fold negligible): Ville's level keeps
+    # ARL0 several times above A (the overshoot); the credited level brings it to about A
+    rng = np.random.default_rng(5)
+    a = 100.0
+    h = math.log1p(a)
+
+    def arl(budget):
+        lengths = []
+        for _ in range(200):
+            state, t = Evidence(), 0
+            while state.statistic < h:
+                t += 1
+                state = accumulate(state, **_window(rng.normal(0.05, 0.03), 0.03,
+                                                    budget=budget), page_level=h)
+            lengths.append(t)
+        return np.mean(lengths), np.std(lengths, ddof=1) / math.sqrt(len(lengths))
+
+    mean, se = arl(Budget())
+    assert abs(mean - 1.1 * a) <= 3 * se + 0.1 * a  # A less its 10% margin
+    mean_ville, _ = arl(VILLE)
+    assert mean_ville >= 3 * a
+
+
+def test_the_standard_error_is_the_wider_half():
+    # lower end clipped at 0 (the parity side's joint critical value): the wider half
+    assert standard_error(value=0.15, lower=0.0, upper=0.28) == pytest.approx(0.15 / Z95)
+    got = increment(value=0.15, lower=0.0, upper=0.28, level=0.1, bound="upper",
+                    budget=Budget())
+    assert got == pytest.approx(_hand_increment(0.15, 0.15 / Z95, 0.05, 0.15))
+
+
+def _exact_mean_e_values(n, p0, p1, rules):
+    """E[exp(l)] per standard-error rule over the binomial counts of two n-row groups (the
+    project's intervals; counts of probability below 1e-5 left out)."""
+    from scipy.stats import binom
+
+    w0, w1 = binom.pmf(np.arange(n + 1), n, p0), binom.pmf(np.arange(n + 1), n, p1)
+    totals = [0.0] * len(rules)
+    for i in np.flatnonzero(w0 > 1e-5):
+        for j in np.flatnonzero(w1 > 1e-5):
+            iv = rate_gap_interval(np.array([i, j]), np.array([n, n]), chance=False)
+            x = abs(i - j) / n
+            for k, rule in enumerate(rules):
+                s = max(rule(x, iv.lower, iv.upper), SE_FLOOR_FRACTION * 0.1)
+                c = norm.cdf(0.15 / s) + math.exp(-2 * 0.1 / s**2 * 0.05) * norm.cdf(0.05 / s)
+                totals[k] += w0[i] * w1[j] * math.exp(0.1 / s**2 * (x - 0.1) - math.log(c))
+    return totals
+
+
+def test_the_wider_half_keeps_the_e_value_valid_where_the_away_half_does_not():
+    # two 100-row groups at 0.5 and 0.45: a DP gap exactly at g0 = 0.05 (level 0.1). The
+    # half away from parity is the Wilson error at the observed rates, smaller than the
+    # null's in the upper tail: E[exp(l)] = 1.3 > 1, the detector would drift up on a fair
+    # model (measured: 23 false pages in 4 x 90 days at 30 rows). The wider half keeps it <= 1
+    wider, away = _exact_mean_e_values(100, 0.5, 0.45, [
+        lambda x, lo, hi: standard_error(value=x, lower=lo, upper=hi),
+        lambda x, lo, hi: (hi - x) / Z95])
+    assert wider <= 1.0 < 1.2 < away
+
+
+def test_budget_rejects_an_unknown_calibration():
+    with pytest.raises(ValueError, match="calibration"):
+        Budget(calibration="simulated")
+
+
+def test_evidence_with_credit_round_trips_and_old_checkpoints_load():
+    e = Evidence(9.5, 3, 1.75)
+    assert Evidence.from_dict(e.to_dict()) == e and e.log_sr == 7.75
+    assert Evidence.from_dict({"statistic": 4.0, "windows": 2}) == Evidence(4.0, 2, 0.0)
+
+
+def test_no_overshoot_credit_where_the_fold_is_material():
+    # s = L / 1.4 (groups of about 100 rows): c = Phi(2.1) + exp(-1.96) Phi(0.7) = 1.09
+    # > 1.05, the folded walk's overshoot is not the Gaussian one's: Ville's level alone
+    se = 0.1 / 1.4
+    c = norm.cdf(2.1) + math.exp(-1.96) * norm.cdf(0.7)
+    assert c > 1.05
+    small = accumulate(Evidence(), **_window(0.1, se), page_level=9.98)
+    assert small.credit == 0.0
+    # s = L / 2: c = Phi(3) + exp(-4) Phi(1) = 1.014, the credit applies
+    large = accumulate(Evidence(), **_window(0.1, 0.05), page_level=9.98)
+    assert large.credit == pytest.approx(-math.log(_siegmund_nu(2.0) * 1.1), rel=1e-9)

@@ -131,6 +131,9 @@ ENTRIES: tuple[tuple[str, str, str, str], ...] = (
      "gap (fraction of the threshold; of `1 - level` for a ratio) counted as fair"),
     ("models.<name>.alerting.budget", "alternative_fraction", "1.5",
      "gap (fraction of the threshold) that must page within a few windows"),
+    ("models.<name>.alerting.budget", "calibration", "overshoot",
+     "`overshoot`: page level corrected for the statistic's overshoot (budget met, not "
+     "undershot); `ville`: Ville's bound alone (docs/alert-modes.md)"),
     ("models.<name>.reference", "path", "required", "Parquet or CSV file"),
     ("models.<name>.reference", "metrics", "all that apply", "metrics on the reference data"),
     ("models.<name>.reference", "label", "-", "label column"),

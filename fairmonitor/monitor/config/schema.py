@@ -14,7 +14,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from ...report.evidence import Budget
+from ...report.evidence import CALIBRATIONS, Budget
 from ...report.reading import (
     THRESHOLD_KEYS,
     read_confidence_level,
@@ -63,7 +63,7 @@ _SOURCE_KEYS = ("kind", "url", "table", "path", "pattern", "timestamp_column", "
 _THRESHOLD_KEYS = THRESHOLD_KEYS
 _REFERENCE_KEYS = ("path", "metrics", "label", "score", "prediction", "features")
 _ALERTING_KEYS = ("budget",)
-_BUDGET_KEYS = ("false_pages", "per", "null_fraction", "alternative_fraction")
+_BUDGET_KEYS = ("false_pages", "per", "null_fraction", "alternative_fraction", "calibration")
 
 
 
@@ -270,10 +270,11 @@ def _alert_windows(r: Reader, at: str, raw: Any) -> AlertWindows:
 
 
 def _alerting(r: Reader, at: str, raw: Any, thresholds: Sequence[Threshold]) -> Budget | None:
-    """Read ``alerting: {budget: {false_pages, per, null_fraction, alternative_fraction}}``.
+    """Read the model's false-page budget from its ``alerting:`` key.
 
-    The model's false-page budget; ``Budget()`` when a threshold uses ``compare: budget`` and
-    none is given. (Not ``null:``: YAML reads that key as null.)
+    ``alerting: {budget: {false_pages, per, null_fraction, alternative_fraction,
+    calibration}}``; ``Budget()`` when a threshold uses ``compare: budget`` and none is given.
+    (Not ``null:``: YAML reads that key as null.)
     """
     uses_budget = any(t.compare == "budget" for t in thresholds)
     if raw is None:
@@ -298,6 +299,7 @@ def _alerting(r: Reader, at: str, raw: Any, thresholds: Sequence[Threshold]) -> 
     values = {key: r.get(spec, key, float, getattr(default, key), path=at)
               for key in ("false_pages", "null_fraction", "alternative_fraction")}
     per = r.duration(spec, "per", timedelta(days=default.days), path=at)
+    calibration = r.choice(spec, "calibration", CALIBRATIONS, default.calibration, path=at)
     ok = True
     for key, v in values.items():
         if not (math.isfinite(v) and v > 0):
@@ -311,7 +313,7 @@ def _alerting(r: Reader, at: str, raw: Any, thresholds: Sequence[Threshold]) -> 
         ok = False
     if not ok or per is None:
         return None
-    return Budget(days=per / timedelta(days=1), **values)
+    return Budget(days=per / timedelta(days=1), calibration=calibration, **values)
 
 
 def _rollups(r: Reader, at: str, raw: Any, window: timedelta,
