@@ -1,6 +1,7 @@
-"""Summaries of a Spark DataFrame per window: ``mapInPandas`` on executors, merge on the driver.
+"""Summaries of a Spark DataFrame per window: made and merged on the executors, one per window.
 
-Only the DataFrame API is used (``select``, column expressions, ``mapInPandas``, ``collect``):
+Only the DataFrame API is used (``select``, column expressions, ``mapInPandas``,
+``groupBy().applyInPandas``, ``collect``):
 no RDD, no ``SparkContext``, no JVM UDF, so the same code runs on a classic session and over
 Spark Connect. pyspark is imported inside the functions only.
 """
