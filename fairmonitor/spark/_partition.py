@@ -26,11 +26,11 @@ from numpy.typing import NDArray
 from .._validation import check_binary
 from ..exceptions import InvalidInputError
 from ..monitor.rows import prepare
-from ..summaries import SummarySpec, summarize, to_bytes
+from ..summaries import SummarySpec, from_bytes, merge_all, summarize, to_bytes
 from ..utils.groups import apply_missing_policy, column_values, encode_attributes
 
-__all__ = ["KEY", "OUTPUT", "OUTPUT_TYPES", "PartitionPlan", "summarize_partition",
-           "window_bounds"]
+__all__ = ["KEY", "OUTPUT", "OUTPUT_TYPES", "PartitionPlan", "merge_window",
+           "summarize_partition", "window_bounds"]
 
 #: Name of the window key column handed to the executors (a window's start in microseconds
 #: since the epoch, the user's window column, or 0 for the whole data).
@@ -208,3 +208,39 @@ def summarize_partition(plan: PartitionPlan, batches: Iterator[Any]) -> Iterator
     if plan.key_is_long:
         out["window"] = out["window"].astype("Int64")  # nullable: the undated row's key
     yield out
+
+
+def _merged_blob(blobs: list[Any]) -> bytes | None:
+    """Return the serialized merge of serialized summaries (None if there are none)."""
+    if not blobs:
+        return None
+    if len(blobs) == 1:
+        return bytes(blobs[0])
+    return to_bytes(merge_all([from_bytes(bytes(b)) for b in blobs]))
+
+
+def merge_window(frame: Any) -> Any:
+    """``applyInPandas`` function: one window's partition summaries merged into one row.
+
+    ``frame`` holds every row :func:`summarize_partition` gave for one window (or for the
+    undated rows, whose key is null); the output is one row of the same columns plus
+    ``partials``, how many partition summaries went into it. Run per window on the executors
+    (``groupBy("window").applyInPandas``), so the driver receives one summary (and one of the
+    unlabelled rows) per window whatever the number of partitions.
+    """
+    import pandas as pd
+
+    labelled = [b for b in frame["summary"].tolist() if b is not None]
+    unlabelled = [b for b in frame["unlabelled"].tolist() if b is not None]
+    key = frame["window"].iloc[0]
+    if pd.isna(key):
+        key = None
+    elif isinstance(key, np.integer | np.floating):
+        key = key.item()  # a Python number: the one-row object column converts to Arrow
+    row = {"window": key, "rows": int(frame["rows"].sum()),
+           "summary": _merged_blob(labelled), "labelled": int(frame["labelled"].sum()),
+           "unlabelled": _merged_blob(unlabelled),
+           "invalid_score": int(frame["invalid_score"].sum()),
+           "invalid_prediction": int(frame["invalid_prediction"].sum()),
+           "partials": len(labelled) + len(unlabelled)}
+    return pd.DataFrame([row], columns=[*OUTPUT, "partials"])

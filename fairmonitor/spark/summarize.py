@@ -1,6 +1,7 @@
-"""Summaries of a Spark DataFrame per window: ``mapInPandas`` on executors, merge on the driver.
+"""Summaries of a Spark DataFrame per window: made and merged on the executors, one per window.
 
-Only the DataFrame API is used (``select``, column expressions, ``mapInPandas``, ``collect``):
+Only the DataFrame API is used (``select``, column expressions, ``mapInPandas``,
+``groupBy().applyInPandas``, ``collect``):
 no RDD, no ``SparkContext``, no JVM UDF, so the same code runs on a classic session and over
 Spark Connect. pyspark is imported inside the functions only.
 """
@@ -17,9 +18,17 @@ from typing import Any
 
 from ..exceptions import InvalidInputError
 from ..summaries import SummarySpec, WindowSummary, from_bytes, merge_all
-from ._partition import KEY, OUTPUT_TYPES, PartitionPlan, summarize_partition, window_bounds
+from ._partition import (
+    KEY,
+    OUTPUT_TYPES,
+    PartitionPlan,
+    merge_window,
+    summarize_partition,
+    window_bounds,
+)
 
-__all__ = ["SparkSummaries", "merge_partials", "partial_summaries", "read_table",
+__all__ = ["SparkSummaries", "merge_partials", "merged_summaries", "partial_summaries",
+           "read_table",
            "summarize_spark", "window_key"]
 
 
@@ -252,7 +261,12 @@ class _Parts:
     labelled_rows: int = 0
     rejected: dict[str, int] = field(default_factory=dict)
 
+    partials: int = 0
+
     def add(self, row: Mapping[str, Any]) -> None:
+        given = row.get("partials")
+        self.partials += int(given) if given is not None else sum(
+            row.get(c) is not None for c in ("summary", "unlabelled"))
         if row.get("summary") is not None:
             self.labelled.append(from_bytes(bytes(row["summary"])))
             self.labelled_rows += int(row.get("labelled") or 0)
@@ -264,13 +278,19 @@ class _Parts:
 
     def merged(self) -> tuple[WindowSummary | None, WindowSummary | None]:
         """``(every valid row, the labelled rows when only some are labelled)``."""
-        with_labels = merge_all(self.labelled) if self.labelled else None
+        with_labels = _merged(self.labelled)
         if not self.unlabelled:
             return with_labels, None
         if with_labels is None:
-            return merge_all(self.unlabelled), None
+            return _merged(self.unlabelled), None
         # the label-free metrics read every valid row: the labelled ones without their labels
         return merge_all([with_labels.without_labels(), *self.unlabelled]), with_labels
+
+
+def _merged(summaries: list[WindowSummary]) -> WindowSummary | None:
+    if not summaries:
+        return None
+    return summaries[0] if len(summaries) == 1 else merge_all(summaries)
 
 
 def _out_key(key: Any, plan: PartitionPlan | None, whole: bool) -> Any:
@@ -279,6 +299,20 @@ def _out_key(key: Any, plan: PartitionPlan | None, whole: bool) -> Any:
     if plan is not None and plan.window_us is not None:
         return window_bounds(key, plan.window_us)[0]
     return key
+
+
+def merged_summaries(data: Any, **kwargs: Any) -> tuple[Any, PartitionPlan]:
+    """Return the lazy Spark DataFrame of summaries merged per window on the executors.
+
+    :func:`partial_summaries`, then ``groupBy("window").applyInPandas`` of
+    :func:`~fairmonitor.spark._partition.merge_window`: one row per window (and one for the
+    undated rows) whatever the number of partitions, with the same columns plus ``partials``
+    (the partition summaries merged into it). What :func:`summarize_spark` collects.
+    """
+    frame, plan = partial_summaries(data, **kwargs)
+    key_type = frame.schema["window"].dataType.simpleString()
+    schema = f"window {key_type}, {OUTPUT_TYPES}, partials long"
+    return frame.groupBy("window").applyInPandas(merge_window, schema), plan
 
 
 def merge_partials(rows: Sequence[Any], plan: PartitionPlan | None = None) -> SparkSummaries:
@@ -313,7 +347,7 @@ def merge_partials(rows: Sequence[Any], plan: PartitionPlan | None = None) -> Sp
             labelled[out] = some
         if parts.rejected:
             rejected[out] = parts.rejected
-    partials = sum(len(p.labelled) + len(p.unlabelled) for p in by_key.values())
+    partials = sum(p.partials for p in by_key.values())
     return SparkSummaries(windows, undated, partials, {"merge": time.perf_counter() - started},
                           labelled, labelled_rows, rejected)
 
@@ -322,9 +356,13 @@ def summarize_spark(data: Any, **kwargs: Any) -> SparkSummaries:
     """Summarize a Spark DataFrame, table or Parquet path per window, on the cluster.
 
     Each partition summarizes its rows per window with ``mapInPandas``
-    (:func:`fairmonitor.summaries.summarize`, the function behind ``evaluate_window``); the
-    driver collects the serialized partition summaries (bytes, not rows) and merges them per
-    window (:func:`fairmonitor.summaries.merge_all`).
+    (:func:`fairmonitor.summaries.summarize`, the function behind ``evaluate_window``), after
+    the monitor's invalid-row policy (:mod:`fairmonitor.monitor.rows`: invalid scores and
+    predictions dropped and counted in ``rejected``, a null label "not labelled yet"); the
+    partition summaries are merged per window on the executors
+    (``groupBy("window").applyInPandas``, :func:`fairmonitor.summaries.merge_all`), and the
+    driver collects one serialized summary per window (bytes, not rows) whatever the number
+    of partitions (:func:`merged_summaries`). See ``docs/spark.md``.
 
     Parameters
     ----------
@@ -335,17 +373,22 @@ def summarize_spark(data: Any, **kwargs: Any) -> SparkSummaries:
         ``intersection=False``).
     label, score, prediction : str, optional
         Columns of the labels (0/1), scores (in [0, 1]) and predictions (0/1); without
-        ``prediction``, predictions are ``score >= threshold``.
+        ``prediction``, predictions are ``score >= threshold``. Numeric Spark types (DECIMAL,
+        integers, booleans) are read as numbers; text as the monitor reads it.
     features : sequence of str, optional
         Feature columns, kept in each group's row sample (HFM, CFair, robustness).
     timestamp : str, optional
         The prediction time column (timestamp, or a string Spark casts; naive values are read
-        in ``spark.sql.session.timeZone``: set it to ``"UTC"`` as the monitor assumes).
+        in ``spark.sql.session.timeZone``: set it to ``"UTC"`` as the monitor assumes), or a
+        number of seconds, milliseconds or microseconds since the epoch with ``timestamp_unit``.
     window : timedelta or str, optional
         Window length (``"1h"``, ``"1 day"``, ``timedelta(hours=1)``): one summary per window
         on the epoch-anchored grid the monitor uses.
     window_column : str, optional
         A column that already names each row's window (e.g. a date): one summary per value.
+    timestamp_unit : {"s", "ms", "us"}, optional
+        The unit of a numeric ``timestamp`` (required then: Spark would read any number as
+        seconds); not given for a timestamp or string column.
     threshold, intersection, missing, model, version
         As :class:`fairmonitor.report.Window` and :func:`fairmonitor.summaries.summarize`.
         ``missing="group"`` makes a non-text column's labels text in every partition (a
@@ -363,11 +406,12 @@ def summarize_spark(data: Any, **kwargs: Any) -> SparkSummaries:
     Raises
     ------
     InvalidInputError
-        A named column is missing, or the arguments contradict each other. Invalid values
-        (labels not 0/1, scores outside [0, 1], a missing sensitive value under
-        ``missing="raise"``) fail the Spark job with fairmonitor's message.
+        A named column is missing, a numeric timestamp has no ``timestamp_unit``, or the
+        arguments contradict each other. Values that cannot be read (a label or prediction
+        neither 0/1 nor missing, a missing sensitive value under ``missing="raise"``) fail
+        the Spark job with fairmonitor's message, naming the window and the column.
     """
-    frame, plan = partial_summaries(data, **kwargs)
+    frame, plan = merged_summaries(data, **kwargs)
     started = time.perf_counter()
     rows = [r.asDict() for r in frame.collect()]
     scan = time.perf_counter() - started

@@ -166,3 +166,28 @@ def test_hfm_average_drops_the_same_rows(spark, dirty):
                 method="exact")
     assert found.n_queries == len(kept)
     assert found.value_average == pytest.approx(exact.value_average, rel=1e-12)
+
+
+def test_the_driver_receives_one_summary_per_window_whatever_the_partitions(spark, dirty,
+                                                                             tmp_path):
+    """Partition summaries merged per window on the executors: the driver merge's values."""
+    from fairmonitor.spark import merge_partials, merged_summaries, partial_summaries
+
+    frame = spark_frame(spark, dirty, tmp_path / "dirty.parquet", partitions=24)
+    kwargs = dict(**COLUMNS, timestamp="timestamp", window="1h")
+    partials, plan = partial_summaries(frame, **kwargs)
+    partial_rows = [r.asDict() for r in partials.collect()]
+    merged, _ = merged_summaries(frame, **kwargs)
+    merged_rows = [r.asDict() for r in merged.collect()]
+    assert len(partial_rows) == 48  # 2 hours x 24 partitions
+    assert len(merged_rows) == 2  # one row per window
+    on_driver, on_executors = merge_partials(partial_rows, plan), merge_partials(merged_rows,
+                                                                                 plan)
+    assert on_executors.partials == on_driver.partials == 48 + 24  # hour 0: two parts each
+    assert on_executors.rejected == on_driver.rejected
+    assert on_executors.labelled_rows == on_driver.labelled_rows
+    for start in (T0, T0 + HOUR):
+        a = evaluate_spark(None, summaries=on_driver, metrics=SUMMARY_ONLY)[start]
+        b = evaluate_spark(None, summaries=on_executors, metrics=SUMMARY_ONLY)[start]
+        assert a.n_rows == b.n_rows and a.group_counts == b.group_counts
+        assert_values(b, a, SUMMARY_ONLY)
