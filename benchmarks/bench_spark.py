@@ -27,14 +27,13 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import resource
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+from _spark_session import local_session
 
 ROOT = Path(__file__).resolve().parents[1]
 METRICS = ["demographic_parity_difference", "demographic_parity_ratio",
@@ -91,27 +90,11 @@ def single_process(path: Path):
 
 
 def spark_path(path: Path, partitions: int, split_mb: int):
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-    os.environ["PYTHONPATH"] = os.pathsep.join(
-        [str(ROOT), str(ROOT / "plugins"), *filter(None, os.environ.get("PYTHONPATH", "")
-                                                    .split(os.pathsep))])
     t0 = time.perf_counter()
-    from pyspark.sql import SparkSession
-
-    spark = (SparkSession.builder.master("local[2]").appName("bench_spark")
-             .config("spark.driver.host", "127.0.0.1")
-             .config("spark.driver.bindAddress", "127.0.0.1")
-             .config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.shuffle.partitions", "2")
-             .config("spark.sql.session.timeZone", "UTC")
-             .config("spark.driver.memory", "2g")
-             # input splits of a few MB: the file's row groups spread over both cores
-             .config("spark.sql.files.maxPartitionBytes", f"{split_mb}m")
-             .getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")  # the benchmark's session, not the package's code
-    spark.range(1).count()  # the JVM and the first job's machinery are up
+    spark = local_session("bench_spark", [str(ROOT), str(ROOT / "plugins")], **{
+        "spark.sql.shuffle.partitions": "2",
+        # input splits of a few MB: the file's row groups spread over both cores
+        "spark.sql.files.maxPartitionBytes": f"{split_mb}m"})
     t_startup = time.perf_counter() - t0
 
     from fairmonitor.report import evaluate_summary

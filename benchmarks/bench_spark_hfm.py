@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+from _spark_session import local_session
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -41,24 +41,8 @@ def write_rows(path: Path, n: int, seed: int = 0) -> None:
 
 
 def session():
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     root = os.environ.get("PYTHONPATH", "").split(os.pathsep)[0] or str(ROOT)
-    os.environ["PYTHONPATH"] = os.pathsep.join(
-        [root, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))])
-    from pyspark.sql import SparkSession
-
-    spark = (SparkSession.builder.master("local[2]").appName("bench_spark_hfm")
-             .config("spark.driver.host", "127.0.0.1")
-             .config("spark.driver.bindAddress", "127.0.0.1")
-             .config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.session.timeZone", "UTC")
-             .config("spark.driver.memory", "2g")
-             .getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")  # the benchmark's session, not the package's code
-    spark.range(1).count()
-    return spark
+    return local_session("bench_spark_hfm", [root])
 
 
 def main() -> None:
