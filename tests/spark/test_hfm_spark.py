@@ -22,8 +22,9 @@ from fairmonitor.metrics._hfm.exact import feature_space
 from fairmonitor.metrics._hfm.hfm import _label_codes, sampled_result
 from fairmonitor.metrics._hfm.sampled import average_of_distances, nearest_sqdist
 from fairmonitor.spark import evaluate_spark, hfm_average_spark
-from fairmonitor.spark._hfm_partition import feat
+from fairmonitor.spark._hfm_partition import attribute_salt, feat
 from fairmonitor.utils.groups import encode_groups
+from fairmonitor.utils.rowkeys import row_keys, splitmix
 
 SENSITIVE = ["sex", "race"]
 FEATURES = ["x1", "x2", "region"]
@@ -126,6 +127,37 @@ def test_fewer_queries_equal_the_single_process_estimator_on_the_same_rows(frame
     assert set(queries[None]["sex"][feat(0)]) != set(queries[None]["race"][feat(0)])
     other = hfm_average_spark(frame, **COLUMNS, n_queries=150, seed=8)
     assert other[None]["sex"].value_average != got[None]["sex"].value_average
+
+
+def smallest_salted_keys(rows, attr, q, seed=0):
+    """Positions of the ``q`` rows of smallest salted key, in one process (unsigned order).
+
+    The key mixes the columns the executors hash, in their order (sensitive columns, label,
+    prediction, features as Spark selects them: numbers as doubles, then the score).
+    """
+    columns = {"sex": rows["sex"].to_numpy(), "race": rows["race"].to_numpy(),
+               "label": rows["label"].to_numpy(),
+               "pred": (rows["score"] >= 0.5).astype(np.int64).to_numpy(),
+               "x1": rows["x1"].to_numpy(np.float64), "x2": rows["x2"].to_numpy(np.float64),
+               "region": rows["region"].to_numpy(), "score": rows["score"].to_numpy()}
+    keys = splitmix(row_keys(columns, len(rows)) ^ np.uint64(attribute_salt(seed, attr)))
+    return np.argsort(keys, kind="stable")[:q], keys
+
+
+def test_the_query_rows_are_the_smallest_unsigned_keys_of_all_rows(spark, parquet, rows):
+    # the chosen rows are the q smallest keys of all rows as unsigned integers, as one
+    # process finds them. 3 partitions of ~400 rows > q: each keeps its q smallest
+    # (argpartition), all below 2**63; 12 of ~100 < q: every row is a candidate, half of
+    # them with the top bit set, which a signed ranking would put first
+    q = 150
+    for n_partitions in (3, 12):
+        frame = spark.read.parquet(parquet).repartition(n_partitions)
+        _, queries = hfm_average_spark(frame, **COLUMNS, n_queries=q, return_queries=True)
+        for attr in SENSITIVE:
+            want, keys = smallest_salted_keys(rows, attr, q)
+            assert set(np.argsort(keys.view(np.int64))[:q]).isdisjoint(want)  # signed: others
+            chosen = queries[None][attr][feat(0)].to_numpy()  # in key order
+            assert np.array_equal(chosen, rows["x1"].to_numpy()[want]), (n_partitions, attr)
 
 
 def test_the_partitioning_changes_nothing(spark, parquet):
