@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 _CONF = {
@@ -21,17 +21,22 @@ _CONF = {
 }
 
 
-def local_session(app: str, paths: Iterable[str] = (), **conf: str) -> Any:
+def local_session(app: str, **conf: str) -> Any:
     """Return a started ``local[2]`` session named ``app``, its first job already run.
 
-    ``paths`` go first on the Python workers' ``PYTHONPATH`` (so they import this checkout);
-    ``conf`` adds or overrides Spark settings by their full keys, e.g.
-    ``**{"spark.sql.shuffle.partitions": "2"}``.
+    The Python workers import the checkout the driver imported (first on their
+    ``PYTHONPATH``): a driver on the venv's install with executors on another checkout would
+    mix two versions in one run and time, or compute, neither. ``conf`` adds or overrides
+    Spark settings by their full keys, e.g. ``**{"spark.sql.shuffle.partitions": "2"}``.
     """
+    import fairmonitor
+
+    root = Path(fairmonitor.__file__).resolve().parents[1]
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     os.environ["PYTHONPATH"] = os.pathsep.join(
-        [*paths, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))])
+        [str(root), str(root / "plugins"),
+         *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))])
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.master("local[2]").appName(app)

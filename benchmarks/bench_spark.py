@@ -35,7 +35,6 @@ from pathlib import Path
 import numpy as np
 from _spark_session import local_session
 
-ROOT = Path(__file__).resolve().parents[1]
 METRICS = ["demographic_parity_difference", "demographic_parity_ratio",
            "equalized_odds_difference", "equal_opportunity_difference", "abcc", "abpc", "madd"]
 SENSITIVE = ["sex", "race", "age"]
@@ -91,7 +90,7 @@ def single_process(path: Path):
 
 def spark_path(path: Path, partitions: int, split_mb: int):
     t0 = time.perf_counter()
-    spark = local_session("bench_spark", [str(ROOT), str(ROOT / "plugins")], **{
+    spark = local_session("bench_spark", **{
         "spark.sql.shuffle.partitions": "2",
         # input splits of a few MB: the file's row groups spread over both cores
         "spark.sql.files.maxPartitionBytes": f"{split_mb}m"})

@@ -27,7 +27,6 @@ from pathlib import Path
 import numpy as np
 from _spark_session import local_session
 
-ROOT = Path(__file__).resolve().parents[1]
 COLUMNS = dict(sensitive_features=["sex", "race"], label="label", score="score",
                timestamp="timestamp", window="1h")
 
@@ -47,7 +46,7 @@ def write_rows(path: Path, n: int, seed: int = 0) -> None:
 
 
 def session():
-    return local_session("bench_spark_driver", [str(ROOT)],
+    return local_session("bench_spark_driver",
                          **{"spark.sql.shuffle.partitions": "2"})
 
 

@@ -17,15 +17,12 @@ Usage: ``nice -n 10 python benchmarks/bench_spark_hfm.py [--rows N] [--partition
 from __future__ import annotations
 
 import argparse
-import os
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 from _spark_session import local_session
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def write_rows(path: Path, n: int, seed: int = 0) -> None:
@@ -41,8 +38,7 @@ def write_rows(path: Path, n: int, seed: int = 0) -> None:
 
 
 def session():
-    root = os.environ.get("PYTHONPATH", "").split(os.pathsep)[0] or str(ROOT)
-    return local_session("bench_spark_hfm", [root])
+    return local_session("bench_spark_hfm")
 
 
 def main() -> None:
