@@ -209,11 +209,6 @@ def _private_reach_through(name: str) -> list[str]:
     return found
 
 
-#: Reach-throughs in files other branches were changing when the rule came (issue 26 item 4);
-#: their names now have public homes (fairmonitor.utils.groups, fairmonitor.metrics.shared):
-#: switch the import, then strike the file here. The list may only shrink.
-
-
 def test_no_module_imports_another_packages_private_names():
     found = {m: _private_reach_through(m) for m in sorted(MODULES)}
     bad = [line for lines in found.values() for line in lines]
