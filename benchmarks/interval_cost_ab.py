@@ -17,7 +17,6 @@ import re
 import subprocess
 import sys
 import time
-import warnings
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -26,34 +25,14 @@ SIZES = (10 ** 4, 10 ** 5, 10 ** 6)
 
 def child(repeats: int) -> None:
     """In the checkout's process: per size, the minimum CPU time without and with intervals."""
-    import numpy as np
-
     sys.path.insert(0, str(HERE))
+    from _interval_cost import cost_window, interval_cpu
     from bench_intervals import DEFAULT
 
-    from fairmonitor.report import Window, evaluate_window
-
     for n in SIZES:
-        rng = np.random.default_rng(0)
-        sex = rng.choice(np.array(["F", "M"], dtype=object), n)
-        race = rng.choice(np.array(list("abcde"), dtype=object), n)
-        score = np.clip(rng.beta(2, 2, n) + np.where(sex == "F", -0.05, 0.05), 0, 1)
-        label = (rng.random(n) < score).astype(np.int64)
-        window = Window({"sex": sex, "race": race}, y_score=score, y_true=label)
-
-        def run(level: float | None, window: Window = window) -> float:
-            start = time.process_time()
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                evaluate_window(window, metrics=DEFAULT, confidence_level=level)
-            return time.process_time() - start
-
-        run(0.95)  # imports and first-call caches
-        without, with_ = [], []
-        for _ in range(repeats if n < 10 ** 6 else max(repeats // 2, 3)):
-            without.append(run(None))
-            with_.append(run(0.95))
-        print(f"n={n} without={min(without) * 1e3:.1f} with={min(with_) * 1e3:.1f}")
+        rounds = repeats if n < 10 ** 6 else max(repeats // 2, 3)
+        without, with_ = interval_cpu(cost_window(n, "scores"), DEFAULT, rounds)
+        print(f"n={n} without={without * 1e3:.1f} with={with_ * 1e3:.1f}")
 
 
 def measure(tree: str, repeats: int) -> dict[str, float]:

@@ -1,0 +1,56 @@
+"""What intervals add to one window: the window and the timing that the cost benchmarks share.
+
+``bench_intervals.py`` (the default metric set), ``bench_coverage.py --cost`` (the rate metrics
+alone) and ``interval_cost_ab.py`` (two checkouts alternately) time the same thing: one window
+of two attributes (2 and 5 groups) and their intersection, evaluated without and with
+intervals, interleaved, the minimum CPU time of each.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Sequence
+from typing import Literal
+
+import numpy as np
+
+from fairmonitor.report import Window, evaluate_window
+
+
+def cost_window(n: int, inputs: Literal["scores", "predictions"]) -> Window:
+    """Return a seeded window of ``n`` rows: scores and labels, or hard predictions and labels."""
+    rng = np.random.default_rng(0)
+    sex = rng.choice(np.array(["F", "M"], dtype=object), n)
+    race = rng.choice(np.array(list("abcde"), dtype=object), n)
+    groups = {"sex": sex, "race": race}
+    if inputs == "predictions":
+        y = (rng.random(n) < 0.3).astype(int)
+        pred = (rng.random(n) < np.where(sex == "F", 0.25, 0.35)).astype(int)
+        return Window(groups, y_pred=pred, y_true=y)
+    score = np.clip(rng.beta(2, 2, n) + np.where(sex == "F", -0.05, 0.05), 0, 1)
+    label = (rng.random(n) < score).astype(np.int64)
+    return Window(groups, y_score=score, y_true=label)
+
+
+def interval_cpu(window: Window, metrics: Sequence[str], repeats: int, *,
+                 warm: bool = True) -> tuple[float, float]:
+    """Return the minimum CPU seconds of ``window`` without and with 95% intervals.
+
+    The two runs alternate ``repeats`` times, so both meet the same machine load; ``warm``
+    first runs once with intervals (imports and first-call caches out of the timing).
+    """
+    def run(level: float | None) -> float:
+        start = time.process_time()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            evaluate_window(window, metrics=list(metrics), confidence_level=level)
+        return time.process_time() - start
+
+    if warm:
+        run(0.95)
+    without, with_ = [], []
+    for _ in range(repeats):
+        without.append(run(None))
+        with_.append(run(0.95))
+    return min(without), min(with_)
