@@ -9,6 +9,8 @@ BIN := $(VENV)/bin
 # the demo needs the package alone; the suite adds its extras on top, in the same .venv
 BASE_STAMP := $(VENV)/.installed-base
 STAMP := $(VENV)/.installed
+# the compiled kernels (fairmonitor/_kernels/*.pyx, setup.py): rebuilt in place when one changes
+KERNELS := $(VENV)/.kernels
 DOCS_OUT := build/docs
 
 .PHONY: demo test docs lint venv bench clean
@@ -19,7 +21,11 @@ $(BASE_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet --no-compile -e .
-	touch $(BASE_STAMP)
+	touch $(BASE_STAMP) $(KERNELS)
+
+$(KERNELS): $(BASE_STAMP) setup.py $(wildcard fairmonitor/_kernels/*.pyx)
+	$(BIN)/python -m pip install --quiet --no-compile --no-deps -e .
+	touch $(KERNELS)
 
 $(STAMP): $(BASE_STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[test,spark,docs]'
@@ -27,13 +33,13 @@ $(STAMP): $(BASE_STAMP)
 
 venv: $(STAMP)
 
-demo: $(BASE_STAMP)
+demo: $(KERNELS)
 	$(BIN)/fairmonitor demo
 
-test: $(STAMP)
+test: $(STAMP) $(KERNELS)
 	$(BIN)/python -m pytest --doctest-modules --doctest-glob='*.md' fairmonitor plugins tests README.md docs/*.md
 
-docs: $(STAMP)
+docs: $(STAMP) $(KERNELS)
 	$(BIN)/python -m sphinx -W --keep-going -q -b html -d $(DOCS_OUT)/doctrees docs $(DOCS_OUT)/html
 
 lint: $(STAMP)

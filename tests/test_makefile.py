@@ -40,16 +40,24 @@ def _installs(recipe: list[str]) -> list[str]:
 
 def test_demo_installs_the_package_without_extras():
     prerequisites, recipe = _rule("demo")
-    assert prerequisites == [expand("$(BASE_STAMP)")]
+    assert prerequisites == [expand("$(KERNELS)")]
     _, base = _rule("$(BASE_STAMP)")
     assert [line.split("pip install")[1].split() for line in _installs(base)] == [
         ["--quiet", "--no-compile", "-e", "."]]
 
 
+def test_kernels_rebuild_when_a_pyx_changes_without_installing_anything():
+    prerequisites, recipe = _rule("$(KERNELS)")
+    assert prerequisites[:2] == [expand("$(BASE_STAMP)"), "setup.py"]
+    assert "$(wildcard fairmonitor/_kernels/*.pyx)" in " ".join(prerequisites)
+    assert [line.split("pip install")[1].split() for line in _installs(recipe)] == [
+        ["--quiet", "--no-compile", "--no-deps", "-e", "."]]
+
+
 def test_test_and_docs_add_the_extras_they_need():
     stamp = expand("$(STAMP)")
     for target in ("test", "docs"):
-        assert _rule(target)[0] == [stamp]
+        assert _rule(target)[0] == [stamp, expand("$(KERNELS)")]
     _, recipe = _rule("$(STAMP)")
     assert any("'.[test,spark,docs]'" in line for line in _installs(recipe))
     _, docs = _rule("docs")

@@ -1,0 +1,45 @@
+"""Build fairmonitor's compiled kernels: every ``fairmonitor/_kernels/*.pyx`` becomes one module.
+
+Everything else about the package is declared in ``pyproject.toml``; this file exists only
+because extension modules are declared in code. The kernels are compiled ahead of time, at
+install (``pip install .``, ``pip install -e .``, or ``python setup.py build_ext --inplace``
+in a checkout), with the machine's C compiler, as scikit-learn builds its ``_*_fast`` engines:
+no user's first window waits for a compiler (``ARCHITECTURE.md``, "Compiled code").
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+HERE = Path(__file__).parent
+
+# No -ffast-math: the kernels keep IEEE results (NaN, inf, summation order) their tests compare
+# with numpy's. cdivision: a float division by zero gives IEEE's inf/NaN instead of raising.
+DIRECTIVES = {
+    "language_level": "3",
+    "boundscheck": False,
+    "wraparound": False,
+    "initializedcheck": False,
+    "cdivision": True,
+    "embedsignature": True,
+}
+
+
+def kernel_extensions() -> list[Extension]:
+    """One extension per ``.pyx`` under ``fairmonitor/_kernels``, named by its path."""
+    return [
+        Extension(
+            ".".join(path.with_suffix("").relative_to(HERE).parts),
+            [str(path.relative_to(HERE))],
+            include_dirs=[numpy.get_include()],
+            define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+        )
+        for path in sorted((HERE / "fairmonitor" / "_kernels").glob("*.pyx"))
+    ]
+
+
+setup(ext_modules=cythonize(kernel_extensions(), compiler_directives=DIRECTIVES, quiet=True))
