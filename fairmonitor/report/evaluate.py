@@ -10,6 +10,8 @@ reason instead of an exception.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import functools
 import inspect
 import logging
@@ -34,6 +36,7 @@ from ..utils.groups import (
     encode_attributes,
     sensitive_columns,
 )
+from . import multiclass as _multiclass
 from .intervals import interval_of, undefined
 from .options import DEFAULT, DefaultType, EvaluationOptions, resolve
 from .registry import METRICS, MetricSpec, get_metric
@@ -85,6 +88,13 @@ class Window:
         What to do with missing (NaN/None/NA) sensitive values, per attribute: raise an error,
         make them a group ``"missing"``, or drop those rows from every input (counted in
         :attr:`missing_counts`). See :func:`fairmonitor.metrics.apply_missing_policy`.
+    classes : sequence, optional
+        A multiclass window (:mod:`fairmonitor.report.multiclass`): the class labels, in the
+        order of the score columns. ``y_pred`` and ``y_true`` then hold class labels (each one
+        of ``classes``) and ``y_score`` one probability column per class, shape
+        ``(n_rows, n_classes)`` (``predict_proba``'s output); without ``y_pred`` the
+        predicted class is the most probable one. ``predict`` returns class labels.
+        :func:`evaluate_window` evaluates every class one-vs-rest. None: a binary window.
 
     Examples
     --------
@@ -106,6 +116,7 @@ class Window:
     end: datetime | None = None
     missing: str | Mapping[str, str] = "raise"
     sample_weight: NDArray[Any] | None = None
+    classes: tuple[Any, ...] | None = None
     #: attribute -> (policy, rows with a missing value); set from ``missing``
     missing_counts: Mapping[str, tuple[str, int]] = field(init=False, default_factory=dict)
     #: True when ``y_pred`` was derived from ``y_score``: invalid scores then void both
@@ -136,11 +147,56 @@ class Window:
         if self.sample_weight is not None:
             object.__setattr__(self, "sample_weight",
                                check_sample_weight(self.sample_weight, self.n_rows))
-        if self.y_pred is None and self.y_score is not None:
+        if self.classes is not None:
+            self._check_multiclass()
+        elif self.y_pred is None and self.y_score is not None:
             score = np.asarray(self.y_score, dtype=float)
             # paper 001 eq. 1 thresholds with ">=" (the reference code uses ">"): the paper wins
             object.__setattr__(self, "y_pred", (score >= self.threshold).astype(np.int8))
             object.__setattr__(self, "pred_from_score", True)
+
+    def _check_multiclass(self) -> None:
+        """Check a multiclass window's classes, labels and scores; derive the predicted class."""
+        classes = _multiclass.check_classes(self.classes)
+        object.__setattr__(self, "classes", classes)
+        if self.y_score is not None:
+            object.__setattr__(self, "y_score", _multiclass.check_class_scores(
+                self.y_score, len(classes), self.n_rows))
+            if self.y_pred is None:  # the most probable class (NaN scores void it, as binary)
+                object.__setattr__(self, "y_pred", np.asarray(classes, dtype=object)[
+                    np.argmax(np.nan_to_num(self.y_score, nan=-1.0), axis=1)])
+                object.__setattr__(self, "pred_from_score", True)
+        for name in ("y_pred", "y_true"):
+            value = getattr(self, name)
+            if value is not None:
+                _multiclass.check_class_labels(value, classes, name)
+
+    def one_vs_rest(self, label: Any) -> Window:
+        """Return the binary window of class ``label`` against the others (a multiclass window).
+
+        Predictions and labels become ``== label``, the scores that class's probability column,
+        the model ``predict(X) == label``; the rows, groups (encoded once, shared), weights and
+        features are the same.
+
+        >>> w = Window({"g": list("aabb")}, y_pred=["x", "y", "z", "x"], classes=["x", "y", "z"])
+        >>> w.one_vs_rest("x").y_pred.tolist()
+        [1, 0, 0, 1]
+        """
+        if self.classes is None:
+            raise InvalidInputError("one_vs_rest needs a multiclass window (give `classes`)")
+        k = self.classes.index(label)
+        binary = copy.copy(self)  # no __post_init__: the checked rows and groups are kept
+        fields_ = {"classes": None,
+                   "y_pred": None if self.y_pred is None
+                   else _multiclass.indicator(self.y_pred, label),
+                   "y_true": None if self.y_true is None
+                   else _multiclass.indicator(self.y_true, label),
+                   "y_score": None if self.y_score is None else self.y_score[:, k],
+                   "predict": None if self.predict is None
+                   else functools.partial(_predict_class, self.predict, label)}
+        for name, value in fields_.items():
+            object.__setattr__(binary, name, value)
+        return binary
 
     @property
     def n_rows(self) -> int:
@@ -325,6 +381,11 @@ def safe_name(name: Any) -> str:
     return "_" if text in ("", ".", "..") else text
 
 
+def _predict_class(predict: Callable[[Any], Any], label: Any, X: Any) -> NDArray[np.int8]:
+    """Return the 0/1 predictions of one class from a multiclass model (robustness)."""
+    return _multiclass.indicator(np.asarray(predict(X)).reshape(-1), label)
+
+
 def _group_label(label: Any) -> str:
     if isinstance(label, tuple):
         return INTERSECTION_SEPARATOR.join(str(p) for p in label)
@@ -478,6 +539,12 @@ def evaluate_window(
                        min_condition_size=min_condition_size, intersection=intersection,
                        thresholds=thresholds, options=options, rng=rng, errors=errors,
                        confidence_level=confidence_level).replace(threshold=window.threshold)
+    if window.classes is not None:  # every class one-vs-rest, then the worst class
+        reports = {c: evaluate_window(window.one_vs_rest(c), metrics=metrics, evaluation=settings)
+                   for c in window.classes}
+        return dataclasses.replace(next(iter(reports.values())),
+                                   **_multiclass.combine_class_reports(reports,
+                                                                       settings.thresholds))
     started = time.perf_counter()
     specs, skipped = _select_metrics(lambda i: window.get(i) is not None, metrics)
     # one summary of the window (groups encoded once, string columns converted once, each

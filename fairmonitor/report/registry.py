@@ -33,7 +33,8 @@ from ..metrics.shared import parity_from_rates
 from ..robustness.ratio import robustness_ratio  # --- robustness ---
 from ..summaries import compute as _summary
 
-__all__ = ["CONDITIONS", "INPUTS", "METRICS", "MetricSpec", "get_metric"]
+__all__ = ["CLASS_SEPARATOR", "CONDITIONS", "INPUTS", "METRICS", "MetricSpec", "class_key",
+           "get_metric", "split_class_key", "worst_class"]
 
 Direction = Literal["lower_is_fairer", "higher_is_fairer"]
 #: How a metric is computed from a window summary (:mod:`fairmonitor.summaries`): from the
@@ -327,3 +328,58 @@ def get_metric(name: str) -> MetricSpec:
         raise InvalidInputError(
             f"unknown metric {name!r}; registered metrics are: {', '.join(METRICS)}"
         ) from None
+
+
+# --- multiclass: every class one-vs-rest (issue 29) ---
+# A multiclass window (``Window(classes=...)``) is evaluated once per class c on the binary
+# window "c against every other class" (predictions and labels ``== c``, scores the column of
+# c's probability), with each metric's own function: no metric is defined twice. The report
+# keys each class's value ``<metric>__class_<c>`` and gives ``<metric>`` the worst class
+# (the largest value of a lower-is-fairer metric, the smallest of a higher-is-fairer one), so
+# thresholds, alerts and dashboards written for ``<metric>`` govern the worst class, and a
+# class breaches exactly when its own value does. MLflow keys: ``fairness/<metric>__class_<c>/
+# <attribute>`` beside ``fairness/<metric>/<attribute>``; Prometheus: the worst class in
+# ``fairmonitor_<metric>`` and each class in ``fairmonitor_<metric>_by_class{class="<c>"}``,
+# a label bounded by the model's classes (the config lists them).
+
+#: Separator between a metric's name and a class label in a one-vs-rest key.
+CLASS_SEPARATOR = "__class_"
+
+
+def class_key(metric: str, label: Any) -> str:
+    """Return the key of ``metric`` for class ``label``: ``<metric>__class_<label>``.
+
+    >>> class_key("demographic_parity_difference", 2)
+    'demographic_parity_difference__class_2'
+    """
+    return f"{metric}{CLASS_SEPARATOR}{label}"
+
+
+def split_class_key(name: str) -> tuple[str, str | None]:
+    """Return ``(metric, class label)`` of a report key; the label is None for a plain metric.
+
+    >>> split_class_key("abcc__class_setosa"), split_class_key("abcc")
+    (('abcc', 'setosa'), ('abcc', None))
+    """
+    metric, sep, label = name.partition(CLASS_SEPARATOR)
+    if sep and metric in METRICS:
+        return metric, label
+    return name, None
+
+
+def worst_class(metric: str, values: Mapping[Any, float]) -> tuple[Any, float]:
+    """Return the worst class of ``metric`` among ``values`` (class -> value) and its value.
+
+    Worst is the largest value of a lower-is-fairer metric, the smallest of a higher-is-fairer
+    one; NaN classes are left out (the report names them), all NaN gives ``(None, nan)``.
+    Ties go to the first class listed.
+
+    >>> worst_class("demographic_parity_ratio", {"a": 0.9, "b": 0.7, "c": float("nan")})
+    ('b', 0.7)
+    """
+    sign = -1.0 if METRICS[metric].direction == "higher_is_fairer" else 1.0
+    best: tuple[Any, float] = (None, float("nan"))
+    for label, value in values.items():
+        if value == value and (best[0] is None or sign * value > sign * best[1]):
+            best = (label, float(value))
+    return best
