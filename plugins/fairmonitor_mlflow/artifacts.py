@@ -6,6 +6,8 @@ Layout under the run's ``fairness/`` artifact directory (base names are unique, 
     fairness_report.html            the report: verdicts, tables, plots inline, links
     fairness_report.json            everything in the report, machine-readable
     fairness_groups.csv / .json     one row per (attribute, group): counts and rates
+                                    (multiclass: per class too, column ``class``)
+    fairness_classes.csv            multiclass: one row per (metric, attribute, class)
     fairness_pairwise.json          every pairwise matrix; one CSV each under pairwise/
     fairness_robustness.json        per-level robustness results (when computed)
     plots/fairness_*.png            score CDFs (ABCC shaded), MADD histograms, robustness curves
@@ -27,13 +29,15 @@ import numpy as np
 from fairmonitor import METRICS, WindowReport
 from fairmonitor.exceptions import InvalidInputError
 from fairmonitor.metrics import encode_groups, group_rates
+from fairmonitor.report.registry import class_key, split_class_key
 
 from . import plots
 from .config import FairnessConfig
 from .tracking import robustness_details, safe_name
 from .window import BuiltWindow
 
-__all__ = ["Written", "group_table", "log_artifacts", "pairwise_matrices", "write_artifacts"]
+__all__ = ["Written", "class_table", "group_table", "log_artifacts", "pairwise_matrices",
+           "write_artifacts"]
 
 ARTIFACT_DIR = "fairness"
 
@@ -176,6 +180,49 @@ def group_table(report: WindowReport, window: Any, config: FairnessConfig) -> An
     return pd.DataFrame(rows)
 
 
+def _groups_table(report: WindowReport, window: Any, config: FairnessConfig) -> Any:
+    """:func:`group_table`; of a multiclass window, each class's one-vs-rest rows (``class``)."""
+    import pandas as pd
+
+    if window.classes is None:
+        return group_table(report, window, config)
+    return pd.concat([group_table(report, window.one_vs_rest(c), config).assign(**{"class": c})
+                      for c in window.classes], ignore_index=True)
+
+
+def class_table(report: WindowReport) -> Any:
+    """One row per (metric, attribute, class) of a multiclass report, the worst class marked.
+
+    Columns: metric, attribute, class, value, status (the class's threshold verdict), worst
+    (True for the class the metric's own value reports), reason (why a value is NaN).
+    """
+    import pandas as pd
+
+    rows = []
+    for (key, attr), value in report.values.items():
+        metric, label = split_class_key(key)
+        if label is None:
+            continue
+        worst = getattr(report.details.get((metric, attr)), "label", None)
+        rows.append({"metric": metric, "attribute": attr, "class": label, "value": value,
+                     "status": report.statuses.get((key, attr)),
+                     "worst": worst is not None and str(worst) == label,
+                     "reason": report.reasons.get((key, attr))})
+    return pd.DataFrame(rows, columns=["metric", "attribute", "class", "value", "status",
+                                       "worst", "reason"])
+
+
+def _class_scores(window: Any, metric: str, detail: Any) -> tuple[str, Any]:
+    """Return the metric's registry name and the scores its value reads (one class's)."""
+    base, label = split_class_key(metric)
+    if window.classes is None or window.y_score is None:
+        return base, window.y_score
+    if label is None:  # the worst class: its own column
+        label = getattr(detail, "label", None)
+    match = [c for c in window.classes if str(c) == str(label)]
+    return base, None if not match else window.one_vs_rest(match[0]).y_score
+
+
 def _find_matrix(detail: Any) -> Any:
     """Find a pairwise matrix in a metric's result (duck-typed: ``.matrix`` and ``.labels``)."""
     if detail is None:
@@ -204,16 +251,18 @@ def pairwise_matrices(report: WindowReport, window: Any,
     attrs = _attributes(report, window)
     out = {}
     for (metric, attr), value in report.values.items():
-        matrix = _find_matrix(report.details.get((metric, attr)))
-        spec = METRICS.get(metric)
-        if (matrix is None and builder is not None and spec is not None
+        detail = report.details.get((metric, attr))
+        matrix = _find_matrix(detail)
+        base, scores = _class_scores(window, metric, detail)
+        spec = METRICS.get(base)
+        if (matrix is None and builder is not None and spec is not None and scores is not None
                 and spec.inputs == ("y_score",) and np.isfinite(value)):
-            options = {k: v for k, v in config.options.get(metric, {}).items() if k != "agg"}
+            options = {k: v for k, v in config.options.get(base, {}).items() if k != "agg"}
             try:
                 with warnings.catch_warnings():  # exclusions are in the report already
                     warnings.simplefilter("ignore")
-                    matrix = builder(window.y_score, sensitive_features=attrs[attr],
-                                     metric=metric, min_group_size=config.min_group_size,
+                    matrix = builder(scores, sensitive_features=attrs[attr],
+                                     metric=base, min_group_size=config.min_group_size,
                                      **options)
             except InvalidInputError:  # a score metric without a pairwise form
                 matrix = None
@@ -242,35 +291,53 @@ def _plots(report: WindowReport, built: BuiltWindow, config: FairnessConfig,
     if report.intervals:
         out.append(("plots/fairness_intervals.png", lambda: plots.metric_intervals(report),
                     "Values with their confidence intervals and chance levels"))
-    attrs = _attributes(report, window)
-    for attr, cols in attrs.items():
-        if window.y_score is None:
-            break
-
-        def cdf(attr: str = attr, cols: Any = cols) -> Any:
-            matrix = matrices.get(("abcc", attr))
-            pair = matrix.worst_pair() if hasattr(matrix, "worst_pair") else None
-            return plots.score_cdfs(attr, cols, window.y_score,
-                                    min_group_size=config.min_group_size,
-                                    value=report.values.get(("abcc", attr)), pair=pair)
-
-        out.append((f"plots/fairness_score_cdf__{_file_part(attr)}.png", cdf,
-                    f"Score CDFs by {attr}"))
-        if ("madd", attr) in report.values:
-            def hist(attr: str = attr, cols: Any = cols) -> Any:
-                detail = report.details.get(("madd", attr))
-                n_bins = _metric_field(detail, "n_bins") if detail is not None else None
-                return plots.madd_histograms(attr, cols, window.y_score,
-                                             min_group_size=config.min_group_size,
-                                             n_bins=int(n_bins) if n_bins else 50,
-                                             value=report.values[("madd", attr)])
-
-            out.append((f"plots/fairness_madd_hist__{_file_part(attr)}.png", hist,
-                        f"MADD histograms by {attr}"))
+    for suffix, key, scores in _score_views(window):
+        out += _score_plots(report, config, matrices, _attributes(report, window), suffix,
+                            key, scores)
     for attr, detail in robustness_details(report).items():
         out.append((f"plots/fairness_robustness__{_file_part(attr)}.png",
                     lambda attr=attr, detail=detail: plots.robustness_curve(attr, detail),
                     f"Robustness curve by {attr}"))
+    return out
+
+
+def _score_views(window: Any) -> list[tuple[str, Callable[[str], str], Any]]:
+    """``(file suffix, report key of a metric, scores)``: one view, or one per class."""
+    if window.y_score is None:
+        return []
+    if window.classes is None:
+        return [("", lambda metric: metric, window.y_score)]
+    return [(f"__class_{_file_part(c)}", lambda metric, c=c: class_key(metric, c),
+             window.one_vs_rest(c).y_score) for c in window.classes]
+
+
+def _score_plots(report: WindowReport, config: FairnessConfig,
+                 matrices: Mapping[tuple[str, str], Any], attrs: Mapping[str, Any],
+                 suffix: str, key: Callable[[str], str], scores: Any
+                 ) -> list[tuple[str, Callable[[], Any], str]]:
+    """Return the score CDF and MADD histogram figures of one view (``suffix``: its class)."""
+    out: list[tuple[str, Callable[[], Any], str]] = []
+    what = f" (class {suffix.removeprefix('__class_')} vs rest)" if suffix else ""
+    for attr, cols in attrs.items():
+        def cdf(attr: str = attr, cols: Any = cols) -> Any:
+            matrix = matrices.get((key("abcc"), attr))
+            pair = matrix.worst_pair() if hasattr(matrix, "worst_pair") else None
+            return plots.score_cdfs(attr, cols, scores, min_group_size=config.min_group_size,
+                                    value=report.values.get((key("abcc"), attr)), pair=pair)
+
+        out.append((f"plots/fairness_score_cdf__{_file_part(attr)}{suffix}.png", cdf,
+                    f"Score CDFs by {attr}{what}"))
+        if (key("madd"), attr) in report.values:
+            def hist(attr: str = attr, cols: Any = cols) -> Any:
+                detail = report.details.get((key("madd"), attr))
+                n_bins = _metric_field(detail, "n_bins") if detail is not None else None
+                return plots.madd_histograms(attr, cols, scores,
+                                             min_group_size=config.min_group_size,
+                                             n_bins=int(n_bins) if n_bins else 50,
+                                             value=report.values[(key("madd"), attr)])
+
+            out.append((f"plots/fairness_madd_hist__{_file_part(attr)}{suffix}.png", hist,
+                        f"MADD histograms by {attr}{what}"))
     return out
 
 
@@ -295,10 +362,11 @@ def report_dict(report: WindowReport, built: BuiltWindow, config: FairnessConfig
     """Describe the whole evaluation as plain JSON-able data."""
     values = []
     for (metric, attr), value in report.values.items():
-        spec = METRICS.get(metric)
+        base, label = split_class_key(metric)
+        spec = METRICS.get(base)
         iv = report.intervals.get((metric, attr))
         values.append({
-            "metric": metric, "attribute": attr, "value": value,
+            "metric": metric, "attribute": attr, "value": value, "class": label,
             "ci_lower": iv.lower if iv is not None else None,
             "ci_upper": iv.upper if iv is not None else None,
             "chance": iv.chance if iv is not None else None,
@@ -372,12 +440,15 @@ def write_artifacts(report: WindowReport, built: BuiltWindow, config: FairnessCo
         written.append(Written(path, kind, content, title))
 
     def groups() -> None:
-        table = group_table(report, built.window, config)
+        table = _groups_table(report, built.window, config)
         put("fairness_groups.csv", "csv", table, "Groups (CSV)")
         put("fairness_groups.json", "json", _jsonable(table.to_dict(orient="records")),
             "Groups (JSON)")
 
     _guard(failures, "fairness_groups", groups)
+    if built.window.classes is not None:
+        _guard(failures, "fairness_classes.csv", lambda: put(
+            "fairness_classes.csv", "csv", class_table(report), "Classes (CSV)"))
     matrices = _guard(failures, "pairwise matrices",
                       lambda: pairwise_matrices(report, built.window, config)) or {}
     if matrices:

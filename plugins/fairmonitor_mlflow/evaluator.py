@@ -23,6 +23,7 @@ from mlflow.models.evaluation import EvaluationResult, ModelEvaluator
 
 from .artifacts import log_artifacts, write_artifacts
 from .config import parse_config
+from .multiclass import build_multiclass_window, multiclass_classes
 from .reporting import compute_report, robustness_status
 from .tracking import ArtifactWarning, log_metrics, result_metrics, status_tags, step_metrics
 from .truncation import TRUNCATED_TAG, TruncatedDatasetWarning, truncation_message
@@ -77,7 +78,10 @@ class FairnessEvaluator(ModelEvaluator):
         the run tag ``fairness.failures``.
         """
         config = parse_config(evaluator_config)
-        built = build_window(dataset, model, config, predictions=predictions)
+        classes = multiclass_classes(dataset, model, config)  # None: binary (or pos_label)
+        built = (build_window(dataset, model, config, predictions=predictions) if classes is None
+                 else build_multiclass_window(dataset, model, config, classes,
+                                              predictions=predictions))
         truncated = truncation_message(dataset, len(dataset.features_data), run_id)
         if truncated:
             log.warning(truncated)
