@@ -53,6 +53,8 @@ def configured_columns(cfg: ModelConfig, *, labels: bool = True, features: bool 
         column = getattr(cfg, key)
         if column is not None and (labels or key != "label"):
             yield key, column, key
+    for label, column in cfg.class_scores.items():  # task: multiclass
+        yield f"scores.{label}", column, "score"
     for i, column in enumerate(cfg.sensitive_features):
         yield f"sensitive_features[{i}]", column, "sensitive feature"
     if features and cfg.needs_features:

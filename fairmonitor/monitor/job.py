@@ -42,6 +42,7 @@ from ..report.evaluate import Window, WindowReport, evaluate_window
 from ..report.thresholds import Severity
 from ..summaries import summarize, to_bytes
 from . import clock as _clock
+from . import multiclass as _multiclass
 from . import rollups as _rollups
 from . import streaks as _streaks
 from .checkpoint import Checkpoint, ModelState
@@ -170,7 +171,7 @@ def _feature_columns(cfg: ModelConfig, frame: pd.DataFrame) -> list[str]:
     src = cfg.source
     bookkeeping = {src.timestamp_column, src.model_column, src.version_column,
                    src.features_column, "id", "labeled_at", cfg.label, cfg.score,
-                   cfg.prediction, *cfg.sensitive_features}
+                   cfg.prediction, *cfg.sensitive_features, *_multiclass.score_columns(cfg)}
     return [c for c in frame.columns if c not in bookkeeping]
 
 
@@ -185,6 +186,11 @@ def _report(cfg: ModelConfig, frame: pd.DataFrame, metrics: Sequence[str], *, la
     """
     # the group columns are encoded once (Window.groups), for the report and the summary
     features = _feature_columns(cfg, frame)
+    if cfg.task == "multiclass":  # class labels and per-class scores: one-vs-rest per class
+        window = _multiclass.window(cfg, frame, labels=labels, features=features,
+                                    model=cfg.name, version=version, start=start, end=end)
+        return evaluate_window(window, metrics=metrics,
+                               evaluation=cfg.evaluation.replace(rng=rng))
     window = Window.from_frame(
         frame, sensitive_features=list(cfg.sensitive_features),
         label=cfg.label if labels else None, score=cfg.score, prediction=cfg.prediction,
@@ -350,8 +356,9 @@ def _rows(cfg: ModelConfig, source: WindowSource, start: datetime, end: datetime
         raise _Held(**seen, labels_included=False, n_rows=len(frame), report=None,
                     errors={"data": problem})
     try:  # real column types in, invalid model outputs out: one rule for every metric
-        frame, rejected, duplicates = prepare_rows(
-            frame, score=cfg.score, prediction=cfg.prediction, label=cfg.label)
+        frame, rejected, duplicates = (
+            _multiclass.prepare(frame, cfg) if cfg.task == "multiclass" else prepare_rows(
+                frame, score=cfg.score, prediction=cfg.prediction, label=cfg.label))
         if undated:
             rejected["no_timestamp"] = undated
     except InvalidInputError as exc:

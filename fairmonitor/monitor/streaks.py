@@ -57,6 +57,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..report.registry import split_class_key
 from ..report.thresholds import Threshold
 from ..utils.groups import INTERSECTION_SEPARATOR
 
@@ -223,6 +224,8 @@ def _breaches(report: Any, thresholds: tuple[Threshold, ...], previous: Streaks,
 def _undefined(report: Any, previous: Streaks, index: int) -> dict[tuple[str, str], int]:
     out = dict(previous.undefined)
     for key, value in report.values.items():
+        if split_class_key(key[0])[1] is not None:
+            continue  # a multiclass model's class: its worst class alerts (docs/multiclass.md)
         if previous.counted.get(key[0], index - 1) >= index:
             continue  # counted already (a window evaluated again for late labels)
         if not math.isnan(float(value)):

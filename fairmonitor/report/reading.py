@@ -25,9 +25,9 @@ from .defaults import MIN_CONDITION_SIZE, MIN_GROUP_SIZE
 from .registry import METRICS
 from .thresholds import COMPARES, Threshold
 
-__all__ = ["ROBUSTNESS_KEYS", "THRESHOLD_KEYS", "Reader", "fail", "fmt_allowed",
-           "read_confidence_level", "read_group_minimums", "read_missing", "read_options",
-           "read_robustness", "read_thresholds"]
+__all__ = ["ROBUSTNESS_KEYS", "TASKS", "THRESHOLD_KEYS", "Reader", "fail", "fmt_allowed",
+           "read_classes", "read_confidence_level", "read_group_minimums", "read_missing",
+           "read_options", "read_robustness", "read_task", "read_thresholds"]
 
 _TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "true or false"}
 #: The keys of one threshold entry.
@@ -312,3 +312,59 @@ def read_robustness(r: Reader, at: str, raw: Any) -> tuple[dict[str, Any], bool 
         if key in out:
             out[key] = r.positive_int(out, key, 1, path=at)
     return out, True
+
+
+#: What a model predicts (the ``task:`` key of the monitor's model config): one positive class
+#: against the rest (``binary``, the default), or one of several classes, each evaluated
+#: one-vs-rest (``multiclass``; :mod:`fairmonitor.report.multiclass`).
+TASKS = ("binary", "multiclass")
+
+
+def read_task(r: Reader, raw: Mapping[str, Any], at: str = "") -> str:
+    """``task``: one of :data:`TASKS`, ``binary`` when not given."""
+    return str(r.choice(raw, "task", TASKS, "binary", path=at))
+
+
+def read_classes(r: Reader, raw: Mapping[str, Any], at: str, task: str
+                 ) -> tuple[tuple[Any, ...] | None, Mapping[Any, str]]:
+    """``classes`` and ``scores`` of a multiclass model: its class labels, each one's column.
+
+    ``scores`` maps each class to the column of its probability (optional: without it only
+    the metrics of hard predictions run); ``classes`` lists the labels (default: the keys of
+    ``scores``). The number of classes is the model's: it bounds the per-class series.
+    Both keys are errors on a binary model.
+
+    >>> r = Reader()
+    >>> read_classes(r, {"scores": {"low": "p_low", "high": "p_high"}}, "m", "multiclass")
+    (('low', 'high'), mappingproxy({'low': 'p_low', 'high': 'p_high'}))
+    """
+    scores, classes = raw.get("scores"), raw.get("classes")
+    if task != "multiclass":
+        for key in ("classes", "scores"):
+            if raw.get(key) is not None:
+                r.error(_join(at, key), "is for task: multiclass (a binary model has one "
+                                        "'score' column)")
+        return None, MappingProxyType({})
+    if scores is not None and (not isinstance(scores, Mapping) or not all(
+            isinstance(v, str) and v for v in scores.values())):
+        r.error(_join(at, "scores"), f"must map each class to its probability column; got "
+                                     f"{scores!r}")
+        scores = None
+    scores = dict(scores or {})
+    if classes is None:
+        classes = list(scores)
+    if (not isinstance(classes, list) or len(classes) < 2
+            or not all(isinstance(c, str | int) and not isinstance(c, bool) for c in classes)
+            or len({str(c) for c in classes}) != len(classes)):
+        r.error(_join(at, "classes"), "give the class labels, at least two, unique (or "
+                                      f"'scores' mapping each class to a column); got {classes!r}")
+        return None, MappingProxyType({})
+    unknown = [c for c in scores if str(c) not in {str(k) for k in classes}]
+    absent = [c for c in classes if scores and str(c) not in {str(k) for k in scores}]
+    if unknown or absent:
+        r.error(_join(at, "scores"), f"must name one column per class of {classes}; "
+                                     f"{'unknown ' + str(unknown) if unknown else ''}"
+                                     f"{' missing ' + str(absent) if absent else ''}".rstrip())
+    by_text = {str(c): column for c, column in scores.items()}
+    ordered = {c: by_text[str(c)] for c in classes if str(c) in by_text} if scores else {}
+    return tuple(classes), MappingProxyType(ordered)

@@ -161,6 +161,13 @@ class ModelConfig:
     #: the false-page budget of the ``compare: budget`` thresholds (``alerting.budget``);
     #: ``Budget()`` when a threshold uses it and none is configured, else None
     budget: Budget | None = None
+    #: what the model predicts (``task:``, report/reading.py's TASKS): "binary", or
+    #: "multiclass" (every class one-vs-rest, report/multiclass.py)
+    task: str = "binary"
+    #: multiclass: the class labels (``classes:``) and each one's probability column
+    #: (``scores:``, in the order of ``classes``; empty: hard predictions only)
+    classes: tuple[Any, ...] | None = None
+    class_scores: Mapping[Any, str] = field(default_factory=dict)
 
     @functools.cached_property
     def evaluation(self) -> EvaluationOptions:

@@ -17,10 +17,12 @@ from typing import Any
 from ...report.evidence import CALIBRATIONS, Budget
 from ...report.reading import (
     THRESHOLD_KEYS,
+    read_classes,
     read_confidence_level,
     read_group_minimums,
     read_missing,
     read_options,
+    read_task,
     read_thresholds,
 )
 from ...report.registry import METRICS
@@ -55,7 +57,7 @@ _MODEL_KEYS = (
     "confidence_level", "intersection", "seed",
     "thresholds",
     "reference", "team", "owner", "missing", "rollups", "summaries", "alerting",
-    "alert_windows",
+    "alert_windows", "task", "classes", "scores",
 )
 _SOURCE_KEYS = ("kind", "url", "table", "path", "pattern", "timestamp_column", "model_column",
                 "version_column", "features_column", "timeout", "master", "remote")
@@ -163,10 +165,15 @@ def _model(r: Reader, at: str, name: str, raw: Any, base: Path) -> ModelConfig |
     reg, version, alias = _registered_model(r, at, raw.get("model"))
     source = _source(r, f"{at}.source", raw.get("source"), base)
     sensitive = r.names(raw, "sensitive_features", at, required=True)
-    label, score, prediction = _columns(r, at, raw)
+    task = read_task(r, raw, at)
+    classes, class_scores = read_classes(r, raw, at, task)
+    label, score, prediction = _columns(r, at, raw, class_scores=bool(class_scores))
+    if task == "multiclass":
+        _multiclass_limits(r, at, raw)
     metrics = r.names(raw, "metrics", at, required=True)
     for i, metric in enumerate(metrics):
-        _check_metric(r, f"{at}.metrics[{i}]", metric, label=label, score=score)
+        _check_metric(r, f"{at}.metrics[{i}]", metric, label=label,
+                      score=score or next(iter(class_scores.values()), None))
     window, every, mode, labels_after = _timing(r, at, raw, label)
     options = read_options(r, f"{at}.options", raw.get("options"))
     reference = _reference(r, f"{at}.reference", raw.get("reference"), base)
@@ -190,17 +197,35 @@ def _model(r: Reader, at: str, name: str, raw: Any, base: Path) -> ModelConfig |
         decision_threshold=float(threshold), labels_after=labels_after, options=options,
         thresholds=thresholds, reference=reference, rollups=rollups,
         summary_max_raw=max_raw, summary_sample_size=sample_size, budget=budget,
+        task=task, classes=classes, class_scores=class_scores,
         **_model_rest(r, at, name, raw, base, label, labels_after, sensitive))
 
 
-def _columns(r: Reader, at: str, raw: Mapping[str, Any]
+def _columns(r: Reader, at: str, raw: Mapping[str, Any], *, class_scores: bool = False
              ) -> tuple[str | None, str | None, str | None]:
-    """Return the label, score and prediction columns (a score or a prediction is needed)."""
+    """Return the label, score and prediction columns (a score or a prediction is needed).
+
+    ``class_scores``: a multiclass model's per-class ``scores`` are given (they count as
+    scores).
+    """
     label, score, prediction = (r.get(raw, k, str, None, path=at)
                                 for k in ("label", "score", "prediction"))
-    if score is None and prediction is None:
+    if score is None and prediction is None and not class_scores:
         r.error(at, "give at least one of 'score' or 'prediction' (column names)")
     return label, score, prediction
+
+
+def _multiclass_limits(r: Reader, at: str, raw: Mapping[str, Any]) -> None:
+    """Report the keys a multiclass model cannot use (one score column, binary-only paths)."""
+    why = {"score": "names one column; a multiclass model gives one per class in 'scores'",
+           "decision_threshold": "thresholds a binary score; the predicted class is the "
+                                 "'prediction' column, else the most probable class",
+           "rollups": "are not available for multiclass models yet (their summaries are "
+                      "binary)",
+           "reference": "is not available for multiclass models yet"}
+    for key, text in why.items():
+        if raw.get(key) is not None:
+            r.error(f"{at}.{key}", f"{text} (task: multiclass)")
 
 
 def _timing(r: Reader, at: str, raw: Mapping[str, Any], label: str | None

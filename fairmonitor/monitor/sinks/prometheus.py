@@ -37,7 +37,7 @@ from typing import Any
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import CollectorRegistry
 
-from ...report.registry import METRICS
+from ...report.registry import METRICS, split_class_key
 from ...report.thresholds import Threshold, severity_code
 from ...utils.groups import INTERSECTION_SEPARATOR
 from ..snapshot import overdue_streak
@@ -745,6 +745,7 @@ class FairnessCollector:
 
     def _fairness_families(self, models: Mapping[str, _Model]) -> Iterator[Metric]:
         per_metric: dict[str, GaugeMetricFamily] = {}
+        per_class: dict[str, GaugeMetricFamily] = {}
         undefined = _gauge("metric_undefined", "1 for each metric value that is undefined (NaN) "
                            "on the latest window, with the reason.",
                            "model", "version", "metric", "sensitive_attribute", "reason")
@@ -787,12 +788,17 @@ class FairnessCollector:
                 if math.isnan(v.value):
                     undefined.add_metric([model, v.version, metric, attr, v.reason], 1.0)
                     continue
-                if metric not in per_metric:
+                base, label = split_class_key(metric)
+                if label is not None:  # a multiclass model's class: one bounded label
+                    _class_family(per_class, base).add_metric(
+                        [model, v.version, attr, label], v.value)
+                elif metric not in per_metric:
                     spec = METRICS.get(metric)
                     per_metric[metric] = _gauge(
                         metric, spec.help if spec else f"Fairness metric {metric}.",
                         "model", "version", "sensitive_attribute")
-                per_metric[metric].add_metric([model, v.version, attr], v.value)
+                if label is None:
+                    per_metric[metric].add_metric([model, v.version, attr], v.value)
                 for part, family in interval.items():
                     number = getattr(v, part)
                     if math.isfinite(number):  # NaN is never a sample; the reason is in MLflow
@@ -813,6 +819,7 @@ class FairnessCollector:
             for attr, n in m.small_groups.items():
                 small.add_metric([model, attr], float(n))
         yield from per_metric.values()
+        yield from per_class.values()
         yield from (undefined, robustness, groups, distinct, small, alert, value_window,
                     *interval.values())
 
@@ -911,6 +918,21 @@ class FairnessCollector:
 
 
 _VALUE_LABELS = ("model", "version", "metric", "sensitive_attribute")
+
+
+def _class_family(families: dict[str, GaugeMetricFamily], metric: str) -> GaugeMetricFamily:
+    """Return the per-class gauge of ``metric`` (``fairmonitor_<metric>_by_class``), made once.
+
+    A multiclass model's worst class is ``fairmonitor_<metric>`` (what the alert rules
+    compare); each class is a series of this gauge, its ``class`` label bounded by the classes
+    the model's config lists.
+    """
+    if metric not in families:
+        families[metric] = _gauge(
+            f"{metric}_by_class", f"{METRICS[metric].help} One class against the rest, per "
+            "class of a multiclass model (the worst class is the metric's own gauge).",
+            "model", "version", "sensitive_attribute", "class")
+    return families[metric]
 
 
 def _gauge(name: str, documentation: str, *labels: str) -> GaugeMetricFamily:

@@ -77,6 +77,7 @@ def needed_columns(model_cfg: ModelConfig) -> tuple[str, ...] | None:
         return None
     named = (src.version_column, model_cfg.label, model_cfg.score, model_cfg.prediction,
              *model_cfg.sensitive_features, *(model_cfg.features or ()),
+             *model_cfg.class_scores.values(),  # task: multiclass, one column per class
              src.features_column if model_cfg.needs_features else None)
     return tuple(dict.fromkeys(c for c in named if c))
 
