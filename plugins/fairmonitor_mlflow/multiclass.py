@@ -31,6 +31,7 @@ from .window import (
     _Columns,
     _declared_inputs,
     _frame,
+    _is_scores,
     _one_column,
     _predict_output,
     _proba_function,
@@ -62,7 +63,8 @@ def multiclass_classes(dataset: Any, model: Any, config: FairnessConfig
     """Return the classes of a multiclass evaluation, or None for a binary one.
 
     Multiclass: no ``pos_label`` in the config and more than two classes among the model's
-    ``classes_``, else among the targets and the static predictions.
+    ``classes_``, else among the targets and the static predictions (unless those are scores
+    in [0, 1], which the binary evaluation thresholds).
     """
     if config.pos_label_given:
         return None
@@ -70,8 +72,9 @@ def multiclass_classes(dataset: Any, model: Any, config: FairnessConfig
     if classes is None:
         seen: set[Any] = set()
         for data in (dataset.labels_data, dataset.predictions_data):
-            if data is not None:
-                seen |= set(_plain(np.unique(np.asarray(data).reshape(-1))))
+            values = None if data is None else np.asarray(data).reshape(-1)
+            if values is not None and not _is_scores(values):  # scores are thresholded
+                seen |= set(_plain(np.unique(values)))
         classes = tuple(sorted(seen, key=str)) if len(seen) > 2 else None
     return classes if classes is not None and len(classes) > 2 else None
 
