@@ -71,7 +71,7 @@ html_copy_source = False
 
 # pages listed by hand in index.md's toctrees; every other docs/*.md page goes in "More pages"
 LISTED = {
-    "index", "getting-started", "metrics", "evaluator", "monitor", "configuration",
+    "index", "getting-started", "metrics", "evaluator", "monitor", "multiclass", "configuration",
     "alerting", "alert-modes", "alert-routing", "runbook", "statistics", "intervals",
     "intervals_scores", "reliability", "high-availability", "state-and-recovery",
     "spark-and-rollups", "benchmarks", "api", "architecture", "contributing",

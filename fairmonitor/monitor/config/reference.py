@@ -84,6 +84,13 @@ ENTRIES: tuple[tuple[str, str, str, str], ...] = (
      "consecutive windows before each alert fires, counted by the monitor (below)"),
     ("models.<name>", "alerting", "{}",
      "paging policy: `{budget: ...}`, the false-page budget of `compare: budget` (below)"),
+    ("models.<name>", "task", "binary",
+     "`binary` (one positive class) or `multiclass`: every class one-vs-rest, per class and "
+     "the worst class (docs/multiclass.md)"),
+    ("models.<name>", "classes", "the keys of `scores`",
+     "multiclass: the class labels of `prediction` and `label`"),
+    ("models.<name>", "scores", "{}",
+     "multiclass: `{class: column}`, each class's probability column"),
     ("models.<name>", "team", "-", "routing label on every alert of the model"),
     ("models.<name>", "owner", "-", "routing label on every alert of the model"),
     ("models.<name>.source", "kind", "required", "`sql`, `files` or `spark`"),
