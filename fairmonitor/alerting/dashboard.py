@@ -117,7 +117,9 @@ def _fairness_panels() -> list[Any]:
                      "lower and upper bounds: the value's sampling noise; a threshold with "
                      "compare: bound alerts when the band's unfair side crosses it) and the "
                      "configured warning (orange) and critical (red) thresholds as dashed "
-                     "lines. A gap means the value was undefined (see the table below).")
+                     "lines. A gap means the value was undefined (see the table below). "
+                     "For a multiclass model the metric's line is its worst class, and each "
+                     "class against the rest has a line of its own (class c).")
         .datasource(_DS).span(12).height(8).repeat("metric").repeat_direction("h")
         .max_per_row(2)
         .with_target(_query(f'{{__name__=~"{NAMESPACE}_${{metric}}", {_MVA}}}',
@@ -134,6 +136,9 @@ def _fairness_panels() -> list[Any]:
         .with_target(_query(
             f'{NAMESPACE}_metric_upper_bound{{{_MVA}, metric=~"${{metric}}"}}',
             "{{model}} · {{sensitive_attribute}} · v{{version}} upper bound", "E"))
+        .with_target(_query(f'{{__name__=~"{NAMESPACE}_${{metric}}_by_class", {_MVA}}}',
+                            "{{model}} · {{sensitive_attribute}} · class {{class}} · "
+                            "v{{version}}", "F"))
         .override_by_regexp(".*lower bound$", _band_edge(0))
         .override_by_regexp(".*upper bound$", _band_edge(8))
         .override_by_regexp(".*warning threshold.*", _dashed("orange"))

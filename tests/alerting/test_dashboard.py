@@ -60,8 +60,26 @@ def exported_names(example_config):
         model="credit", version="3", index=1, start=now, end=now, phase="full",
         labels_included=True, n_rows=n, report=report, evaluated_at=now,
         duration_seconds=0.5, metrics=tuple(fairmonitor.METRICS)))
+    # a multiclass model (issue 29): every metric per class, fairmonitor_<metric>_by_class
+    tiers = Window(sensitive_features={"sex": sex}, y_pred=np.array(list("abc"))[n_tiers(X)],
+                   y_true=np.array(list("abc"))[rng.integers(0, 3, n)], X=X,
+                   y_score=np.full((n, 3), 1 / 3) + 0.1 * np.eye(3)[n_tiers(X)] - 0.1 / 3,
+                   predict=lambda a: np.array(list("abc"))[n_tiers(a)], classes=list("abc"),
+                   model="tiers", version="1")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        multiclass = evaluate_window(tiers, rng=0)
+    collector.observe(WindowResult(
+        model="tiers", version="1", index=1, start=now, end=now, phase="full",
+        labels_included=True, n_rows=n, report=multiclass, evaluated_at=now,
+        duration_seconds=0.5, metrics=tuple(fairmonitor.METRICS)))
     text = generate_latest(registry).decode()
     return set(re.findall(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)[{ ]", text, re.M))
+
+
+def n_tiers(X):
+    """Three classes from the first feature (a multiclass model's prediction)."""
+    return np.digitize(np.asarray(X)[:, 0], [-0.5, 0.5])
 
 
 def _expressions(dashboard):
@@ -165,7 +183,8 @@ def test_every_metric_name_is_exported(dashboard, exported_names):
     for _, expr in _expressions(dashboard):
         for metric in fairmonitor.METRICS:
             used |= _metric_names(_concrete(expr, metric))
-    per_metric = {f"fairmonitor_{m}" for m in fairmonitor.METRICS}
+    per_metric = {f"fairmonitor_{m}{part}" for m in fairmonitor.METRICS
+                  for part in ("", "_by_class")}
     assert used - per_metric == {f"fairmonitor_{name}" for name in (
         "alert_state", "metric_undefined", "group_samples", "robustness_ratio_by_level",
         "threshold", "threshold_by_attribute", "window_last_success_timestamp_seconds",
