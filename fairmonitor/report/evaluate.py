@@ -123,6 +123,9 @@ class Window:
     pred_from_score: bool = field(init=False, default=False, repr=False)
     _encoded: dict[bool, Any] = field(init=False, default_factory=dict, repr=False,
                                       compare=False)
+    #: multiclass: each row's position in ``classes``, per ``y_pred``/``y_true`` given
+    _class_codes: dict[str, NDArray[np.int32]] = field(init=False, default_factory=dict,
+                                                       repr=False, compare=False)
 
     def __post_init__(self) -> None:
         columns, keep, counts = apply_missing_policy(
@@ -168,8 +171,8 @@ class Window:
                 object.__setattr__(self, "pred_from_score", True)
         for name in ("y_pred", "y_true"):
             value = getattr(self, name)
-            if value is not None:
-                _multiclass.check_class_labels(value, classes, name)
+            if value is not None:  # each row's class position, once: 0/1 columns are cheap
+                self._class_codes[name] = _multiclass.check_class_labels(value, classes, name)
 
     def one_vs_rest(self, label: Any) -> Window:
         """Return the binary window of class ``label`` against the others (a multiclass window).
@@ -186,11 +189,9 @@ class Window:
             raise InvalidInputError("one_vs_rest needs a multiclass window (give `classes`)")
         k = self.classes.index(label)
         binary = copy.copy(self)  # no __post_init__: the checked rows and groups are kept
-        fields_ = {"classes": None,
-                   "y_pred": None if self.y_pred is None
-                   else _multiclass.indicator(self.y_pred, label),
-                   "y_true": None if self.y_true is None
-                   else _multiclass.indicator(self.y_true, label),
+        fields_ = {"classes": None, "_class_codes": {},
+                   **{name: None if code is None else (code == k).astype(np.int8)
+                      for name, code in self._class_codes.items()},
                    "y_score": None if self.y_score is None else self.y_score[:, k],
                    "predict": None if self.predict is None
                    else functools.partial(_predict_class, self.predict, label)}

@@ -66,25 +66,29 @@ def indicator(values: Any, label: Any) -> NDArray[np.int8]:
     return (np.asarray(values) == label).astype(np.int8)
 
 
-def check_class_labels(values: Any, classes: Sequence[Any], name: str) -> NDArray[Any]:
-    """Return ``values`` (predictions or labels) as an array, every value one of ``classes``.
+def check_class_labels(values: Any, classes: Sequence[Any], name: str) -> NDArray[np.int32]:
+    """Return each value's position in ``classes`` (predictions or labels), or raise.
 
     A value outside ``classes`` (a typo, a class the model does not know, or text labels
     against numeric classes) would silently count as "rest" in every class: an error instead.
+    The positions make each class's 0/1 column one integer comparison.
+
+    >>> check_class_labels(np.array(["b", "a", "b"], dtype=object), ("a", "b"), "y_pred")
+    array([1, 0, 1], dtype=int32)
     """
     arr = np.asarray(values)
     if arr.ndim != 1:
         raise InvalidInputError(f"`{name}` must be one class label a row; got shape {arr.shape}")
-    known = np.zeros(arr.shape, dtype=bool)
-    for label in classes:
-        known |= arr == label
-    if not known.all():
+    codes = np.full(arr.shape, -1, dtype=np.int32)
+    for k, label in enumerate(classes):
+        codes[arr == label] = k
+    if (codes < 0).any():
         unknown = list(dict.fromkeys(v.item() if isinstance(v, np.generic) else v
-                                     for v in arr[~known]))[:8]
+                                     for v in arr[codes < 0]))[:8]
         raise InvalidInputError(
             f"`{name}` holds value(s) {unknown} that are not among the classes "
             f"{list(classes)}; give every class in `classes` (with the labels' own type)")
-    return arr
+    return codes
 
 
 def check_class_scores(y_score: Any, n_classes: int, n_rows: int) -> NDArray[np.float64]:
