@@ -185,3 +185,18 @@ models:
         load_config(base + "    task: multiclass\n    classes: [a, b, c]\n"
                            "    scores: {a: pa, b: pb}\n")
     assert load_config(base).models["m"].task == "binary"
+
+
+def test_an_empty_window_makes_every_class_undefined_not_stale() -> None:
+    cfg = _config(metrics=f"[{DPD}]")
+    frame = _frame(n_hours=1)  # hour 0 only: hour 1 is empty
+    registry = CollectorRegistry()
+    collector = FairnessCollector(registry, models=cfg.models, build_version="t")
+    run_once(cfg, {"tiers": MemorySource(frame)}, MemoryCheckpoint(),
+             now=T0 + 2 * H + timedelta(minutes=1), on_result=collector.observe)
+    labels = {"model": "tiers", "version": "1", "sensitive_attribute": "sex"}
+    assert registry.get_sample_value(f"fairmonitor_{DPD}_by_class",
+                                     {**labels, "class": "mid"}) is None
+    for metric in (DPD, f"{DPD}__class_mid"):  # an empty window has no version: ""
+        assert registry.get_sample_value("fairmonitor_metric_undefined", {
+            **labels, "version": "", "metric": metric, "reason": "no_traffic"}) == 1.0

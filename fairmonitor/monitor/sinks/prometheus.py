@@ -283,7 +283,7 @@ def _window_values(m: _Model, r: Any, setup: _ModelSetup) -> dict[tuple[str, str
     why = "no_traffic" if r.n_rows == 0 and not r.errors else "undefined"
     why = "labels_overdue" if overdue else why
     for metric, attr in list(values):
-        if metric in r.metrics:
+        if split_class_key(metric)[0] in r.metrics:  # a multiclass model's classes too
             values[(metric, attr)] = _Value(r.version, math.nan, why, None, r.end.timestamp())
     return values
 
