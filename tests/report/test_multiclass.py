@@ -186,3 +186,19 @@ def test_model_is_called_one_vs_rest():
 def test_registry_keys_round_trip():
     assert split_class_key(class_key("abpc", "x__class_y")) == ("abpc", "x__class_y")
     assert split_class_key("unknown__class_x") == ("unknown__class_x", None)
+
+
+def test_weighted_multiclass_is_each_class_weighted(rows):
+    sf, proba, y_true = rows
+    w = np.random.default_rng(5).integers(1, 4, len(y_true)).astype(float)
+    r = evaluate_window(Window(sf, y_score=proba, y_true=y_true, classes=CLASSES,
+                               sample_weight=w),
+                        metrics=["demographic_parity_difference", "abcc"], min_group_size=1)
+    y_pred = np.array(CLASSES, dtype=object)[np.argmax(proba, axis=1)]
+    for c in CLASSES:
+        # integer weights are repeated rows (fairlearn's sample_params semantics)
+        reps = np.repeat(np.arange(len(w)), w.astype(int))
+        sel = _by_group(selection_rate, (y_true[reps] == c).astype(int),
+                        (y_pred[reps] == c).astype(int), sf["sex"][reps])
+        assert r.values[(class_key("demographic_parity_difference", c), "sex")] == \
+            pytest.approx(sel.max() - sel.min(), abs=1e-12)
