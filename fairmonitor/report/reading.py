@@ -338,33 +338,40 @@ def read_classes(r: Reader, raw: Mapping[str, Any], at: str, task: str
     >>> read_classes(r, {"scores": {"low": "p_low", "high": "p_high"}}, "m", "multiclass")
     (('low', 'high'), mappingproxy({'low': 'p_low', 'high': 'p_high'}))
     """
-    scores, classes = raw.get("scores"), raw.get("classes")
     if task != "multiclass":
         for key in ("classes", "scores"):
             if raw.get(key) is not None:
                 r.error(_join(at, key), "is for task: multiclass (a binary model has one "
                                         "'score' column)")
         return None, MappingProxyType({})
-    if scores is not None and (not isinstance(scores, Mapping) or not all(
-            isinstance(v, str) and v for v in scores.values())):
-        r.error(_join(at, "scores"), f"must map each class to its probability column; got "
-                                     f"{scores!r}")
-        scores = None
-    scores = dict(scores or {})
-    if classes is None:
-        classes = list(scores)
-    if (not isinstance(classes, list) or len(classes) < 2
-            or not all(isinstance(c, str | int) and not isinstance(c, bool) for c in classes)
-            or len({str(c) for c in classes}) != len(classes)):
+    scores = _class_scores(r, raw.get("scores"), _join(at, "scores"))
+    classes = raw.get("classes", list(scores))
+    if not _valid_classes(classes):
         r.error(_join(at, "classes"), "give the class labels, at least two, unique (or "
                                       f"'scores' mapping each class to a column); got {classes!r}")
         return None, MappingProxyType({})
-    unknown = [c for c in scores if str(c) not in {str(k) for k in classes}]
-    absent = [c for c in classes if scores and str(c) not in {str(k) for k in scores}]
-    if unknown or absent:
-        r.error(_join(at, "scores"), f"must name one column per class of {classes}; "
-                                     f"{'unknown ' + str(unknown) if unknown else ''}"
-                                     f"{' missing ' + str(absent) if absent else ''}".rstrip())
     by_text = {str(c): column for c, column in scores.items()}
-    ordered = {c: by_text[str(c)] for c in classes if str(c) in by_text} if scores else {}
-    return tuple(classes), MappingProxyType(ordered)
+    unknown = sorted(set(by_text) - {str(c) for c in classes})
+    absent = [c for c in classes if scores and str(c) not in by_text]
+    if unknown or absent:
+        r.error(_join(at, "scores"), f"must name one column per class of {classes}; unknown "
+                                     f"{unknown}, missing {absent}")
+    return tuple(classes), MappingProxyType(
+        {c: by_text[str(c)] for c in classes if str(c) in by_text})
+
+
+def _class_scores(r: Reader, raw: Any, at: str) -> dict[Any, str]:
+    """``scores``: ``{class: column}`` (empty when not given or invalid, with the error)."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping) or not all(isinstance(v, str) and v for v in raw.values()):
+        r.error(at, f"must map each class to its probability column; got {raw!r}")
+        return {}
+    return dict(raw)
+
+
+def _valid_classes(classes: Any) -> bool:
+    """At least two unique labels (as text), each a string or an integer."""
+    return (isinstance(classes, list) and len(classes) >= 2
+            and all(isinstance(c, str | int) and not isinstance(c, bool) for c in classes)
+            and len({str(c) for c in classes}) == len(classes))
