@@ -5,8 +5,10 @@ scikit-learn and fairlearn, whose sites use the same stack), so the API referenc
 them as written, and the guides stay Markdown pages that GitHub renders too. Before the build,
 :func:`_generate` writes what is derived from the code into ``docs/_generated/`` (ignored by
 git): the metric figures (``_scripts/figures.py``, from the bundled data), the configuration
-reference (from the monitor's config schema) and the list of ``docs/*.md`` pages that no
-toctree names yet, so a page added to ``docs/`` shows up in the navigation without an edit here.
+reference (from the monitor's config schema), the benchmarks page's recorded runs (from
+``benchmarks/results/``, as ``benchmarks/run_all.py --record`` wrote them) and the list of
+``docs/*.md`` pages that no toctree names yet, so a page added to ``docs/`` shows up in the
+navigation without an edit here.
 """
 
 from __future__ import annotations
@@ -99,10 +101,21 @@ def config_reference() -> str:
     return markdown() + "\n"
 
 
+def benchmark_results() -> str:
+    """Return the benchmarks page's recorded runs (``benchmarks/results/``, as written)."""
+    sys.path.insert(0, str(DOCS / "_scripts"))
+    try:
+        from benchmark_results import markdown
+    finally:
+        sys.path.remove(str(DOCS / "_scripts"))
+    return markdown(ROOT / "benchmarks" / "results", ROOT / "benchmarks")
+
+
 def _generate(app: object = None, config: object = None) -> None:
     """Write the code-derived parts of the site into ``docs/_generated/``."""
     (GENERATED / "figures").mkdir(parents=True, exist_ok=True)
     _write_if_changed(GENERATED / "config-reference.md", config_reference())
+    _write_if_changed(GENERATED / "benchmark-results.md", benchmark_results())
     _write_if_changed(GENERATED / "more-pages.md", _more_pages())
     # the figures: a subprocess, so matplotlib and scikit-learn stay out of Sphinx's process;
     # the script skips figures that are newer than itself and the data

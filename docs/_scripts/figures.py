@@ -88,7 +88,7 @@ def draw(out: Path) -> None:
     result = robustness_ratio(lambda x: model.predict_proba(x)[:, 1], test[inputs],
                               sensitive_features=test["sex"].to_numpy(),
                               y_true=test["income"].to_numpy(), n_repeats=5, max_rows=10_000,
-                              rng=np.random.default_rng(0))
+                              random_state=np.random.default_rng(0))
     plots.save_png(plots.robustness_curve("sex", result), str(out / "robustness_curve.png"))
 
 
