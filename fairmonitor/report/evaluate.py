@@ -488,7 +488,9 @@ def evaluate_window(
     Parameters
     ----------
     window : Window
-        The rows to evaluate.
+        The rows to evaluate. A multiclass window (``classes``) is evaluated for every class
+        against the rest: ``<metric>__class_<c>`` per class and ``<metric>`` the worst class
+        (:mod:`fairmonitor.report.multiclass`).
     metrics : iterable of str, optional
         Registry names. Default: every registered metric the window's inputs allow (the others
         are listed in ``report.skipped`` with the reason). A requested metric whose inputs are
