@@ -13,9 +13,9 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from fairmonitor._kernels.groups import identity_codes
 
 import fairmonitor.utils.groups as groups_module
+from fairmonitor._kernels.groups import identity_codes
 from fairmonitor.report import Window, evaluate_window
 from fairmonitor.summaries import SummarySpec, summarize
 from fairmonitor.summaries.compute import pseudo_rows

@@ -9,8 +9,8 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from fairmonitor._kernels.cells import decode_bounds, quantize_bounds
 
+from fairmonitor._kernels.cells import decode_bounds, quantize_bounds
 from fairmonitor.metrics import abcc
 from fairmonitor.report import evaluate_summary
 from fairmonitor.summaries import (

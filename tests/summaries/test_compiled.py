@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from fairmonitor._kernels.cells import (
     _BIT_COUNTS,
     _BIT_POSITIONS,
@@ -21,7 +22,6 @@ from fairmonitor._kernels.cells import (
     add_compact,
     linear_binning_cells,
 )
-
 from fairmonitor.metrics import madd
 from fairmonitor.summaries import SummarySpec, cell_edges, merge_all, summarize
 from fairmonitor.summaries.compute import _AbccTable, _binned, madd_from_summary
