@@ -43,7 +43,7 @@ from numpy.typing import NDArray
 from .._validation import check_scores
 from ..exceptions import InvalidInputError
 from ..metrics.shared import madd_grid as _grid
-from ..utils.groups import Groups, encode_attributes
+from ..utils.groups import Groups, encode_attributes, outcome_counts
 from ..utils.rowkeys import row_keys as _row_keys
 
 __all__ = ["DYADIC_BITS", "SUMMARY_VERSION", "AttributeSummary", "CompactCells",
@@ -588,15 +588,6 @@ def _feature_columns(X: Any) -> dict[str, NDArray[Any]]:
     return {f"x:{j}": arr[:, j] for j in range(arr.shape[1])}
 
 
-def _outcome_counts(codes: NDArray[np.integer[Any]], pred: NDArray[np.int8],
-                    true: NDArray[np.int8] | None, k: int) -> NDArray[np.int64]:
-    """Rows per (group, label * 2 + prediction): one compiled pass, no n-long temporary."""
-    from .._kernels.groups import outcome_counts, signed_codes
-
-    return outcome_counts(signed_codes(codes), k, np.ascontiguousarray(pred),
-                          np.zeros(0, np.int8) if true is None else np.ascontiguousarray(true))
-
-
 def _group_rows(codes: NDArray[np.integer[Any]], counts: NDArray[np.intp],
                 score: NDArray[np.float64] | None, *, need_rows: bool
                 ) -> tuple[NDArray[np.float64] | None, NDArray[np.intp] | None]:
@@ -720,7 +711,7 @@ def _summarize_attribute(name: str, g: Groups, pred: NDArray[np.int8] | None,
     codes = g.codes
     pos = conf = None
     if pred is not None:
-        both = _outcome_counts(codes, pred, true, k)
+        both = outcome_counts(codes, k, pred, true)
         pos = both[:, 1] + both[:, 3]  # predicted 1, either label
         if true is not None:
             conf = both[:, [3, 1, 2, 0]]  # (tp, fp, fn, tn)

@@ -23,7 +23,7 @@ from ..exceptions import GroupExclusionWarning, InvalidInputError
 
 __all__ = ["MISSING_LABEL", "MISSING_POLICIES", "Groups", "apply_missing_policy",
            "contiguous_groups", "encode_attributes", "encode_groups", "missing_mask",
-           "sensitive_columns"]
+           "outcome_counts", "sensitive_columns"]
 
 #: Separator between attribute names of an intersection, e.g. ``"sex:race"``. A colon is
 #: allowed in MLflow metric keys and Prometheus label values, and rarely in column names.
@@ -543,6 +543,24 @@ def encode_attributes(columns: Any, *, intersection: bool = True, validated: boo
         labels, codes, counts = _cross(list(per_column.values()), n)
         out[name] = Groups(codes, tuple(labels), counts, name, {})
     return out
+
+
+def outcome_counts(codes: NDArray[np.integer[Any]], k: int, pred: NDArray[Any],
+                   true: NDArray[Any] | None = None) -> NDArray[np.int64]:
+    """Rows per group and outcome: the one place per-group confusion counts are computed.
+
+    Column ``2 * label + prediction``: 0 true negatives, 1 false positives, 2 false
+    negatives, 3 true positives (without labels, 0 and 1: predicted 0 and 1). Rows of
+    excluded groups (code -1) are left out. One compiled pass (``_kernels.groups``), read by
+    the parity metrics and the summaries alike.
+
+    >>> outcome_counts(np.array([0, 0, 1]), 2, np.array([1, 0, 1]), np.array([1, 1, 0])).tolist()
+    [[0, 0, 1, 1], [0, 1, 0, 0]]
+    """
+    kernels = _kernels()
+    pred = np.ascontiguousarray(pred, dtype=np.int8)
+    true = np.zeros(0, np.int8) if true is None else np.ascontiguousarray(true, dtype=np.int8)
+    return kernels.outcome_counts(kernels.signed_codes(codes), k, pred, true)
 
 
 def contiguous_groups(labels: tuple[Any, ...], counts: NDArray[np.intp], name: str) -> Groups:
