@@ -17,6 +17,10 @@ metrics, intervals on (the default ``confidence_level``), scores and labels.
   kernels not ported yet still cache), its first call, and that minus its warm call.
 - ``numba_modules``: numba/llvmlite modules the first window imported (0 once every kernel is
   Cython).
+- ``cells_*``: the group and cell kernels' paths alone (``CELLS``), cold cache: summaries of
+  2^17 rows made of cells (object columns encoded, laid out by group, binned), merged, and a
+  rollup's ABCC and DP evaluated from the cells, no intervals; its first call, a warm one,
+  the difference, and the numba modules it imported.
 
 ``--before PATH`` runs the same children on another checkout (``PYTHONPATH=PATH``: e.g. a
 worktree of the commit before the port, its kernels numba) and prints both side by side.
@@ -61,6 +65,43 @@ for _ in range(3):
 numba = [m for m in sys.modules if m.split(".")[0] in ("numba", "llvmlite")]
 print(json.dumps({"import": t1 - t0, "first": t3 - t2, "warm": warm,
                   "numba_modules": len(numba)}))
+"""
+
+# the paths of the group and cell kernels alone: a Spark partition's or an hour's summary of
+# 2^17 rows (object columns encoded, laid out by group, binned into cells), 24 of them merged
+# and a rollup's ABCC and DP evaluated from the cells (no intervals: their kernels are others')
+CELLS = r"""
+import json, sys, time
+import numpy as np
+from fairmonitor.report import evaluate_summary
+from fairmonitor.summaries import SummarySpec, merge_all, summarize
+rng = np.random.default_rng(0)
+n = 1 << 17
+sex = rng.choice(np.array(["F", "M"], dtype=object), n)
+race = rng.choice(np.array(list("abcde"), dtype=object), n)
+score = rng.beta(2, 5, n)
+label = (rng.random(n) < score).astype(np.int64)
+spec = SummarySpec(max_raw=2048, sample_size=64)
+
+def rollup():
+    parts = [summarize({"sex": sex[a:a + n // 8], "race": race[a:a + n // 8]},
+                       y_score=score[a:a + n // 8], y_true=label[a:a + n // 8], spec=spec)
+             for a in range(0, n, n // 8)]
+    parts.append(summarize({"sex": sex, "race": race}, y_score=score, y_true=label,
+                           spec=spec))
+    evaluate_summary(merge_all(parts), metrics=["abcc", "demographic_parity_difference"],
+                     confidence_level=None)
+
+t0 = time.process_time()
+rollup()
+first = time.process_time() - t0
+warm = float("inf")
+for _ in range(3):
+    s = time.process_time()
+    rollup()
+    warm = min(warm, time.process_time() - s)
+numba = [m for m in sys.modules if m.split(".")[0] in ("numba", "llvmlite")]
+print(json.dumps({"first": first, "warm": warm, "numba_modules": len(numba)}))
 """
 
 KERNELS = r"""
@@ -108,11 +149,16 @@ def one_round(checkout: str | None) -> dict[str, float]:
         kernels = run_child(KERNELS, checkout, cache)
         cold = run_child(CHILD, checkout, cache)
         cached = run_child(CHILD, checkout, cache)
+    with tempfile.TemporaryDirectory() as cache:
+        cells = run_child(CELLS, checkout, cache)
     return {"kernel_import": kernels["kernel_import"], "package_import": cold["import"],
             "cold_first": cold["first"], "warm_call": cold["warm"],
             "first_above_warm": cold["first"] - cold["warm"], "cold_total": cold["total"],
             "cached_first": cached["first"], "load": cached["first"] - cached["warm"],
-            "cached_total": cached["total"], "numba_modules": cold["numba_modules"]}
+            "cached_total": cached["total"], "numba_modules": cold["numba_modules"],
+            "cells_cold_first": cells["first"], "cells_warm": cells["warm"],
+            "cells_above_warm": cells["first"] - cells["warm"],
+            "cells_numba_modules": cells["numba_modules"]}
 
 
 def spark_round() -> None:

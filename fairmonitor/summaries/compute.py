@@ -394,7 +394,7 @@ def _binned(g: GroupSummary, edges: NDArray[np.float64], cells: int) -> NDArray[
     if g.scores is not None:  # raw: the raw path's binning itself
         return _kde.linear_binning(g.scores, cells)
     # each fine cell's count and sum split between the two KDE cells around its midpoint:
-    # one compiled pass (the bits of the former two weighted np.bincount)
+    # one compiled pass (the former two weighted np.bincount, the tests' oracle)
     from .._kernels.cells import linear_binning_cells
 
     index, count, total = g.cells[:3]  # type: ignore[index]
