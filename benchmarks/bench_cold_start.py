@@ -117,9 +117,14 @@ print(json.dumps({"kernel_import": time.process_time() - start, "kernels": names
 
 
 def child_cpu(args: list[str], env: dict[str, str]) -> tuple[float, str]:
-    """CPU seconds (user + system) of one child process, and its stdout."""
+    """CPU seconds (user + system) of one child process, and its stdout.
+
+    Run from the temporary directory: ``python -c`` puts the working directory first on
+    ``sys.path``, which would shadow the checkout ``PYTHONPATH`` names.
+    """
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    out = subprocess.run(args, env=env, check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(args, env=env, check=True, capture_output=True, text=True,
+                         cwd=env["NUMBA_CACHE_DIR"]).stdout
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return cpu, out
@@ -151,7 +156,8 @@ def one_round(checkout: str | None) -> dict[str, float]:
         cached = run_child(CHILD, checkout, cache)
     with tempfile.TemporaryDirectory() as cache:
         cells = run_child(CELLS, checkout, cache)
-    return {"kernel_import": kernels["kernel_import"], "package_import": cold["import"],
+    return {"kernel_import": kernels["kernel_import"], "kernels": len(kernels["kernels"]),
+            "package_import": cold["import"],
             "cold_first": cold["first"], "warm_call": cold["warm"],
             "first_above_warm": cold["first"] - cold["warm"], "cold_total": cold["total"],
             "cached_first": cached["first"], "load": cached["first"] - cached["warm"],
