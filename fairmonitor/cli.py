@@ -25,7 +25,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("fairmonitor.commands.demo",
              "Run the whole loop locally: train, evaluate, replay, monitor."),
     "warm": ("fairmonitor.commands.warm",
-             "Compile the numba kernels into the on-disk cache (once per install or image)."),
+             "Check that the compiled kernels are built and load (after install or image build)."),
     # further subcommands register here
 }
 

@@ -1,44 +1,82 @@
-"""The one home of fairmonitor's compiled code (numba), and its one compile policy.
+"""The one home of fairmonitor's compiled code: Cython extension modules built at install.
 
 One module per topic, each behind the Python functions that call it (the dispatchers stay in
-their topic's package and import the kernels inside the function that needs them, so ``import
-fairmonitor`` does not load numba; a test keeps it that way):
+their topic's package and import the kernels inside the function that needs them):
 
-- :mod:`.groups`: group encoding of long columns (identity codes, intersections, layouts),
-  called by :mod:`fairmonitor.metrics.groups` and :mod:`fairmonitor.summaries.core`;
-- :mod:`.madd`: MADD's ``"auto"`` search and fixed-bandwidth histograms, and numpy's pairwise
-  summation that the other kernels share (:func:`.madd.pairwise_sum`);
-- :mod:`.abcc`: ABCC's W1 pass over two sorted groups, ABPC's binning and bandwidth rule;
+- :mod:`.groups`: group encoding (identity codes, intersections, layouts, outcome counts),
+  called by :mod:`fairmonitor.utils.groups` and :mod:`fairmonitor.summaries.core`;
 - :mod:`.cells`: making, merging and evaluating the cells of :mod:`fairmonitor.summaries`;
+- :mod:`.madd`: MADD's ``"auto"`` search and fixed-bandwidth histograms;
+- :mod:`.abcc`: ABCC's W1 pass over two sorted groups, ABPC's binning and bandwidth rule;
 - :mod:`.hfm`: HFM ApproxDist's scan (AcceleDist).
 
-(The score bootstrap's and rate intervals' kernels, ``metrics/_intervals_compiled.py``, use
-this policy through the ``metrics/_numba.py`` alias and belong here as ``intervals.py``.)
+**Policy** (``ARCHITECTURE.md``, "Compiled code"). A kernel is a ``.pyx`` file here,
+compiled ahead of time by ``setup.py`` with the machine's C compiler into an extension module
+of the same dotted name (``fairmonitor/_kernels/groups.pyx`` -> ``fairmonitor._kernels.
+groups``), at ``pip install .`` / ``pip install -e .``, or ``python setup.py build_ext
+--inplace`` in a checkout: nothing compiles when a user calls it, and loading one costs
+about a millisecond. The directives (``setup.py``): no bounds or wraparound checks, C
+division, no fast-math (IEEE results, NaN and inf kept). Kernels take typed memoryviews of
+the dtypes their callers pass (fused types where several), run their loops without the GIL,
+and check what would make them write out of bounds. One implementation per computation:
+short and long inputs take the same kernel; numpy formulations are the tests' oracles.
 
-Every kernel is decorated with :func:`compiled`. ``fairmonitor warm``
-(:mod:`fairmonitor.commands.warm`) fills the on-disk cache once per install or image, so no
-user's first window waits for a compile (``ARCHITECTURE.md``, "Compiled code").
+A checkout that was not built raises an :class:`ImportError` naming the commands that build
+the kernels (:class:`_MissingKernel`), instead of Python's bare "No module named".
+
+:func:`compiled` (numba's ``njit`` with the former policy) remains only for the kernels not
+ported yet; numba is imported when it is first used, never by this package's import.
 """
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.machinery
+import sys
+from pathlib import Path
 from typing import Any
 
-import numba
+#: What builds the kernels, as the error of a missing one says it.
+BUILD_HINT = ("run `pip install -e .` (or `python setup.py build_ext --inplace`) in the "
+              "checkout; a C compiler and Cython are needed")
+
+
+class _MissingKernel(importlib.abc.MetaPathFinder):
+    """Turn the import of a kernel whose ``.pyx`` is here but was not built into a clear error.
+
+    Consulted last (after every finder that could load the extension), for
+    ``fairmonitor._kernels.<name>`` only, and only where ``<name>.pyx`` lies in ``folder``: a
+    checkout run without ``pip install -e .``.
+    """
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> None:
+        """Raise ImportError for an unbuilt kernel; None (not mine) for anything else."""
+        package, _, name = fullname.rpartition(".")
+        if package == __name__ and (self.folder / f"{name}.pyx").is_file():
+            suffixes = ", ".join(importlib.machinery.EXTENSION_SUFFIXES[:1])
+            raise ImportError(
+                f"fairmonitor's compiled kernel {fullname} is not built (no {name}{suffixes} "
+                f"beside {name}.pyx in {self.folder}): {BUILD_HINT}", name=fullname)
+        return None
+
+
+if not any(isinstance(f, _MissingKernel) for f in sys.meta_path):
+    sys.meta_path.append(_MissingKernel(Path(__file__).parent))
 
 
 def compiled(func: Any = None, **options: Any) -> Any:
-    """``numba.njit(cache=True, nogil=True, **options)``, uncached where no cache can be written.
+    """``numba.njit(cache=True, nogil=True, **options)`` for the kernels not yet in Cython.
 
-    No fast-math: LLVM then neither reassociates nor fuses a multiply-add, so the kernels keep
-    the floating-point results their tests compare with numpy's. ``nogil`` lets threads (HFM's
-    ApproxDist) run kernels in parallel. The machine code is cached on disk (compiled once per
-    install, or by ``fairmonitor warm``); numba refuses ``cache=True`` at decoration when it
-    finds no writable cache location (e.g. a read-only install run as another user), and the
-    kernel is then compiled once per process. Used bare (``@compiled``) or with options
+    Imports numba at the first decoration. No fast-math; the machine code is cached on disk,
+    uncached where no cache can be written. Used bare (``@compiled``) or with options
     (``@compiled(inline="always")``).
     """
     def decorate(function: Any) -> Any:
+        import numba
+
         try:
             return numba.njit(cache=True, nogil=True, **options)(function)
         except RuntimeError:  # "cannot cache function ...: no locator available for file ..."

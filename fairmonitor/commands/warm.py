@@ -1,106 +1,75 @@
-"""``fairmonitor warm``: compile every kernel into numba's on-disk cache, once per install.
+"""``fairmonitor warm``: check that every compiled kernel is built and loads.
 
-numba compiles a kernel at its first call and caches the machine code on disk; without this
-step the first window of a fresh install, container or Spark executor waits ~25-35 s of CPU
-for ~100 compilations. Run it where the package is installed, as the user that will run it
-(``docker/Dockerfile`` does, at image build): later processes load the cache instead
-(``ARCHITECTURE.md``, "Compiled code"). It runs the paths that call kernels on synthetic
-data, so each kernel compiles for the argument types those paths pass:
+The kernels are Cython extension modules compiled at install (``setup.py``), so there is no
+cache to fill any more: this command imports each one (``fairmonitor/_kernels/``), prints
+what loading them cost, and fails, naming the command that builds them, when one is missing
+(a checkout run without ``pip install -e .``) or does not load (built for another Python).
+The Docker image runs it at build as the runtime user: an image whose kernels did not build
+fails there, not at its first window (``ARCHITECTURE.md``, "Compiled code").
 
-- ``evaluate_window`` with intervals, on a short window (numpy group encoding) and on one of
-  ``2**17`` rows (the compiled encoding of text and integer columns, MADD's one-pass
-  histograms);
-- summaries made of cells, merged, serialized and evaluated (``evaluate_summary``), and one of
-  a long window with a row sample;
-- HFM's ApproxDist scan.
-
-Exit 0, printing the CPU time it took and where numba caches. ``NUMBA_CACHE_DIR`` chooses
-the place; without a writable one numba compiles in each process (nothing to warm).
+Exit 0 when every kernel loads, 1 otherwise.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
+import importlib
+import importlib.machinery
+import pkgutil
+import sys
 import time
-from typing import Any
+from pathlib import Path
 
-import numpy as np
-
-__all__ = ["add_arguments", "run", "warm"]
-
-#: A window this long takes every compiled path (``utils.groups.COMPILED_MIN_ROWS``, MADD's
-#: one-pass histograms); about a second of CPU once compiled.
-_LONG = 1 << 17
+__all__ = ["add_arguments", "kernel_names", "run", "warm"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Register the ``warm`` options (none)."""
 
 
-def _window(n: int, seed: int) -> dict[str, Any]:
-    rng = np.random.default_rng(seed)
-    sex = rng.choice(np.array(["F", "M"], dtype=object), n)
-    race = rng.choice(np.array(list("abcde"), dtype=object), n)
-    score = np.clip(rng.beta(2, 2, n) + np.where(sex == "F", -0.05, 0.05), 0, 1)
-    label = (rng.random(n) < score).astype(np.int64)
-    return {"sensitive_features": {"sex": sex, "race": race, "age": rng.integers(0, 3, n)},
-            "y_score": score, "y_true": label, "X": rng.random((n, 2))}
+def kernel_names() -> list[str]:
+    """Every kernel module's name: the extensions installed, and any ``.pyx`` source beside.
+
+    A wheel ships the extensions; a checkout has the sources, built or not, so a kernel whose
+    build is missing is still listed (and reported).
+
+    >>> {"groups", "cells"} <= set(kernel_names())
+    True
+    """
+    from .. import _kernels
+
+    folder = Path(_kernels.__file__).parent
+    names = {path.stem for path in folder.glob("*.pyx")}
+    suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
+    names |= {info.name for info in pkgutil.iter_modules([str(folder)])
+              if any(p.name.startswith(info.name + ".") and p.name.endswith(suffixes)
+                     for p in folder.iterdir())}
+    return sorted(names)
 
 
-def _windows() -> None:
-    from ..report import Window, evaluate_window
-
-    for n in (10_000, _LONG):
-        data = _window(n, n)
-        evaluate_window(Window(data["sensitive_features"], y_score=data["y_score"],
-                               y_true=data["y_true"]))
-        evaluate_window(Window(data["sensitive_features"], y_score=data["y_score"],
-                               y_true=data["y_true"]), options={"madd": {"bandwidth": 0.01}},
-                        metrics=["madd"], confidence_level=None)
-
-
-def _summaries() -> None:
-    from ..report import evaluate_summary
-    from ..summaries import SummarySpec, from_bytes, merge_all, summarize, to_bytes
-
-    spec = SummarySpec(max_raw=1000)  # every group keeps cells
-    parts = []
-    for seed in (1, 2):
-        data = _window(20_000, seed)
-        parts.append(summarize(data["sensitive_features"], y_score=data["y_score"],
-                               y_true=data["y_true"], spec=spec))
-    merged = merge_all([from_bytes(to_bytes(p)) for p in parts])
-    evaluate_summary(merged)
-    data = _window(_LONG, 4)  # the compiled layout of long windows, with a row sample
-    to_bytes(summarize(data["sensitive_features"], y_score=data["y_score"], y_true=data["y_true"],
-                       X=data["X"], spec=spec))
-
-
-def _hfm() -> None:
-    from ..metrics import hfm
-
-    data = _window(2_000, 3)
-    hfm(data["X"], data["y_true"], (data["y_score"] > 0.5).astype(np.int64),
-        sensitive_features=data["sensitive_features"]["sex"], method="approx")
-
-
-def warm() -> float:
-    """Run every path that calls a kernel once; return the CPU seconds it took."""
-    import warnings
-
+def warm() -> tuple[float, dict[str, str]]:
+    """Import every kernel; return the CPU seconds it took and the error of each that failed."""
     start = time.process_time()
-    with warnings.catch_warnings():  # synthetic data: undefined values are not the point
-        warnings.simplefilter("ignore")
-        _windows()
-        _summaries()
-        _hfm()
-    return time.process_time() - start
+    failed = {}
+    for name in kernel_names():
+        try:
+            importlib.import_module(f"fairmonitor._kernels.{name}")
+        except ImportError as error:
+            failed[name] = str(error)
+    return time.process_time() - start, failed
 
 
 def run(args: argparse.Namespace) -> int:
-    """Warm the cache; print what it cost and where it went."""
-    seconds = warm()
-    where = os.environ.get("NUMBA_CACHE_DIR") or "beside the package, else the user's cache"
-    print(f"compiled kernels cached in {seconds:.1f} s of CPU ({where})")
+    """Check the kernels; print what loading them cost, or what is missing and how to build."""
+    from .._kernels import BUILD_HINT
+
+    seconds, failed = warm()
+    names = kernel_names()
+    if failed:
+        for name, error in failed.items():
+            print(f"kernel {name}: {error}", file=sys.stderr)
+        print(f"{len(failed)} of {len(names)} compiled kernels do not load: {BUILD_HINT}",
+              file=sys.stderr)
+        return 1
+    print(f"{len(names)} compiled kernels load ({', '.join(names)}) in {seconds:.3f} s of CPU")
     return 0

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from ..utils.groups import *  # noqa: F403
 from ..utils.groups import (  # noqa: F401
-    COMPILED_MIN_ROWS,
     INTERSECTION_SEPARATOR,
     MISSING_POLICIES,
     apply_missing_policy,

@@ -1,7 +1,9 @@
 """Classical group-parity metrics on hard predictions: DP difference/ratio, EO, equal opportunity.
 
-Every function reduces to per-group rates computed with ``np.bincount`` (one pass over the
-rows, whatever the number of groups), then a max-minus-min or min-over-max. This is what
+Every function reduces to per-group rates from the per-group confusion counts
+(:func:`~fairmonitor.utils.groups.outcome_counts`: one compiled pass over the rows, whatever
+the number of groups; the same counts the summaries keep), then a max-minus-min or
+min-over-max. This is what
 fairlearn's ``MetricFrame(...).difference()`` / ``.ratio()`` compute with
 ``method="between_groups"``, and the tests check equality with fairlearn 0.15.
 
@@ -34,7 +36,7 @@ from .._validation import (
     y_true_first,
 )
 from ..exceptions import GroupExclusionWarning, InvalidInputError
-from ..utils.groups import Groups, encode_groups, require_two_groups
+from ..utils.groups import Groups, encode_groups, outcome_counts, require_two_groups
 
 __all__ = [
     "GroupRates",
@@ -99,12 +101,6 @@ def _encode(y_pred: NDArray[np.float64], sensitive_features: Any, min_group_size
     return encode_groups(sensitive_features, n_samples=len(y_pred), min_group_size=min_group_size)
 
 
-def _sums(groups: Groups, weights: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
-    kept = groups.codes >= 0
-    w = None if weights is None else weights[kept]
-    return np.bincount(groups.codes[kept], weights=w, minlength=groups.n_groups).astype(float)
-
-
 def group_rates(
     y_true: ArrayLike | None, y_pred: ArrayLike, *, sensitive_features: Any,
     min_group_size: int = 1, sample_weight: ArrayLike | None = None,
@@ -138,25 +134,30 @@ def group_rates(
     pred = check_binary(y_pred, "y_pred")
     groups = _encode(pred, sensitive_features, min_group_size)
     w = check_sample_weight(sample_weight, pred.size)
-    one = np.ones(pred.size) if w is None else w
-    n = _sums(groups, one)
-    tpr = fpr = ppv = None
-    predicted = _sums(groups, pred * one)
+    true = None
     if y_true is not None:
         true = check_binary(y_true, "y_true")
         check_same_length(y_true=true, y_pred=pred)
-        pos, neg = _sums(groups, true * one), _sums(groups, (1 - true) * one)
-        tp = _sums(groups, true * pred * one)
-        tpr = _rate(tp, pos)
-        fpr = _rate(_sums(groups, (1 - true) * pred * one), neg)
-        ppv = _rate(tp, predicted)
-        # the rows each rate conditions on (min_condition_size counts rows, not weight)
-        rows = (pos, neg, predicted) if w is None else (
-            _sums(groups, true), _sums(groups, 1 - true), _sums(groups, pred))
-        return GroupRates(groups.name, groups.labels, groups.counts, _rate(predicted, n), tpr,
-                          fpr, groups.excluded, ppv, *rows)
-    return GroupRates(groups.name, groups.labels, groups.counts, _rate(predicted, n), tpr, fpr,
-                      groups.excluded, ppv)
+    # rows per group and outcome (tn, fp, fn, tp), counted once: the rates' own sums when
+    # unweighted, and what min_condition_size counts (rows, not weight) either way
+    rows = outcome_counts(groups.codes, groups.n_groups, pred, true).astype(float)
+    if w is None:
+        sums = rows
+    else:  # the same cells, each row weighted
+        kept = groups.codes >= 0
+        cell = pred.astype(np.intp) if true is None else pred.astype(np.intp) + 2 * true.astype(
+            np.intp)
+        at = groups.codes[kept].astype(np.intp) * 4 + cell[kept]
+        sums = np.bincount(at, weights=w[kept], minlength=4 * groups.n_groups).reshape(-1, 4)
+    n, predicted = sums.sum(axis=1), sums[:, 1] + sums[:, 3]
+    if true is None:
+        return GroupRates(groups.name, groups.labels, groups.counts, _rate(predicted, n),
+                          None, None, groups.excluded, None)
+    tp, fp = sums[:, 3], sums[:, 1]
+    pos, neg = sums[:, 2] + tp, sums[:, 0] + fp
+    return GroupRates(groups.name, groups.labels, groups.counts, _rate(predicted, n),
+                      _rate(tp, pos), _rate(fp, neg), groups.excluded, _rate(tp, predicted),
+                      rows[:, 2] + rows[:, 3], rows[:, 0] + rows[:, 1], rows[:, 1] + rows[:, 3])
 
 
 #: What each rate conditions on, in the words of a warning.

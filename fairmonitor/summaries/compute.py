@@ -50,7 +50,7 @@ from ..metrics.shared import rate as _rate
 from ..metrics.shared import w1_sorted as _w1_sorted
 from ..utils.groups import Groups, contiguous_groups
 from ..utils.groups import exclude_small as _exclude_small
-from .core import DYADIC_BITS, AttributeSummary, GroupSummary, _union, cell_edges
+from .core import DYADIC_BITS, AttributeSummary, GroupSummary, cell_edges
 
 __all__ = ["AbccFromCells", "abcc_from_summary", "abpc_from_summary", "group_rates_from_summary",
            "madd_from_summary", "pseudo_rows"]
@@ -182,7 +182,8 @@ def _edge_slots(max_bins_cells: int, n_bins: int, compat: str | None,
                 auto: bool) -> NDArray[np.intp]:
     """Per cell: how many of MADD's bin edges (:func:`_bin_edges_among_cells`) are ``<=`` it.
 
-    What :func:`._compiled.counts_below` reads. Cached: the same for every attribute.
+    What :func:`fairmonitor._kernels.cells.counts_below` reads. Cached: the same for every
+    attribute.
     """
     where = _bin_edges_among_cells(max_bins_cells, n_bins, compat, auto)
     slot = np.searchsorted(where, np.arange(cell_edges(max_bins_cells).size - 1),  # type: ignore
@@ -210,7 +211,7 @@ def madd_from_summary(attr: AttributeSummary, *, max_bins_cells: int, agg: str =
     kept = _kept(attr, min_group_size)
     if not _two_groups("madd", kept):
         return MADDResult(float("nan"), agg, attr.name, None, (), None)
-    from .._kernels.cells import counts_below  # numba: only when cells are evaluated
+    from .._kernels.cells import counts_below
 
     slot = _edge_slots(max_bins_cells, plan.n_bins, plan.compat, plan.auto)
     prepared = []
@@ -246,98 +247,6 @@ def madd_from_summary(attr: AttributeSummary, *, max_bins_cells: int, agg: str =
 
 
 
-def _abcc_cells(a: GroupSummary, b: GroupSummary, edges: NDArray[np.float64]
-                ) -> tuple[float, float]:
-    """ABCC of two groups from their non-empty cells, and its certified error."""
-    ia, ca, sa, la, ha = a.sparse_cells(edges)
-    ib, cb, sb, lb, hb = b.sparse_cells(edges)
-    # cells where either group has scores; between them both CDFs are flat
-    cells, pa, pb = _union(ia, ib, edges.size - 1)
-    count_a, count_b = np.zeros(cells.size), np.zeros(cells.size)
-    sum_a, sum_b = np.zeros(cells.size), np.zeros(cells.size)
-    count_a[pa], sum_a[pa] = ca, sa
-    count_b[pb], sum_b[pb] = cb, sb
-    left, right = edges[cells], edges[cells + 1]
-    # each group's scores in a cell lie in [its min, its max] (the cell's edges if empty)
-    low_a, high_a, low_b, high_b = left.copy(), right.copy(), left.copy(), right.copy()
-    low_a[pa], high_a[pa], low_b[pb], high_b[pb] = la, ha, lb, hb
-    d0 = (np.cumsum(count_a) - count_a) / a.n - (np.cumsum(count_b) - count_b) / b.n
-    # the flat stretch before each non-empty cell (from the previous one's right edge)
-    gaps = left - np.r_[0.0, right[:-1]]
-    flat = float(np.abs(d0 * gaps).sum())
-    ma, mb = count_a / a.n, count_b / b.n
-    signed = (d0 * (right - left) + (count_a * right - sum_a) / a.n
-              - (count_b * right - sum_b) / b.n)
-    lower, upper = d0 - mb, d0 + ma  # F_a - F_b stays within [d0 - mb, d0 + ma] in the cell
-    fixed = (lower >= 0) | (upper <= 0)  # no sign change: the integral is exact
-    exact = float(np.abs(signed[fixed]).sum())
-    # Where the CDFs may cross, two estimates with certified errors; each cell takes the
-    # tighter. (1) |∫g| <= ∫|g| <= width * max|g|: the midpoint, error half the gap.
-    amb = ~fixed
-    lo = np.abs(signed[amb])
-    hi = (right - left)[amb] * np.maximum(np.abs(lower[amb]), np.abs(upper[amb]))
-    mid, mid_err = (lo + hi) / 2, (hi - lo) / 2
-    # (2) each group's mass in the cell moved to its mean (a step of g there): off by at most
-    # the mean absolute deviation of the cell's scores / n, which is <= 2 c (mu - lo)(hi - mu)
-    # / ((hi - lo) n) for scores in [lo, hi] (the group's min and max in the cell) with mean
-    # mu: 0 where a group's scores in the cell are all equal (rounded scores).
-    lo_edge, r, d = left[amb], right[amb], d0[amb]
-    ja, jb = ma[amb], mb[amb]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mu_a = np.clip(np.where(count_a[amb] > 0, sum_a[amb] / count_a[amb], lo_edge), lo_edge, r)
-        mu_b = np.clip(np.where(count_b[amb] > 0, sum_b[amb] / count_b[amb], lo_edge), lo_edge, r)
-    first, second = np.minimum(mu_a, mu_b), np.maximum(mu_a, mu_b)
-    between = np.where(mu_a <= mu_b, d + ja, d - jb)
-    step = (np.abs(d) * (first - lo_edge) + np.abs(between) * (second - first)
-            + np.abs(d + ja - jb) * (r - second))
-    step_err = _spread(ja, mu_a, low_a[amb], high_a[amb]) + _spread(jb, mu_b, low_b[amb],
-                                                                    high_b[amb])
-    use_step = step_err < mid_err
-    estimate = np.where(use_step, step, mid)
-    error = np.where(use_step, step_err, mid_err)
-    return flat + exact + float(estimate.sum()), float(error.sum())
-
-
-def _spread(mass: NDArray[np.float64], mu: NDArray[np.float64], lo: NDArray[np.float64],
-            hi: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Largest mean absolute deviation x mass of scores in [lo, hi] with mean mu."""
-    mu = np.clip(mu, lo, hi)
-    width = hi - lo
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(width > 0, 2 * mass * (mu - lo) * (hi - mu) / width, 0.0)
-
-
-def _leaves(lo: int, n: int, out: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Return the leaves ``(start, length)`` of numpy's pairwise sum of ``n`` values, in order.
-
-    >>> _leaves(0, 300, [])
-    [(0, 72), (72, 72), (144, 72), (216, 84)]
-    """
-    if n <= 128:
-        out.append((lo, n))
-        return out
-    half = n // 2
-    half -= half % 8
-    _leaves(lo, half, out)
-    return _leaves(lo + half, n - half, out)
-
-
-@functools.lru_cache(maxsize=16)
-def _leaf_table(size: int) -> tuple[NDArray[np.intp], NDArray[np.intp], NDArray[np.intp]]:
-    """:func:`_leaves` of ``size`` cells as arrays: starts, lengths, and each start's leaf.
-
-    Cached (read-only): the recursion costs ~1 ms in Python at 10^5 cells, and a table's
-    cell count recurs (every attribute of a day whose groups fill the grid).
-    """
-    leaves = np.array(_leaves(0, size, []), dtype=np.intp).reshape(-1, 2)
-    leaf_at = np.zeros(size, dtype=np.intp)
-    leaf_at[leaves[:, 0]] = np.arange(len(leaves))
-    out = leaves[:, 0].copy(), leaves[:, 1].copy(), leaf_at
-    for a in out:
-        a.flags.writeable = False
-    return out
-
-
 _NO_BOUNDS, _NO_STEPS = np.zeros(0), np.zeros(0, dtype=np.uint8)
 
 
@@ -355,34 +264,35 @@ def _abcc_fields(g: GroupSummary, edges: NDArray[np.float64]) -> tuple[NDArray[A
 
 
 class _AbccTable:
-    """Every group's CDF on the attribute's cells, for :func:`_abcc_cells` of any pair at once.
+    """Every group's CDF on the attribute's cells, for the ABCC of any pair of groups at once.
 
     The cells are the union of the groups' non-empty cells; each cell is extended to the
     previous one's right edge (both CDFs are flat in between). Per group: ``F`` its CDF at
     each cell's left edge, ``m`` its mass in the cell, ``G`` the integral of its CDF over the
     extended cell (``F * width + (count * right - sum) / n``, exact). A pair then costs one
     pass over the cells: where ``F_a - F_b`` keeps its sign in a cell (the cell is *fixed*)
-    the area is ``|G_a - G_b|``; the few other (*ambiguous*) cells take :func:`_abcc_cells`'
-    estimates, computed on those cells only. The same value as :func:`_abcc_cells` up to
-    round-off, and the same certified error.
+    the area is ``|G_a - G_b|``, exactly; in the few other (*ambiguous*) cells the CDFs may
+    cross, and two estimates with certified errors are computed (the midpoint of ``|∫(F_a -
+    F_b)|`` and ``width * max |F_a - F_b|``; each group's mass moved to its mean in the cell,
+    off by at most its mean absolute deviation there, bounded from the cell's count, sum and
+    bounds), each cell taking the tighter.
 
-    Compiled (:mod:`._compiled`: the bits of the former numpy passes, which the tests keep
-    as the oracle). :meth:`pairs` computes every pair in one call, leaf by leaf of the
-    pairwise summation: no Python call per pair but for its ambiguous cells, and a
-    branch-free pass that vectorizes (~2.5x faster than one numpy pair at a time, at 40
-    groups of ~10^5 cells).
+    Compiled (:mod:`fairmonitor._kernels.cells`; the numpy formulation is the tests'
+    oracle). :meth:`pairs` computes every pair in one call, blocks of cells at a time: no
+    Python call per pair but for its ambiguous cells, and a branch-free pass that vectorizes
+    (~2.5x faster than one pair at a time, at 40 groups of ~10^5 cells).
     """
 
-    #: Leaves of the pairwise summation per block of :meth:`pairs`: every pair reads a block
-    #: before the next (~100 cells a leaf; 40 groups x 3 rows x 8 bytes x ~800 cells stay
-    #: within a core's L2 cache; the timing hardly depends on it).
+    #: Blocks of 128 cells per pass of :meth:`pairs`: every pair reads them before the next
+    #: (40 groups x 3 rows x 8 bytes x ~1000 cells stay within a core's L2 cache; the timing
+    #: hardly depends on it).
     BLOCK = 8
     #: Ambiguous cells kept per pair in :meth:`pairs` (groups of one distribution cross
     #: in ~1% of their cells); a pair with more runs alone.
     CAP = 8192
 
     def __init__(self, groups: list[GroupSummary], edges: NDArray[np.float64]) -> None:
-        from .._kernels.cells import (  # numba: only when evaluated
+        from .._kernels.cells import (
             abcc_curves,
             mark_cells,
             table_cells,
@@ -428,10 +338,9 @@ class _AbccTable:
         size = self.cells.size
         if len(wanted) < 2 or not size:
             return {(i, j): self.pair(i, j) for i, j in wanted}
-        leaf_lo, leaf_n, leaf_at = _leaf_table(size)
         first, second = (np.array(side, dtype=np.intp) for side in zip(*wanted, strict=True))
-        exact, ambiguous, count = abcc_pairs(self.F, self.m, self.G, first, second, leaf_lo,
-                                             leaf_n, leaf_at, self.BLOCK, self.CAP)
+        exact, ambiguous, count = abcc_pairs(self.F, self.m, self.G, first, second, self.BLOCK,
+                                             self.CAP)
         out = {}
         for p, (i, j) in enumerate(wanted):
             if count[p] > self.CAP:  # its ambiguous cells were not all kept
@@ -485,8 +394,8 @@ def _binned(g: GroupSummary, edges: NDArray[np.float64], cells: int) -> NDArray[
     if g.scores is not None:  # raw: the raw path's binning itself
         return _kde.linear_binning(g.scores, cells)
     # each fine cell's count and sum split between the two KDE cells around its midpoint:
-    # one compiled pass (the bits of the former two weighted np.bincount)
-    from .._kernels.cells import linear_binning_cells  # numba: only when cells are evaluated
+    # one compiled pass (the former two weighted np.bincount, the tests' oracle)
+    from .._kernels.cells import linear_binning_cells
 
     index, count, total = g.cells[:3]  # type: ignore[index]
     return linear_binning_cells(index, count, total, edges, cells)

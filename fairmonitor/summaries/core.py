@@ -43,7 +43,7 @@ from numpy.typing import NDArray
 from .._validation import check_scores
 from ..exceptions import InvalidInputError
 from ..metrics.shared import madd_grid as _grid
-from ..utils.groups import COMPILED_MIN_ROWS, Groups, encode_attributes
+from ..utils.groups import Groups, encode_attributes, outcome_counts
 from ..utils.rowkeys import row_keys as _row_keys
 
 __all__ = ["DYADIC_BITS", "SUMMARY_VERSION", "AttributeSummary", "CompactCells",
@@ -108,32 +108,19 @@ def cell_edges(max_bins: int) -> NDArray[np.float64]:
 def _cells_of(sorted_scores: NDArray[np.float64], edges: NDArray[np.float64]) -> Cells:
     """Non-empty cells of sorted scores: index, count, sum, min, max.
 
-    Cell k is ``[e_k, e_k+1)``, the last one closed at 1. Many scores: the edges are
-    looked up among the scores (O(cells log n), not O(n log cells)); few: the scores among
-    the edges. Either way a cell's scores are one run of the sorted scores, summed by the
-    same ``np.add.reduceat``.
+    Cell k is ``[e_k, e_k+1)``, the last one closed at 1; a cell's scores are one run of the
+    sorted scores. One compiled walk of the scores (:func:`fairmonitor._kernels.cells.
+    cells_of_sorted`), whatever their number: what summarizing a group and merging raw
+    parts both use.
+
+    >>> index, count, total, low, high = _cells_of(np.array([0.1, 0.1, 0.7, 1.0]),
+    ...                                            cell_edges(499))
+    >>> count.tolist(), total.tolist(), high.tolist()
+    ([2, 1, 1], [0.2, 0.7, 1.0], [0.1, 0.7, 1.0])
     """
-    n = sorted_scores.size
-    if not n:
-        return (np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int64), np.zeros(0),
-                np.zeros(0), np.zeros(0))
-    if n * 16 >= edges.size:
-        below = np.searchsorted(sorted_scores, edges)  # scores < each edge
-        below[-1] = n  # 1.0 belongs to the last (closed) cell
-        counts = np.diff(below)
-        index = np.flatnonzero(counts)
-        counts = counts[index].astype(np.int64)
-        starts = below[index]
-    else:
-        cell = np.searchsorted(edges, sorted_scores, side="right") - 1
-        np.minimum(cell, edges.size - 2, out=cell)  # 1.0 belongs to the last (closed) cell
-        starts = np.flatnonzero(np.r_[True, cell[1:] != cell[:-1]])
-        counts = np.diff(np.r_[starts, n]).astype(np.int64)
-        index = cell[starts]
-    sums = np.add.reduceat(sorted_scores, starts)
-    # sorted: a cell's min is its first score, its max its last
-    return (index.astype(np.int32), counts, sums, sorted_scores[starts],
-            sorted_scores[starts + counts - 1])
+    from .._kernels.cells import cells_of_sorted
+
+    return cells_of_sorted(np.ascontiguousarray(sorted_scores, dtype=np.float64), edges)
 
 
 #: A group's non-empty cells: index, count, sum, min and max of the scores in each.
@@ -160,7 +147,8 @@ class CompactCells:
     - :attr:`qlo`, :attr:`qhi`: bounds of the scores in the cell, uint8 steps of 1/255 of the
       cell's width, rounded outward at summarize time: the largest ``qlo`` and smallest
       ``qhi`` with ``left + qlo * (width / 255) <= min`` and ``left + qhi * (width / 255) >=
-      max`` in float64, 0 and 255 the edges exactly (:func:`._compiled.quantize_bounds`).
+      max`` in float64, 0 and 255 the edges exactly (:func:`.cells.quantize_bounds` of
+      :mod:`fairmonitor._kernels`).
       Why: the exact min and max were half of the 32 bytes a cell, and only ABCC's certified
       error on cells where two CDFs may cross reads them (the mean absolute deviation of
       scores lying in [lo, hi]: any [lo, hi] holding the scores keeps it sound, a wider one
@@ -236,7 +224,7 @@ class CompactCells:
                 field_ = self.count.astype(np.int64, copy=False)
             elif k == 2:
                 field_ = self.total
-            else:  # both bounds in one compiled pass (numba: only when they are read)
+            else:  # both bounds in one compiled pass, only when they are read
                 from .._kernels.cells import decode_bounds
 
                 self._fields[3], self._fields[4] = decode_bounds(self.index, self.qlo,
@@ -262,7 +250,7 @@ class CompactCells:
 
 def _compact(cells: Cells, edges: NDArray[np.float64]) -> CompactCells:
     """Return the compact form of exact cells (:func:`_cells_of`'s): bounds quantized outward."""
-    from .._kernels.cells import quantize_bounds  # numba: only when cells are made
+    from .._kernels.cells import quantize_bounds
 
     index, count, total, low, high = cells
     qlo, qhi = quantize_bounds(index, low, high, edges)
@@ -311,20 +299,6 @@ class GroupSummary:
         """
         return self.cells if self.cells is not None else _cells_of(
             self.scores, edges)  # type: ignore[arg-type]
-
-
-def _union(ia: NDArray[Any], ib: NDArray[Any], size: int
-           ) -> tuple[NDArray[np.intp], NDArray[np.intp], NDArray[np.intp]]:
-    """Sorted union of two sets of cell indices, and where each set's cells sit in it.
-
-    A mark per cell (O(cells), no sort of the indices): much faster than np.union1d here.
-    """
-    mark = np.zeros(size, dtype=bool)
-    mark[ia] = True
-    mark[ib] = True
-    cells = np.flatnonzero(mark)
-    position = np.cumsum(mark) - 1
-    return cells, position[ia], position[ib]
 
 
 def _merge_optional(a: Any, b: Any, add: Any) -> Any:
@@ -488,24 +462,22 @@ def _merge_many_cells(groups: list[GroupSummary], edges: NDArray[np.float64]) ->
 
     Every part adds into dense per-cell arrays, part after part, left to right: one compiled
     pass per part that walks its bitmap and reads its compact arrays as stored
-    (:func:`._compiled.add_compact`: narrow counts, uint8 bounds, ~12 bytes a cell; the sums
-    add in the order, hence with the bits, of ``np.add.at``), so a day's merge runs at the
-    speed of reading its parts, and a loaded summary is merged without being decoded.
+    (:func:`fairmonitor._kernels.cells.add_compact`: narrow counts, uint8 bounds, ~12 bytes a
+    cell; the sums add in the parts' order), so a day's merge runs at the speed of reading
+    its parts, and a loaded summary is merged without being decoded.
 
     Raw parts come last: binned one by one (sorted already: no sort of the union) or, if they
-    hold fewer scores than there are cells, sorted together and binned once, by a compiled
-    walk (:func:`._compiled.cells_of_sorted`: the bits of :func:`_cells_of`, ~3.5x faster
-    than its searches on 2 * 10^5 scores), added with their exact min and max
-    (:func:`._compiled.add_cells`), whose bounds are quantized once at the end: quantizing is
-    monotone, so that is quantizing each part's (as :func:`summarize` does) and combining,
-    at one pass per group instead of one per part.
+    hold fewer scores than there are cells, sorted together and binned once
+    (:func:`_cells_of`), added with their exact min and max (``add_cells``), whose bounds
+    are quantized once at the end: quantizing is monotone, so that is quantizing each
+    part's (as :func:`summarize` does) and combining, at one pass per group instead of one
+    per part.
 
     Raises
     ------
     InvalidInputError
         A part's bitmap does not match its arrays (corrupted bytes).
     """
-    # numba: only when cells merge
     from .._kernels.cells import BIT_COUNTS as _BIT_COUNTS
     from .._kernels.cells import BIT_POSITIONS as _BIT_POSITIONS
     from .._kernels.cells import (
@@ -616,41 +588,22 @@ def _feature_columns(X: Any) -> dict[str, NDArray[Any]]:
     return {f"x:{j}": arr[:, j] for j in range(arr.shape[1])}
 
 
-def _outcome_counts(codes: NDArray[np.intp], pred: NDArray[np.int8],
-                    true: NDArray[np.int8] | None, k: int) -> NDArray[np.int64]:
-    """Rows per (group, label * 2 + prediction), in blocks: no n-long temporary."""
-    if codes.size >= COMPILED_MIN_ROWS:  # one compiled pass
-        from .._kernels.groups import outcome_counts
-
-        return outcome_counts(codes, k, pred, np.zeros(0, np.int8) if true is None else true)
-    counts = np.zeros(4 * k, dtype=np.int64)
-    for lo in range(0, codes.size, 1 << 16):
-        cell = codes[lo:lo + (1 << 16)].astype(np.intp) * 4 + pred[lo:lo + (1 << 16)]
-        if true is not None:
-            cell += 2 * true[lo:lo + (1 << 16)]
-        counts += np.bincount(cell, minlength=4 * k)
-    return counts.reshape(k, 4)
-
-
 def _group_rows(codes: NDArray[np.integer[Any]], counts: NDArray[np.intp],
                 score: NDArray[np.float64] | None, *, need_rows: bool
                 ) -> tuple[NDArray[np.float64] | None, NDArray[np.intp] | None]:
     """``score`` laid out group after group (each group's rows in row order), and the rows.
 
-    The stable argsort of the codes, by counting (compiled, O(n)) for long windows: no
-    sort, and no row index unless ``need_rows`` (the row sample needs it).
+    The stable argsort of the codes, by counting (compiled, O(n)): no sort, and no row
+    index unless ``need_rows`` (the row sample needs it).
     """
-    if codes.size < COMPILED_MIN_ROWS:
-        order = np.argsort(codes.astype(np.int16) if counts.size < 2**15 else codes,
-                           kind="stable")
-        return (None if score is None else score[order]), order
-    from .._kernels.groups import group_layout, group_order
+    from .._kernels.groups import group_layout, group_order, signed_codes
 
-    order = group_order(codes, counts, np.empty(codes.size, dtype=np.intp)) if need_rows \
-        else None
+    codes = signed_codes(codes)
+    kept = int(counts.sum())
+    order = group_order(codes, counts, np.empty(kept, dtype=np.intp)) if need_rows else None
     if score is None:
         return None, order
-    return group_layout(codes, counts, score, np.empty(codes.size)), order
+    return group_layout(codes, counts, np.ascontiguousarray(score), np.empty(kept)), order
 
 
 def _smallest(keys: NDArray[np.uint64], k: int) -> NDArray[np.intp]:
@@ -758,7 +711,7 @@ def _summarize_attribute(name: str, g: Groups, pred: NDArray[np.int8] | None,
     codes = g.codes
     pos = conf = None
     if pred is not None:
-        both = _outcome_counts(codes, pred, true, k)
+        both = outcome_counts(codes, k, pred, true)
         pos = both[:, 1] + both[:, 3]  # predicted 1, either label
         if true is not None:
             conf = both[:, [3, 1, 2, 0]]  # (tp, fp, fn, tn)

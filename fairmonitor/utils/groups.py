@@ -23,7 +23,7 @@ from ..exceptions import GroupExclusionWarning, InvalidInputError
 
 __all__ = ["MISSING_LABEL", "MISSING_POLICIES", "Groups", "apply_missing_policy",
            "contiguous_groups", "encode_attributes", "encode_groups", "missing_mask",
-           "sensitive_columns"]
+           "outcome_counts", "sensitive_columns"]
 
 #: Separator between attribute names of an intersection, e.g. ``"sex:race"``. A colon is
 #: allowed in MLflow metric keys and Prometheus label values, and rarely in column names.
@@ -73,15 +73,16 @@ class Groups:
     def split(self, values: NDArray[Any]) -> list[NDArray[Any]]:
         """Split ``values`` (aligned with the rows) into one array per kept group.
 
-        One stable argsort instead of K boolean masks: O(n log n) once, not O(n K).
+        The rows of each group in row order, by a counting sort of the codes (O(n), one
+        compiled pass), instead of K boolean masks (O(n K)); excluded rows (code -1) are left
+        out.
         """
         if self.contiguous:  # rows already ordered by group (a summary's rows): slices
             return np.split(values, np.cumsum(self.counts)[:-1])
-        # stable argsort of 16-bit codes is a radix sort in numpy: ~2x faster than on intp
-        narrow = self.codes.astype(np.int16) if self.n_groups < 2**15 else self.codes
-        order = np.argsort(narrow, kind="stable")
-        kept = order[int(np.count_nonzero(self.codes < 0)) :]  # excluded rows (code -1) sort first
-        return np.split(values[kept], np.cumsum(self.counts)[:-1])
+        kernels = _kernels()
+        order = kernels.group_order(kernels.signed_codes(self.codes), self.counts,
+                                    np.empty(int(self.counts.sum()), dtype=np.intp))
+        return np.split(values[order], np.cumsum(self.counts)[:-1])
 
 
 def column_values(col: Any) -> NDArray[Any]:
@@ -98,8 +99,7 @@ def column_values(col: Any) -> NDArray[Any]:
     ['a', 'b']
     """
     factorize = getattr(col, "factorize", None)
-    if (factorize is None or getattr(getattr(col, "dtype", None), "kind", "") != "O"
-            or len(col) < COMPILED_MIN_ROWS):
+    if factorize is None or getattr(getattr(col, "dtype", None), "kind", "") != "O":
         return np.asarray(col)
     codes, uniques = factorize(use_na_sentinel=True)
     values = np.asarray(uniques)
@@ -176,17 +176,14 @@ def missing_mask(col: NDArray[Any]) -> NDArray[np.bool_]:
     if col.dtype.kind in "mM":
         return np.isnat(col)
     if col.dtype.kind == "O":
-        if col.size >= COMPILED_MIN_ROWS:
-            # one look at each distinct object instead of two comparisons per row (None: a
-            # new object per row, where the comparisons below are the cheaper way)
-            from .._kernels.groups import identity_codes
-
-            found = identity_codes(col)
-            if found is not None:
-                by_object, first = found
-                flags = np.fromiter(map(_is_missing, col[first].tolist()), dtype=bool,
-                                    count=first.size)
-                return flags[by_object] if flags.any() else np.zeros(col.size, dtype=bool)
+        # one look at each distinct object instead of two comparisons per row (None: a new
+        # object per row, where the comparisons below are the cheaper way)
+        found = _kernels().identity_codes(col)
+        if found is not None:
+            by_object, first = found
+            flags = np.fromiter(map(_is_missing, col[first].tolist()), dtype=bool,
+                                count=first.size)
+            return flags[by_object] if flags.any() else np.zeros(col.size, dtype=bool)
         try:
             # two C loops (x != x marks NaN and NaT, x == None marks None): ~4x faster than a
             # Python call per value on the usual all-string column
@@ -310,9 +307,15 @@ def factorize(col: NDArray[Any]) -> tuple[NDArray[Any], NDArray[np.intp]]:
     return uniques, codes.astype(np.intp, copy=False)
 
 
-#: Columns of at least this many rows are encoded by the compiled kernels of
-#: :mod:`fairmonitor._kernels.groups`; below, numpy and a dict pass cost less than loading numba.
-COMPILED_MIN_ROWS = 1 << 15
+def _kernels() -> Any:
+    """Return the compiled kernels of group encoding (:mod:`fairmonitor._kernels.groups`).
+
+    Imported on first use (a C extension: ~1 ms), so importing this module loads no
+    compiled code; one implementation serves columns of every length.
+    """
+    from .._kernels import groups
+
+    return groups
 
 
 def _narrowest(k: int) -> type[np.signedinteger[Any]]:
@@ -347,13 +350,11 @@ def _hash_codes(col: NDArray[Any]) -> tuple[NDArray[np.int32], NDArray[np.int64]
     value is unhashable, two unequal values share a hash, a value is unequal to an equal-hash
     one (NaN) or there are too many distinct hashes to gain anything.
     """
-    from .._kernels.groups import distinct_codes
-
     try:
         hashes = np.fromiter(map(hash, col), dtype=np.int64, count=col.size)
     except TypeError:
         return None
-    found = distinct_codes(hashes.view(np.uint64))  # the same limit as identity
+    found = _kernels().distinct_codes(hashes.view(np.uint64))  # the same limit as identity
     if found is None:
         return None
     codes, first = found
@@ -390,14 +391,10 @@ def _factorize_counted(col: NDArray[Any]
             remap[present] = np.arange(present.size)
             return present.astype(col.dtype), remap[index], counts[present]
     if col.dtype.kind == "O":
-        if col.size < COMPILED_MIN_ROWS:
-            uniques, codes = _factorize_values(col.tolist())
-            return uniques, codes, None
-        from .._kernels.groups import count_codes, identity_codes, remap_codes
-
+        kernels = _kernels()
         # rows by object identity, then the distinct objects by value (equal strings held
         # by distinct objects meet there); a new object per row: by value hash instead
-        found = identity_codes(col)
+        found = kernels.identity_codes(col)
         if found is None:
             found = _hash_codes(col)
             if found is None:  # unhashable, colliding or unequal-to-itself values: by dict
@@ -406,9 +403,9 @@ def _factorize_counted(col: NDArray[Any]
         by_object, first = found
         uniques, object_codes = _factorize_values(col[first].tolist())
         dtype = _narrowest(uniques.size)
-        codes = remap_codes(by_object, object_codes.astype(dtype),
-                            np.empty(col.size, dtype=dtype))
-        return uniques, codes, count_codes(codes, uniques.size)
+        codes = kernels.remap_codes(by_object, object_codes.astype(dtype),
+                                    np.empty(col.size, dtype=dtype))
+        return uniques, codes, kernels.count_codes(codes, uniques.size)
     uniques = np.unique(col)
     return uniques, np.searchsorted(uniques, col).astype(np.intp), None
 
@@ -478,10 +475,7 @@ def _cross(per_column: list[Factorized], n: int
         labels = [plain(u) for u in uniques]
         return labels, codes.astype(_narrowest(len(labels)), copy=False), counts
     radix = math.prod(len(u) for u, _, _ in per_column)
-    counted = radix <= 4 * n + 1024  # few cells: count them instead of sorting (np.unique)
-    if counted and n >= COMPILED_MIN_ROWS:  # one compiled pass per column, no int64 temporary
-        from .._kernels.groups import remap_codes
-
+    if radix <= 4 * n + 1024:  # few cells: count them (one compiled pass per column)
         (first, combined, _), *rest = per_column
         radix = first.size
         for uniques, codes, _ in rest:
@@ -491,20 +485,14 @@ def _cross(per_column: list[Factorized], n: int
         dtype = _narrowest(cells.size)
         remap = np.zeros(radix, dtype=dtype)
         remap[cells] = np.arange(cells.size)
-        codes, counts = remap_codes(combined, remap, np.empty(n, dtype=dtype)), cell_counts[cells]
-    else:
+        codes = _kernels().remap_codes(combined, remap, np.empty(n, dtype=dtype))
+        counts = cell_counts[cells]
+    else:  # more possible cells than rows: sort the (sparse) combined codes
         combined = np.zeros(n, dtype=np.int64)
         for uniques, inv, _ in per_column:
             combined *= len(uniques)
             combined += inv.reshape(-1)
-        if counted:
-            cell_counts = np.bincount(combined, minlength=radix)
-            cells = np.flatnonzero(cell_counts)
-            remap = np.zeros(radix, dtype=np.intp)
-            remap[cells] = np.arange(cells.size)
-            codes, counts = remap[combined], cell_counts[cells]
-        else:
-            cells, codes, counts = np.unique(combined, return_inverse=True, return_counts=True)
+        cells, codes, counts = np.unique(combined, return_inverse=True, return_counts=True)
     labels = []
     for cell in cells:
         parts = []
@@ -519,10 +507,10 @@ def _cross(per_column: list[Factorized], n: int
 def _crossed(left: NDArray[Any], right: NDArray[Any], k_right: int, radix: int
              ) -> tuple[NDArray[np.integer[Any]], NDArray[np.int64]]:
     """One compiled mixed-radix step: codes ``left * k_right + right`` and each cell's count."""
-    from .._kernels.groups import cross_codes
-
+    kernels = _kernels()
     out = np.empty(left.size, dtype=np.int32 if radix < 2**31 else np.int64)
-    counts = cross_codes(left, right, np.int64(k_right), np.int64(radix), out)
+    counts = kernels.cross_codes(kernels.signed_codes(left), kernels.signed_codes(right),
+                                 k_right, radix, out)
     return out, counts
 
 
@@ -555,6 +543,24 @@ def encode_attributes(columns: Any, *, intersection: bool = True, validated: boo
         labels, codes, counts = _cross(list(per_column.values()), n)
         out[name] = Groups(codes, tuple(labels), counts, name, {})
     return out
+
+
+def outcome_counts(codes: NDArray[np.integer[Any]], k: int, pred: NDArray[Any],
+                   true: NDArray[Any] | None = None) -> NDArray[np.int64]:
+    """Rows per group and outcome: the one place per-group confusion counts are computed.
+
+    Column ``2 * label + prediction``: 0 true negatives, 1 false positives, 2 false
+    negatives, 3 true positives (without labels, 0 and 1: predicted 0 and 1). Rows of
+    excluded groups (code -1) are left out. One compiled pass (``_kernels.groups``), read by
+    the parity metrics and the summaries alike.
+
+    >>> outcome_counts(np.array([0, 0, 1]), 2, np.array([1, 0, 1]), np.array([1, 1, 0])).tolist()
+    [[0, 0, 1, 1], [0, 1, 0, 0]]
+    """
+    kernels = _kernels()
+    pred = np.ascontiguousarray(pred, dtype=np.int8)
+    true = np.zeros(0, np.int8) if true is None else np.ascontiguousarray(true, dtype=np.int8)
+    return kernels.outcome_counts(kernels.signed_codes(codes), k, pred, true)
 
 
 def contiguous_groups(labels: tuple[Any, ...], counts: NDArray[np.intp], name: str) -> Groups:
