@@ -219,7 +219,7 @@ def _smooth(counts: NDArray[np.floating], h: float, *,
     cells = counts.shape[-1]
     half_angle = np.arange(cells) * (np.pi / (2 * cells))
     damping = np.exp(-0.5 * (2 * cells * h * half_angle) ** 2)
-    from ._intervals_compiled import density_curves, scaled  # numba
+    from .._kernels.intervals import density_curves, scaled
 
     coef = scaled(scipy.fft.dct(counts, type=2, axis=-1), damping / 2.0)  # in float64
     dens = scipy.fft.dct(coef, type=3, axis=-1)
@@ -232,8 +232,8 @@ class _Curves:
     The curves are linear in the group's fine histogram, so a bootstrap of the histogram is a
     bootstrap of the curve. ``pair_bins`` (MADD) and ``bandwidths`` (ABPC) are per pair and
     per group respectively. The draws' curves, errors and pair sums are compiled kernels
-    (:mod:`._intervals_compiled`, the numpy arithmetic to the bit); a hat is one row, run
-    through the same kernels.
+    (:mod:`fairmonitor._kernels.intervals`, the numpy arithmetic to the bit); a hat is one
+    row, run through the same kernels.
     """
 
     def __init__(self, kind: str, resolution: int, pair_bins: Any, bandwidths: Any) -> None:
@@ -264,7 +264,7 @@ class _Curves:
         m = self.pair_bins[pair] if self.kind == "madd" else 0
         key = ("error", k, m)
         if key not in self._cache:
-            from ._intervals_compiled import errors  # numba: only when an interval is computed
+            from .._kernels.intervals import errors
 
             # a draw that emptied a group carries no information: no error (np.nan_to_num)
             if self.kind == "abpc":  # the division by each draw's total in the same pass
@@ -275,7 +275,7 @@ class _Curves:
         return self._cache[key]  # type: ignore[no-any-return]
 
     def _curve(self, k: int, m: int, counts: NDArray[np.floating]) -> NDArray[np.floating]:
-        from . import _intervals_compiled as kernels
+        from .._kernels import intervals as kernels
 
         rows = counts[None, :] if counts.ndim == 1 else counts
         if self.kind == "abcc":  # the CDF at the interior edges
@@ -354,7 +354,7 @@ class ScoreBootstrap:
 def _poisson(lam: NDArray[np.float64], n_draws: int,
              gen: np.random.Generator) -> NDArray[np.float32]:
     """(draws, R) Poisson(``lam``) counts from ``gen``'s uniforms, by inversion (compiled)."""
-    from ._intervals_compiled import poisson_counts  # numba: only when an interval is computed
+    from .._kernels.intervals import poisson_counts
 
     return poisson_counts(lam, gen.random((n_draws, lam.size)))
 
@@ -542,7 +542,7 @@ def _bounds(sample: ScoreBootstrap, curves: _Curves, pairs: list[tuple[int, int]
     interval 1.3-1.8x the bootstrap's at parity, and the linear error (every bin at its
     estimated sign) too short where signs are uncertain (docs/intervals_scores.md).
     """
-    from ._intervals_compiled import pair_terms  # numba: per pair, one pass
+    from .._kernels.intervals import pair_terms
 
     h = sample.hist
     derivs, boot_values, pair_values = [], [], []
@@ -581,7 +581,7 @@ def _null_gaps(sample: ScoreBootstrap, curves: _Curves,
     Counts are never negative, so every draw's gap is within the metric's range (the clip
     only guards float round-off).
     """
-    from ._intervals_compiled import pair_gaps  # numba
+    from .._kernels.intervals import pair_gaps
 
     n = sample.hist.sum(axis=1)
     smallest = sorted(pairs, key=lambda q: -(n[q[0]] ** -0.5 + n[q[1]] ** -0.5))[:MAX_PAIRS]
