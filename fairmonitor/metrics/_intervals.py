@@ -542,6 +542,21 @@ def _bounds(sample: ScoreBootstrap, curves: _Curves, pairs: list[tuple[int, int]
     interval 1.3-1.8x the bootstrap's at parity, and the linear error (every bin at its
     estimated sign) too short where signs are uncertain (docs/intervals_scores.md).
     """
+    worst, moved, binned = _pair_draws(sample, curves, pairs, value)
+    # one-sided at (1 + level) / 2 each: at parity the derivative is >= 0 (|h| folded), and the
+    # former symmetric |derivative| quantile made the lower bound a one-sided test at `level`
+    below = max(float(np.quantile(worst, 0.5 + level / 2.0)), 0.0)
+    above = max(float(np.quantile(moved, 0.5 + level / 2.0)), 0.0)
+    return max(value - below, 0.0), min(value + above, curves.upper), binned
+
+
+def _pair_draws(sample: ScoreBootstrap, curves: _Curves, pairs: list[tuple[int, int]],
+                value: float) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
+    """Per bootstrap draw, the max's derivative and its change; the metric on the histograms.
+
+    ``worst``: the directional derivative of the max over the pairs near it (bins within
+    ``KAPPA`` standard errors of 0 folded); ``moved``: the draw's metric minus the hat's.
+    """
     from .._kernels.intervals import pair_terms
 
     h = sample.hist
@@ -564,11 +579,7 @@ def _bounds(sample: ScoreBootstrap, curves: _Curves, pairs: list[tuple[int, int]
     near_max = pv >= pv.max() - KAPPA * np.sqrt((deriv ** 2).mean(axis=0))
     worst = deriv[:, near_max].max(axis=1)
     moved = np.stack(boot_values, axis=1)[:, near_max].max(axis=1) - pv.max()
-    # one-sided at (1 + level) / 2 each: at parity the derivative is >= 0 (|h| folded), and the
-    # former symmetric |derivative| quantile made the lower bound a one-sided test at `level`
-    below = max(float(np.quantile(worst, 0.5 + level / 2.0)), 0.0)
-    above = max(float(np.quantile(moved, 0.5 + level / 2.0)), 0.0)
-    return max(value - below, 0.0), min(value + above, curves.upper), float(pv.max())
+    return worst, moved, float(pv.max())
 
 
 def _null_gaps(sample: ScoreBootstrap, curves: _Curves,
