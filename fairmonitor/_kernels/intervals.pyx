@@ -486,23 +486,48 @@ def pair_terms(hat_i, hat_j, var_i, var_j, err_i, err_j, kappa):
     hat_j = np.ascontiguousarray(hat_j, dtype=np.float64)
     err_i = np.ascontiguousarray(err_i, dtype=np.float32)
     err_j = np.ascontiguousarray(err_j, dtype=np.float32)
-    d_hat = hat_i - hat_j
-    gap = np.abs(d_hat)
-    se = np.sqrt(np.asarray(var_i, dtype=np.float64) + np.asarray(var_j, dtype=np.float64))
-    with np.errstate(invalid="ignore"):
-        near = gap <= float(kappa) * np.maximum(se, 1e-12)  # np.maximum: NaN propagates
-    near_idx = np.flatnonzero(near)
-    settled_idx = np.flatnonzero(~near)
-    sign = np.sign(d_hat[settled_idx]).astype(np.float32)
-    n_draws = err_i.shape[0]
+    cdef Py_ssize_t bins = hat_i.shape[0], n_draws = err_i.shape[0], n_near
+    gap = np.empty(bins)
+    near_idx, settled_idx = np.empty(bins, dtype=np.intp), np.empty(bins, dtype=np.intp)
+    sign = np.empty(bins, dtype=np.float32)
+    n_near = _classify(hat_i, hat_j, np.ascontiguousarray(var_i, dtype=np.float64),
+                       np.ascontiguousarray(var_j, dtype=np.float64), float(kappa), gap,
+                       near_idx, settled_idx, sign)
+    near_idx, settled_idx = near_idx[:n_near], settled_idx[:bins - n_near]
     folded = np.empty(n_draws, dtype=np.float32)
-    settled = np.empty((settled_idx.size, n_draws), dtype=np.float32)  # transposed: F order
+    settled = np.empty((bins - n_near, n_draws), dtype=np.float32)  # transposed: F order
     moved = np.empty(n_draws)
     _pair_noise(err_i, err_j, near_idx, settled_idx, folded, settled)
     _moved(hat_i, hat_j, err_i, err_j, moved)
     cdef double[::1] g = gap
-    cdef double value = _pairwise(&g[0], g.shape[0]) if g.shape[0] else 0.0
-    return folded, settled.T, sign, value, moved
+    cdef double value = _pairwise(&g[0], bins) if bins else 0.0
+    return folded, settled.T, sign[:bins - n_near], value, moved
+
+
+cdef Py_ssize_t _classify(const double[::1] hat_i, const double[::1] hat_j,
+                          const double[::1] var_i, const double[::1] var_j, double kappa,
+                          double[::1] gap, Py_ssize_t[::1] near_idx,
+                          Py_ssize_t[::1] settled_idx, float[::1] sign) noexcept nogil:
+    """Each bin's ``|d|``; the bins near 0 and the settled ones with their sign; ``n_near``.
+
+    Near: ``|d| <= kappa * max(se, 1e-12)`` (``np.maximum``: a NaN ``se`` stays NaN, and the
+    bin is settled); the sign as ``np.sign`` gives it, as float32.
+    """
+    cdef Py_ssize_t b, n_near = 0, n_settled = 0
+    cdef double d, se, floor_
+    for b in range(hat_i.shape[0]):
+        d = hat_i[b] - hat_j[b]
+        gap[b] = fabs(d)
+        se = sqrt(var_i[b] + var_j[b])
+        floor_ = se if (se != se or se > 1e-12) else 1e-12
+        if gap[b] <= kappa * floor_:
+            near_idx[n_near] = b
+            n_near += 1
+        else:
+            settled_idx[n_settled] = b
+            sign[n_settled] = 1.0 if d > 0 else (-1.0 if d < 0 else (0.0 if d == 0 else d))
+            n_settled += 1
+    return n_near
 
 
 cdef void _gap_rows(const real[:, ::1] a, const real[:, ::1] b, real[::1] buf,
