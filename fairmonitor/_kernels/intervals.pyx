@@ -603,13 +603,15 @@ cdef void _pair_max_rows(const double[:, ::1] z, const double[::1] scale,
                          const Py_ssize_t[::1] left, const Py_ssize_t[::1] right,
                          const double[::1] se, const double[::1] shift,
                          double[::1] near, double[::1] far) noexcept nogil:
-    cdef Py_ssize_t d, k, a, b
+    cdef Py_ssize_t d, k, a, b, pairs = left.shape[0]
     cdef double top, top_shifted, t, s
+    cdef const double* row
     for d in range(z.shape[0]):
+        row = &z[d, 0]  # one row's pointer: no 2-D index arithmetic per load
         top, top_shifted = -INFINITY, -INFINITY
-        for k in range(left.shape[0]):
+        for k in range(pairs):
             a, b = left[k], right[k]
-            t = (z[d, a] * scale[a] - z[d, b] * scale[b]) / se[k]
+            t = (row[a] * scale[a] - row[b] * scale[b]) / se[k]
             if t > top or t != t:  # np.max: NaN wins
                 top = t
             s = t - shift[k]
