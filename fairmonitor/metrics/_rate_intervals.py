@@ -36,7 +36,7 @@ the weighted share as the rate (an approximation that ignores the weights' corre
 outcome; exact for equal weights).
 
 Pure numpy (layer 1); the joint critical value's draws go through one compiled kernel
-(:func:`._intervals_compiled.pair_maxima`, numba, imported when first needed).
+(:func:`fairmonitor._kernels.intervals.pair_maxima`, Cython, imported when first needed).
 """
 
 from __future__ import annotations
@@ -257,7 +257,7 @@ def _critical(sd: _F, fam: NDArray[np.intp], i: NDArray[np.intp], j: NDArray[np.
         return normal.inv_cdf(1.0 - tail / 2.0), z  # the two orders of one pair: |T|
     if fam.size > MAX_SIMULATED_PAIRS:
         return normal.inv_cdf(1.0 - tail / fam.size), z  # Bonferroni: conservative
-    from ._intervals_compiled import pair_maxima  # numba: one pass over draws x pairs
+    from .._kernels.intervals import pair_maxima  # one pass over draws x pairs
 
     cells, where = np.unique(np.concatenate([fam * sd.shape[1] + i, fam * sd.shape[1] + j]),
                              return_inverse=True)

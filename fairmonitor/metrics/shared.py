@@ -54,12 +54,11 @@ from ._rate_intervals import rate_gap_interval
 
 
 def cell_histogram(*args: Any, **kwargs: Any) -> Any:
-    """Return a group's fine score histogram from its cells (compiled: numba loads on first use).
+    """Return a group's fine score histogram from its cells (a compiled kernel).
 
-    See :func:`fairmonitor.metrics._intervals_compiled.cell_histogram`; imported here, inside
-    the function, so that importing this module does not load numba.
+    See :func:`fairmonitor._kernels.intervals.cell_histogram`; imported when first called.
     """
-    from ._intervals_compiled import cell_histogram as compiled
+    from .._kernels.intervals import cell_histogram as compiled
 
     return compiled(*args, **kwargs)
 

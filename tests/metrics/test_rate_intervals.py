@@ -255,7 +255,7 @@ def test_shared_chance_draws_give_the_values_of_a_cold_start():
 
 
 def test_joint_maxima_kernel_is_numpys_arithmetic():
-    from fairmonitor.metrics._intervals_compiled import pair_maxima
+    from fairmonitor._kernels.intervals import pair_maxima
 
     rng = np.random.default_rng(3)
     z, scale = rng.standard_normal((500, 7)), rng.uniform(0.01, 0.1, 7)

@@ -1,0 +1,646 @@
+# cython: language_level=3, autotestdict=False
+"""The intervals' compiled kernels: bootstrap draws, curves, errors, pair sums; rate maxima.
+
+:func:`~fairmonitor.metrics._intervals.score_gap_interval` reads, per group, a (draws, bins)
+array of bootstrap counts and turns it into curves, errors and per-pair sums. In numpy each
+step was a pass over a block temporary (the CDF's cumulative sum and division; MADD's
+``np.add.reduceat``; ABPC's mixed-type product and division; the error's subtraction,
+``np.nan_to_num`` (four passes), cast and ``var`` (four passes); per pair the noise, two
+masked copies, ``abs`` and a sum). Compiled, each is one pass that writes only what is read
+again. The report's fine histogram of cells (:func:`cell_histogram`) is one pass instead of a
+division, a cast, a minimum and a weighted ``np.bincount``; the rate intervals' joint maxima
+(:func:`pair_maxima`) one pass instead of six (draws, pairs) temporaries.
+
+Cython, compiled at install (``setup.py``): importing this module loads no JIT compiler.
+
+**Bit for bit the numpy results.** No fast-math (the C compiler neither reassociates nor,
+on x86-64's baseline, fuses a multiply-add), every float operation is the one numpy
+performed, in the same order and the same precision (``float`` where the numpy code computed
+in float32; C evaluates ``float`` arithmetic in ``float`` on x86-64 and aarch64):
+
+* Sums along a C-ordered row (a curve's total, MADD's coarse bins, a null gap's L1 sum) are
+  numpy's pairwise summation in the array's dtype (:func:`_pairwise`: halves rounded down to
+  multiples of 8 down to leaves of at most 128 terms, 8 accumulators per leaf); a segment of
+  ``np.add.reduceat`` is its first term plus the pairwise sum of the rest; a cumulative sum
+  adds in turn.
+* numpy's masked copy ``noise[:, near_zero]`` is Fortran-ordered, so its sum over the bins
+  adds column after column (not pairwise): :func:`pair_terms` adds them so, and hands BLAS the
+  same Fortran-ordered float32 array for the product with the signs.
+* Sums over the draws (the error's variance) add row after row from 0.0, as numpy reduces a
+  C-ordered array over its first axis; ``var`` is the mean, then the mean squared deviation.
+* Division by zero gives IEEE's quotient (``cdivision``).
+
+``tests/metrics/test_intervals.py`` keeps the numpy versions as oracles.
+"""
+
+import math
+
+import numpy as np
+
+cimport cython
+from libc.float cimport DBL_MAX
+from libc.math cimport INFINITY, ceil, fabs, fabsf, floor, sqrt
+
+ctypedef fused real:
+    float
+    double
+
+ctypedef fused real2:
+    float
+    double
+
+__all__ = ["cdf_curves", "cell_histogram", "coarse_curves", "density_curves",
+           "errors", "pair_gaps", "pair_maxima", "pair_terms", "poisson_counts", "scaled"]
+
+#: numpy's pairwise summation: leaves of at most this many terms, 8 accumulators each.
+cdef enum:
+    _LEAF = 128
+cdef double _BIG = DBL_MAX  # np.nan_to_num's replacement of +inf
+
+
+def _real(a):
+    """``a`` C-contiguous, as float32 if it is float32 and as float64 otherwise."""
+    a = np.asarray(a)
+    return np.ascontiguousarray(a, dtype=np.float32 if a.dtype == np.float32 else np.float64)
+
+
+# ------------------------------------------------------------------ numpy's pairwise summation
+
+cdef inline real _leaf(const real* a, Py_ssize_t n) noexcept nogil:
+    """Sum ``n <= 128`` values as numpy does: 8 accumulators, then the rest in turn."""
+    cdef Py_ssize_t i
+    cdef real res, r0, r1, r2, r3, r4, r5, r6, r7
+    if n < 8:
+        res = 0
+        for i in range(n):
+            res += a[i]
+        return res
+    r0, r1, r2, r3 = a[0], a[1], a[2], a[3]
+    r4, r5, r6, r7 = a[4], a[5], a[6], a[7]
+    i = 8
+    while i < n - n % 8:
+        r0 += a[i]
+        r1 += a[i + 1]
+        r2 += a[i + 2]
+        r3 += a[i + 3]
+        r4 += a[i + 4]
+        r5 += a[i + 5]
+        r6 += a[i + 6]
+        r7 += a[i + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += a[i]
+        i += 1
+    return res
+
+
+cdef real _pairwise(const real* a, Py_ssize_t n) noexcept nogil:
+    """``np.sum`` of ``a[:n]`` in ``a``'s dtype, to the last bit: numpy's recursion.
+
+    numpy splits ``n > 128`` summands at ``n // 2`` rounded down to a multiple of 8 and adds
+    the two halves' sums; blocks of at most 128 are :func:`_leaf`.
+    """
+    cdef Py_ssize_t half
+    if n <= _LEAF:
+        return _leaf(a, n)
+    half = n // 2
+    half -= half % 8
+    return _pairwise(a, half) + _pairwise(a + half, n - half)
+
+
+# ------------------------------------------------------------------------------ Poisson draws
+
+cdef void _guide(const double* table, Py_ssize_t low, Py_ssize_t high, double u_min,
+                 double step, Py_ssize_t n_guide, Py_ssize_t* guide) noexcept nogil:
+    """``guide[j]``: the smallest ``k`` in ``[low, high]`` with ``table[k] >= u_min + j step``.
+
+    The index of Chen and Asau's indexed search: one sweep of the table for all buckets.
+    """
+    cdef Py_ssize_t j, k = low
+    for j in range(n_guide):
+        while k < high and table[k] < u_min + j * step:
+            k += 1
+        guide[j] = k
+
+
+cdef void _poisson_bin(double rate, double mode, double pmf, double cdf,
+                       const double[:, ::1] uniforms, Py_ssize_t b, double* table,
+                       Py_ssize_t* guide, float[:, ::1] out) noexcept nogil:
+    """One bin's draws: the smallest ``k`` with ``u <= F(k)``, over the bin's CDF table.
+
+    The table is built once per bin from the mode, down ``F(k - 1) = F(k) - p(k)``, ``p(k -
+    1) = p(k) (k / rate)`` until it falls below the bin's smallest uniform, and up ``p(k) =
+    p(k - 1) (rate / k)``, ``F(k) = F(k - 1) + p(k)`` until it reaches the largest. Each draw
+    then starts from its bucket's guide (as many buckets between the extreme uniforms as
+    draws or table steps, whichever is more) and
+    steps to the smallest ``k`` with ``u <= F(k)``: a step or two a draw instead of a
+    bisection's ~log2(sqrt(rate)) mispredicted branches. The same table and the same inverse
+    as a walk from the mode per draw, so the same counts, bit for bit.
+    """
+    cdef Py_ssize_t n_draws = uniforms.shape[0], d, k, j, low, high, at, last, n_guide
+    cdef double bottom, u, u_min = 1.0, u_max = 0.0, k_low, p_low, k_high, p_high, step
+    # 8 standard deviations from the mode (probability < 1e-15) the table stops: only a u
+    # within the CDF's round-off of 0 or 1 gets there
+    bottom = floor(max(mode - 8.0 * sqrt(rate) - 40.0, 0.0))
+    last = <Py_ssize_t>(ceil(mode + 8.0 * sqrt(rate) + 40.0) - bottom)
+    at = <Py_ssize_t>(mode - bottom)
+    for d in range(n_draws):
+        u_min = min(u_min, uniforms[d, b])
+        u_max = max(u_max, uniforms[d, b])
+    table[at] = cdf
+    low, k_low, p_low = at, mode, pmf
+    while low > 0 and u_min <= table[low]:
+        table[low - 1] = table[low] - p_low
+        p_low *= k_low / rate
+        k_low -= 1.0
+        low -= 1
+    high, k_high, p_high = at, mode, pmf
+    while high < last and u_max > table[high]:
+        k_high += 1.0
+        p_high *= rate / k_high
+        table[high + 1] = table[high] + p_high
+        high += 1
+    n_guide = max(n_draws, high - low + 1)  # a bucket a draw or a table step: O(1) a draw
+    step = (u_max - u_min) / n_guide if u_max > u_min else 1.0
+    _guide(table, low, high, u_min, step, n_guide, guide)
+    for d in range(n_draws):
+        u = uniforms[d, b]
+        j = min(max(<Py_ssize_t>((u - u_min) / step), 0), n_guide - 1)
+        k = guide[j]
+        # exact whatever the rounding of the bucket: down while the step below still holds
+        # u, up while this step is below it
+        while k > low and u <= table[k - 1]:
+            k -= 1
+        while k < high and u > table[k]:
+            k += 1
+        out[d, b] = <float>(bottom + k)
+
+
+cdef void _poisson_rows(const double[::1] lam, const double[::1] mode, const double[::1] pmf,
+                        const double[::1] cdf, const double[:, ::1] uniforms, double* table,
+                        Py_ssize_t* guide, float[:, ::1] out) noexcept nogil:
+    cdef Py_ssize_t b, d
+    cdef double rate
+    for b in range(uniforms.shape[1]):
+        rate = lam[b]
+        if rate <= 0.0 or rate != rate:  # none (NaN: no count)
+            for d in range(uniforms.shape[0]):
+                out[d, b] = 0.0 if rate <= 0.0 else <float>rate
+            continue
+        _poisson_bin(rate, mode[b], pmf[b], cdf[b], uniforms, b, table, guide, out)
+
+
+def poisson_counts(lam, uniforms):
+    """Poisson(``lam[b]``) draws by inversion of ``uniforms`` (draws, R), as float32 counts.
+
+    Each bin's CDF table is built once, from the mode (where the pmf and CDF are exact:
+    log-gamma and the regularized incomplete gamma) down and up to the bin's extreme
+    uniforms; each draw then searches it from a guide (indexed search). Whole counts, never
+    negative: ``scipy.stats.poisson.ppf`` of the uniforms but on a rounding boundary.
+
+    >>> poisson_counts(np.array([0.0, 3.0]), np.array([[0.5, 0.01], [0.5, 0.99]])).tolist()
+    [[0.0, 0.0], [0.0, 8.0]]
+    """
+    from scipy import special
+
+    lam = np.ascontiguousarray(lam, dtype=np.float64)
+    uniforms = np.ascontiguousarray(uniforms, dtype=np.float64)
+    mode = np.floor(lam)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pmf = np.exp(mode * np.log(lam) - lam - special.gammaln(mode + 1.0))
+    cdf = np.ascontiguousarray(special.pdtr(mode, lam), dtype=np.float64)
+    out = np.empty(uniforms.shape, dtype=np.float32)
+    finite = lam[np.isfinite(lam)]
+    # the table spans at most 16 sqrt(lam) + 82 counts (bottom clipped at 0: below that)
+    table = np.empty(int(16.0 * math.sqrt(max(finite.max(initial=0.0), 0.0))) + 100)
+    guide = np.empty(max(uniforms.shape[0], table.size), dtype=np.intp)
+    cdef double[::1] t = table
+    cdef Py_ssize_t[::1] g = guide
+    if uniforms.shape[0]:
+        _poisson_rows(lam, mode, pmf, cdf, uniforms, &t[0], &g[0], out)
+    return out
+
+
+# ----------------------------------------------------------------------------- curves
+
+def scaled(x, factor):
+    """``x * factor`` in float64, for 2-D ``x`` and one factor per column.
+
+    numpy's mixed-type product casts ``x`` through a buffer: ~5x slower.
+
+    >>> scaled(np.array([[1.0, 2.0]], dtype=np.float32), np.array([0.5, 3.0])).tolist()
+    [[0.5, 6.0]]
+    """
+    x = _real(x)
+    out = np.empty(x.shape)
+    factor = np.ascontiguousarray(factor, dtype=np.float64)
+    if x.dtype == np.float32:
+        _scaled_rows[float](x, factor, out)
+    else:
+        _scaled_rows[double](x, factor, out)
+    return out
+
+
+cdef void _scaled_rows(const real[:, ::1] x, const double[::1] factor,
+                       double[:, ::1] out) noexcept nogil:
+    cdef Py_ssize_t d, b
+    for d in range(x.shape[0]):
+        for b in range(x.shape[1]):
+            out[d, b] = <double>x[d, b] * factor[b]
+
+
+cdef void _cdf_rows(const real[:, ::1] counts, real[:, ::1] out) noexcept nogil:
+    cdef Py_ssize_t n_draws = counts.shape[0], r = counts.shape[1], d, b
+    cdef real c, total
+    if r < 2:
+        return
+    for d in range(n_draws):
+        c = counts[d, 0]
+        out[d, 0] = c
+        for b in range(1, r - 1):
+            c += counts[d, b]
+            out[d, b] = c
+        total = _pairwise(&counts[d, 0], r)  # then each running sum over the row's total
+        for b in range(r - 1):
+            out[d, b] = out[d, b] / total
+
+
+def cdf_curves(counts):
+    """``np.cumsum(counts, axis=-1)[:, :-1] / counts.sum(axis=-1, keepdims=True)`` (2-D).
+
+    >>> cdf_curves(np.array([[1.0, 1.0, 2.0]])).tolist()
+    [[0.25, 0.5]]
+    """
+    counts = _real(counts)
+    out = np.empty((counts.shape[0], counts.shape[1] - 1), dtype=counts.dtype)
+    if counts.shape[1] < 2:
+        pass
+    elif counts.dtype == np.float32:
+        _cdf_rows[float](counts, out)
+    else:
+        _cdf_rows[double](counts, out)
+    return out
+
+
+cdef void _coarse_rows(const real[:, ::1] counts, const Py_ssize_t[::1] starts,
+                       const Py_ssize_t[::1] slots, double[:, ::1] out) noexcept nogil:
+    cdef Py_ssize_t n_draws = counts.shape[0], r = counts.shape[1], d, k, j, lo, n
+    cdef Py_ssize_t n_seg = starts.shape[0]
+    cdef const real* row
+    cdef real v
+    cdef double total
+    for d in range(n_draws):
+        row = &counts[d, 0]
+        for j in range(out.shape[1]):
+            out[d, j] = 0.0
+        for k in range(n_seg):  # np.add.reduceat: the first term, then the rest's sum
+            lo = starts[k] + 1
+            n = (starts[k + 1] if k + 1 < n_seg else r) - lo
+            v = row[lo - 1]
+            if n > 0:
+                v += _pairwise(row + lo, n)
+            out[d, slots[k]] = v
+        total = <double>_pairwise(row, r)  # then over the row's total, in float64
+        for j in range(out.shape[1]):
+            out[d, j] = out[d, j] / total
+
+
+def coarse_curves(counts, starts, slots, m):
+    """MADD's coarse histograms as probabilities, float64 (2-D ``counts``).
+
+    ``coarse = zeros((D, m)); coarse[:, slots] = np.add.reduceat(counts, starts, axis=-1)``,
+    divided by ``counts.sum(axis=-1, keepdims=True)``.
+
+    >>> coarse_curves(np.array([[1.0, 1.0, 2.0]]), np.array([0, 2]), np.array([0, 1]),
+    ...               2).tolist()
+    [[0.5, 0.5]]
+    """
+    counts = _real(counts)
+    out = np.empty((counts.shape[0], int(m)))
+    starts = np.ascontiguousarray(starts, dtype=np.intp)
+    slots = np.ascontiguousarray(slots, dtype=np.intp)
+    if counts.dtype == np.float32:
+        _coarse_rows[float](counts, starts, slots, out)
+    else:
+        _coarse_rows[double](counts, starts, slots, out)
+    return out
+
+
+cdef void _density_rows(const double[:, ::1] dens, const real[:, ::1] counts,
+                        double[:, ::1] out) noexcept nogil:
+    cdef Py_ssize_t d, b
+    cdef double total
+    for d in range(counts.shape[0]):
+        total = <double>_pairwise(&counts[d, 0], counts.shape[1])
+        for b in range(dens.shape[1]):
+            out[d, b] = dens[d, b] / total
+
+
+def density_curves(dens, counts):
+    """``dens / counts.sum(axis=-1, keepdims=True)`` (2-D, float64 ``dens``).
+
+    >>> density_curves(np.array([[1.0, 3.0]]), np.array([[2.0, 2.0]])).tolist()
+    [[0.25, 0.75]]
+    """
+    dens = np.ascontiguousarray(dens, dtype=np.float64)
+    out = np.empty(dens.shape)
+    counts = _real(counts)
+    if counts.dtype == np.float32:
+        _density_rows[float](dens, counts, out)
+    else:
+        _density_rows[double](dens, counts, out)
+    return out
+
+
+# ----------------------------------------------------------------------------- errors
+
+cdef void _row_totals(const real[:, ::1] counts, double[::1] out) noexcept nogil:
+    cdef Py_ssize_t d
+    for d in range(counts.shape[0]):
+        out[d] = <double>_pairwise(&counts[d, 0], counts.shape[1])
+
+
+cdef void _error_rows(const real[:, ::1] curves, const double* totals, const double[::1] hat,
+                      float[:, ::1] err, double[::1] var, double[:, ::1] x,
+                      double[::1] total) noexcept nogil:
+    cdef Py_ssize_t n_draws = curves.shape[0], g = curves.shape[1], d, b
+    cdef double c, v, dev
+    for b in range(g):
+        total[b] = 0.0
+        var[b] = 0.0
+    for d in range(n_draws):
+        for b in range(g):
+            c = <double>curves[d, b]
+            if totals != NULL:
+                c = c / totals[d]
+            v = c - hat[b]
+            if v != v:  # np.nan_to_num
+                v = 0.0
+            elif v > _BIG:
+                v = _BIG
+            elif v < -_BIG:
+                v = -_BIG
+            x[d, b] = v
+            err[d, b] = <float>v
+            total[b] += v  # the draws' sum per bin, row after row as numpy's axis-0 sum
+    for b in range(g):
+        total[b] = total[b] / n_draws  # the mean
+    for d in range(n_draws):
+        for b in range(g):
+            dev = x[d, b] - total[b]
+            var[b] += dev * dev
+    for b in range(g):
+        var[b] = var[b] / n_draws
+
+
+def errors(curves, hat, counts=None):
+    """``e = np.nan_to_num(curves - hat)``: ``(e.astype(float32), e.var(axis=0))``.
+
+    With ``counts``, the curves are ``curves / counts.sum(axis=-1, keepdims=True)`` (ABPC's
+    densities, :func:`density_curves`), without an array of them.
+
+    >>> err, var = errors(np.array([[1.0], [3.0]]), np.array([1.0]))
+    >>> err.tolist(), var.tolist()
+    ([[0.0], [2.0]], [1.0])
+    """
+    curves = _real(curves)
+    hat = np.ascontiguousarray(hat, dtype=np.float64)
+    err = np.empty(curves.shape, dtype=np.float32)
+    var = np.empty(curves.shape[1])
+    x = np.empty(curves.shape)
+    total = np.empty(curves.shape[1])
+    cdef double[::1] totals
+    cdef double* by = NULL
+    if counts is not None:
+        counts = _real(counts)
+        totals = np.empty(curves.shape[0])
+        if counts.dtype == np.float32:
+            _row_totals[float](counts, totals)
+        else:
+            _row_totals[double](counts, totals)
+        if totals.shape[0]:
+            by = &totals[0]
+    if curves.dtype == np.float32:
+        _error_rows[float](curves, by, hat, err, var, x, total)
+    else:
+        _error_rows[double](curves, by, hat, err, var, x, total)
+    return err, var
+
+
+# ---------------------------------------------------------------------------- pair sums
+
+cdef void _pair_noise(const float[:, ::1] err_i, const float[:, ::1] err_j,
+                      const Py_ssize_t[::1] near_idx, const Py_ssize_t[::1] settled_idx,
+                      float[::1] folded, float[:, ::1] settled) noexcept nogil:
+    """The near bins' folded sums (column after column) and the settled bins' noise."""
+    cdef Py_ssize_t n_draws = err_i.shape[0], d, k, b
+    cdef float acc
+    for d in range(n_draws):
+        acc = 0.0
+        for k in range(near_idx.shape[0]):
+            b = near_idx[k]
+            acc += fabsf(err_i[d, b] - err_j[d, b])
+        folded[d] = acc
+    for k in range(settled_idx.shape[0]):
+        b = settled_idx[k]
+        for d in range(n_draws):
+            settled[k, d] = err_i[d, b] - err_j[d, b]
+
+
+cdef void _moved(const double[::1] hat_i, const double[::1] hat_j,
+                 const float[:, ::1] err_i, const float[:, ::1] err_j,
+                 double[::1] moved) noexcept nogil:
+    """Each draw's change of the L1 sum, ``sum_b |d + noise| - |d|``, bin after bin."""
+    cdef Py_ssize_t d, b
+    cdef double d_hat
+    for d in range(err_i.shape[0]):
+        moved[d] = 0.0
+    for b in range(hat_i.shape[0]):
+        d_hat = hat_i[b] - hat_j[b]
+        for d in range(err_i.shape[0]):
+            moved[d] += fabs(d_hat + <double>(err_i[d, b] - err_j[d, b])) - fabs(d_hat)
+
+
+def pair_terms(hat_i, hat_j, var_i, var_j, err_i, err_j, kappa):
+    """Compute a pair's derivative terms: ``(folded, settled, sign, value, moved)``.
+
+    With ``d = hat_i - hat_j``, ``noise = err_i - err_j`` and ``near = |d| <= kappa *
+    max(sqrt(var_i + var_j), 1e-12)``: ``folded = |noise[:, near]|.sum(axis=1)`` (float32),
+    ``settled = noise[:, ~near]``, ``sign = sign(d[~near])`` as float32, ``value =
+    |d|.sum()`` and ``moved = (|d + noise| - |d|)`` summed over the bins in turn (float64;
+    ``noise`` cast from float32). The derivative is ``folded + settled @ sign``; ``moved`` is
+    each bootstrap draw's value minus the hat's.
+
+    numpy's masked copy along the second axis is Fortran-ordered: its sum adds the columns in
+    turn (not pairwise) and BLAS multiplies it column-major, so ``settled`` is the same
+    Fortran-ordered array (BLAS then sums in the same order).
+
+    >>> e = np.array([[0.5, 0.0]], dtype=np.float32)
+    >>> out = pair_terms(np.array([0.0, 1.0]), np.zeros(2), np.ones(2), np.ones(2), e,
+    ...                  np.zeros_like(e), 3.0)
+    >>> [a.tolist() for a in out[:3]], out[3], out[4].tolist()
+    ([[0.5], [[]], []], 1.0, [0.5])
+    """
+    hat_i = np.ascontiguousarray(hat_i, dtype=np.float64)
+    hat_j = np.ascontiguousarray(hat_j, dtype=np.float64)
+    err_i = np.ascontiguousarray(err_i, dtype=np.float32)
+    err_j = np.ascontiguousarray(err_j, dtype=np.float32)
+    cdef Py_ssize_t bins = hat_i.shape[0], n_draws = err_i.shape[0], n_near
+    gap = np.empty(bins)
+    near_idx, settled_idx = np.empty(bins, dtype=np.intp), np.empty(bins, dtype=np.intp)
+    sign = np.empty(bins, dtype=np.float32)
+    n_near = _classify(hat_i, hat_j, np.ascontiguousarray(var_i, dtype=np.float64),
+                       np.ascontiguousarray(var_j, dtype=np.float64), float(kappa), gap,
+                       near_idx, settled_idx, sign)
+    near_idx, settled_idx = near_idx[:n_near], settled_idx[:bins - n_near]
+    folded = np.empty(n_draws, dtype=np.float32)
+    settled = np.empty((bins - n_near, n_draws), dtype=np.float32)  # transposed: F order
+    moved = np.empty(n_draws)
+    _pair_noise(err_i, err_j, near_idx, settled_idx, folded, settled)
+    _moved(hat_i, hat_j, err_i, err_j, moved)
+    cdef double[::1] g = gap
+    cdef double value = _pairwise(&g[0], bins) if bins else 0.0
+    return folded, settled.T, sign[:bins - n_near], value, moved
+
+
+cdef Py_ssize_t _classify(const double[::1] hat_i, const double[::1] hat_j,
+                          const double[::1] var_i, const double[::1] var_j, double kappa,
+                          double[::1] gap, Py_ssize_t[::1] near_idx,
+                          Py_ssize_t[::1] settled_idx, float[::1] sign) noexcept nogil:
+    """Each bin's ``|d|``; the bins near 0 and the settled ones with their sign; ``n_near``.
+
+    Near: ``|d| <= kappa * max(se, 1e-12)`` (``np.maximum``: a NaN ``se`` stays NaN, and the
+    bin is settled); the sign as ``np.sign`` gives it, as float32.
+    """
+    cdef Py_ssize_t b, n_near = 0, n_settled = 0
+    cdef double d, se, floor_
+    for b in range(hat_i.shape[0]):
+        d = hat_i[b] - hat_j[b]
+        gap[b] = fabs(d)
+        se = sqrt(var_i[b] + var_j[b])
+        floor_ = se if (se != se or se > 1e-12) else 1e-12
+        if gap[b] <= kappa * floor_:
+            near_idx[n_near] = b
+            n_near += 1
+        else:
+            settled_idx[n_settled] = b
+            sign[n_settled] = 1.0 if d > 0 else (-1.0 if d < 0 else (0.0 if d == 0 else d))
+            n_settled += 1
+    return n_near
+
+
+cdef void _gap_rows(const real[:, ::1] a, const real[:, ::1] b, real[::1] buf,
+                    real[::1] out) noexcept nogil:
+    cdef Py_ssize_t d, k, g = a.shape[1]
+    cdef real zero = 0
+    for d in range(a.shape[0]):
+        for k in range(g):
+            buf[k] = fabs(a[d, k] - b[d, k])  # exact in double, rounded back exactly
+        out[d] = zero + _pairwise(&buf[0], g)
+
+
+def pair_gaps(a, b):
+    """``np.abs(a - b).sum(axis=1)`` of two (draws, G) curves of one dtype.
+
+    >>> pair_gaps(np.array([[0.5, 0.25]]), np.array([[0.25, 0.5]])).tolist()
+    [0.5]
+    """
+    a = _real(a)
+    b = np.ascontiguousarray(b, dtype=a.dtype)
+    out = np.zeros(a.shape[0], dtype=a.dtype)
+    buf = np.empty(a.shape[1], dtype=a.dtype)
+    if a.shape[1] == 0:
+        pass
+    elif a.dtype == np.float32:
+        _gap_rows[float](a, b, buf, out)
+    else:
+        _gap_rows[double](a, b, buf, out)
+    return out
+
+
+# ----------------------------------------------------------------------- cells, rate maxima
+
+cdef int _cells_into(const long long[::1] count, const double[::1] total, Py_ssize_t res,
+                     double[::1] out) noexcept nogil:
+    """Add each cell's count to its bin; -1 if a cell's mean score is negative."""
+    # cells come in score order, so runs of them share a bin: the bin's running sum stays in
+    # a register for the run (the same additions in the same order as bincount's)
+    cdef Py_ssize_t k, b, current = -1
+    cdef double running = 0.0
+    for k in range(count.shape[0]):
+        b = <Py_ssize_t>(total[k] / <double>count[k] * <double>res)
+        if b < 0:
+            return -1
+        b = min(b, res - 1)
+        if b != current:
+            if current >= 0:
+                out[current] = running
+            current, running = b, out[b]
+        running += <double>count[k]
+    if current >= 0:
+        out[current] = running
+    return 0
+
+
+def cell_histogram(count, total, res):
+    """Fine histogram of cells (each at its mean score ``total / count``), float64.
+
+    ``np.bincount(np.minimum((total / count * res).astype(np.intp), res - 1), weights=count,
+    minlength=res)``: each bin adds its cells' counts in order from 0.0.
+
+    >>> cell_histogram(np.array([2, 1]), np.array([0.2, 0.9]), 4).tolist()
+    [2.0, 0.0, 0.0, 1.0]
+    """
+    out = np.zeros(int(res))
+    if _cells_into(np.ascontiguousarray(count, dtype=np.int64),
+                   np.ascontiguousarray(total, dtype=np.float64), int(res), out) < 0:
+        raise ValueError("a cell's mean score is negative")
+    return out
+
+
+cdef void _pair_max_rows(const double[:, ::1] z, const double[::1] scale,
+                         const Py_ssize_t[::1] left, const Py_ssize_t[::1] right,
+                         const double[::1] se, const double[::1] shift,
+                         double[::1] near, double[::1] far) noexcept nogil:
+    cdef Py_ssize_t d, k, a, b, pairs = left.shape[0]
+    cdef double top, top_shifted, t, s
+    cdef const double* row
+    for d in range(z.shape[0]):
+        row = &z[d, 0]  # one row's pointer: no 2-D index arithmetic per load
+        top, top_shifted = -INFINITY, -INFINITY
+        for k in range(pairs):
+            a, b = left[k], right[k]
+            t = (row[a] * scale[a] - row[b] * scale[b]) / se[k]
+            if t > top or t != t:  # np.max: NaN wins
+                top = t
+            s = t - shift[k]
+            if s > top_shifted or s != s:
+                top_shifted = s
+        near[d], far[d] = top, top_shifted
+
+
+def pair_maxima(z, scale, left, right, se, shift):
+    """Per draw ``max_k T_k`` and ``max_k (T_k - shift_k)``, the rate intervals' joint maxima.
+
+    ``T_k = (e_l - e_r) / se_k`` and ``e = z * scale`` (the joint critical value of
+    :mod:`fairmonitor.metrics._rate_intervals`).
+
+    numpy's ``draws = z * scale``, the two gathers, the difference, the division, ``t - shift``
+    and the two maxima each made a (draws, pairs) temporary; here one pass, the same float
+    operations in the same order (bit for bit numpy's).
+
+    >>> z = np.array([[1.0, -1.0], [0.5, 2.0]])
+    >>> near, far = pair_maxima(z, np.ones(2), np.array([0, 1]), np.array([1, 0]),
+    ...                         np.full(2, 2.0), np.array([0.0, 1.0]))
+    >>> near.tolist(), far.tolist()
+    ([1.0, 0.75], [1.0, -0.25])
+    """
+    z = np.ascontiguousarray(z, dtype=np.float64)
+    near, far = np.empty(z.shape[0]), np.empty(z.shape[0])
+    _pair_max_rows(z, np.ascontiguousarray(scale, dtype=np.float64),
+                   np.ascontiguousarray(left, dtype=np.intp),
+                   np.ascontiguousarray(right, dtype=np.intp),
+                   np.ascontiguousarray(se, dtype=np.float64),
+                   np.ascontiguousarray(shift, dtype=np.float64), near, far)
+    return near, far
