@@ -411,8 +411,11 @@ def rate_gap_interval(
     if effective_trials is not None:  # Kish: the weighted share over the effective trials
         n = np.atleast_2d(np.asarray(effective_trials, dtype=float))
         x = np.where(defined, p, 0.0) * n
-    fam, i, j = _ordered_pairs(defined, p, ratio)
-    value, lo, hi = _bounds(x, n, fam, i, j, ratio, tail, n_draws, rng)
+    found = None if ratio else _gap_in_contention(x, n, defined, tail, n_draws, rng)
+    if found is None:  # every ordered pair
+        fam, i, j = _ordered_pairs(defined, p, ratio)
+        found = _bounds(x, n, fam, i, j, ratio, tail, n_draws, rng)
+    value, lo, hi = found
     level_of_chance = _chance(x, n, defined, ratio, n_draws, rng) if chance else float("nan")
     return Interval(lo, hi, level_of_chance, method)
 
@@ -448,7 +451,19 @@ def _bounds(x: _F, n: _F, fam: NDArray[np.intp], i: NDArray[np.intp], j: NDArray
     lower, upper = _pair_bounds(x, n, fam, i, j, ratio, z_all, z_all)
     near = lower <= upper.min() if ratio else upper >= lower.max()
     near[best] = True
-    f, a, b = fam[near], i[near], j[near]
+    extreme = float(upper.min() if ratio else lower.max())
+    return _contention(x, n, fam[near], i[near], j[near], ratio, extreme, float(est[best]),
+                       tail, n_draws, rng)
+
+
+def _contention(x: _F, n: _F, f: NDArray[np.intp], a: NDArray[np.intp], b: NDArray[np.intp],
+                ratio: bool, extreme: float, value: float, tail: float, n_draws: int, rng: Any
+                ) -> tuple[float, float, float]:
+    """(value, lower, upper) from the pairs in contention ``(f, a, b)``.
+
+    ``extreme`` is the extreme over every pair of the bound towards parity at Bonferroni's
+    level (the largest lower bound of a gap, the smallest upper bound of a ratio).
+    """
     # Agresti-Caffo standard errors weigh the pairs' joint critical values (never 0); a
     # group left out (0 trials, its successes possibly kept by the caller) is in no pair
     q = (np.where(n > 0, x, 0.0) + 1.0) / (n + 2.0)
@@ -458,12 +473,319 @@ def _bounds(x: _F, n: _F, fam: NDArray[np.intp], i: NDArray[np.intp], j: NDArray
     else:
         sd, gap = np.sqrt(q * (1.0 - q) / (n + 2.0)), x[f, a] / n[f, a] - x[f, b] / n[f, b]
     shift = (gap.max() - gap) / np.hypot(sd[f, a], sd[f, b])
-    settled = bool(upper.min() < 1.0) if ratio else bool(lower.max() > 0.0)
+    settled = extreme < 1.0 if ratio else extreme > 0.0
     c_near, c_far = _critical(sd, f, a, b, shift, settled, tail, n_draws, rng)
-    value = float(est[best])
     if ratio:
         lower, upper = _pair_bounds(x, n, f, a, b, True, c_far, c_near)
         return value, float(min(lower.min(), value)), float(min(max(upper.min(), value), 1.0))
     lower, upper = _pair_bounds(x, n, f, a, b, False, c_near, c_far)
     return (value, float(min(max(lower.max(), 0.0), value)),
             float(min(max(upper.max(), value), 1.0)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Many groups (issue 30): the pairs in contention of a gap without forming every pair
+
+#: Round-off allowance of the separable bounds below (rates and Wilson bounds in [0, 1]).
+_SLACK = 1e-9
+
+
+def _prefix_pairs(conditions: list[tuple[_F, _F]], cap: int
+                  ) -> tuple[NDArray[np.intp], NDArray[np.intp]] | None:
+    """Every ``(i, j)``, ``i != j``, with ``values[j] <= limit[i]`` for each ``(limit, values)``.
+
+    Enumerated along the condition that leaves the fewest pairs (None beyond ``cap`` of them),
+    then filtered by the others.
+    """
+    orders = [np.argsort(values, kind="stable") for _, values in conditions]
+    counts = [np.searchsorted(values[order], limit, side="right")
+              for (limit, values), order in zip(conditions, orders, strict=True)]
+    pick = int(np.argmin([c.sum() for c in counts]))
+    count, order = counts[pick], orders[pick]
+    total = int(count.sum())
+    if total > cap:
+        return None
+    i = np.repeat(np.arange(count.size), count)
+    j = order[np.arange(total) - np.repeat(np.cumsum(count) - count, count)]
+    keep = i != j
+    for limit, values in conditions:
+        keep &= values[j] <= limit[i]
+    return i[keep], j[keep]
+
+
+def _family_pairs(defined: NDArray[np.bool_], conditions: list[tuple[_F, _F]], cap: int
+                  ) -> tuple[NDArray[np.intp], NDArray[np.intp], NDArray[np.intp]] | None:
+    """:func:`_prefix_pairs` within each family, as ``(family, i, j)`` (None beyond ``cap``)."""
+    fam, left, right = [], [], []
+    for f in np.flatnonzero(defined.any(axis=1)).tolist():
+        g = np.flatnonzero(defined[f])
+        found = _prefix_pairs([(limit[f, g], values[f, g]) for limit, values in conditions],
+                              cap)
+        if found is None:
+            return None
+        fam.append(np.full(found[0].size, f))
+        left.append(g[found[0]])
+        right.append(g[found[1]])
+        cap -= found[0].size
+    return np.concatenate(fam), np.concatenate(left), np.concatenate(right)
+
+
+def _best_pair(p: _F, defined: NDArray[np.bool_], cap: int
+               ) -> tuple[float, tuple[int, int, int]] | None:
+    """Return the largest computed gap ``p_i - p_j`` and its first pair (all-pairs order).
+
+    Float subtraction is monotone, so the largest computed gap is ``fl(max p - min p)`` and a
+    pair reaching it has ``fl(p_i - min p) == fl(max p - p_j) ==`` it.
+    """
+    top = {f: float(np.max(p[f, defined[f]]) - np.min(p[f, defined[f]]))
+           for f in np.flatnonzero(defined.any(axis=1)).tolist()}
+    value = max(top.values())
+    ties = []
+    for f, gap in top.items():
+        g = np.flatnonzero(defined[f])
+        if gap != value:
+            continue
+        lows = g[(np.max(p[f, g]) - p[f, g]) == value]
+        highs = g[(p[f, g] - np.min(p[f, g])) == value]
+        if lows.size * highs.size > cap:
+            return None
+        ties += [(f, i, j) for i in highs.tolist() for j in lows.tolist()
+                 if i != j and p[f, i] - p[f, j] == value]
+    return value, min(ties)
+
+
+def _gap_in_contention(x: _F, n: _F, defined: NDArray[np.bool_], tail: float, n_draws: int,
+                       rng: Any) -> tuple[float, float, float] | None:
+    """:func:`_bounds` of a gap, ``(value, lower, upper)``, from few pairs (None: every pair).
+
+    What :func:`_bounds` reads of the ordered pairs is the largest gap and its first pair, the
+    largest Newcombe lower bound ``L`` at Bonferroni's level and the pairs whose upper bound
+    reaches ``L`` (in contention). Newcombe's bounds are ``d - hypot(p_i - l_i, u_j - p_j)``
+    and ``d + hypot(u_i - p_i, p_j - l_j)``, and ``max(s, t) <= hypot(s, t) <= s + t``, so a
+    pair's lower bound is at most ``min(l_i - p_j, p_i - u_j)`` and its upper bound at most
+    ``u_i - l_j`` (at least ``u_i - p_j``): only the pairs these separable bounds leave in
+    (within :data:`_SLACK`) are computed, with :func:`_pair_bounds`' arithmetic, so the result
+    is the same. None where too many pairs remain (e.g. many tied rates).
+    """
+    k = defined.sum(axis=1)
+    cap = max(1 << 16, 256 * int(k.sum()))  # candidates enumerated (numpy: cheap per pair)
+    z_all = NormalDist().inv_cdf(1.0 - tail / float((k * (k - 1)).sum()))
+    lo, up = wilson_interval(x, n, z_all)
+    p = x / np.where(n > 0, n, 1.0)
+    best = _best_pair(p, defined, cap)
+    if best is None:
+        return None
+    value, (f0, i0, j0) = best
+    first = float(_pair_bounds(x, n, np.array([f0]), np.array([i0]), np.array([j0]), False,
+                               z_all, z_all)[0][0])
+    # L is at least one pair's lower bound, and at least max(l_i - u_j) (hypot <= s + t)
+    floor = max(first, _top_gap(lo, up, defined)) - _SLACK
+    # lower bound at most min(l_i - p_j, p_i - u_j): reaching the floor needs both
+    pairs = _family_pairs(defined, [(np.minimum(lo, p) - floor + _SLACK, p),
+                                    (p - floor + _SLACK, up)], cap)
+    if pairs is None:
+        return None
+    lower = _pair_bounds(x, n, *pairs, False, z_all, z_all)[0]
+    extreme = max(float(lower.max(initial=-np.inf)), first)
+    if _sure_in_contention(p, up, defined, extreme) > MAX_SIMULATED_PAIRS:
+        return _many_in_contention(x, n, defined, tail, (extreme, z_all), value, (f0, i0, j0),
+                                   cap)
+    pairs = _family_pairs(defined, [(up - extreme + _SLACK, lo)], cap)
+    if pairs is None:
+        return None
+    f, a, b = pairs
+    upper = _pair_bounds(x, n, f, a, b, False, z_all, z_all)[1]
+    near = upper >= extreme
+    size = x.shape[1]
+    keys = np.unique(np.concatenate([(f[near] * size + a[near]) * size + b[near],
+                                     [(f0 * size + i0) * size + j0]]))
+    f, rest = np.divmod(keys, size * size)
+    a, b = np.divmod(rest, size)
+    return _contention(x, n, f, a, b, False, extreme, value, tail, n_draws, rng)
+
+
+def _sure_in_contention(p: _F, up: _F, defined: NDArray[np.bool_], extreme: float) -> int:
+    """Count the pairs surely in contention: ``u_i - p_j >= L`` (their upper bound reaches L)."""
+    total = 0
+    for f in np.flatnonzero(defined.any(axis=1)).tolist():
+        g = np.flatnonzero(defined[f])
+        limit = up[f, g] - extreme - _SLACK
+        total += int(np.searchsorted(np.sort(p[f, g]), limit, side="right").sum())
+        total -= int((p[f, g] <= limit).sum())  # not a group with itself
+    return total
+
+
+def _many_in_contention(x: _F, n: _F, defined: NDArray[np.bool_], tail: float,
+                        extreme: tuple[float, float], value: float, best: tuple[int, int, int],
+                        cap: int) -> tuple[float, float, float] | None:
+    """``(value, lower, upper)`` with more than ``MAX_SIMULATED_PAIRS`` pairs in contention.
+
+    :func:`_critical` is then Bonferroni's: ``z`` away from parity, ``z_{1 - tail/N}``
+    towards it (``N`` pairs in contention), both at most the ``z_all`` of every pair
+    (``extreme`` is ``(L, z_all)``). Wilson's intervals are nested in ``z``, so at either
+    critical value every pair's lower bound is at least, and its upper bound at most, its bound
+    at ``z_all``; a pair reaching the largest bound over *every* pair is then the largest over
+    the pairs in contention as soon as one such pair is in contention. The lower end needs
+    ``N`` (:func:`_contention_size`) unless no pair's lower bound at ``z`` reaches 0 (then it
+    is 0 whatever ``N``). None (every pair) when something is in doubt.
+    """
+    z = NormalDist().inv_cdf(1.0 - tail)
+    top = _largest_bound(x, n, defined, z, 1, cap)
+    if top is None or not _any_in_contention(x, n, top[1], extreme, best):
+        return None
+    upper = float(min(max(top[0], value), 1.0))
+    near = _largest_bound(x, n, defined, z, 0, cap)
+    if near is not None and near[0] <= -_SLACK:  # lower bounds at the critical value <= these
+        return value, 0.0, upper
+    size = _contention_size(x, n, defined, extreme, best, cap)
+    if size is None:
+        return None
+    c_near = NormalDist().inv_cdf(1.0 - tail / size)  # _critical's, from the count alone
+    low = _largest_bound(x, n, defined, c_near, 0, cap)
+    if low is None or not _any_in_contention(x, n, low[1], extreme, best):
+        return None
+    return value, float(min(max(low[0], 0.0), value)), upper
+
+
+def _largest_bound(x: _F, n: _F, defined: NDArray[np.bool_], z: float, side: int, cap: int
+                   ) -> tuple[float, tuple[NDArray[np.intp], ...]] | None:
+    """Return the largest Newcombe lower (``side`` 0) or upper (1) bound at ``z``, every pair.
+
+    With the pairs reaching it. A lower bound is at least ``l_i - u_j`` and at most
+    ``min(l_i - p_j, p_i - u_j)``; an upper bound at least ``u_i - p_j`` and at most
+    ``u_i - l_j``. None beyond ``cap`` candidates.
+    """
+    lo, up = wilson_interval(x, n, z)
+    p = x / np.where(n > 0, n, 1.0)
+    if side == 0:
+        floor = _top_gap(lo, up, defined) - 2 * _SLACK
+        conditions = [(np.minimum(lo, p) - floor, p), (p - floor, up)]
+    else:
+        floor = _top_gap(up, p, defined) - 2 * _SLACK
+        conditions = [(up - floor, lo)]
+    pairs = _family_pairs(defined, conditions, cap)
+    if pairs is None:
+        return None
+    bound = _pair_bounds(x, n, *pairs, False, z, z)[side]
+    top = bound == bound.max()
+    return float(bound.max()), tuple(index[top] for index in pairs)
+
+
+def _any_in_contention(x: _F, n: _F, pairs: tuple[NDArray[np.intp], ...],
+                       extreme: tuple[float, float], best: tuple[int, int, int]) -> bool:
+    """Whether one of ``pairs`` is in contention (upper bound at ``z_all`` reaching ``L``)."""
+    f, a, b = pairs
+    if any((int(f[k]), int(a[k]), int(b[k])) == best for k in range(f.size)):
+        return True
+    return bool((_pair_bounds(x, n, f, a, b, False, extreme[1], extreme[1])[1]
+                 >= extreme[0]).any())
+
+
+def _contention_size(x: _F, n: _F, defined: NDArray[np.bool_], extreme: tuple[float, float],
+                     best: tuple[int, int, int], cap: int) -> int | None:
+    """Count the pairs in contention, as :func:`_bounds` forms them (None beyond ``cap``).
+
+    A pair is surely in when ``u_i - p_j`` or ``p_i - l_j`` reaches ``L`` (its upper bound is at
+    least either), surely out when ``u_i - l_j`` does not; the others are computed.
+    """
+    lo, up = wilson_interval(x, n, extreme[1])
+    p = x / np.where(n > 0, n, 1.0)
+    sure = extreme[0] + _SLACK
+    total = 0
+    for f in np.flatnonzero(defined.any(axis=1)).tolist():
+        g = np.flatnonzero(defined[f])
+        total += _either_count(up[f, g] - sure, p[f, g], p[f, g] - sure, lo[f, g])
+    undecided = _window_pairs(defined, (p - sure, up - extreme[0] + _SLACK), lo, p, up - sure,
+                              cap)
+    if undecided is None:
+        return None
+    upper = _pair_bounds(x, n, *undecided, False, extreme[1], extreme[1])[1]
+    total += int((upper >= extreme[0]).sum())
+    f0, i0, j0 = best
+    best_upper = _pair_bounds(x, n, np.array([f0]), np.array([i0]), np.array([j0]), False,
+                              extreme[1], extreme[1])[1][0]
+    return total + int(best_upper < extreme[0])  # the largest gap is always in contention
+
+
+def _either_count(first: _F, first_values: _F, second: _F, second_values: _F) -> int:
+    """Count ``(i, j)``, ``i != j``, with ``first_values[j] <= first[i]`` or the second."""
+    def count(limit: _F, values: _F) -> int:
+        return int(np.searchsorted(np.sort(values), limit, side="right").sum()
+                   - (values <= limit).sum())
+
+    both = _dominance_count(first, first_values, second, second_values)
+    return count(first, first_values) + count(second, second_values) - both
+
+
+def _dominance_count(first: _F, first_values: _F, second: _F, second_values: _F) -> int:
+    """Count ``(i, j)``, ``i != j``, with both ``first_values[j] <= first[i]`` and the second.
+
+    Offline, O(K log K): the queries by ``first``, the points added in order of
+    ``first_values`` to a Fenwick tree over the ranks of ``second_values``.
+    """
+    k = first.size
+    by_value = np.argsort(second_values, kind="stable")
+    position = np.empty(k, dtype=np.intp)
+    position[by_value] = np.arange(k)
+    below = np.searchsorted(second_values[by_value], second, side="right")
+    points = np.argsort(first_values, kind="stable")
+    tree = [0] * (k + 1)
+    total, added = 0, 0
+    for q in np.argsort(first, kind="stable").tolist():
+        while added < k and first_values[points[added]] <= first[q]:
+            slot = int(position[points[added]]) + 1
+            while slot <= k:
+                tree[slot] += 1
+                slot += slot & -slot
+            added += 1
+        slot = int(below[q])
+        while slot > 0:
+            total += tree[slot]
+            slot -= slot & -slot
+    itself = (first_values <= first) & (second_values <= second)
+    return total - int(itself.sum())
+
+
+def _window_pairs(defined: NDArray[np.bool_], window: tuple[_F, _F], values: _F,
+                  others: _F, above: _F, cap: int
+                  ) -> tuple[NDArray[np.intp], NDArray[np.intp], NDArray[np.intp]] | None:
+    """Pairs with ``window[0][i] < values[j] <= window[1][i]`` and ``others[j] > above[i]``.
+
+    Enumerated along the condition that leaves fewer pairs, filtered by the other.
+    """
+    fam, left, right = [], [], []
+    for f in np.flatnonzero(defined.any(axis=1)).tolist():
+        g = np.flatnonzero(defined[f])
+        lo, hi, val, oth, ab = (a[f, g] for a in (*window, values, others, above))
+        by_value, by_other = np.argsort(val, kind="stable"), np.argsort(oth, kind="stable")
+        start = np.searchsorted(val[by_value], lo, side="right")
+        count = np.maximum(np.searchsorted(val[by_value], hi, side="right") - start, 0)
+        first = np.searchsorted(oth[by_other], ab, side="right")
+        if (g.size - first).sum() < count.sum():  # along `others`, a suffix of its order
+            start, count, order = first, g.size - first, by_other
+        else:
+            order = by_value
+        total = int(count.sum())
+        if total > cap:
+            return None
+        i = np.repeat(np.arange(g.size), count)
+        j = order[np.repeat(start, count) + np.arange(total)
+                  - np.repeat(np.cumsum(count) - count, count)]
+        keep = (i != j) & (lo[i] < val[j]) & (val[j] <= hi[i]) & (oth[j] > ab[i])
+        fam.append(np.full(int(keep.sum()), f))
+        left.append(g[i[keep]])
+        right.append(g[j[keep]])
+        cap -= total
+    return np.concatenate(fam), np.concatenate(left), np.concatenate(right)
+
+
+def _top_gap(high: _F, low: _F, defined: NDArray[np.bool_]) -> float:
+    """Return ``max high_i - low_j`` over the pairs ``i != j`` of defined groups of a family."""
+    best = -np.inf
+    for f in np.flatnonzero(defined.any(axis=1)).tolist():
+        g = np.flatnonzero(defined[f])
+        hi, lo = high[f, g], low[f, g]
+        top, bottom = np.argsort(-hi, kind="stable")[:2], np.argsort(lo, kind="stable")[:2]
+        best = max(best, *(float(hi[i] - lo[j]) for i in top.tolist() for j in bottom.tolist()
+                           if i != j))
+    return best
