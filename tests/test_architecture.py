@@ -22,7 +22,7 @@ ARCHITECTURE = ROOT / "ARCHITECTURE.md"
 _SKIP_DIRS = {".git", ".venv", "__pycache__", "node_modules", ".mypy_cache", ".ruff_cache"}
 
 # a file or folder: no spaces, ends with a known suffix or a slash
-_PATH = re.compile(r"^[\w.\-/]+(\.py|\.md|\.yml|\.yaml|\.toml|/)$")
+_PATH = re.compile(r"^[\w.\-/]+(\.py|\.pyx|\.md|\.yml|\.yaml|\.toml|/)$")
 # a dotted reference, optionally called: a.b.c or a/b.c(args)
 _DOTTED = re.compile(
     r"^(?P<name>[A-Za-z_]\w*(?:[./][A-Za-z_]\w*)+)(?:\((?P<args>[^)]*)\))?$")

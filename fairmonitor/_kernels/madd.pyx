@@ -414,7 +414,7 @@ def histograms_by_group(const double[::1] scores, const code_t[::1] codes, Py_ss
     """
     counts = np.zeros(k * m, dtype=np.int64)
     cdef int64_t[::1] out = counts
-    cdef size_t um = <size_t>m, last = um - 1, j
+    cdef Py_ssize_t last = m - 1, j
     cdef double fm = <double>m, lo = _EDGE_MARGIN, hi = 1.0 - _EDGE_MARGIN, x, t, f
     cdef Py_ssize_t i
     cdef code_t c
@@ -425,14 +425,14 @@ def histograms_by_group(const double[::1] scores, const code_t[::1] codes, Py_ss
                 continue
             x = scores[i]
             t = x * fm  # (x - 0) / (1 - 0) * m: numpy's float64 arithmetic, bit for bit
-            j = <size_t>t
+            j = <Py_ssize_t>t  # signed: one instruction each way (t lies in [0, m])
             f = t - <double>j  # exact: the fractional part of t
             if not (lo < f < hi):  # near an edge (or x == 1): numpy's corrections, exactly
-                if j == um:
+                if j == m:
                     j = last
                 if x < edges[j]:
                     j -= 1
                 if j != last and x >= edges[j + 1]:
                     j += 1
-            out[<size_t>c * um + j] += 1
+            out[<Py_ssize_t>c * m + j] += 1
     return counts.reshape(k, m)
