@@ -86,42 +86,86 @@ def w1_units(const double[:] x, const double[:] y, uint64_t ux, uint64_t uy):
     return total
 
 
-cdef inline void _two_sum(double* s, double* c, double t) noexcept nogil:
-    """``s += t``, the rounding error of the addition carried into ``c`` (Knuth's TwoSum)."""
-    cdef double u = s[0] + t, b = u - s[0]
-    c[0] += (s[0] - (u - b)) + (t - b)
-    s[0] = u
-
-
-cdef double _exact_sum(bint squared, const double* x, Py_ssize_t n,
-                       double center) noexcept nogil:
-    """Sum of ``x[k]`` (or ``(x[k] - center)**2``) over ``k < n``, compensated.
-
-    Four running sums, each carrying the rounding error of every addition (TwoSum: six
-    additions a term, none on the sum's critical path, and four lanes the compiler packs into
-    vector registers): the result is the correctly rounded sum but in rare halfway cases, so
-    it does not depend on the order of the rows.
+# Two loops in C with SSE2 vectors (x86-64's baseline: the build targets no newer instruction
+# set, so the compiler alone does not vectorize them), a scalar loop elsewhere or for the tail.
+cdef extern from *:
     """
-    cdef double s[4]
-    cdef double c[4]
-    cdef double t, total = 0.0, carry = 0.0
-    cdef Py_ssize_t k = 0, lane
-    for lane in range(4):
-        s[lane] = 0.0
-        c[lane] = 0.0
-    while k + 4 <= n:
-        for lane in range(4):
-            t = x[k + lane] - center
-            _two_sum(&s[lane], &c[lane], t * t if squared else x[k + lane])
-        k += 4
-    while k < n:
-        t = x[k] - center
-        _two_sum(&s[0], &c[0], t * t if squared else x[k])
-        k += 1
-    for lane in range(4):  # the lanes' own sums, carried too
-        _two_sum(&total, &carry, s[lane])
-        carry += c[lane]
-    return total + carry
+    #if defined(__SSE2__) || defined(_M_X64)
+    #include <emmintrin.h>
+    #define FM_SSE2 1
+    #endif
+
+    /* s += t, the rounding error of the addition carried into c (Knuth's TwoSum) */
+    static CYTHON_INLINE void fm_two_sum(double* s, double* c, double t) {
+        double u = *s + t, b = u - *s;
+        *c += (*s - (u - b)) + (t - b);
+        *s = u;
+    }
+
+    /* Sum of x[k] (squared: of (x[k] - center)**2) over k < n, compensated: four running
+       sums, each carrying the rounding error of every addition (six additions a term, none
+       on a sum's critical path), then the lanes' sums, carried too. */
+    static double fm_exact_sum(int squared, const double* x, Py_ssize_t n, double center) {
+        double s[4] = {0.0, 0.0, 0.0, 0.0}, c[4] = {0.0, 0.0, 0.0, 0.0};
+        double total = 0.0, carry = 0.0, t;
+        Py_ssize_t k = 0;
+        int lane;
+    #ifdef FM_SSE2
+        __m128d s0 = _mm_setzero_pd(), s1 = _mm_setzero_pd();
+        __m128d c0 = _mm_setzero_pd(), c1 = _mm_setzero_pd(), m = _mm_set1_pd(center);
+        __m128d t0, t1, u0, u1, b0, b1;
+        for (; k + 4 <= n; k += 4) {
+            t0 = _mm_loadu_pd(x + k);
+            t1 = _mm_loadu_pd(x + k + 2);
+            if (squared) {
+                t0 = _mm_sub_pd(t0, m);
+                t1 = _mm_sub_pd(t1, m);
+                t0 = _mm_mul_pd(t0, t0);
+                t1 = _mm_mul_pd(t1, t1);
+            }
+            u0 = _mm_add_pd(s0, t0);
+            u1 = _mm_add_pd(s1, t1);
+            b0 = _mm_sub_pd(u0, s0);
+            b1 = _mm_sub_pd(u1, s1);
+            c0 = _mm_add_pd(c0, _mm_add_pd(_mm_sub_pd(s0, _mm_sub_pd(u0, b0)), _mm_sub_pd(t0, b0)));
+            c1 = _mm_add_pd(c1, _mm_add_pd(_mm_sub_pd(s1, _mm_sub_pd(u1, b1)), _mm_sub_pd(t1, b1)));
+            s0 = u0;
+            s1 = u1;
+        }
+        _mm_storeu_pd(s, s0);
+        _mm_storeu_pd(s + 2, s1);
+        _mm_storeu_pd(c, c0);
+        _mm_storeu_pd(c + 2, c1);
+    #endif
+        for (; k < n; k++) {
+            t = x[k] - center;
+            fm_two_sum(&s[k & 3], &c[k & 3], squared ? t * t : x[k]);
+        }
+        for (lane = 0; lane < 4; lane++) {
+            fm_two_sum(&total, &carry, s[lane]);
+            carry += c[lane];
+        }
+        return total + carry;
+    }
+
+    /* Nonzero if some i in [lo, hi) has x[i] < x[i - 1]: no early exit, two vectors a step */
+    static Py_ssize_t fm_descents(const double* x, Py_ssize_t lo, Py_ssize_t hi) {
+        Py_ssize_t i = lo, count = 0;
+    #ifdef FM_SSE2
+        __m128d bad0 = _mm_setzero_pd(), bad1 = _mm_setzero_pd();
+        for (; i + 4 <= hi; i += 4) {
+            bad0 = _mm_or_pd(bad0, _mm_cmplt_pd(_mm_loadu_pd(x + i), _mm_loadu_pd(x + i - 1)));
+            bad1 = _mm_or_pd(bad1, _mm_cmplt_pd(_mm_loadu_pd(x + i + 2),
+                                                _mm_loadu_pd(x + i + 1)));
+        }
+        count = _mm_movemask_pd(_mm_or_pd(bad0, bad1)) != 0;
+    #endif
+        for (; i < hi; i++) count += x[i] < x[i - 1];
+        return count;
+    }
+    """
+    double fm_exact_sum(int squared, const double* x, Py_ssize_t n, double center) nogil
+    Py_ssize_t fm_descents(const double* x, Py_ssize_t lo, Py_ssize_t hi) nogil
 
 
 def mean_abs_gap(const double[:] a, const double[:] b):
@@ -136,7 +180,7 @@ def std(const double[:] values, Py_ssize_t ddof):
     """``values.std(ddof=ddof)`` (``values.size > ddof``) with no temporary.
 
     numpy's definition: the mean, then the sum of the squared deviations from it divided by
-    ``n - ddof``, then the square root. Both sums are compensated (``_exact_sum``), so the
+    ``n - ddof``, then the square root. Both sums are compensated (``fm_exact_sum``), so the
     bandwidth does not depend on the order of a group's rows (identical groups in another
     order give ABPC exactly 0); the compensation costs about a nanosecond a row.
     """
@@ -144,17 +188,9 @@ def std(const double[:] values, Py_ssize_t ddof):
     cdef double mean, squares
     cdef const double[::1] x = np.ascontiguousarray(values)  # a copy of strided input only
     with nogil:
-        mean = _exact_sum(False, &x[0], n, 0.0) / <double>n
-        squares = _exact_sum(True, &x[0], n, mean)
+        mean = fm_exact_sum(False, &x[0], n, 0.0) / <double>n
+        squares = fm_exact_sum(True, &x[0], n, mean)
     return sqrt(squares / <double>(n - ddof))
-
-
-cdef Py_ssize_t _descents(const double* x, Py_ssize_t lo, Py_ssize_t hi) noexcept nogil:
-    """The ``i`` in ``[lo, hi)`` with ``x[i] < x[i - 1]``, counted (no early exit: vectorized)."""
-    cdef Py_ssize_t i, count = 0
-    for i in range(lo, hi):
-        count += x[i] < x[i - 1]
-    return count
 
 
 def is_sorted(const double[:] values):
@@ -171,7 +207,7 @@ def is_sorted(const double[:] values):
     x = &values[0]
     with nogil:
         lo = 1
-        while lo < n and not _descents(x, lo, min(lo + 1024, n)):
+        while lo < n and not fm_descents(x, lo, min(lo + 1024, n)):
             lo += 1024
     return lo >= n
 
