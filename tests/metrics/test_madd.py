@@ -719,7 +719,8 @@ def test_compiled_curve_equals_numpy_sums(seed, n_a, n_b, decimals):
 # a bincount over the edges) and ``counts / n``; per pair the curve of np.sum per m, the numpy
 # table's interval, np.mean, np.add.reduceat of the null terms and np.argmin. The kernel sums
 # in its own order (issue 27): every MADDPair float within 1e-12 of the oracle's, the interval
-# and the bins the same (the search's tie, 1e-12 on the std, absorbs the round-off).
+# the same (the search's tie, 1e-12 on the std, absorbs the round-off), the bins the first
+# grid point within round-off of the closest to the mean.
 
 
 def _former_edge_counts(sorted_scores, grid):
