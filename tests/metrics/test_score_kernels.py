@@ -52,9 +52,9 @@ X = {"a": rng.normal(size=600), "b": rng.integers(0, 3, 600)}
 labels = rng.integers(0, 2, 600)
 values.append(hfm(X, labels, labels[::-1], sensitive_features={"s": s}, method="approx",
                   m1=2, random_state=0).per_attribute["s"].distance)
-kernels = sorted(m for m in sys.modules if m.startswith("fairmonitor._kernels."))
+mine = {"fairmonitor._kernels." + k for k in ("abcc", "hfm", "madd")}
 loaded = sorted(m for m, module in sys.modules.items() if "numba" in m and module is not None)
-print(all(np.isfinite(values)), kernels, loaded)
+print(all(np.isfinite(values)), mine <= set(sys.modules), loaded)
 """
 
 
@@ -62,6 +62,4 @@ def test_score_metrics_run_without_numba():
     run = subprocess.run([sys.executable, "-c", _NO_NUMBA], capture_output=True, text=True,
                          timeout=120)
     assert run.returncode == 0, run.stderr[-2000:]
-    assert run.stdout.split() == [
-        "True", "['fairmonitor._kernels.abcc',", "'fairmonitor._kernels.hfm',",
-        "'fairmonitor._kernels.madd']", "[]"]
+    assert run.stdout.split() == ["True", "True", "[]"]  # values, the three kernels, no numba
