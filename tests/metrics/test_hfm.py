@@ -482,6 +482,7 @@ def test_compiled_scan_equals_the_walk_bit_for_bit(rng, shares, m2):
     with FeatureSpace.sqdist's distances to the last bit. Groups of >= 25% of the rows take
     the indexed route, smaller ones the walk; one group alone has no candidates (inf)."""
     from fairmonitor._kernels.hfm import nearest_other_group_sqdist
+
     from fairmonitor.metrics._hfm.approx import _compact_table
     from fairmonitor.metrics._hfm.exact import feature_space
 
@@ -504,29 +505,6 @@ def test_compiled_scan_equals_the_walk_bit_for_bit(rng, shares, m2):
                     seen += 1
                 j += step
     assert got.tolist() == expected.tolist()
-
-
-def test_compiled_scan_works_where_numba_cannot_cache(monkeypatch):
-    """A read-only install run by a user without a home directory leaves numba nowhere to
-    cache compiled code, and numba then rejects ``cache=True`` at import. Simulated by giving
-    numba no cache locator (as root, every directory is writable): the module still imports,
-    compiles in memory and scans."""
-    import importlib.util
-
-    import numba.core.caching
-
-    from fairmonitor._kernels import hfm as _accele
-
-    monkeypatch.setattr(numba.core.caching.CacheImpl, "_locator_classes", [])
-    spec = importlib.util.spec_from_file_location("_accele_uncached", _accele.__file__)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    assert not isinstance(module._scan._cache, numba.core.caching.FunctionCache)
-    assert isinstance(_accele._scan._cache, numba.core.caching.FunctionCache)
-    got = module.nearest_other_group_sqdist(np.array([[0.0, 0.0, 1.0], [0.0, 0.5, 1.0]]),
-                                            np.zeros((0, 3), np.uint64), 8,
-                                            np.array([0, 0, 1]), 1)
-    assert got.tolist() == [2.0, 1.25, 1.25]
 
 
 def test_approx_does_not_depend_on_how_ties_are_ordered(rng):
@@ -704,6 +682,7 @@ def test_approx_compact_distances_match_the_one_hot_ones(rng, n_levels):
     8-bit lanes need two packed words, 300 levels 16-bit lanes. A two-row scan measures
     exactly one pair."""
     from fairmonitor._kernels.hfm import nearest_other_group_sqdist
+
     from fairmonitor.metrics._hfm.approx import _compact_table
     from fairmonitor.metrics._hfm.exact import feature_space
 

@@ -2,7 +2,8 @@
 
 ``areas`` holds the two estimators (ABCC exactly, as the 1-D Wasserstein-1 distance by sorting;
 ABPC on reflected kernel density estimates), ``kde`` the binned FFT density ABPC and the
-summaries share, ``compiled`` their numba kernels (ABCC's pass over a pair, the binning).
+summaries share; their compiled kernels (ABCC's pass over a pair, the binning) are
+:mod:`fairmonitor._kernels.abcc`.
 """
 
 from .areas import abcc, abpc

@@ -39,9 +39,6 @@ from . import kde as _kde
 
 __all__ = ["abcc", "abpc"]
 
-#: x-steps per block of the ABCC sum: each block's two sums are added to the total in turn, the
-#: rounding of the former numpy loop over blocks of this length (kept bit for bit).
-_BLOCK = 1 << 14
 #: Groups sorted with one packed integer sort (2 spare bits), and the mask of the value bits.
 _PACKED_GROUPS = 4
 _VALUE_BITS = np.uint64((1 << 62) - 1)
@@ -60,21 +57,16 @@ def _w1_sorted(a: NDArray[np.float64], b: NDArray[np.float64]) -> float:
     y[q], q = floor(k ux / uy), up to that breakpoint and with y[q+1] after it. One compiled
     pass over x (:func:`fairmonitor._kernels.abcc.w1_units`), O(n + m) with no
     temporaries. Units are integers, computed exactly in uint64 (``lcm < 2^64``, i.e. groups
-    below ~4 * 10^9 rows); every length is at most ``ux <= m``, so it and its products are the
-    float64 values the former numpy loop computed (in float64 below 2^52 units, where floor of
-    a correctly rounded quotient of integers is exact, in int64 above), and the sums are numpy's
-    pairwise sums of its blocks of ``_BLOCK`` steps, added in its order: the same bits.
+    below ~4 * 10^9 rows); every length is at most ``ux <= m``, an integer exact in float64.
     """
-    from ..._kernels import (
-        abcc as compiled,  # numba: loaded at the first ABCC pair, not with fairmonitor
-    )
+    from ..._kernels import abcc as compiled
 
     if a.size == b.size:  # the steps coincide: the mean gap between order statistics
         return float(compiled.mean_abs_gap(a, b))
     x, y = (a, b) if a.size > b.size else (b, a)
     n, m = x.size, y.size
     g = math.gcd(n, m)
-    return float(compiled.w1_units(x, y, m // g, n // g, _BLOCK)) / (float(n) * (m // g))
+    return float(compiled.w1_units(x, y, m // g, n // g)) / (float(n) * (m // g))
 
 
 def _is_sorted(values: NDArray[np.float64]) -> bool:

@@ -103,12 +103,10 @@ def bandwidth_or_reason(scores: NDArray[np.float64], bandwidth: str | float, *,
         return float("nan"), (f"has constant scores (all {lo:.6g}), so the {bandwidth} "
                               "bandwidth is 0 and the density is a spike; pass an absolute "
                               "bandwidth (e.g. bandwidth=0.05) or use abcc")
-    from ..._kernels import (
-        abcc as compiled,  # numba: loaded at the first density, not with fairmonitor
-    )
+    from ..._kernels import abcc as compiled
 
     factor = n ** -0.2 if bandwidth == "scott" else (0.75 * n) ** -0.2
-    std = float(compiled.std(scores, 1))  # scores.std(ddof=1) bit for bit, no n-long temporary
+    std = float(compiled.std(scores, 1))  # scores.std(ddof=1), no n-long temporary
     h = std * factor
     floor = min_bandwidth(compat=compat)
     if h < floor:
@@ -146,26 +144,19 @@ def reflected_density(scores: NDArray[np.float64], h: float, cells: int) -> NDAr
     return density_from_binned(linear_binning(scores, cells), h, scores.size)
 
 
-#: Rows per block of the binning: each block's left and right weights are added to the grid
-#: in turn, the rounding of the former numpy loop over blocks of this length (kept bit for bit).
-_BLOCK = 1 << 16
-
-
 def linear_binning(scores: NDArray[np.float64], cells: int) -> NDArray[np.float64]:
     """Linear-binning weights of ``scores`` on ``cells`` cell centres (they sum to n).
 
     The half cells beyond the outer centres fold back (the reflection). One compiled pass
-    (:func:`fairmonitor._kernels.abcc.linear_binning`), the bits of the former
-    numpy blocks (two weighted ``np.bincount`` calls per block of ``_BLOCK`` rows).
+    (:func:`fairmonitor._kernels.abcc.linear_binning`) instead of two weighted
+    ``np.bincount`` calls.
 
     >>> linear_binning(np.array([0.0, 0.25, 0.3, 1.0]), 4)
     array([1.8, 1.2, 0. , 1. ])
     """
-    from ..._kernels import (
-        abcc as compiled,  # numba: loaded at the first density, not with fairmonitor
-    )
+    from ..._kernels import abcc as compiled
 
-    return compiled.linear_binning(np.asarray(scores, dtype=np.float64), int(cells), _BLOCK)
+    return compiled.linear_binning(np.asarray(scores, dtype=np.float64), int(cells))
 
 
 def density_from_binned(w: NDArray[np.float64], h: float, n: int) -> NDArray[np.float64]:

@@ -25,7 +25,7 @@ Choices, all deliberate:
 * Walking "at most m2 nearby rows of another group" jumps over each run of the row's own
   group in one step, so a row costs O(m2) however large its group; the reference code walks
   same-group rows one by one, O(n) per row when the row's own group dominates. The walk is
-  compiled (:mod:`fairmonitor._kernels.hfm`, numba): as numpy gathers it cost ~70 ns per pair,
+  compiled (:mod:`fairmonitor._kernels.hfm`, Cython): as numpy gathers it cost ~70 ns per pair,
   compiled <10.
 * The ``2 * m1`` directions are scanned by a thread pool (one thread per core); the sorts and
   the compiled scan release the GIL. The result does not depend on the number of threads.
@@ -127,7 +127,6 @@ def approx_distances(
     dim = 1 + space.n_dims
     n_dir = min(N_DIRECTIONS, dim)  # a 1-D space has a single direction
     kept = (attributes >= 0).sum(axis=0)
-    # numba is imported (and the scan compiled, or loaded from its cache) only when used
     from ..._kernels.hfm import nearest_other_group_sqdist
 
     tables = [_compact_table(space, label) for label in (label_true, label_pred)]

@@ -272,8 +272,8 @@ def hfm(
     Cost. ``"exact"`` does O(n^2 d) flops at BLAS speed in blocks of 64 MiB: the whole of Adult
     (32,561 rows, 101 one-hot dimensions, race and sex) takes about 9 s of CPU. ``"approx"``
     sorts the rows along ``2 m1`` random directions per label version and compares each row
-    with ``2 m2`` rows per attribute, in a scan compiled by numba (compiled once per install,
-    a few seconds, then cached on disk): O(n log n), so its lead grows with n (Adult-like data,
+    with ``2 m2`` rows per attribute, in a scan compiled at install (Cython, ahead of time):
+    O(n log n), so its lead grows with n (Adult-like data,
     2 cores: 3x faster than exact at 2·10^4 rows, 11x at 10^5). It is an
     upper bound that can be loose: on Adult-like data its distances came out 35-150% too
     large, enough to change the sign of HFM. Prefer ``"exact"``; with ``"approx"``, compare

@@ -5,7 +5,7 @@ interval of ``h`` (width >= 0.45 * h_sup, >= 50 grid steps) where MADD is most s
 :func:`_grid` lays out the bins of every ``m`` among all distinct edges, so one merge walk of
 the edges against a group's sorted scores gives every histogram (:func:`_edges_below`,
 :func:`_edge_shares`); :func:`_stable_interval` finds the interval with cumulative sums. The
-loops are compiled (:mod:`.compiled`).
+loops are compiled (:mod:`fairmonitor._kernels.madd`).
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ def _edges_below(sorted_scores: NDArray[np.float64], grid: _Grid,
     One compiled merge walk of the sorted edges against the sorted scores: O(E + n), instead
     of a binary search per edge (or, for few scores, per score and a count over the edges).
     """
-    from ..._kernels.madd import edges_below  # numba: only when "auto" runs
+    from ..._kernels.madd import edges_below
 
     below = np.empty(grid.edges.size, dtype=np.int64) if out is None else out
     edges_below(np.ascontiguousarray(sorted_scores, dtype=np.float64), grid.edges, below)
@@ -120,7 +120,7 @@ def _shares_below(below: NDArray[np.int64], grid: _Grid, n: int,
                   out: NDArray[np.float64] | None = None
                   ) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
     """Return the shares of every bin from the rows below each edge (the last must be ``n``)."""
-    from ..._kernels.madd import bin_shares  # numba: only when "auto" runs
+    from ..._kernels.madd import bin_shares
 
     share = np.empty(grid.lo.size) if out is None else out
     bin_shares(below, grid.where, grid.start, grid.bins, n, share)
@@ -148,7 +148,7 @@ def _stable_interval(h: NDArray[np.float64], values: NDArray[np.float64], min_le
     end ``j`` from there to the last grid point is a candidate; the first interval (smallest
     ``i``, then ``j``) with the smallest population standard deviation wins.
     """
-    from ..._kernels.madd import stable_interval_search  # numba: only when "auto" runs
+    from ..._kernels.madd import stable_interval_search
 
     first_end = _first_ends(h, min_length, extend=extend)
     # the std of values[i..j] for every start i and end j: cumulative sums of values - values[i]
@@ -163,7 +163,7 @@ def _stable_interval(h: NDArray[np.float64], values: NDArray[np.float64], min_le
 def _first_ends(h: NDArray[np.float64], min_length: float, *, extend: bool
                 ) -> NDArray[np.int64]:
     """Each start's first admissible end (``h.size``: none); raises if no start has one."""
-    from ..._kernels.madd import first_ends  # numba: only when "auto" runs
+    from ..._kernels.madd import first_ends
 
     first_end = first_ends(h, float(min_length), extend, MIN_POINTS)
     if not (first_end < h.size).any():

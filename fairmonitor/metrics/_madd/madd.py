@@ -18,7 +18,7 @@ Choices made here (spec §7-§8):
 - **Fast "auto"**: each group is sorted once and all ``sum(m + 1)`` edges of the grid are
   located by one merge walk, which reproduces ``np.histogram``'s counts exactly, edge ties
   included; the interval search uses cumulative sums (O(N^2) instead of O(N^3)) and skips the
-  rows that cannot hold the answer; a pair is one compiled call, bit-identical to numpy.
+  rows that cannot hold the answer; a pair is one compiled call.
 - **Scores outside [0, 1], NaN and inf are errors**; the package silently drops them.
 - **More than two groups**: MADD on every pair (each pair with its own bandwidth search),
   aggregated by ``"max"`` (default) or ``"mean"``. ``"max"`` scores only the pairs that an
@@ -290,15 +290,14 @@ def _fixed_pair(a: _Prepared, b: _Prepared, m: int) -> MADDPair:
 def _auto_pair(a: _Prepared, b: _Prepared, grid: _Grid, compat: str | None,
                labels: tuple[Any, Any] | None = None) -> MADDPair:
     """MADD "auto" of groups ``a`` and ``b`` (labelled ``labels``, else by their index)."""
-    from ..._kernels.madd import auto_pair  # numba: only when "auto" runs
+    from ..._kernels.madd import auto_pair
 
     h_sup = madd_h_sup(a.n, b.n)
     if compat == "maddlib":
         first_end = _first_ends(grid.h, COMPAT_MIN_LENGTH, extend=False)
     else:
         first_end = _first_ends(grid.h, LENGTH_FRACTION * h_sup, extend=True)
-    # one compiled call: the curve (numpy's pairwise np.sum per m, so that each value is
-    # bit-identical to a fixed-bandwidth call), the interval, its mean and null terms
+    # one compiled call: the curve (MADD per m), the interval, its mean and null terms
     i, j, variance, value, null, rep = auto_pair(
         a.share, b.share, a.below, b.below, a.n, b.n,
         math.sqrt(2 / math.pi * (1 / a.n + 1 / b.n)), (grid.lo, grid.hi, grid.start, grid.stop),
@@ -311,42 +310,19 @@ def _auto_pair(a: _Prepared, b: _Prepared, grid: _Grid, compat: str | None,
                     null)
 
 
-#: Rows binned per block by :func:`_histograms_by_group` (numpy's own histogram block size).
-_BLOCK = 65536
-#: From this many rows the fixed-bandwidth histograms are compiled (one pass, ~3x faster than
-#: numpy's block passes); below, numpy's passes avoid loading numba (~1 s, once a process).
-_COMPILED_MIN_ROWS = 1 << 17
-
-
 def _histograms_by_group(groups: Groups, scores: NDArray[np.float64], m: int
                          ) -> NDArray[np.int64]:
     """``np.histogram(group's scores, bins=m, range=(0, 1))`` of every group at once.
 
-    numpy's uniform-bin index computation (scale, truncate, then correct against the exact
-    edges, so the counts are np.histogram's to the last row), counted at ``group * m + bin``:
-    no argsort to split the groups. Many rows: one compiled pass; few: block-sized numpy
-    passes and one ``bincount`` per block.
+    One compiled pass with numpy's uniform-bin index computation (scale, truncate, then
+    correct against the exact edges, so the counts are np.histogram's to the last row),
+    counted at ``group * m + bin``: no argsort to split the groups.
     """
-    edges = np.linspace(0.0, 1.0, m + 1)
-    k = groups.n_groups
-    if scores.size >= _COMPILED_MIN_ROWS:
-        from ..._kernels.madd import histograms_by_group
+    from ..._kernels.madd import histograms_by_group
 
-        return histograms_by_group(np.ascontiguousarray(scores),
-                                   np.ascontiguousarray(groups.codes), m, k, edges)
-    counts = np.zeros(k * m, dtype=np.int64)
-    for lo in range(0, scores.size, _BLOCK):
-        x = scores[lo:lo + _BLOCK]
-        codes = groups.codes[lo:lo + _BLOCK]
-        index = (x * m).astype(np.intp)  # (x - 0) / (1 - 0) * m, as numpy computes it
-        index[index == m] -= 1
-        index[x < edges[index]] -= 1
-        index[(x >= edges[index + 1]) & (index != m - 1)] += 1
-        index += codes.astype(np.intp) * m  # narrow codes (a summary's) would overflow
-        if groups.excluded:
-            index = index[codes >= 0]
-        counts += np.bincount(index, minlength=k * m)
-    return counts.reshape(k, m)
+    return histograms_by_group(np.ascontiguousarray(scores, dtype=np.float64),
+                               np.ascontiguousarray(groups.codes), m, groups.n_groups,
+                               np.linspace(0.0, 1.0, m + 1))
 
 
 class _Scorer:
