@@ -40,6 +40,21 @@ from ._parity import (
 # --- permutation test ---
 from ._permutation import PermutationResult, permutation_test
 
+# --- regression ---
+from ._regression import (
+    RegressionGap,
+    bounded_group_loss,
+    mae_difference,
+    mae_ratio,
+    mean_residual_difference,
+    prediction_ks_distance,
+    prediction_madd,
+    prediction_wasserstein,
+    prediction_wasserstein_scaled,
+    rmse_difference,
+    rmse_ratio,
+)
+
 # --- robustness ---
 
 __all__ = [
@@ -55,8 +70,10 @@ __all__ = [
     "PairMatcher",
     "PairwiseMatrix",
     "PermutationResult",
+    "RegressionGap",
     "abcc",
     "abpc",
+    "bounded_group_loss",
     "calibration_difference",
     "counterpart_fairness",
     "demographic_parity_difference",
@@ -67,11 +84,20 @@ __all__ = [
     "fit_matcher",
     "group_rates",
     "hfm",
+    "mae_difference",
+    "mae_ratio",
+    "mean_residual_difference",
     "madd",
     "madd_h_sup",
     "pairwise_matrix",
     "permutation_test",
+    "prediction_ks_distance",
+    "prediction_madd",
+    "prediction_wasserstein",
+    "prediction_wasserstein_scaled",
     "predictive_parity_difference",
+    "rmse_difference",
+    "rmse_ratio",
     "sensitive_columns",
     "without_labels",
 ]

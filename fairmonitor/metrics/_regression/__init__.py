@@ -1,0 +1,29 @@
+"""Fairness of regression models: error parity, distributional parity, bounded group loss.
+
+``errors`` holds the per-group error metrics (MAE, RMSE, mean residual: differences and
+ratios) and the bounded group loss; ``distribution`` the parity of the prediction's
+distribution (KS to the pooled predictions, Wasserstein-1 between groups, MADD on a fixed
+range); ``_resample`` their intervals (stratified bootstrap) and chance levels (permutations);
+``_common`` the checked inputs and :class:`RegressionGap`, the result of every one.
+"""
+
+from ._common import RegressionGap
+from .distribution import (
+    prediction_ks_distance,
+    prediction_madd,
+    prediction_wasserstein,
+    prediction_wasserstein_scaled,
+)
+from .errors import (
+    bounded_group_loss,
+    mae_difference,
+    mae_ratio,
+    mean_residual_difference,
+    rmse_difference,
+    rmse_ratio,
+)
+
+__all__ = ["RegressionGap", "bounded_group_loss", "mae_difference", "mae_ratio",
+           "mean_residual_difference", "prediction_ks_distance", "prediction_madd",
+           "prediction_wasserstein", "prediction_wasserstein_scaled", "rmse_difference",
+           "rmse_ratio"]

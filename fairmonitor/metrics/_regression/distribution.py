@@ -1,0 +1,320 @@
+"""Distributional parity of a regressor's predictions, whatever the targets say.
+
+Statistical parity for regression (Agarwal, Dudik and Wu, "Fair Regression", ICML 2019) asks
+the distribution of the prediction to be the same in every group. Measured three ways:
+
+- :func:`prediction_ks_distance`: the Kolmogorov-Smirnov distance between each group's
+  prediction CDF and the pooled one, ``max_g sup_x |F_g(x) - F(x)|`` (the paper's measure; in
+  [0, 1], unit-free);
+- :func:`prediction_wasserstein`: the Wasserstein-1 distance between groups (ABCC's quantity,
+  the area between two CDFs), the largest over pairs, in the prediction's units: how far, on
+  average, one group's predictions would have to move to match another's;
+  :func:`prediction_wasserstein_scaled` divides it by a scale (a configured one, e.g. the
+  reference data's interquartile range, else the window's pooled IQR);
+- :func:`prediction_madd`: MADD on the predictions mapped to [0, 1] by a fixed range
+  ``value_range`` (from the config or the reference data: then values are comparable across
+  windows; without it, the window's own min and max).
+
+Every CDF is read on the pooled predictions sorted once: a group's CDF is the cumulative sum of
+its rows' weights in that order, so a resampling draw (:mod:`._resample`) changes the weights
+only and never sorts again.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from ..._validation import check_continuous, warn_undefined
+from .._madd import madd
+from ._common import Prepared, RegressionGap, prepare
+from ._resample import N_RESAMPLES, resample_interval
+
+__all__ = ["prediction_ks_distance", "prediction_madd", "prediction_wasserstein",
+           "prediction_wasserstein_scaled"]
+
+
+class _Sorted:
+    """The kept rows sorted by prediction once, with each distinct value's position."""
+
+    def __init__(self, p: Prepared) -> None:
+        order = np.argsort(p.y_pred, kind="stable")
+        values = p.y_pred[order]
+        self.codes, self.weight, self.n_groups = p.codes[order], p.weight[order], p.n_groups
+        new = np.r_[True, values[1:] != values[:-1]]
+        self.rank = np.cumsum(new) - 1  # index of each row's distinct value
+        self.points = values[new]
+        self.dx = np.diff(self.points)
+
+    def cdfs(self, weight: NDArray[np.float64], codes: NDArray[np.intp]
+             ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Return each group's CDF (K, m) and the pooled CDF (m,) at the distinct values."""
+        m = self.points.size
+        mass = np.bincount(codes * m + self.rank, weights=weight,
+                           minlength=self.n_groups * m).reshape(self.n_groups, m)
+        cum = np.cumsum(mass, axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            groups = cum / cum[:, -1:]
+        pooled = cum.sum(axis=0)
+        return groups, pooled / pooled[-1]
+
+
+def _ks(s: _Sorted, weight: NDArray[np.float64], codes: NDArray[np.intp]) -> NDArray[np.float64]:
+    groups, pooled = s.cdfs(weight, codes)
+    return np.abs(groups - pooled).max(axis=1)
+
+
+def _w1_pairs(s: _Sorted, weight: NDArray[np.float64], codes: NDArray[np.intp]
+              ) -> NDArray[np.float64]:
+    """Return the (K, K) matrix of Wasserstein-1 distances between the groups."""
+    groups, _ = s.cdfs(weight, codes)
+    k = s.n_groups
+    out = np.zeros((k, k))
+    for i in range(k):
+        for j in range(i + 1, k):
+            out[i, j] = out[j, i] = float(np.abs(groups[i, :-1] - groups[j, :-1]) @ s.dx)
+    return out
+
+
+def _max_ks(s: _Sorted) -> Any:
+    return lambda w, c: float(np.nanmax(_ks(s, w, c)))
+
+
+def _max_w1(s: _Sorted, scale: float) -> Any:
+    return lambda w, c: float(np.nanmax(_w1_pairs(s, w, c))) / scale
+
+
+def _interval(stat: Any, s: _Sorted, confidence_level: float | None, n_resamples: int,
+              random_state: Any) -> Any:
+    if confidence_level is None:
+        return None
+    return resample_interval(stat, s.codes, s.n_groups, s.weight, level=confidence_level,
+                             n_resamples=n_resamples, random_state=random_state)
+
+
+def _groups_with_weight(p: Prepared, metric: str) -> float | None:
+    """NaN with the reason when fewer than two groups remain or have weight, else None."""
+    if p.reason is not None:
+        return warn_undefined(metric, p.reason)
+    if np.count_nonzero(np.bincount(p.codes, weights=p.weight, minlength=p.n_groups) > 0) < 2:
+        return warn_undefined(metric, f"fewer than two groups of '{p.name}' have weight")
+    return None
+
+
+def prediction_ks_distance(y_pred: ArrayLike, *, sensitive_features: Any,
+                           min_group_size: int = 1, sample_weight: ArrayLike | None = None,
+                           confidence_level: float | None = None,
+                           n_resamples: int = N_RESAMPLES,
+                           random_state: Any = None) -> RegressionGap:
+    """Largest Kolmogorov-Smirnov distance between a group's predictions and the pooled ones.
+
+    ``max_g sup_x |F_g(x) - F(x)|``, with ``F_g`` the (weighted) empirical CDF of group g's
+    predictions and ``F`` that of all kept rows: the statistic ``scipy.stats.ks_2samp`` gives
+    on (group, pooled). 0 when every group's predictions are distributed alike (statistical
+    parity), 1 at most.
+
+    Parameters
+    ----------
+    y_pred : array-like of shape (n_samples,)
+        Predictions (finite numbers).
+    sensitive_features : array-like, DataFrame or dict
+        Group membership; several columns are intersected.
+    min_group_size : int, default=1
+        Groups with fewer rows are left out with a warning.
+    sample_weight : array-like of shape (n_samples,), optional
+        Per-row weights: weighted CDFs.
+    confidence_level, n_resamples, random_state
+        As :func:`~fairmonitor.metrics.mae_difference`.
+
+    Returns
+    -------
+    result : RegressionGap
+        Each group's distance to the pooled CDF in ``by_group``, the worst group in
+        ``extremes``.
+
+    Examples
+    --------
+    Group a predicts 1 and 2, group b 3 and 4: the pooled CDF is 1/2 at 2, group a's 1.
+
+    >>> r = prediction_ks_distance([1, 2, 3, 4], sensitive_features=list("aabb"))
+    >>> float(r), r.by_group
+    (0.5, {'a': 0.5, 'b': 0.5})
+    """
+    p = prepare(None, y_pred, sensitive_features, min_group_size=min_group_size,
+                sample_weight=sample_weight)
+    undefined = _groups_with_weight(p, "prediction_ks_distance")
+    if undefined is not None:
+        return RegressionGap(undefined, "prediction_ks_distance", counts=p.counts())
+    s = _Sorted(p)
+    per_group = _ks(s, s.weight, s.codes)
+    worst = int(np.nanargmax(per_group))
+    return RegressionGap(float(per_group[worst]), "prediction_ks_distance",
+                         p.per_group(per_group), p.counts(), (p.labels[worst],),
+                         _interval(_max_ks(s), s, confidence_level, n_resamples, random_state))
+
+
+def _w1_result(metric: str, p: Prepared, scale: float, detail: dict[str, Any],
+               confidence_level: float | None, n_resamples: int, random_state: Any
+               ) -> RegressionGap:
+    s = _Sorted(p)
+    pairs = _w1_pairs(s, s.weight, s.codes) / scale
+    i, j = np.unravel_index(int(np.nanargmax(pairs)), pairs.shape)
+    by_group = p.per_group(np.nanmax(pairs, axis=1))  # each group's farthest group
+    detail = {**detail, "pairs": {(p.labels[a], p.labels[b]): float(pairs[a, b])
+                                  for a in range(p.n_groups) for b in range(a + 1, p.n_groups)}}
+    return RegressionGap(float(pairs[i, j]), metric, by_group, p.counts(),
+                         (p.labels[min(i, j)], p.labels[max(i, j)]),
+                         _interval(_max_w1(s, scale), s, confidence_level, n_resamples,
+                                   random_state), detail)
+
+
+def prediction_wasserstein(y_pred: ArrayLike, *, sensitive_features: Any,
+                           min_group_size: int = 1, sample_weight: ArrayLike | None = None,
+                           confidence_level: float | None = None,
+                           n_resamples: int = N_RESAMPLES,
+                           random_state: Any = None) -> RegressionGap:
+    """Largest Wasserstein-1 distance between two groups' predictions, in prediction units.
+
+    ``max_{g,h} integral |F_g(x) - F_h(x)| dx``: how far, on average, one group's
+    predictions would have to move to be distributed as another's
+    (``scipy.stats.wasserstein_distance`` of the two groups; ABCC's quantity on scores).
+
+    Parameters
+    ----------
+    y_pred : array-like of shape (n_samples,)
+        Predictions (finite numbers).
+    sensitive_features, min_group_size, sample_weight, confidence_level, n_resamples,
+    random_state
+        As :func:`prediction_ks_distance`.
+
+    Returns
+    -------
+    result : RegressionGap
+        Each group's largest distance to another group in ``by_group``, the worst pair in
+        ``extremes``, every pair in ``detail["pairs"]``.
+
+    Examples
+    --------
+    Group b's predictions are group a's moved up by 10:
+
+    >>> float(prediction_wasserstein([1, 2, 11, 12], sensitive_features=list("aabb")))
+    10.0
+    """
+    p = prepare(None, y_pred, sensitive_features, min_group_size=min_group_size,
+                sample_weight=sample_weight)
+    undefined = _groups_with_weight(p, "prediction_wasserstein")
+    if undefined is not None:
+        return RegressionGap(undefined, "prediction_wasserstein", counts=p.counts())
+    return _w1_result("prediction_wasserstein", p, 1.0, {}, confidence_level, n_resamples,
+                      random_state)
+
+
+def _iqr(values: NDArray[np.float64]) -> float:
+    q1, q3 = np.quantile(values, [0.25, 0.75])
+    return float(q3 - q1)
+
+
+def prediction_wasserstein_scaled(y_pred: ArrayLike, *, sensitive_features: Any,
+                                  scale: float | None = None, min_group_size: int = 1,
+                                  sample_weight: ArrayLike | None = None,
+                                  confidence_level: float | None = None,
+                                  n_resamples: int = N_RESAMPLES,
+                                  random_state: Any = None) -> RegressionGap:
+    """:func:`prediction_wasserstein` divided by a scale: unit-free, comparable across models.
+
+    Parameters
+    ----------
+    y_pred : array-like of shape (n_samples,)
+        Predictions (finite numbers).
+    scale : float, optional
+        The prediction scale to divide by, e.g. the interquartile range of the reference
+        data's predictions or targets (configure it: then every window divides by the same
+        number). Default: the interquartile range of this window's pooled predictions, which
+        moves with the window.
+    sensitive_features, min_group_size, sample_weight, confidence_level, n_resamples,
+    random_state
+        As :func:`prediction_ks_distance`.
+
+    Returns
+    -------
+    result : RegressionGap
+        As :func:`prediction_wasserstein`, in units of ``scale``; ``detail["scale"]`` and
+        ``detail["scale_source"]`` say which scale was used.
+
+    Examples
+    --------
+    >>> r = prediction_wasserstein_scaled([1, 2, 11, 12], sensitive_features=list("aabb"),
+    ...                                   scale=20.0)
+    >>> float(r), r.detail["scale_source"]
+    (0.5, 'option')
+    """
+    p = prepare(None, y_pred, sensitive_features, min_group_size=min_group_size,
+                sample_weight=sample_weight)
+    metric = "prediction_wasserstein_scaled"
+    undefined = _groups_with_weight(p, metric)
+    if undefined is not None:
+        return RegressionGap(undefined, metric, counts=p.counts())
+    source = "option" if scale is not None else "window IQR"
+    used = float(scale) if scale is not None else _iqr(p.y_pred)
+    if not (np.isfinite(used) and used > 0):
+        return RegressionGap(warn_undefined(metric, f"the scale ({source}) is {used:g}; give "
+                                            "a positive `scale`"), metric, counts=p.counts())
+    return _w1_result(metric, p, used, {"scale": used, "scale_source": source},
+                      confidence_level, n_resamples, random_state)
+
+
+def prediction_madd(y_pred: ArrayLike, *, sensitive_features: Any,
+                    value_range: tuple[float, float] | None = None,
+                    bandwidth: float | str = "auto", min_group_size: int = 1) -> RegressionGap:
+    """MADD of the predictions mapped to [0, 1] by a fixed range.
+
+    Each prediction becomes ``(y - lo) / (hi - lo)``, clipped to [0, 1] (the count of clipped
+    rows is in ``detail["clipped"]``), and :func:`~fairmonitor.metrics.madd` compares the
+    groups' histograms. With ``value_range`` fixed (the config's, or the reference data's
+    range), the bins are the same in every window and the values comparable; without it the
+    window's own min and max are used (``detail["range_source"] == "window"``).
+
+    Parameters
+    ----------
+    y_pred : array-like of shape (n_samples,)
+        Predictions (finite numbers).
+    sensitive_features : array-like, DataFrame or dict
+        Group membership; several columns are intersected.
+    value_range : (float, float), optional
+        ``(lo, hi)`` with ``lo < hi``: the predictions' range mapped onto [0, 1].
+    bandwidth : 'auto' or float, default='auto'
+        As :func:`~fairmonitor.metrics.madd`.
+    min_group_size : int, default=1
+        Groups with fewer rows are left out with a warning.
+
+    Returns
+    -------
+    result : RegressionGap
+        ``value`` in [0, 2]; ``detail`` holds MADD's own result, the range and its source.
+
+    Examples
+    --------
+    Disjoint groups within the range [0, 100], 10 bins:
+
+    >>> r = prediction_madd([5, 15, 85, 95], sensitive_features=list("aabb"),
+    ...                     value_range=(0, 100), bandwidth=0.1)
+    >>> float(r)
+    2.0
+    """
+    pred = check_continuous(y_pred, "y_pred")
+    source = "option" if value_range is not None else "window"
+    lo, hi = (float(v) for v in (value_range or (pred.min(), pred.max())))
+    if not hi > lo:
+        return RegressionGap(warn_undefined(
+            "prediction_madd", f"the value range ({source}) [{lo:g}, {hi:g}] is empty; give "
+            "value_range=(lo, hi) with lo < hi"), "prediction_madd")
+    mapped = (pred - lo) / (hi - lo)
+    clipped = int(np.count_nonzero((mapped < 0) | (mapped > 1)))
+    result = madd(np.clip(mapped, 0.0, 1.0), sensitive_features=sensitive_features,
+                  bandwidth=bandwidth, min_group_size=min_group_size)
+    pair = None if result.worst is None else tuple(result.worst.groups)
+    return RegressionGap(float(result.value), "prediction_madd", extremes=pair,
+                         detail={"madd": result, "range": (lo, hi), "range_source": source,
+                                 "clipped": clipped})
