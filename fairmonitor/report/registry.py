@@ -33,7 +33,8 @@ from ..metrics.shared import parity_from_rates
 from ..robustness.ratio import robustness_ratio  # --- robustness ---
 from ..summaries import compute as _summary
 
-__all__ = ["CONDITIONS", "INPUTS", "METRICS", "MetricSpec", "get_metric"]
+__all__ = ["CONDITIONS", "INPUTS", "METRICS", "TASKS", "MetricSpec", "get_metric",
+           "task_metrics"]
 
 Direction = Literal["lower_is_fairer", "higher_is_fairer"]
 #: How a metric is computed from a window summary (:mod:`fairmonitor.summaries`): from the
@@ -50,6 +51,9 @@ CONDITIONS: Mapping[str, tuple[tuple[int, ...], tuple[int, ...]]] = MappingProxy
 
 #: The window fields a metric can ask for.
 INPUTS = ("y_true", "y_pred", "y_score", "X", "predict")
+#: The kinds of model a metric applies to (a model's ``task``): a binary classifier (0/1
+#: predictions, scores in [0, 1]) or a regressor (continuous predictions and targets).
+TASKS = ("binary", "regression")
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +103,9 @@ class MetricSpec:
     conditions_on : tuple of str
         What each of its rates conditions on (keys of :data:`CONDITIONS`), for
         ``min_condition_size`` and the rate intervals; empty for a rate of all rows.
+    task : str
+        The kind of model it applies to (:data:`TASKS`); a window of another task leaves it
+        out.
     """
 
     name: str
@@ -119,6 +126,7 @@ class MetricSpec:
     from_summary: Callable[..., Any] | None = dataclasses.field(default=None, repr=False)
     weighted: bool = False
     conditions_on: tuple[str, ...] = ()
+    task: str = "binary"
 
     @property
     def needs_rows(self) -> bool:
@@ -309,8 +317,63 @@ _SPECS: list[MetricSpec] = [
                "noise flips, over the noise levels (0: noise hits every group alike)."),
 ]
 
+# --- regression (task "regression": continuous predictions and targets, no thresholding) ---
+# Each reads rows (no summary path): its interval and chance level come with its result
+# (stratified bootstrap, permutation null: fairmonitor/metrics/_regression/_resample.py).
+_RESAMPLED = "stratified bootstrap per group (percentile); chance: permuted group labels"
+_REGRESSION = {"task": "regression", "field": "value", "weighted": True, "interval": _RESAMPLED}
+_INF = float("inf")
+_SPECS += [
+    _spec("mae_difference", m.mae_difference, ("y_true", "y_pred"), **_REGRESSION, upper=_INF,
+          unit="target units",
+          help="Largest between-group gap in mean absolute error (0 is parity)."),
+    _spec("rmse_difference", m.rmse_difference, ("y_true", "y_pred"), **_REGRESSION,
+          upper=_INF, unit="target units",
+          help="Largest between-group gap in root mean squared error (0 is parity)."),
+    _spec("mean_residual_difference", m.mean_residual_difference, ("y_true", "y_pred"),
+          **_REGRESSION, upper=_INF, unit="target units",
+          help="Largest between-group gap in mean residual (prediction minus target): one "
+               "group over-predicted relative to another (0 is parity)."),
+    _spec("mae_ratio", m.mae_ratio, ("y_true", "y_pred"), **_REGRESSION,
+          direction="higher_is_fairer", ideal=1.0, unit="ratio",
+          help="Smallest group mean absolute error over the largest (1 is parity)."),
+    _spec("rmse_ratio", m.rmse_ratio, ("y_true", "y_pred"), **_REGRESSION,
+          direction="higher_is_fairer", ideal=1.0, unit="ratio",
+          help="Smallest group root mean squared error over the largest (1 is parity)."),
+    _spec("bounded_group_loss", m.bounded_group_loss, ("y_true", "y_pred"), **_REGRESSION,
+          upper=_INF, unit="loss units",
+          help="Worst excess of a group's loss (MAE by default) over the configured bound, "
+               "else over the pooled loss (0: every group within it)."),
+    _spec("prediction_ks_distance", m.prediction_ks_distance, ("y_pred",), **_REGRESSION,
+          help="Largest Kolmogorov-Smirnov distance between a group's predictions and the "
+               "pooled ones (0 is statistical parity)."),
+    _spec("prediction_wasserstein", m.prediction_wasserstein, ("y_pred",), **_REGRESSION,
+          upper=_INF, unit="prediction units",
+          help="Largest Wasserstein-1 distance between two groups' predictions, in the "
+               "prediction's units (0 is parity)."),
+    _spec("prediction_wasserstein_scaled", m.prediction_wasserstein_scaled, ("y_pred",),
+          **_REGRESSION, upper=_INF, unit="scale units",
+          help="prediction_wasserstein divided by a configured scale (default: the window's "
+               "interquartile range of the predictions)."),
+    _spec("prediction_madd", m.prediction_madd, ("y_pred",), task="regression", field="value",
+          upper=2.0, unit="density distance",
+          no_interval="as MADD's: its value is biased upwards by the bins' noise; compare "
+                      "prediction_ks_distance or prediction_wasserstein instead",
+          help="MADD of the predictions mapped to [0, 1] by a fixed value_range (0 is parity, "
+               "2 disjoint)."),
+]
+
 #: Registry name -> spec, in table order. Read-only.
 METRICS: Mapping[str, MetricSpec] = MappingProxyType({s.name: s for s in _SPECS})
+
+
+def task_metrics(task: str) -> tuple[str, ...]:
+    """Return the names of the metrics that apply to ``task``, in table order.
+
+    >>> task_metrics("regression")[:2]
+    ('mae_difference', 'rmse_difference')
+    """
+    return tuple(name for name, spec in METRICS.items() if spec.task == task)
 
 
 def get_metric(name: str) -> MetricSpec:

@@ -91,8 +91,11 @@ def test_bounded_group_loss_is_the_worst_excess() -> None:
     assert float(bounded_group_loss(y, p, sensitive_features=g, bound=per_group.max() + 1)) == 0
     squared = bounded_group_loss(y, p, sensitive_features=g, bound=0.0, loss="rmse")
     assert float(squared) == pytest.approx(max(rmse(y[g == k], p[g == k]) for k in set(g)))
-    with pytest.warns(UndefinedMetricWarning, match="no bound configured"):
-        assert math.isnan(float(bounded_group_loss(y, p, sensitive_features=g)))
+    # no bound: each group against the pooled MAE of every row
+    pooled = bounded_group_loss(y, p, sensitive_features=g)
+    assert float(pooled) == pytest.approx(per_group.max() - mean_absolute_error(y, p),
+                                          abs=1e-12)
+    assert pooled.detail["bound_source"] == "pooled"
 
 
 def test_ks_matches_scipy_ks_2samp_on_group_vs_pooled() -> None:

@@ -74,7 +74,8 @@ def _w1_pairs(s: _Sorted, weight: NDArray[np.float64], codes: NDArray[np.intp]
     out = np.zeros((k, k))
     for i in range(k):
         for j in range(i + 1, k):
-            out[i, j] = out[j, i] = float(np.abs(groups[i, :-1] - groups[j, :-1]) @ s.dx)
+            # a plain sum, not BLAS: its threads spin on a busy machine
+            out[i, j] = out[j, i] = float((np.abs(groups[i, :-1] - groups[j, :-1]) * s.dx).sum())
     return out
 
 

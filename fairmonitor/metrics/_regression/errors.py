@@ -54,7 +54,7 @@ def _group_stats(loss: Loss, values: NDArray[np.float64], n_groups: int
 def _aggregate(per_group: NDArray[np.float64], agg: str, bound: float | None) -> float:
     defined = per_group[np.isfinite(per_group)]
     if agg == "bound":
-        return max(0.0, float(defined.max()) - float(bound)) if defined.size else _NAN
+        return max(0.0, float(defined.max()) - float(bound)) if defined.size >= 2 else _NAN
     if defined.size < 2:
         return _NAN
     if agg == "difference":
@@ -63,19 +63,27 @@ def _aggregate(per_group: NDArray[np.float64], agg: str, bound: float | None) ->
     return float(defined.min()) / top if top > 0 else _NAN
 
 
+def _pooled(loss: Loss, values: NDArray[np.float64], weight: NDArray[np.float64]) -> float:
+    """Return the loss of every kept row together (the default bound)."""
+    mean = float(np.average(values, weights=weight))
+    return float(np.sqrt(mean)) if loss == "rmse" else mean
+
+
 def _statistic(loss: Loss, values: NDArray[np.float64], n_groups: int, agg: str,
                bound: float | None) -> Statistic:
     stats = _group_stats(loss, values, n_groups)
+    if agg == "bound" and bound is None:  # against the pooled loss of the same draw
+        return lambda weight, codes: _aggregate(stats(weight, codes), agg,
+                                                _pooled(loss, values, weight))
     return lambda weight, codes: _aggregate(stats(weight, codes), agg, bound)
 
 
 def _undefined_reason(per_group: NDArray[np.float64], agg: str, p: Prepared) -> str | None:
-    if agg != "bound" and p.reason is not None:
+    if p.reason is not None:
         return p.reason
     defined = per_group[np.isfinite(per_group)]
-    if defined.size < (1 if agg == "bound" else 2):
-        return f"fewer than {'one group' if agg == 'bound' else 'two groups'} of '{p.name}' " \
-               "have weight"
+    if defined.size < 2:
+        return f"fewer than two groups of '{p.name}' have weight"
     if agg == "ratio" and defined.max() <= 0:
         return "every group's error is 0 (a ratio of zeros)"
     return None
@@ -88,7 +96,7 @@ def _error_metric(metric: str, loss: Loss, agg: str, y_true: ArrayLike, y_pred: 
     """Compute an error-parity metric or the bounded group loss (their shared body)."""
     p = prepare(y_true, y_pred, sensitive_features, min_group_size=min_group_size,
                 sample_weight=sample_weight)
-    if agg != "bound" and p.reason is not None:
+    if p.reason is not None:
         return RegressionGap(warn_undefined(metric, p.reason), metric, counts=p.counts())
     values = _row_losses(p, loss)
     per_group = _group_stats(loss, values, p.n_groups)(p.weight, p.codes)
@@ -96,17 +104,24 @@ def _error_metric(metric: str, loss: Loss, agg: str, y_true: ArrayLike, y_pred: 
     reason = _undefined_reason(per_group, agg, p)
     if reason is not None:
         return RegressionGap(warn_undefined(metric, reason), metric, by_group, counts)
+    if agg == "bound" and bound is None:
+        bound = _pooled(loss, values, p.weight)
+        source = "pooled"
+    else:
+        source = "option"
     value = _aggregate(per_group, agg, bound)
     finite = np.where(np.isfinite(per_group), per_group, np.nan)
     low, high = int(np.nanargmin(finite)), int(np.nanargmax(finite))
     extremes = (p.labels[high],) if agg == "bound" else (p.labels[low], p.labels[high])
     interval = None
     if confidence_level is not None:
-        interval = resample_interval(_statistic(loss, values, p.n_groups, agg, bound), p.codes,
+        fixed = bound if source == "option" else None
+        interval = resample_interval(_statistic(loss, values, p.n_groups, agg, fixed), p.codes,
                                      p.n_groups, p.weight, level=confidence_level,
                                      n_resamples=n_resamples, random_state=random_state)
     return RegressionGap(value, metric, by_group, counts, extremes, interval,
-                         detail={"bound": bound, "loss": loss} if agg == "bound" else None)
+                         detail={"bound": bound, "bound_source": source, "loss": loss}
+                         if agg == "bound" else None)
 
 
 def mae_difference(y_true: ArrayLike, y_pred: ArrayLike, *, sensitive_features: Any,
@@ -282,6 +297,9 @@ def bounded_group_loss(y_true: ArrayLike, y_pred: ArrayLike, *, sensitive_featur
                        random_state: Any = None) -> RegressionGap:
     """Worst excess of a group's loss over a bound: ``max(0, max_g L_g - bound)``.
 
+    With ``bound`` configured this is fairlearn's bounded group loss constraint
+    ``L_g <= zeta`` read as a gauge; without one each group is held to the pooled loss.
+
     Bounded group loss asks every group's loss to stay below ``bound`` (in the loss's units:
     the target's for MAE and RMSE); 0 means every group does, a positive value is by how much
     the worst group exceeds it. Each group's loss is in ``by_group``, the worst group in
@@ -293,9 +311,10 @@ def bounded_group_loss(y_true: ArrayLike, y_pred: ArrayLike, *, sensitive_featur
         Targets and predictions (finite numbers).
     sensitive_features : array-like, DataFrame or dict
         Group membership; several columns are intersected.
-    bound : float
-        The largest acceptable loss of any group (``zeta``). Without one the value is NaN
-        with the reason (set it in the metric's options).
+    bound : float, optional
+        The largest acceptable loss of any group (``zeta``), in the loss's units. Default: the
+        pooled loss of all kept rows, so the value is how much worse than the model's overall
+        loss its worst group is (0 when the groups' losses are equal).
     loss : {'mae', 'rmse', 'mean_residual'}, default='mae'
         The per-group loss.
     min_group_size, sample_weight, confidence_level, n_resamples, random_state
@@ -312,14 +331,19 @@ def bounded_group_loss(y_true: ArrayLike, y_pred: ArrayLike, *, sensitive_featur
     >>> r = bounded_group_loss([0] * 4, [1, 1, 2, 2], sensitive_features=list("aabb"), bound=1.5)
     >>> float(r), r.extremes
     (0.5, ('b',))
+
+    Without a bound, against the pooled MAE 1.5:
+
+    >>> float(bounded_group_loss([0] * 4, [1, 1, 2, 2], sensitive_features=list("aabb")))
+    0.5
     """
     check_option(loss, "loss", ("mae", "rmse", "mean_residual"), func="bounded_group_loss")
-    if bound is None or not np.isfinite(bound):
-        return RegressionGap(warn_undefined(
-            "bounded_group_loss", "no bound configured; give the largest acceptable group loss "
-            "as options {'bounded_group_loss': {'bound': ...}}"), "bounded_group_loss")
+    if bound is not None and not np.isfinite(bound):
+        from ...exceptions import InvalidInputError
+
+        raise InvalidInputError(f"bound must be a finite number; got {bound!r}")
     return _error_metric("bounded_group_loss", loss, "bound", y_true, y_pred,
                          sensitive_features, min_group_size=min_group_size,
                          sample_weight=sample_weight, confidence_level=confidence_level,
                          n_resamples=n_resamples, random_state=random_state,
-                         bound=float(bound))
+                         bound=None if bound is None else float(bound))
