@@ -243,6 +243,10 @@ def _plots(report: WindowReport, built: BuiltWindow, config: FairnessConfig,
         out.append(("plots/fairness_intervals.png", lambda: plots.metric_intervals(report),
                     "Values with their confidence intervals and chance levels"))
     attrs = _attributes(report, window)
+    if built.task == "regression":  # residual distributions and prediction CDFs
+        from .regression import regression_plots
+
+        return out + regression_plots(report, window, config, attrs, _file_part)
     for attr, cols in attrs.items():
         if window.y_score is None:
             break
@@ -372,7 +376,12 @@ def write_artifacts(report: WindowReport, built: BuiltWindow, config: FairnessCo
         written.append(Written(path, kind, content, title))
 
     def groups() -> None:
-        table = group_table(report, built.window, config)
+        if built.task == "regression":  # errors per group, not rates
+            from .regression import regression_group_table
+
+            table = regression_group_table(report, built.window, config)
+        else:
+            table = group_table(report, built.window, config)
         put("fairness_groups.csv", "csv", table, "Groups (CSV)")
         put("fairness_groups.json", "json", _jsonable(table.to_dict(orient="records")),
             "Groups (JSON)")
