@@ -351,7 +351,7 @@ def _rows(cfg: ModelConfig, source: WindowSource, start: datetime, end: datetime
                     errors={"data": problem})
     try:  # real column types in, invalid model outputs out: one rule for every metric
         frame, rejected, duplicates = prepare_rows(
-            frame, score=cfg.score, prediction=cfg.prediction, label=cfg.label)
+            frame, score=cfg.score, prediction=cfg.prediction, label=cfg.label, task=cfg.task)
         if undated:
             rejected["no_timestamp"] = undated
     except InvalidInputError as exc:

@@ -22,12 +22,12 @@ from typing import Any, NoReturn
 from ..exceptions import ConfigError
 from ..utils.groups import MISSING_POLICIES
 from .defaults import MIN_CONDITION_SIZE, MIN_GROUP_SIZE
-from .registry import METRICS
+from .registry import METRICS, TASKS
 from .thresholds import COMPARES, Threshold
 
 __all__ = ["ROBUSTNESS_KEYS", "THRESHOLD_KEYS", "Reader", "fail", "fmt_allowed",
            "read_confidence_level", "read_group_minimums", "read_missing", "read_options",
-           "read_robustness", "read_thresholds"]
+           "read_robustness", "read_task", "read_thresholds"]
 
 _TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "true or false"}
 #: The keys of one threshold entry.
@@ -151,6 +151,24 @@ def read_group_minimums(r: Reader, raw: Mapping[str, Any], at: str = "") -> tupl
     """``min_group_size`` and ``min_condition_size``: positive integers, shared defaults."""
     return (r.positive_int(raw, "min_group_size", MIN_GROUP_SIZE, path=at),
             r.positive_int(raw, "min_condition_size", MIN_CONDITION_SIZE, path=at))
+
+
+def read_task(r: Reader, raw: Mapping[str, Any], at: str = "",
+              metrics: Sequence[str] = ()) -> str:
+    """``task``: the kind of model (``binary`` default, ``regression``); its metrics must fit.
+
+    ``metrics``: the model's metric names, each checked to apply to the task (a metric of
+    another task would be NaN in every window).
+    """
+    task = r.choice(raw, "task", TASKS, "binary", path=at)
+    fitting = [m for m, s in METRICS.items() if s.task == task]
+    for i, metric in enumerate(metrics):
+        spec = METRICS.get(metric)
+        if spec is not None and spec.task != task:
+            r.error(_join(at, f"metrics[{i}]"),
+                    f"{metric!r} applies to {spec.task} models and this model's task is "
+                    f"{task}; allowed: {fmt_allowed(fitting)}")
+    return task
 
 
 def read_confidence_level(r: Reader, raw: Mapping[str, Any], at: str = "") -> float | None:

@@ -161,6 +161,9 @@ class ModelConfig:
     #: the false-page budget of the ``compare: budget`` thresholds (``alerting.budget``);
     #: ``Budget()`` when a threshold uses it and none is configured, else None
     budget: Budget | None = None
+    #: the kind of model (``task:``): "binary" (0/1 predictions, scores in [0, 1]) or
+    #: "regression" (continuous prediction and label columns, docs/regression.md)
+    task: str = "binary"
 
     @functools.cached_property
     def evaluation(self) -> EvaluationOptions:
@@ -172,7 +175,8 @@ class ModelConfig:
         return EvaluationOptions(
             min_group_size=self.min_group_size, min_condition_size=self.min_condition_size,
             intersection=self.intersection, thresholds=self.thresholds, options=self.options,
-            threshold=self.decision_threshold, confidence_level=self.confidence_level)
+            threshold=self.decision_threshold, confidence_level=self.confidence_level,
+            task=self.task)
 
     @property
     def budget_windows_per_day(self) -> float:

@@ -21,6 +21,7 @@ from ...report.reading import (
     read_group_minimums,
     read_missing,
     read_options,
+    read_task,
     read_thresholds,
 )
 from ...report.registry import METRICS
@@ -55,7 +56,7 @@ _MODEL_KEYS = (
     "confidence_level", "intersection", "seed",
     "thresholds",
     "reference", "team", "owner", "missing", "rollups", "summaries", "alerting",
-    "alert_windows",
+    "alert_windows", "task",
 )
 _SOURCE_KEYS = ("kind", "url", "table", "path", "pattern", "timestamp_column", "model_column",
                 "version_column", "features_column", "timeout", "master", "remote")
@@ -180,6 +181,9 @@ def _model(r: Reader, at: str, name: str, raw: Any, base: Path) -> ModelConfig |
     rollups = _rollups(r, f"{at}.rollups", raw.get("rollups"), window, every)
     max_raw, sample_size = _summaries(r, f"{at}.summaries", raw.get("summaries"))
     budget = _alerting(r, f"{at}.alerting", raw.get("alerting"), thresholds)
+    task = read_task(r, raw, at, metrics)
+    if task == "regression":
+        _regression_model(r, at, raw, score, prediction)
     threshold = r.get(raw, "decision_threshold", float, 0.5, path=at)
     if not 0.0 <= threshold <= 1.0:
         r.error(f"{at}.decision_threshold", f"must be in [0, 1]; got {threshold!r}")
@@ -189,8 +193,23 @@ def _model(r: Reader, at: str, name: str, raw: Any, base: Path) -> ModelConfig |
         model_alias=alias, label=label, score=score, prediction=prediction,
         decision_threshold=float(threshold), labels_after=labels_after, options=options,
         thresholds=thresholds, reference=reference, rollups=rollups,
-        summary_max_raw=max_raw, summary_sample_size=sample_size, budget=budget,
+        summary_max_raw=max_raw, summary_sample_size=sample_size, budget=budget, task=task,
         **_model_rest(r, at, name, raw, base, label, labels_after, sensitive))
+
+
+def _regression_model(r: Reader, at: str, raw: Mapping[str, Any], score: str | None,
+                      prediction: str | None) -> None:
+    """Check a regression model: a continuous ``prediction`` column, no rollups yet."""
+    if prediction is None:
+        r.error(f"{at}.prediction", "task: regression needs 'prediction' (the column of "
+                                    "continuous predictions)")
+    if score is not None:
+        r.error(f"{at}.score", "task: regression reads 'prediction', not 'score'; drop 'score'")
+    for key, why in (("rollups", "regression windows are evaluated from their rows; their "
+                                 "summaries are not mergeable yet"),
+                     ("reference", "model versions are not evaluated for regression yet")):
+        if raw.get(key):
+            r.error(f"{at}.{key}", f"not supported with task: regression ({why}); drop it")
 
 
 def _columns(r: Reader, at: str, raw: Mapping[str, Any]
