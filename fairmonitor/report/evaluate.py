@@ -510,6 +510,8 @@ def evaluate_window(
                         intersection=intersection, spec=_IN_PROCESS, model=window.model,
                         version=window.version, start=window.start, end=window.end)
     attrs = _attributes(window, intersection)
+    if settings.task == "regression":  # its metrics read rows: the groups encoded once
+        attrs = window.groups(intersection)
 
     def rows(attr: str) -> tuple[Window, Any]:
         return window, attrs[attr]
@@ -740,6 +742,9 @@ def _step(run: _Run, spec: MetricSpec, attr: str) -> _Outcome:
     kwargs = run.settings.metric_kwargs(spec.name)
     if spec.task == "regression":  # its interval comes with its value (its own resampling)
         kwargs["confidence_level"] = run.settings.confidence_level
+        for other in METRICS.values():  # one call per family: every member's options
+            if other.func is spec.func:
+                kwargs.update(run.settings.options.get(other.name, {}))
     if run.weights is not None:
         if not spec.weighted:
             return _undefined(run, f"{spec.name} has no weighted definition here; evaluate it "

@@ -212,7 +212,7 @@ def interval_of(name: str, field: str | None, value: float, result: Any,
         return undefined("the value is undefined")
     spec = METRICS[name]
     if spec.task == "regression":  # computed with the value (the metric's own resampling)
-        iv = getattr(result, "interval", None)
+        iv = getattr(getattr(result, field or "value", result), "interval", None)
         return iv if iv is not None else undefined(
             spec.no_interval or f"{name} has no interval on this window")
     try:

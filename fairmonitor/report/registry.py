@@ -318,43 +318,48 @@ _SPECS: list[MetricSpec] = [
 ]
 
 # --- regression (task "regression": continuous predictions and targets, no thresholding) ---
-# Each reads rows (no summary path): its interval and chance level come with its result
-# (stratified bootstrap, permutation null: fairmonitor/metrics/_regression/_resample.py).
-_RESAMPLED = "stratified bootstrap per group (percentile); chance: permuted group labels"
-_REGRESSION = {"task": "regression", "field": "value", "weighted": True, "interval": _RESAMPLED}
+# They read rows (no summary path). As the robustness entries, each family is one function
+# call per attribute that every entry of the family reads a field of (one pass, one
+# resampling); the report merges the family's options into that call. The interval and chance
+# level come with the value (Poisson bootstrap, permutation null:
+# fairmonitor/metrics/_regression/_resample.py).
+_RESAMPLED = "Poisson bootstrap of the rows (percentile); chance: permuted group labels"
+_REGRESSION = {"task": "regression", "weighted": True, "interval": _RESAMPLED}
+_ERRORS = {**_REGRESSION, "func": m.regression_errors, "inputs": ("y_true", "y_pred")}
+_DISTRIBUTION = {**_REGRESSION, "func": m.prediction_distribution, "inputs": ("y_pred",)}
 _INF = float("inf")
+
+
+def _family(name: str, family: Mapping[str, Any], **kw: Any) -> MetricSpec:
+    """Return the entry reading field ``name`` of its family's shared result."""
+    return _spec(name, family["func"], family["inputs"], field=name,
+                 **{k: v for k, v in family.items() if k not in ("func", "inputs")}, **kw)
+
+
 _SPECS += [
-    _spec("mae_difference", m.mae_difference, ("y_true", "y_pred"), **_REGRESSION, upper=_INF,
-          unit="target units",
-          help="Largest between-group gap in mean absolute error (0 is parity)."),
-    _spec("rmse_difference", m.rmse_difference, ("y_true", "y_pred"), **_REGRESSION,
-          upper=_INF, unit="target units",
-          help="Largest between-group gap in root mean squared error (0 is parity)."),
-    _spec("mean_residual_difference", m.mean_residual_difference, ("y_true", "y_pred"),
-          **_REGRESSION, upper=_INF, unit="target units",
-          help="Largest between-group gap in mean residual (prediction minus target): one "
-               "group over-predicted relative to another (0 is parity)."),
-    _spec("mae_ratio", m.mae_ratio, ("y_true", "y_pred"), **_REGRESSION,
-          direction="higher_is_fairer", ideal=1.0, unit="ratio",
-          help="Smallest group mean absolute error over the largest (1 is parity)."),
-    _spec("rmse_ratio", m.rmse_ratio, ("y_true", "y_pred"), **_REGRESSION,
-          direction="higher_is_fairer", ideal=1.0, unit="ratio",
-          help="Smallest group root mean squared error over the largest (1 is parity)."),
-    _spec("bounded_group_loss", m.bounded_group_loss, ("y_true", "y_pred"), **_REGRESSION,
-          upper=_INF, unit="loss units",
-          help="Worst excess of a group's loss (MAE by default) over the configured bound, "
-               "else over the pooled loss (0: every group within it)."),
-    _spec("prediction_ks_distance", m.prediction_ks_distance, ("y_pred",), **_REGRESSION,
-          help="Largest Kolmogorov-Smirnov distance between a group's predictions and the "
-               "pooled ones (0 is statistical parity)."),
-    _spec("prediction_wasserstein", m.prediction_wasserstein, ("y_pred",), **_REGRESSION,
-          upper=_INF, unit="prediction units",
-          help="Largest Wasserstein-1 distance between two groups' predictions, in the "
-               "prediction's units (0 is parity)."),
-    _spec("prediction_wasserstein_scaled", m.prediction_wasserstein_scaled, ("y_pred",),
-          **_REGRESSION, upper=_INF, unit="scale units",
-          help="prediction_wasserstein divided by a configured scale (default: the window's "
-               "interquartile range of the predictions)."),
+    _family("mae_difference", _ERRORS, upper=_INF, unit="target units",
+            help="Largest between-group gap in mean absolute error (0 is parity)."),
+    _family("rmse_difference", _ERRORS, upper=_INF, unit="target units",
+            help="Largest between-group gap in root mean squared error (0 is parity)."),
+    _family("mean_residual_difference", _ERRORS, upper=_INF, unit="target units",
+            help="Largest between-group gap in mean residual (prediction minus target): one "
+                 "group over-predicted relative to another (0 is parity)."),
+    _family("mae_ratio", _ERRORS, direction="higher_is_fairer", ideal=1.0, unit="ratio",
+            help="Smallest group mean absolute error over the largest (1 is parity)."),
+    _family("rmse_ratio", _ERRORS, direction="higher_is_fairer", ideal=1.0, unit="ratio",
+            help="Smallest group root mean squared error over the largest (1 is parity)."),
+    _family("bounded_group_loss", _ERRORS, upper=_INF, unit="loss units",
+            help="Worst excess of a group's loss (MAE by default) over the configured bound, "
+                 "else over the pooled loss (0: every group within it)."),
+    _family("prediction_ks_distance", _DISTRIBUTION,
+            help="Largest Kolmogorov-Smirnov distance between a group's predictions and the "
+                 "pooled ones (0 is statistical parity)."),
+    _family("prediction_wasserstein", _DISTRIBUTION, upper=_INF, unit="prediction units",
+            help="Largest Wasserstein-1 distance between two groups' predictions, in the "
+                 "prediction's units (0 is parity)."),
+    _family("prediction_wasserstein_scaled", _DISTRIBUTION, upper=_INF, unit="scale units",
+            help="prediction_wasserstein divided by a configured scale (default: the window's "
+                 "interquartile range of the predictions)."),
     _spec("prediction_madd", m.prediction_madd, ("y_pred",), task="regression", field="value",
           upper=2.0, unit="density distance",
           no_interval="as MADD's: its value is biased upwards by the bins' noise; compare "

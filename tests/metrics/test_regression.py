@@ -192,3 +192,21 @@ def test_intervals_cover_and_chance_is_near_zero_for_fair_groups() -> None:
     again = prediction_ks_distance(p, sensitive_features=g, confidence_level=0.9,
                                    random_state=1)
     assert again.interval == ks.interval  # reproducible with a seed
+
+
+def test_the_interval_cells_read_the_values_the_rows_give() -> None:
+    # the intervals read (group x quantile bin) cells: with at most MAX_BINS distinct
+    # predictions they are the rows' CDFs exactly, above it within the bins' resolution
+    from fairmonitor.metrics._regression import distribution as d
+    from fairmonitor.metrics._regression._common import prepare
+
+    for decimals, tol in ((0, 1e-12), (6, 5e-3)):
+        y, p, g = data(n=6000, seed=8)
+        p = np.round(p, decimals)
+        s = d._Sorted(prepare(None, p, g, min_group_size=1, sample_weight=None))
+        counts, mass, dx = d._cells(s)
+        ks, w1, _ = d._cell_statistics(mass, dx, 1.0)
+        assert ks == pytest.approx(float(prediction_ks_distance(p, sensitive_features=g)),
+                                   abs=tol)
+        assert w1 == pytest.approx(float(prediction_wasserstein(p, sensitive_features=g)),
+                                   rel=tol)

@@ -47,7 +47,7 @@ def test_values_are_the_metric_functions_and_fairlearn(window: Window, report) -
     expected = prediction_ks_distance(window.y_pred,
                                       sensitive_features=window.sensitive_features["g"])
     assert report.values[("prediction_ks_distance", "g")] == float(expected)
-    residual = report.details[("mean_residual_difference", "g")]
+    residual = report.details[("mean_residual_difference", "g")].mean_residual_difference
     assert residual.by_group["b"] - residual.by_group["a"] == pytest.approx(3.0, abs=0.8)
 
 

@@ -22,6 +22,7 @@ only and never sorts again.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -30,10 +31,13 @@ from numpy.typing import ArrayLike, NDArray
 from ..._validation import check_continuous, warn_undefined
 from .._madd import madd
 from ._common import Prepared, RegressionGap, prepare
-from ._resample import N_RESAMPLES, resample_interval
+from ._resample import N_RESAMPLES, cell_intervals
 
-__all__ = ["prediction_ks_distance", "prediction_madd", "prediction_wasserstein",
+__all__ = ["DISTRIBUTION_METRICS", "PredictionDistribution", "prediction_distribution",
+           "prediction_ks_distance", "prediction_madd", "prediction_wasserstein",
            "prediction_wasserstein_scaled"]
+
+_NAN = float("nan")
 
 
 class _Sorted:
@@ -79,29 +83,147 @@ def _w1_pairs(s: _Sorted, weight: NDArray[np.float64], codes: NDArray[np.intp]
     return out
 
 
-def _max_ks(s: _Sorted) -> Any:
-    return lambda w, c: float(np.nanmax(_ks(s, w, c)))
+#: The intervals read the CDFs at no more than this many points (quantile bins of the pooled
+#: predictions); the values themselves read every distinct prediction.
+MAX_BINS = 256
 
 
-def _max_w1(s: _Sorted, scale: float) -> Any:
-    return lambda w, c: float(np.nanmax(_w1_pairs(s, w, c))) / scale
+def _cells(s: _Sorted, max_bins: int = MAX_BINS
+           ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """Rows and weight per (group, quantile bin), and the bins' widths (their last values)."""
+    m = s.points.size
+    bins = min(m, max_bins)
+    index = s.rank * bins // m
+    last = (np.arange(1, bins + 1) * m + bins - 1) // bins - 1  # last distinct value per bin
+    flat = s.codes * bins + index
+    size = s.n_groups * bins
+    counts = np.bincount(flat, minlength=size).reshape(s.n_groups, bins).astype(float)
+    mass = np.bincount(flat, weights=s.weight, minlength=size).reshape(s.n_groups, bins)
+    return counts, mass, np.diff(s.points[last])
 
 
-def _interval(stat: Any, s: _Sorted, confidence_level: float | None, n_resamples: int,
-              random_state: Any) -> Any:
-    if confidence_level is None:
-        return None
-    return resample_interval(stat, s.codes, s.n_groups, s.weight, level=confidence_level,
-                             n_resamples=n_resamples, random_state=random_state)
+def _cell_statistics(mass: NDArray[np.float64], dx: NDArray[np.float64],
+                     scale: float) -> NDArray[np.float64]:
+    """KS, W1 and scaled W1 from (... x group x bin) weights, as the values read the rows.
+
+    Leading axes are draws: every draw of a resampling at once (one array pass, not a loop).
+    """
+    cum = np.cumsum(mass, axis=-1)
+    groups = cum / cum[..., -1:]
+    pooled = cum.sum(axis=-2, keepdims=True)
+    pooled = pooled / pooled[..., -1:]
+    ks = np.nanmax(np.abs(groups - pooled), axis=(-2, -1))
+    lead = groups[..., :-1]
+    gaps = np.abs(lead[..., :, None, :] - lead[..., None, :, :]) @ dx
+    w1 = np.nanmax(gaps, axis=(-2, -1))
+    return np.stack([ks, w1, w1 / scale], axis=-1)
 
 
-def _groups_with_weight(p: Prepared, metric: str) -> float | None:
-    """NaN with the reason when fewer than two groups remain or have weight, else None."""
-    if p.reason is not None:
-        return warn_undefined(metric, p.reason)
-    if np.count_nonzero(np.bincount(p.codes, weights=p.weight, minlength=p.n_groups) > 0) < 2:
-        return warn_undefined(metric, f"fewer than two groups of '{p.name}' have weight")
-    return None
+#: the metrics one call of :func:`prediction_distribution` computes, in its field order
+DISTRIBUTION_METRICS = ("prediction_ks_distance", "prediction_wasserstein",
+                        "prediction_wasserstein_scaled")
+
+
+@dataclass(frozen=True)
+class PredictionDistribution:
+    """The distributional parity metrics of one attribute, from one sort and one resampling.
+
+    Each field is the :class:`RegressionGap` of the metric of that name.
+    """
+
+    prediction_ks_distance: RegressionGap
+    prediction_wasserstein: RegressionGap
+    prediction_wasserstein_scaled: RegressionGap
+
+
+def _iqr(values: NDArray[np.float64]) -> float:
+    q1, q3 = np.quantile(values, [0.25, 0.75])
+    return float(q3 - q1)
+
+
+def _results(p: Prepared, s: _Sorted, scale: float, source: str, intervals: list[Any],
+             only: str | None) -> PredictionDistribution:
+    ks = _ks(s, s.weight, s.codes)
+    pairs = _w1_pairs(s, s.weight, s.codes)
+    worst = int(np.nanargmax(ks))
+    i, j = np.unravel_index(int(np.nanargmax(pairs)), pairs.shape)
+    pair = (p.labels[min(i, j)], p.labels[max(i, j)])
+    out = {"prediction_ks_distance": RegressionGap(
+        float(ks[worst]), "prediction_ks_distance", p.per_group(ks), p.counts(),
+        (p.labels[worst],), intervals[0])}
+    for k, (metric, by) in enumerate((("prediction_wasserstein", 1.0),
+                                      ("prediction_wasserstein_scaled", scale)), start=1):
+        if not (np.isfinite(by) and by > 0):
+            value = (warn_undefined(metric, f"the scale ({source}) is {by:g}; give a positive "
+                                            "`scale`") if only in (None, metric) else _NAN)
+            out[metric] = RegressionGap(value, metric, counts=p.counts())
+            continue
+        detail = {"pairs": {(p.labels[a], p.labels[b]): float(pairs[a, b] / by)
+                            for a in range(p.n_groups) for b in range(a + 1, p.n_groups)}}
+        if k == 2:
+            detail.update(scale=scale, scale_source=source)
+        out[metric] = RegressionGap(float(pairs[i, j] / by), metric,
+                                    p.per_group(np.nanmax(pairs, axis=1) / by), p.counts(),
+                                    pair, intervals[k], detail)
+    return PredictionDistribution(**out)
+
+
+def prediction_distribution(y_pred: ArrayLike, *, sensitive_features: Any,
+                            scale: float | None = None, min_group_size: int = 1,
+                            sample_weight: ArrayLike | None = None,
+                            confidence_level: float | None = None,
+                            n_resamples: int = N_RESAMPLES, random_state: Any = None,
+                            only: str | None = None) -> PredictionDistribution:
+    """Compute every distributional parity metric of one attribute at once (the report's call).
+
+    The predictions are sorted once; the KS distances and the Wasserstein-1 distances read the
+    same CDFs, and one resampling gives all their intervals.
+
+    Parameters
+    ----------
+    y_pred, sensitive_features, min_group_size, sample_weight, confidence_level, n_resamples,
+    random_state
+        As :func:`prediction_ks_distance`.
+    scale : float, optional
+        As :func:`prediction_wasserstein_scaled`.
+    only : str, optional
+        Warn about this metric only when undefined; default: every undefined one.
+
+    Returns
+    -------
+    result : PredictionDistribution
+
+    Examples
+    --------
+    >>> r = prediction_distribution([1, 2, 11, 12], sensitive_features=list("aabb"), scale=20)
+    >>> float(r.prediction_ks_distance), float(r.prediction_wasserstein_scaled)
+    (0.5, 0.5)
+    """
+    p = prepare(None, y_pred, sensitive_features, min_group_size=min_group_size,
+                sample_weight=sample_weight)
+    reason = p.reason
+    if reason is None and np.count_nonzero(np.bincount(
+            p.codes, weights=p.weight, minlength=p.n_groups) > 0) < 2:
+        reason = f"fewer than two groups of '{p.name}' have weight"
+    if reason is not None:
+        return PredictionDistribution(**{
+            m: RegressionGap(warn_undefined(m, reason) if only in (None, m) else _NAN, m,
+                             counts=p.counts()) for m in DISTRIBUTION_METRICS})
+    source = "option" if scale is not None else "window IQR"
+    used = float(scale) if scale is not None else _iqr(p.y_pred)
+    s = _Sorted(p)
+    intervals: list[Any] = [None] * 3
+    if confidence_level is not None:
+        divisor = used if np.isfinite(used) and used > 0 else _NAN
+        counts, mass, dx = _cells(s)
+        intervals = cell_intervals(lambda cells: _cell_statistics(cells, dx, divisor), counts,
+                                   mass, level=confidence_level, n_resamples=n_resamples,
+                                   random_state=random_state)
+    return _results(p, s, used, source, intervals, only)
+
+
+def _one(metric: str, y_pred: ArrayLike, **kwargs: Any) -> RegressionGap:
+    return getattr(prediction_distribution(y_pred, only=metric, **kwargs), metric)
 
 
 def prediction_ks_distance(y_pred: ArrayLike, *, sensitive_features: Any,
@@ -143,32 +265,10 @@ def prediction_ks_distance(y_pred: ArrayLike, *, sensitive_features: Any,
     >>> float(r), r.by_group
     (0.5, {'a': 0.5, 'b': 0.5})
     """
-    p = prepare(None, y_pred, sensitive_features, min_group_size=min_group_size,
-                sample_weight=sample_weight)
-    undefined = _groups_with_weight(p, "prediction_ks_distance")
-    if undefined is not None:
-        return RegressionGap(undefined, "prediction_ks_distance", counts=p.counts())
-    s = _Sorted(p)
-    per_group = _ks(s, s.weight, s.codes)
-    worst = int(np.nanargmax(per_group))
-    return RegressionGap(float(per_group[worst]), "prediction_ks_distance",
-                         p.per_group(per_group), p.counts(), (p.labels[worst],),
-                         _interval(_max_ks(s), s, confidence_level, n_resamples, random_state))
-
-
-def _w1_result(metric: str, p: Prepared, scale: float, detail: dict[str, Any],
-               confidence_level: float | None, n_resamples: int, random_state: Any
-               ) -> RegressionGap:
-    s = _Sorted(p)
-    pairs = _w1_pairs(s, s.weight, s.codes) / scale
-    i, j = np.unravel_index(int(np.nanargmax(pairs)), pairs.shape)
-    by_group = p.per_group(np.nanmax(pairs, axis=1))  # each group's farthest group
-    detail = {**detail, "pairs": {(p.labels[a], p.labels[b]): float(pairs[a, b])
-                                  for a in range(p.n_groups) for b in range(a + 1, p.n_groups)}}
-    return RegressionGap(float(pairs[i, j]), metric, by_group, p.counts(),
-                         (p.labels[min(i, j)], p.labels[max(i, j)]),
-                         _interval(_max_w1(s, scale), s, confidence_level, n_resamples,
-                                   random_state), detail)
+    return _one("prediction_ks_distance", y_pred, sensitive_features=sensitive_features,
+                min_group_size=min_group_size, sample_weight=sample_weight,
+                confidence_level=confidence_level, n_resamples=n_resamples,
+                random_state=random_state)
 
 
 def prediction_wasserstein(y_pred: ArrayLike, *, sensitive_features: Any,
@@ -203,18 +303,10 @@ def prediction_wasserstein(y_pred: ArrayLike, *, sensitive_features: Any,
     >>> float(prediction_wasserstein([1, 2, 11, 12], sensitive_features=list("aabb")))
     10.0
     """
-    p = prepare(None, y_pred, sensitive_features, min_group_size=min_group_size,
-                sample_weight=sample_weight)
-    undefined = _groups_with_weight(p, "prediction_wasserstein")
-    if undefined is not None:
-        return RegressionGap(undefined, "prediction_wasserstein", counts=p.counts())
-    return _w1_result("prediction_wasserstein", p, 1.0, {}, confidence_level, n_resamples,
-                      random_state)
-
-
-def _iqr(values: NDArray[np.float64]) -> float:
-    q1, q3 = np.quantile(values, [0.25, 0.75])
-    return float(q3 - q1)
+    return _one("prediction_wasserstein", y_pred, sensitive_features=sensitive_features,
+                min_group_size=min_group_size, sample_weight=sample_weight,
+                confidence_level=confidence_level, n_resamples=n_resamples,
+                random_state=random_state)
 
 
 def prediction_wasserstein_scaled(y_pred: ArrayLike, *, sensitive_features: Any,
@@ -251,19 +343,10 @@ def prediction_wasserstein_scaled(y_pred: ArrayLike, *, sensitive_features: Any,
     >>> float(r), r.detail["scale_source"]
     (0.5, 'option')
     """
-    p = prepare(None, y_pred, sensitive_features, min_group_size=min_group_size,
-                sample_weight=sample_weight)
-    metric = "prediction_wasserstein_scaled"
-    undefined = _groups_with_weight(p, metric)
-    if undefined is not None:
-        return RegressionGap(undefined, metric, counts=p.counts())
-    source = "option" if scale is not None else "window IQR"
-    used = float(scale) if scale is not None else _iqr(p.y_pred)
-    if not (np.isfinite(used) and used > 0):
-        return RegressionGap(warn_undefined(metric, f"the scale ({source}) is {used:g}; give "
-                                            "a positive `scale`"), metric, counts=p.counts())
-    return _w1_result(metric, p, used, {"scale": used, "scale_source": source},
-                      confidence_level, n_resamples, random_state)
+    return _one("prediction_wasserstein_scaled", y_pred, sensitive_features=sensitive_features,
+                scale=scale, min_group_size=min_group_size, sample_weight=sample_weight,
+                confidence_level=confidence_level, n_resamples=n_resamples,
+                random_state=random_state)
 
 
 def prediction_madd(y_pred: ArrayLike, *, sensitive_features: Any,

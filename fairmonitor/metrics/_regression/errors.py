@@ -16,112 +16,175 @@ These are fairlearn's ``MetricFrame(metrics=mean_absolute_error, ...).difference
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..._validation import check_option, warn_undefined
-from ._common import Prepared, RegressionGap, group_means, prepare
-from ._resample import N_RESAMPLES, Statistic, resample_interval
+from ...exceptions import InvalidInputError
+from ._common import Prepared, RegressionGap, prepare
+from ._resample import N_RESAMPLES, sum_intervals
 
-__all__ = ["bounded_group_loss", "mae_difference", "mae_ratio", "mean_residual_difference",
-           "rmse_difference", "rmse_ratio"]
+__all__ = ["ERROR_METRICS", "ErrorParity", "bounded_group_loss", "mae_difference", "mae_ratio",
+           "mean_residual_difference", "regression_errors", "rmse_difference", "rmse_ratio"]
 
 Loss = Literal["mae", "rmse", "mean_residual"]
 _NAN = float("nan")
+#: the metrics one call of :func:`regression_errors` computes, in its result's field order
+ERROR_METRICS = ("mae_difference", "rmse_difference", "mean_residual_difference", "mae_ratio",
+                 "rmse_ratio", "bounded_group_loss")
+_PER_GROUP = {"mae_difference": "mae", "rmse_difference": "rmse",
+              "mean_residual_difference": "mean_residual", "mae_ratio": "mae",
+              "rmse_ratio": "rmse"}
 
 
-def _row_losses(p: Prepared, loss: Loss) -> NDArray[np.float64]:
-    assert p.y_true is not None
-    residual = p.y_pred - p.y_true
-    if loss == "mae":
-        return np.abs(residual)
-    if loss == "rmse":  # squared errors; the group mean's square root is taken afterwards
-        return residual * residual
-    return residual
+@dataclass(frozen=True)
+class ErrorParity:
+    """Every error-parity metric of one attribute, from one pass (and one resampling).
+
+    Each field is the :class:`RegressionGap` of the metric of that name; ``float()`` of a
+    field is its value.
+    """
+
+    mae_difference: RegressionGap
+    rmse_difference: RegressionGap
+    mean_residual_difference: RegressionGap
+    mae_ratio: RegressionGap
+    rmse_ratio: RegressionGap
+    bounded_group_loss: RegressionGap
 
 
-def _group_stats(loss: Loss, values: NDArray[np.float64], n_groups: int
-                 ) -> Any:
-    """Return ``(weight, codes) -> per-group loss`` (RMSE: root of the mean square)."""
-    def per_group(weight: NDArray[np.float64], codes: NDArray[np.intp]) -> NDArray[np.float64]:
-        means = group_means(codes, n_groups, values, weight)
-        return np.sqrt(means) if loss == "rmse" else means
-    return per_group
+def _row_values(weight: NDArray[np.float64], residual: NDArray[np.float64]
+                ) -> NDArray[np.float64]:
+    """Per row: weight, weighted |r|, r^2 and r (what the group losses are sums of)."""
+    return np.c_[weight, weight * np.abs(residual), weight * residual * residual,
+                 weight * residual]
 
 
-def _aggregate(per_group: NDArray[np.float64], agg: str, bound: float | None) -> float:
-    defined = per_group[np.isfinite(per_group)]
-    if agg == "bound":
-        return max(0.0, float(defined.max()) - float(bound)) if defined.size >= 2 else _NAN
+def _losses(sums: NDArray[np.float64]) -> dict[str, NDArray[np.float64]]:
+    """Each group's MAE, RMSE and mean residual from its sums (groups x 4), pooled last."""
+    sums = np.vstack([sums, sums.sum(axis=0)])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return {"mae": sums[:, 1] / sums[:, 0], "rmse": np.sqrt(sums[:, 2] / sums[:, 0]),
+                "mean_residual": sums[:, 3] / sums[:, 0]}
+
+
+def _group_losses(codes: NDArray[np.intp], n_groups: int, weight: NDArray[np.float64],
+                  residual: NDArray[np.float64]) -> dict[str, NDArray[np.float64]]:
+    """Each group's MAE, RMSE and mean residual (weighted), and the pooled ones (last)."""
+    values = _row_values(weight, residual)
+    return _losses(np.stack([np.bincount(codes, weights=values[:, j], minlength=n_groups)
+                             for j in range(4)], axis=1))
+
+
+def _gap(values: NDArray[np.float64], ratio: bool) -> float:
+    defined = values[np.isfinite(values)]
     if defined.size < 2:
         return _NAN
-    if agg == "difference":
-        return float(defined.max() - defined.min())
     top = float(defined.max())
-    return float(defined.min()) / top if top > 0 else _NAN
+    if ratio:
+        return float(defined.min()) / top if top > 0 else _NAN
+    return top - float(defined.min())
 
 
-def _pooled(loss: Loss, values: NDArray[np.float64], weight: NDArray[np.float64]) -> float:
-    """Return the loss of every kept row together (the default bound)."""
-    mean = float(np.average(values, weights=weight))
-    return float(np.sqrt(mean)) if loss == "rmse" else mean
+def _statistics(losses: dict[str, NDArray[np.float64]], bound: float | None,
+                loss: Loss) -> NDArray[np.float64]:
+    """Return the six metrics' values (:data:`ERROR_METRICS` order) from group losses."""
+    out = [_gap(losses[_PER_GROUP[m]][:-1], m.endswith("ratio")) for m in ERROR_METRICS[:-1]]
+    groups = losses[loss][:-1]
+    limit = losses[loss][-1] if bound is None else bound  # default: the pooled loss
+    defined = groups[np.isfinite(groups)]
+    out.append(max(0.0, float(defined.max()) - float(limit)) if defined.size >= 2 else _NAN)
+    return np.array(out)
 
 
-def _statistic(loss: Loss, values: NDArray[np.float64], n_groups: int, agg: str,
-               bound: float | None) -> Statistic:
-    stats = _group_stats(loss, values, n_groups)
-    if agg == "bound" and bound is None:  # against the pooled loss of the same draw
-        return lambda weight, codes: _aggregate(stats(weight, codes), agg,
-                                                _pooled(loss, values, weight))
-    return lambda weight, codes: _aggregate(stats(weight, codes), agg, bound)
-
-
-def _undefined_reason(per_group: NDArray[np.float64], agg: str, p: Prepared) -> str | None:
-    if p.reason is not None:
-        return p.reason
-    defined = per_group[np.isfinite(per_group)]
+def _reason(metric: str, values: NDArray[np.float64], p: Prepared) -> str | None:
+    defined = values[np.isfinite(values)]
     if defined.size < 2:
         return f"fewer than two groups of '{p.name}' have weight"
-    if agg == "ratio" and defined.max() <= 0:
+    if metric.endswith("ratio") and defined.max() <= 0:
         return "every group's error is 0 (a ratio of zeros)"
     return None
 
 
-def _error_metric(metric: str, loss: Loss, agg: str, y_true: ArrayLike, y_pred: ArrayLike,
-                  sensitive_features: Any, *, min_group_size: int, sample_weight: Any,
-                  confidence_level: float | None, n_resamples: int, random_state: Any,
-                  bound: float | None = None) -> RegressionGap:
-    """Compute an error-parity metric or the bounded group loss (their shared body)."""
-    p = prepare(y_true, y_pred, sensitive_features, min_group_size=min_group_size,
-                sample_weight=sample_weight)
-    if p.reason is not None:
-        return RegressionGap(warn_undefined(metric, p.reason), metric, counts=p.counts())
-    values = _row_losses(p, loss)
-    per_group = _group_stats(loss, values, p.n_groups)(p.weight, p.codes)
-    by_group, counts = p.per_group(per_group), p.counts()
-    reason = _undefined_reason(per_group, agg, p)
+def _gap_result(metric: str, value: float, losses: dict[str, NDArray[np.float64]],
+                p: Prepared, loss: Loss, detail: Any, interval: Any, warn: bool
+                ) -> RegressionGap:
+    per_group = losses[loss if metric == "bounded_group_loss" else _PER_GROUP[metric]][:-1]
+    reason = _reason(metric, per_group, p)
     if reason is not None:
-        return RegressionGap(warn_undefined(metric, reason), metric, by_group, counts)
-    if agg == "bound" and bound is None:
-        bound = _pooled(loss, values, p.weight)
-        source = "pooled"
-    else:
-        source = "option"
-    value = _aggregate(per_group, agg, bound)
+        return RegressionGap(warn_undefined(metric, reason) if warn else _NAN, metric,
+                             p.per_group(per_group), p.counts())
     finite = np.where(np.isfinite(per_group), per_group, np.nan)
     low, high = int(np.nanargmin(finite)), int(np.nanargmax(finite))
-    extremes = (p.labels[high],) if agg == "bound" else (p.labels[low], p.labels[high])
-    interval = None
+    extremes = ((p.labels[high],) if metric == "bounded_group_loss"
+                else (p.labels[low], p.labels[high]))
+    return RegressionGap(value, metric, p.per_group(per_group), p.counts(), extremes,
+                         interval, detail if metric == "bounded_group_loss" else None)
+
+
+def regression_errors(y_true: ArrayLike, y_pred: ArrayLike, *, sensitive_features: Any,
+                      bound: float | None = None, loss: Loss = "mae", min_group_size: int = 1,
+                      sample_weight: ArrayLike | None = None,
+                      confidence_level: float | None = None, n_resamples: int = N_RESAMPLES,
+                      random_state: Any = None, only: str | None = None) -> ErrorParity:
+    """Compute every error-parity metric of one attribute at once (what the report calls).
+
+    One pass over the rows gives each group's MAE, RMSE and mean residual; the six metrics
+    (:data:`ERROR_METRICS`) read them, and one resampling gives all their intervals.
+
+    Parameters
+    ----------
+    y_true, y_pred, sensitive_features, min_group_size, sample_weight, confidence_level,
+    n_resamples, random_state
+        As :func:`mae_difference`.
+    bound, loss
+        As :func:`bounded_group_loss`.
+    only : str, optional
+        Warn about this metric only when undefined (the single-metric functions); default:
+        every undefined one.
+
+    Returns
+    -------
+    result : ErrorParity
+
+    Examples
+    --------
+    >>> r = regression_errors([0] * 4, [1, 1, 2, 2], sensitive_features=list("aabb"))
+    >>> float(r.mae_difference), float(r.mae_ratio), float(r.bounded_group_loss)
+    (1.0, 0.5, 0.5)
+    """
+    check_option(loss, "loss", ("mae", "rmse", "mean_residual"), func="regression_errors")
+    if bound is not None and not np.isfinite(bound):
+        raise InvalidInputError(f"bound must be a finite number; got {bound!r}")
+    p = prepare(y_true, y_pred, sensitive_features, min_group_size=min_group_size,
+                sample_weight=sample_weight)
+    wanted = ERROR_METRICS if only is None else (only,)
+    if p.reason is not None:
+        nan = {m: RegressionGap(warn_undefined(m, p.reason) if m in wanted else _NAN, m,
+                                counts=p.counts()) for m in ERROR_METRICS}
+        return ErrorParity(**nan)
+    assert p.y_true is not None
+    residual = p.y_pred - p.y_true
+    losses = _group_losses(p.codes, p.n_groups, p.weight, residual)
+    values = _statistics(losses, bound, loss)
+    intervals: list[Any] = [None] * len(ERROR_METRICS)
     if confidence_level is not None:
-        fixed = bound if source == "option" else None
-        interval = resample_interval(_statistic(loss, values, p.n_groups, agg, fixed), p.codes,
-                                     p.n_groups, p.weight, level=confidence_level,
-                                     n_resamples=n_resamples, random_state=random_state)
-    return RegressionGap(value, metric, by_group, counts, extremes, interval,
-                         detail={"bound": bound, "bound_source": source, "loss": loss}
-                         if agg == "bound" else None)
+        intervals = sum_intervals(
+            lambda sums: _statistics(_losses(sums), bound, loss), _row_values(p.weight, residual),
+            p.codes, p.n_groups, level=confidence_level, n_resamples=n_resamples,
+            random_state=random_state)
+    detail = {"bound": float(losses[loss][-1]) if bound is None else float(bound),
+              "bound_source": "pooled" if bound is None else "option", "loss": loss}
+    return ErrorParity(**{m: _gap_result(m, float(values[k]), losses, p, loss, detail,
+                                         intervals[k], m in wanted)
+                          for k, m in enumerate(ERROR_METRICS)})
+
+
+def _one(metric: str, y_true: ArrayLike, y_pred: ArrayLike, **kwargs: Any) -> RegressionGap:
+    return getattr(regression_errors(y_true, y_pred, only=metric, **kwargs), metric)
 
 
 def mae_difference(y_true: ArrayLike, y_pred: ArrayLike, *, sensitive_features: Any,
@@ -163,10 +226,10 @@ def mae_difference(y_true: ArrayLike, y_pred: ArrayLike, *, sensitive_features: 
     >>> float(mae_difference([0, 0, 0, 0], [1, -1, 0, 2], sensitive_features=list("aabb")))
     0.0
     """
-    return _error_metric("mae_difference", "mae", "difference", y_true, y_pred,
-                         sensitive_features, min_group_size=min_group_size,
-                         sample_weight=sample_weight, confidence_level=confidence_level,
-                         n_resamples=n_resamples, random_state=random_state)
+    return _one("mae_difference", y_true, y_pred, sensitive_features=sensitive_features,
+                min_group_size=min_group_size, sample_weight=sample_weight,
+                confidence_level=confidence_level, n_resamples=n_resamples,
+                random_state=random_state)
 
 
 def rmse_difference(y_true: ArrayLike, y_pred: ArrayLike, *, sensitive_features: Any,
@@ -193,10 +256,10 @@ def rmse_difference(y_true: ArrayLike, y_pred: ArrayLike, *, sensitive_features:
     >>> round(float(rmse_difference([0] * 4, [1, -1, 0, 2], sensitive_features=list("aabb"))), 4)
     0.4142
     """
-    return _error_metric("rmse_difference", "rmse", "difference", y_true, y_pred,
-                         sensitive_features, min_group_size=min_group_size,
-                         sample_weight=sample_weight, confidence_level=confidence_level,
-                         n_resamples=n_resamples, random_state=random_state)
+    return _one("rmse_difference", y_true, y_pred, sensitive_features=sensitive_features,
+                min_group_size=min_group_size, sample_weight=sample_weight,
+                confidence_level=confidence_level, n_resamples=n_resamples,
+                random_state=random_state)
 
 
 def mean_residual_difference(y_true: ArrayLike, y_pred: ArrayLike, *, sensitive_features: Any,
@@ -228,10 +291,10 @@ def mean_residual_difference(y_true: ArrayLike, y_pred: ArrayLike, *, sensitive_
     >>> float(r), r.by_group, r.extremes
     (1.5, {'a': 1.0, 'b': -0.5}, ('b', 'a'))
     """
-    return _error_metric("mean_residual_difference", "mean_residual", "difference", y_true,
-                         y_pred, sensitive_features, min_group_size=min_group_size,
-                         sample_weight=sample_weight, confidence_level=confidence_level,
-                         n_resamples=n_resamples, random_state=random_state)
+    return _one("mean_residual_difference", y_true, y_pred, sensitive_features=sensitive_features,
+                min_group_size=min_group_size, sample_weight=sample_weight,
+                confidence_level=confidence_level, n_resamples=n_resamples,
+                random_state=random_state)
 
 
 def mae_ratio(y_true: ArrayLike, y_pred: ArrayLike, *, sensitive_features: Any,
@@ -256,10 +319,10 @@ def mae_ratio(y_true: ArrayLike, y_pred: ArrayLike, *, sensitive_features: Any,
     >>> float(mae_ratio([0, 0, 0, 0], [1, 1, 2, 2], sensitive_features=list("aabb")))
     0.5
     """
-    return _error_metric("mae_ratio", "mae", "ratio", y_true, y_pred, sensitive_features,
-                         min_group_size=min_group_size, sample_weight=sample_weight,
-                         confidence_level=confidence_level, n_resamples=n_resamples,
-                         random_state=random_state)
+    return _one("mae_ratio", y_true, y_pred, sensitive_features=sensitive_features,
+                min_group_size=min_group_size, sample_weight=sample_weight,
+                confidence_level=confidence_level, n_resamples=n_resamples,
+                random_state=random_state)
 
 
 def rmse_ratio(y_true: ArrayLike, y_pred: ArrayLike, *, sensitive_features: Any,
@@ -284,10 +347,10 @@ def rmse_ratio(y_true: ArrayLike, y_pred: ArrayLike, *, sensitive_features: Any,
     >>> float(rmse_ratio([0, 0, 0, 0], [1, -1, 2, -2], sensitive_features=list("aabb")))
     0.5
     """
-    return _error_metric("rmse_ratio", "rmse", "ratio", y_true, y_pred, sensitive_features,
-                         min_group_size=min_group_size, sample_weight=sample_weight,
-                         confidence_level=confidence_level, n_resamples=n_resamples,
-                         random_state=random_state)
+    return _one("rmse_ratio", y_true, y_pred, sensitive_features=sensitive_features,
+                min_group_size=min_group_size, sample_weight=sample_weight,
+                confidence_level=confidence_level, n_resamples=n_resamples,
+                random_state=random_state)
 
 
 def bounded_group_loss(y_true: ArrayLike, y_pred: ArrayLike, *, sensitive_features: Any,
@@ -337,13 +400,7 @@ def bounded_group_loss(y_true: ArrayLike, y_pred: ArrayLike, *, sensitive_featur
     >>> float(bounded_group_loss([0] * 4, [1, 1, 2, 2], sensitive_features=list("aabb")))
     0.5
     """
-    check_option(loss, "loss", ("mae", "rmse", "mean_residual"), func="bounded_group_loss")
-    if bound is not None and not np.isfinite(bound):
-        from ...exceptions import InvalidInputError
-
-        raise InvalidInputError(f"bound must be a finite number; got {bound!r}")
-    return _error_metric("bounded_group_loss", loss, "bound", y_true, y_pred,
-                         sensitive_features, min_group_size=min_group_size,
-                         sample_weight=sample_weight, confidence_level=confidence_level,
-                         n_resamples=n_resamples, random_state=random_state,
-                         bound=None if bound is None else float(bound))
+    return _one("bounded_group_loss", y_true, y_pred, sensitive_features=sensitive_features,
+                bound=bound, loss=loss, min_group_size=min_group_size,
+                sample_weight=sample_weight, confidence_level=confidence_level,
+                n_resamples=n_resamples, random_state=random_state)
