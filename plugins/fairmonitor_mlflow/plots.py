@@ -16,8 +16,8 @@ from numpy.typing import NDArray
 
 from fairmonitor.metrics import encode_groups
 
-__all__ = ["madd_histograms", "metric_intervals", "prediction_cdfs", "residual_distributions",
-           "robustness_curve", "save_png", "score_cdfs"]
+__all__ = ["madd_histograms", "metric_intervals", "regression_panels", "robustness_curve",
+           "save_png", "score_cdfs"]
 
 # a plot with more lines than this is unreadable; the largest groups are shown
 _MAX_GROUPS = 10
@@ -205,56 +205,63 @@ def metric_intervals(report: Any) -> Any:
     return fig
 
 
-def prediction_cdfs(attribute: str, columns: Mapping[str, NDArray[Any]], y_pred: NDArray[Any],
-                    *, min_group_size: int = 1, value: float | None = None) -> Any:
-    """Per-group empirical CDFs of a regressor's predictions (statistical parity's picture).
+def _cdf_points(values: NDArray[np.float64], points: int = 256
+                ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Return a group's empirical CDF in at most ``points`` steps (quantiles): same picture."""
+    x = np.sort(values)
+    if x.size > points:
+        keep = np.unique(np.linspace(0, x.size - 1, points).round().astype(int))
+        return x[keep], (keep + 1) / x.size
+    return x, np.arange(1, x.size + 1) / max(x.size, 1)
 
-    The largest vertical distance between a group's curve and the pooled one is the
-    ``prediction_ks_distance`` in the title.
-    """
-    fig = _figure()
-    ax = fig.add_subplot()
-    pred = np.asarray(y_pred, dtype=float)
-    pooled = np.sort(pred)
-    ax.step(pooled, np.arange(1, pooled.size + 1) / pooled.size, where="post", lw=1.0,
-            color="black", ls="--", label=f"pooled (n={pooled.size})")
+
+def _prediction_panel(ax: Any, attribute: str, columns: Mapping[str, NDArray[Any]],
+                      pred: NDArray[np.float64], min_group_size: int,
+                      value: float | None) -> None:
+    ax.step(*_cdf_points(pred), where="post", lw=1.0, color="black", ls="--",
+            label=f"pooled (n={pred.size})")
     for label, v in _groups(columns, pred, min_group_size):
-        x = np.sort(v)
-        ax.step(x, np.arange(1, x.size + 1) / max(x.size, 1), where="post", lw=1.6,
-                label=f"{label} (n={x.size})")
+        ax.step(*_cdf_points(v), where="post", lw=1.6, label=f"{label} (n={v.size})")
     title = f"Prediction CDFs by {attribute}"
     if _finite(value):
-        title += f" (KS to pooled = {value:.4f})"
-    ax.set(ylim=(0, 1.02), xlabel="prediction", ylabel="share of the group with prediction <= x",
+        title += f"\n(KS to pooled = {value:.4f})"
+    ax.set(ylim=(0, 1.02), xlabel="prediction", ylabel="share with prediction <= x",
            title=title)
     ax.grid(alpha=0.3)
     _legend(ax)
-    return fig
 
 
-def residual_distributions(attribute: str, columns: Mapping[str, NDArray[Any]],
-                           residual: NDArray[Any], *, min_group_size: int = 1,
-                           value: float | None = None, bins: int = 40) -> Any:
-    """Per-group histograms of the residuals (prediction - target), each group's mean marked.
-
-    A group whose mass sits right of 0 is over-predicted; the spread of the means is the
-    ``mean_residual_difference`` in the title.
-    """
-    fig = _figure()
-    ax = fig.add_subplot()
-    r = np.asarray(residual, dtype=float)
-    edges = np.histogram_bin_edges(r, bins=bins)
-    for k, (label, v) in enumerate(_groups(columns, r, min_group_size)):
+def _residual_panel(ax: Any, attribute: str, columns: Mapping[str, NDArray[Any]],
+                    residual: NDArray[np.float64], min_group_size: int, value: float | None,
+                    bins: int = 40) -> None:
+    edges = np.histogram_bin_edges(residual, bins=bins)
+    for k, (label, v) in enumerate(_groups(columns, residual, min_group_size)):
         color = f"C{k % 10}"
         ax.hist(v, bins=edges, density=True, histtype="step", lw=1.6, color=color,
-                label=f"{label} (n={v.size}, mean {v.mean():+.3g})")
+                label=f"{label} (mean {v.mean():+.3g})")
         ax.axvline(float(v.mean()), color=color, lw=1.0, ls=":")
     ax.axvline(0.0, color="black", lw=0.8)
     title = f"Residuals by {attribute}"
     if _finite(value):
-        title += f" (mean residual gap = {value:.4g})"
-    ax.set(xlabel="residual = prediction - target (> 0: over-predicted)", ylabel="density",
-           title=title)
+        title += f"\n(mean residual gap = {value:.4g})"
+    ax.set(xlabel="prediction - target (> 0: over-predicted)", ylabel="density", title=title)
     ax.grid(alpha=0.3)
     _legend(ax)
+
+
+def regression_panels(attribute: str, columns: Mapping[str, NDArray[Any]],
+                      y_pred: NDArray[Any], residual: NDArray[Any] | None, *,
+                      min_group_size: int = 1, ks: float | None = None,
+                      residual_gap: float | None = None) -> Any:
+    """One figure per attribute: prediction CDFs, and residual distributions beside them.
+
+    One figure, not two: rendering dominates the evaluator's time on a regressor.
+    """
+    fig = _figure(11.0 if residual is not None else 7.0, 4.2)
+    axes = fig.subplots(1, 2 if residual is not None else 1, squeeze=False)[0]
+    _prediction_panel(axes[0], attribute, columns, np.asarray(y_pred, dtype=float),
+                      min_group_size, ks)
+    if residual is not None:
+        _residual_panel(axes[1], attribute, columns, np.asarray(residual, dtype=float),
+                        min_group_size, residual_gap)
     return fig

@@ -139,28 +139,26 @@ def regression_group_table(report: Any, window: Window, config: FairnessConfig) 
 
 def regression_plots(report: Any, window: Window, config: FairnessConfig,
                      attrs: Mapping[str, Any], file_part: Any) -> list[tuple[str, Any, str]]:
-    """Return ``[(path, build, title)]``: each attribute's residuals and prediction CDFs."""
+    """Return ``[(path, build, title)]``: per attribute, prediction CDFs and residuals.
+
+    One figure per sensitive attribute (the intersection's groups are in the tables): the
+    figures are most of the evaluator's time on a regressor.
+    """
     from . import plots
 
     out: list[tuple[str, Any, str]] = []
+    residual = (None if window.y_true is None
+                else np.asarray(window.y_pred, float) - np.asarray(window.y_true, float))
     for attr, cols in attrs.items():
-        def cdf(attr: str = attr, cols: Any = cols) -> Any:
-            return plots.prediction_cdfs(attr, cols, window.y_pred,
-                                         min_group_size=config.min_group_size,
-                                         value=report.values.get(("prediction_ks_distance",
-                                                                  attr)))
-
-        out.append((f"plots/fairness_prediction_cdf__{file_part(attr)}.png", cdf,
-                    f"Prediction CDFs by {attr}"))
-        if window.y_true is None:
+        if attr not in window.sensitive_features:
             continue
 
-        def residuals(attr: str = attr, cols: Any = cols) -> Any:
-            residual = np.asarray(window.y_pred, float) - np.asarray(window.y_true, float)
-            return plots.residual_distributions(
-                attr, cols, residual, min_group_size=config.min_group_size,
-                value=report.values.get(("mean_residual_difference", attr)))
+        def figure(attr: str = attr, cols: Any = cols) -> Any:
+            return plots.regression_panels(
+                attr, cols, window.y_pred, residual, min_group_size=config.min_group_size,
+                ks=report.values.get(("prediction_ks_distance", attr)),
+                residual_gap=report.values.get(("mean_residual_difference", attr)))
 
-        out.append((f"plots/fairness_residuals__{file_part(attr)}.png", residuals,
-                    f"Residuals by {attr}"))
+        out.append((f"plots/fairness_regression__{file_part(attr)}.png", figure,
+                    f"Prediction CDFs and residuals by {attr}"))
     return out
