@@ -118,3 +118,17 @@ models:
     window: 1h
     metrics: [mae_difference]
 """)
+
+
+def test_a_spark_source_is_refused_for_regression() -> None:
+    with pytest.raises(ConfigError, match="spark is not supported with task: regression"):
+        load_config("""
+models:
+  limits:
+    task: regression
+    source: {kind: spark, table: predictions}
+    sensitive_features: [sex]
+    prediction: prediction
+    window: 1h
+    metrics: [prediction_ks_distance]
+""")
