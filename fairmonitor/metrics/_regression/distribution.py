@@ -65,15 +65,16 @@ class _Sorted:
         return groups, pooled / pooled[-1]
 
 
-def _ks(s: _Sorted, weight: NDArray[np.float64], codes: NDArray[np.intp]) -> NDArray[np.float64]:
-    groups, pooled = s.cdfs(weight, codes)
+def _ks(s: _Sorted, weight: NDArray[np.float64], codes: NDArray[np.intp],
+        cdfs: Any = None) -> NDArray[np.float64]:
+    groups, pooled = s.cdfs(weight, codes) if cdfs is None else cdfs
     return np.abs(groups - pooled).max(axis=1)
 
 
-def _w1_pairs(s: _Sorted, weight: NDArray[np.float64], codes: NDArray[np.intp]
-              ) -> NDArray[np.float64]:
+def _w1_pairs(s: _Sorted, weight: NDArray[np.float64], codes: NDArray[np.intp],
+              cdfs: Any = None) -> NDArray[np.float64]:
     """Return the (K, K) matrix of Wasserstein-1 distances between the groups."""
-    groups, _ = s.cdfs(weight, codes)
+    groups, _ = s.cdfs(weight, codes) if cdfs is None else cdfs
     k = s.n_groups
     out = np.zeros((k, k))
     for i in range(k):
@@ -143,8 +144,9 @@ def _iqr(values: NDArray[np.float64]) -> float:
 
 def _results(p: Prepared, s: _Sorted, scale: float, source: str, intervals: list[Any],
              only: str | None) -> PredictionDistribution:
-    ks = _ks(s, s.weight, s.codes)
-    pairs = _w1_pairs(s, s.weight, s.codes)
+    cdfs = s.cdfs(s.weight, s.codes)  # once, for both
+    ks = _ks(s, s.weight, s.codes, cdfs)
+    pairs = _w1_pairs(s, s.weight, s.codes, cdfs)
     worst = int(np.nanargmax(ks))
     i, j = np.unravel_index(int(np.nanargmax(pairs)), pairs.shape)
     pair = (p.labels[min(i, j)], p.labels[max(i, j)])
