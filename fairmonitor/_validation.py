@@ -192,6 +192,26 @@ def check_scores(values: ArrayLike, name: str = "y_score", *, copy: bool = True
     return np.clip(arr, 0.0, 1.0)
 
 
+def check_continuous(values: ArrayLike, name: str = "y_pred") -> NDArray[np.float64]:
+    """Return a regression target or prediction as finite floats, or raise naming the fix.
+
+    >>> check_continuous([1, 2.5]).tolist()
+    [1.0, 2.5]
+    >>> check_continuous(["a"])  # doctest: +NORMALIZE_WHITESPACE
+    Traceback (most recent call last):
+    ...
+    fairmonitor.exceptions.InvalidInputError: `y_pred` must be numeric (a regression target or
+    prediction); got dtype <U1.
+    """
+    arr = check_1d(values, name)
+    if not np.issubdtype(arr.dtype, np.number) or arr.dtype == bool:
+        raise InvalidInputError(f"`{name}` must be numeric (a regression target or "
+                                f"prediction); got dtype {arr.dtype}.")
+    arr = arr.astype(np.float64, copy=False)
+    check_finite(arr, name)
+    return arr
+
+
 def check_option(value: T, name: str, allowed: Sequence[T], *, func: str = "") -> T:
     """Raise unless ``value`` is one of ``allowed``, listing the allowed values.
 

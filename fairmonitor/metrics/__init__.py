@@ -40,12 +40,32 @@ from ._parity import (
 # --- permutation test ---
 from ._permutation import PermutationResult, permutation_test
 
+# --- regression ---
+from ._regression import (
+    ErrorParity,
+    PredictionDistribution,
+    RegressionGap,
+    bounded_group_loss,
+    mae_difference,
+    mae_ratio,
+    mean_residual_difference,
+    prediction_distribution,
+    prediction_ks_distance,
+    prediction_madd,
+    prediction_wasserstein,
+    prediction_wasserstein_scaled,
+    regression_errors,
+    rmse_difference,
+    rmse_ratio,
+)
+
 # --- robustness ---
 
 __all__ = [
     "CounterpartComparison",
     "CounterpartMatcher",
     "CounterpartResult",
+    "ErrorParity",
     "GroupRates",
     "Groups",
     "HFMAttribute",
@@ -55,8 +75,11 @@ __all__ = [
     "PairMatcher",
     "PairwiseMatrix",
     "PermutationResult",
+    "PredictionDistribution",
+    "RegressionGap",
     "abcc",
     "abpc",
+    "bounded_group_loss",
     "calibration_difference",
     "counterpart_fairness",
     "demographic_parity_difference",
@@ -67,11 +90,22 @@ __all__ = [
     "fit_matcher",
     "group_rates",
     "hfm",
+    "mae_difference",
+    "mae_ratio",
+    "mean_residual_difference",
     "madd",
     "madd_h_sup",
     "pairwise_matrix",
     "permutation_test",
+    "prediction_distribution",
+    "prediction_ks_distance",
+    "prediction_madd",
+    "prediction_wasserstein",
+    "prediction_wasserstein_scaled",
     "predictive_parity_difference",
+    "regression_errors",
+    "rmse_difference",
+    "rmse_ratio",
     "sensitive_columns",
     "without_labels",
 ]

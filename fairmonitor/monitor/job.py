@@ -358,7 +358,8 @@ def _rows(cfg: ModelConfig, source: WindowSource, start: datetime, end: datetime
     try:  # real column types in, invalid model outputs out: one rule for every metric
         frame, rejected, duplicates = (
             _multiclass.prepare(frame, cfg) if cfg.task == "multiclass" else prepare_rows(
-                frame, score=cfg.score, prediction=cfg.prediction, label=cfg.label))
+                frame, score=cfg.score, prediction=cfg.prediction, label=cfg.label,
+                task=cfg.task))
         if undated:
             rejected["no_timestamp"] = undated
     except InvalidInputError as exc:

@@ -167,20 +167,40 @@ def duplicate_rows(frame: pd.DataFrame) -> int:
     return int(frame.loc[shared[at] == keys].duplicated().sum())
 
 
+def _finite_numbers(values: pd.Series) -> pd.Series:
+    """Return a regression column as float64: missing, non-numbers and infinities as NaN."""
+    out = to_score(values)
+    arr = out.to_numpy()
+    return out.where(np.isfinite(arr)) if not np.isfinite(arr).all() else out
+
+
 def prepare(frame: pd.DataFrame, *, score: str | None = None, prediction: str | None = None,
-            label: str | None = None) -> tuple[pd.DataFrame, dict[str, int], int]:
+            label: str | None = None, task: str = "binary"
+            ) -> tuple[pd.DataFrame, dict[str, int], int]:
     """Convert the model-output and label columns and drop invalid rows (module docstring).
 
     Returns the rows every metric of the window uses, per reason how many rows were
     rejected (reasons with zero rows are left out), and how many rows duplicate another.
+    With ``task="regression"`` the prediction and label are numbers (:func:`to_score`'s
+    conversion, no range): a prediction that is missing, not a number or infinite is
+    invalid; a missing or non-numeric label is a label not yet arrived.
+
+    >>> import pandas as pd
+    >>> frame = pd.DataFrame({"pred": ["12.5", None, "inf"], "y": [10, None, 3]})
+    >>> rows, rejected, _ = prepare(frame, prediction="pred", label="y", task="regression")
+    >>> rows["pred"].tolist(), rows["y"].tolist(), rejected
+    ([12.5], [10.0], {'invalid_prediction': 2})
     """
     rejected: dict[str, int] = {}
     frame = frame.copy(deep=False)
     keep = np.ones(len(frame), dtype=bool)
+    regression = task == "regression"
     if label is not None and label in frame.columns:
-        frame[label] = to_binary(frame[label], label)
+        frame[label] = (_finite_numbers(frame[label]) if regression
+                        else to_binary(frame[label], label))
     if prediction is not None and prediction in frame.columns:
-        pred = to_binary(frame[prediction], prediction)
+        pred = (_finite_numbers(frame[prediction]) if regression
+                else to_binary(frame[prediction], prediction))
         frame[prediction] = pred
         bad = pred.isna().to_numpy()
         if bad.any():

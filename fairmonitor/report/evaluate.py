@@ -27,7 +27,13 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from .._validation import check_binary, check_option, check_sample_weight, check_scores
+from .._validation import (
+    check_binary,
+    check_continuous,
+    check_option,
+    check_sample_weight,
+    check_scores,
+)
 from ..exceptions import GroupExclusionWarning, InvalidInputError, UndefinedMetricWarning
 from ..summaries import SummarySpec, WindowSummary, summarize
 from ..utils.groups import (
@@ -407,13 +413,18 @@ def _attributes(window: Window, intersection: bool) -> dict[str, Any]:
     return attrs
 
 
-def _select_metrics(has: Callable[[str], bool], metrics: Iterable[str] | None
-                    ) -> tuple[list[MetricSpec], dict[str, str]]:
-    """Return requested specs, and the reason each available-by-default one was skipped."""
+def _select_metrics(has: Callable[[str], bool], metrics: Iterable[str] | None,
+                    task: str = "binary") -> tuple[list[MetricSpec], dict[str, str]]:
+    """Return requested specs, and the reason each available-by-default one was skipped.
+
+    By default only the metrics of the window's ``task`` (the registry's ``task`` column).
+    """
     if metrics is not None:
         return [get_metric(name) for name in metrics], {}
     chosen, skipped = [], {}
     for spec in METRICS.values():
+        if spec.task != task:
+            continue
         missing = [i for i in spec.inputs if not has(i)]
         if missing:
             skipped[spec.name] = _MISSING_REASON[missing[0]]
@@ -482,6 +493,7 @@ def evaluate_window(
     errors: Literal["coerce", "raise"] | DefaultType = DEFAULT,
     confidence_level: float | None | DefaultType = DEFAULT,
     evaluation: EvaluationOptions | None = None,
+    task: str | DefaultType = DEFAULT,
 ) -> WindowReport:
     """Evaluate fairness metrics on one window, per sensitive attribute.
 
@@ -523,6 +535,10 @@ def evaluate_window(
     evaluation : EvaluationOptions, optional
         All of the above settings in one object (built once from a config, as the monitor and
         the evaluator do); a keyword given explicitly wins over its field.
+    task : {'binary', 'regression'}, default='binary'
+        The kind of model. ``"regression"``: ``y_pred`` and ``y_true`` are continuous (never
+        thresholded) and the default metrics are the registry's regression ones
+        (``docs/regression.md``); they read the rows, and their intervals are resampled.
 
     Returns
     -------
@@ -541,7 +557,8 @@ def evaluate_window(
     settings = resolve(evaluation, min_group_size=min_group_size,
                        min_condition_size=min_condition_size, intersection=intersection,
                        thresholds=thresholds, options=options, rng=rng, errors=errors,
-                       confidence_level=confidence_level).replace(threshold=window.threshold)
+                       confidence_level=confidence_level, task=task
+                       ).replace(threshold=window.threshold)
     if window.classes is not None:  # every class one-vs-rest, then the worst class
         reports = {c: evaluate_window(window.one_vs_rest(c), metrics=metrics, evaluation=settings)
                    for c in window.classes}
@@ -549,18 +566,22 @@ def evaluate_window(
                                    **_multiclass.combine_class_reports(reports,
                                                                        settings.thresholds))
     started = time.perf_counter()
-    specs, skipped = _select_metrics(lambda i: window.get(i) is not None, metrics)
+    specs, skipped = _select_metrics(lambda i: window.get(i) is not None, metrics,
+                                     settings.task)
     # one summary of the window (groups encoded once, string columns converted once, each
     # group's scores sorted once), which every count and score metric reads: the same path
     # as evaluate_summary. Raw scores are kept (the window holds them anyway), so every
     # option of every metric applies and the values are the raw rows' values.
-    inputs, failed = _checked_inputs(window)
+    inputs, failed = (_regression_inputs(window) if settings.task == "regression"
+                      else _checked_inputs(window))
     intersection = settings.intersection
     summary = summarize(window.sensitive_features, **inputs, threshold=window.threshold,
                         groups=window.groups(intersection),
                         intersection=intersection, spec=_IN_PROCESS, model=window.model,
                         version=window.version, start=window.start, end=window.end)
     attrs = _attributes(window, intersection)
+    if settings.task == "regression":  # its metrics read rows: the groups encoded once
+        attrs = window.groups(intersection)
 
     def rows(attr: str) -> tuple[Window, Any]:
         return window, attrs[attr]
@@ -584,6 +605,28 @@ def _intersections(summary: WindowSummary) -> list[str]:
     """
     return [a for a in summary.attributes if INTERSECTION_SEPARATOR in a
             and all(p in summary.attributes for p in a.split(INTERSECTION_SEPARATOR))]
+
+
+def _regression_inputs(window: Window) -> tuple[dict[str, Any], dict[str, Exception]]:
+    """Check a regression window's continuous predictions and targets, once.
+
+    Nothing goes to the summary (its counts and score summaries are the classification
+    path's): the regression metrics read the rows, and a failed check is their error.
+    """
+    failed: dict[str, Exception] = {}
+    for name in ("y_pred", "y_true"):
+        value = window.get(name)
+        if value is None:
+            continue
+        try:
+            checked = check_continuous(value, name)
+            if checked.size != window.n_rows:
+                raise InvalidInputError(
+                    f"`sensitive_features` has {window.n_rows} rows but `{name}` has "
+                    f"{checked.size}; pass arrays aligned row by row.")
+        except InvalidInputError as exc:
+            failed[name] = exc
+    return {}, failed
 
 
 def _checked_inputs(window: Window) -> tuple[dict[str, Any], dict[str, Exception]]:
@@ -763,7 +806,15 @@ def _step(run: _Run, spec: MetricSpec, attr: str) -> _Outcome:
     missing = [i for i in spec.inputs if not run.has(i)]
     if missing:
         return _undefined(run, _MISSING_REASON[missing[0]])
+    if spec.task != run.settings.task:
+        return _undefined(run, f"{spec.name} applies to {spec.task} models; this window's "
+                               f"task is {run.settings.task}")
     kwargs = run.settings.metric_kwargs(spec.name)
+    if spec.task == "regression":  # its interval comes with its value (its own resampling)
+        kwargs["confidence_level"] = run.settings.confidence_level
+        for other in METRICS.values():  # one call per family: every member's options
+            if other.func is spec.func:
+                kwargs.update(run.settings.options.get(other.name, {}))
     if run.weights is not None:
         if not spec.weighted:
             return _undefined(run, f"{spec.name} has no weighted definition here; evaluate it "

@@ -23,7 +23,10 @@ summaries. Which method serves which metric (the registry's ``interval`` column)
   (a maximum over nearest-neighbour distances is not estimable from a sample);
 - CFair: the paired comparison's (cluster-robust) 95% interval of the absolute gap;
 - robustness ratio and delta: Wald intervals from the protocol's repeated-noise standard
-  errors; the 0/1 verdict, the AUC and the flip-rate gap have none.
+  errors; the 0/1 verdict, the AUC and the flip-rate gap have none;
+- regression metrics: computed with the value by the metric function (``confidence_level``):
+  a stratified bootstrap of the groups' rows and a permutation null
+  (:mod:`fairmonitor.metrics._regression._resample`); ``prediction_madd`` has none.
 
 Undefined intervals are NaN with a reason, never 0-width.
 """
@@ -207,6 +210,10 @@ def interval_of(name: str, field: str | None, value: float, result: Any,
     if not math.isfinite(value):
         return undefined("the value is undefined")
     spec = METRICS[name]
+    if spec.task == "regression":  # computed with the value (the metric's own resampling)
+        iv = getattr(getattr(result, field or "value", result), "interval", None)
+        return iv if iv is not None else undefined(
+            spec.no_interval or f"{name} has no interval on this window")
     try:
         if spec.summary in ("rates", "counts"):
             groups = _kept(attr, int(kw.get("min_group_size", 1)))

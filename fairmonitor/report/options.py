@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from .._validation import check_option
 from .intervals import DEFAULT_LEVEL
+from .registry import TASKS
 from .thresholds import Threshold
 
 __all__ = ["DEFAULT", "DefaultType", "EvaluationOptions", "resolve"]
@@ -71,6 +72,9 @@ class EvaluationOptions:
         A failing metric is NaN with the error as reason, or re-raised.
     confidence_level : float or None, default=0.95
         Level of each value's interval; None skips intervals and chance levels.
+    task : {'binary', 'regression'}, default='binary'
+        The kind of model (:data:`~fairmonitor.report.registry.TASKS`): which metrics apply
+        and how predictions and labels are read (0/1, or continuous without thresholding).
 
     Examples
     --------
@@ -88,9 +92,11 @@ class EvaluationOptions:
     rng: Any = None
     errors: Literal["coerce", "raise"] = "coerce"
     confidence_level: float | None = DEFAULT_LEVEL
+    task: str = "binary"
 
     def __post_init__(self) -> None:
         check_option(self.errors, "errors", ("coerce", "raise"), func="EvaluationOptions")
+        check_option(self.task, "task", TASKS, func="EvaluationOptions")
         object.__setattr__(self, "thresholds", tuple(self.thresholds))
         object.__setattr__(self, "options", _frozen_options(self.options))
 

@@ -22,12 +22,12 @@ from typing import Any, NoReturn
 from ..exceptions import ConfigError
 from ..utils.groups import MISSING_POLICIES
 from .defaults import MIN_CONDITION_SIZE, MIN_GROUP_SIZE
-from .registry import METRICS
+from .registry import METRICS, metric_task
 from .thresholds import COMPARES, Threshold
 
-__all__ = ["ROBUSTNESS_KEYS", "TASKS", "THRESHOLD_KEYS", "Reader", "fail", "fmt_allowed",
-           "read_classes", "read_confidence_level", "read_group_minimums", "read_missing",
-           "read_options", "read_robustness", "read_task", "read_thresholds"]
+__all__ = ["MODEL_TASKS", "ROBUSTNESS_KEYS", "THRESHOLD_KEYS", "Reader", "fail",
+           "fmt_allowed", "read_classes", "read_confidence_level", "read_group_minimums",
+           "read_missing", "read_options", "read_robustness", "read_task", "read_thresholds"]
 
 _TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "true or false"}
 #: The keys of one threshold entry.
@@ -35,6 +35,9 @@ THRESHOLD_KEYS = ("warning", "critical", "bound", "attribute", "against_directio
 #: The documented robustness settings; keywords of the registered robustness function are
 #: accepted too (forwarded unchanged).
 ROBUSTNESS_KEYS = ("levels", "n_repeats", "max_rows")
+#: What a model predicts (its ``task:``): 0/1 predictions and scores, a class among several
+#: (measured one-vs-rest per class) or a number.
+MODEL_TASKS = ("binary", "multiclass", "regression")
 # filled in by the report layer from the window: never a per-metric option
 _RESERVED = frozenset({"sensitive_features"})
 
@@ -151,6 +154,26 @@ def read_group_minimums(r: Reader, raw: Mapping[str, Any], at: str = "") -> tupl
     """``min_group_size`` and ``min_condition_size``: positive integers, shared defaults."""
     return (r.positive_int(raw, "min_group_size", MIN_GROUP_SIZE, path=at),
             r.positive_int(raw, "min_condition_size", MIN_CONDITION_SIZE, path=at))
+
+
+def read_task(r: Reader, raw: Mapping[str, Any], at: str = "",
+              metrics: Sequence[str] = ()) -> str:
+    """``task``: the kind of model (:data:`MODEL_TASKS`, ``binary`` by default).
+
+    ``metrics``: the model's metric names, each checked to apply to the task (a metric of
+    another task would be NaN in every window); a multiclass model takes the binary metrics,
+    one class at a time.
+    """
+    task = str(r.choice(raw, "task", MODEL_TASKS, "binary", path=at))
+    kind = metric_task(task)
+    fitting = [m for m, s in METRICS.items() if s.task == kind]
+    for i, metric in enumerate(metrics):
+        spec = METRICS.get(metric)
+        if spec is not None and spec.task != kind:
+            r.error(_join(at, f"metrics[{i}]"),
+                    f"{metric!r} applies to {spec.task} models and this model's task is "
+                    f"{task}; allowed: {fmt_allowed(fitting)}")
+    return task
 
 
 def read_confidence_level(r: Reader, raw: Mapping[str, Any], at: str = "") -> float | None:
@@ -317,14 +340,6 @@ def read_robustness(r: Reader, at: str, raw: Any) -> tuple[dict[str, Any], bool 
 #: What a model predicts (the ``task:`` key of the monitor's model config): one positive class
 #: against the rest (``binary``, the default), or one of several classes, each evaluated
 #: one-vs-rest (``multiclass``; :mod:`fairmonitor.report.multiclass`).
-TASKS = ("binary", "multiclass")
-
-
-def read_task(r: Reader, raw: Mapping[str, Any], at: str = "") -> str:
-    """``task``: one of :data:`TASKS`, ``binary`` when not given."""
-    return str(r.choice(raw, "task", TASKS, "binary", path=at))
-
-
 def read_classes(r: Reader, raw: Mapping[str, Any], at: str, task: str
                  ) -> tuple[tuple[Any, ...] | None, Mapping[Any, str]]:
     """``classes`` and ``scores`` of a multiclass model: its class labels, each one's column.

@@ -33,8 +33,9 @@ from ..metrics.shared import parity_from_rates
 from ..robustness.ratio import robustness_ratio  # --- robustness ---
 from ..summaries import compute as _summary
 
-__all__ = ["CLASS_SEPARATOR", "CONDITIONS", "INPUTS", "METRICS", "MetricSpec", "class_key",
-           "get_metric", "split_class_key", "worst_class"]
+__all__ = ["CLASS_SEPARATOR", "CONDITIONS", "INPUTS", "METRICS", "TASKS", "MetricSpec",
+           "class_key", "get_metric", "metric_task", "split_class_key", "task_metrics",
+           "worst_class"]
 
 Direction = Literal["lower_is_fairer", "higher_is_fairer"]
 #: How a metric is computed from a window summary (:mod:`fairmonitor.summaries`): from the
@@ -51,6 +52,9 @@ CONDITIONS: Mapping[str, tuple[tuple[int, ...], tuple[int, ...]]] = MappingProxy
 
 #: The window fields a metric can ask for.
 INPUTS = ("y_true", "y_pred", "y_score", "X", "predict")
+#: The kinds of model a metric applies to (a model's ``task``): a binary classifier (0/1
+#: predictions, scores in [0, 1]) or a regressor (continuous predictions and targets).
+TASKS = ("binary", "regression")
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +104,9 @@ class MetricSpec:
     conditions_on : tuple of str
         What each of its rates conditions on (keys of :data:`CONDITIONS`), for
         ``min_condition_size`` and the rate intervals; empty for a rate of all rows.
+    task : str
+        The kind of model it applies to (:data:`TASKS`); a window of another task leaves it
+        out.
     """
 
     name: str
@@ -120,6 +127,7 @@ class MetricSpec:
     from_summary: Callable[..., Any] | None = dataclasses.field(default=None, repr=False)
     weighted: bool = False
     conditions_on: tuple[str, ...] = ()
+    task: str = "binary"
 
     @property
     def needs_rows(self) -> bool:
@@ -310,8 +318,79 @@ _SPECS: list[MetricSpec] = [
                "noise flips, over the noise levels (0: noise hits every group alike)."),
 ]
 
+# --- regression (task "regression": continuous predictions and targets, no thresholding) ---
+# They read rows (no summary path). As the robustness entries, each family is one function
+# call per attribute that every entry of the family reads a field of (one pass, one
+# resampling); the report merges the family's options into that call. The interval and chance
+# level come with the value (Poisson bootstrap, permutation null:
+# fairmonitor/metrics/_regression/_resample.py).
+_RESAMPLED = "Poisson bootstrap of the rows (percentile); chance: permuted group labels"
+_REGRESSION = {"task": "regression", "weighted": True, "interval": _RESAMPLED}
+_ERRORS = {**_REGRESSION, "func": m.regression_errors, "inputs": ("y_true", "y_pred")}
+_DISTRIBUTION = {**_REGRESSION, "func": m.prediction_distribution, "inputs": ("y_pred",)}
+_INF = float("inf")
+
+
+def _family(name: str, family: Mapping[str, Any], **kw: Any) -> MetricSpec:
+    """Return the entry reading field ``name`` of its family's shared result."""
+    return _spec(name, family["func"], family["inputs"], field=name,
+                 **{k: v for k, v in family.items() if k not in ("func", "inputs")}, **kw)
+
+
+_SPECS += [
+    _family("mae_difference", _ERRORS, upper=_INF, unit="target units",
+            help="Largest between-group gap in mean absolute error (0 is parity)."),
+    _family("rmse_difference", _ERRORS, upper=_INF, unit="target units",
+            help="Largest between-group gap in root mean squared error (0 is parity)."),
+    _family("mean_residual_difference", _ERRORS, upper=_INF, unit="target units",
+            help="Largest between-group gap in mean residual (prediction minus target): one "
+                 "group over-predicted relative to another (0 is parity)."),
+    _family("mae_ratio", _ERRORS, direction="higher_is_fairer", ideal=1.0, unit="ratio",
+            help="Smallest group mean absolute error over the largest (1 is parity)."),
+    _family("rmse_ratio", _ERRORS, direction="higher_is_fairer", ideal=1.0, unit="ratio",
+            help="Smallest group root mean squared error over the largest (1 is parity)."),
+    _family("bounded_group_loss", _ERRORS, upper=_INF, unit="loss units",
+            help="Worst excess of a group's loss (MAE by default) over the configured bound, "
+                 "else over the pooled loss (0: every group within it)."),
+    _family("prediction_ks_distance", _DISTRIBUTION,
+            help="Largest Kolmogorov-Smirnov distance between a group's predictions and the "
+                 "pooled ones (0 is statistical parity)."),
+    _family("prediction_wasserstein", _DISTRIBUTION, upper=_INF, unit="prediction units",
+            help="Largest Wasserstein-1 distance between two groups' predictions, in the "
+                 "prediction's units (0 is parity)."),
+    _family("prediction_wasserstein_scaled", _DISTRIBUTION, upper=_INF, unit="scale units",
+            help="prediction_wasserstein divided by a configured scale (default: the window's "
+                 "interquartile range of the predictions)."),
+    _spec("prediction_madd", m.prediction_madd, ("y_pred",), task="regression", field="value",
+          upper=2.0, unit="density distance",
+          no_interval="as MADD's: its value is biased upwards by the bins' noise; compare "
+                      "prediction_ks_distance or prediction_wasserstein instead",
+          help="MADD of the predictions mapped to [0, 1] by a fixed value_range (0 is parity, "
+               "2 disjoint)."),
+]
+
 #: Registry name -> spec, in table order. Read-only.
 METRICS: Mapping[str, MetricSpec] = MappingProxyType({s.name: s for s in _SPECS})
+
+
+def metric_task(model_task: str) -> str:
+    """Return the kind of metric (:data:`TASKS`) a model's ``task`` is measured with.
+
+    A multiclass model is measured one class at a time, one-vs-rest, with the binary metrics.
+
+    >>> metric_task("multiclass"), metric_task("regression")
+    ('binary', 'regression')
+    """
+    return "regression" if model_task == "regression" else "binary"
+
+
+def task_metrics(task: str) -> tuple[str, ...]:
+    """Return the names of the metrics that apply to ``task``, in table order.
+
+    >>> task_metrics("regression")[:2]
+    ('mae_difference', 'rmse_difference')
+    """
+    return tuple(name for name, spec in METRICS.items() if spec.task == task)
 
 
 def get_metric(name: str) -> MetricSpec:

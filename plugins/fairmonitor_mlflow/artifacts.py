@@ -291,9 +291,13 @@ def _plots(report: WindowReport, built: BuiltWindow, config: FairnessConfig,
     if report.intervals:
         out.append(("plots/fairness_intervals.png", lambda: plots.metric_intervals(report),
                     "Values with their confidence intervals and chance levels"))
+    attrs = _attributes(report, window)
+    if built.task == "regression":  # residual distributions and prediction CDFs
+        from .regression import regression_plots
+
+        return out + regression_plots(report, window, config, attrs, _file_part)
     for suffix, key, scores in _score_views(window):
-        out += _score_plots(report, config, matrices, _attributes(report, window), suffix,
-                            key, scores)
+        out += _score_plots(report, config, matrices, attrs, suffix, key, scores)
     for attr, detail in robustness_details(report).items():
         out.append((f"plots/fairness_robustness__{_file_part(attr)}.png",
                     lambda attr=attr, detail=detail: plots.robustness_curve(attr, detail),
@@ -440,7 +444,12 @@ def write_artifacts(report: WindowReport, built: BuiltWindow, config: FairnessCo
         written.append(Written(path, kind, content, title))
 
     def groups() -> None:
-        table = _groups_table(report, built.window, config)
+        if built.task == "regression":  # errors per group, not rates
+            from .regression import regression_group_table
+
+            table = regression_group_table(report, built.window, config)
+        else:
+            table = _groups_table(report, built.window, config)
         put("fairness_groups.csv", "csv", table, "Groups (CSV)")
         put("fairness_groups.json", "json", _jsonable(table.to_dict(orient="records")),
             "Groups (JSON)")

@@ -24,6 +24,7 @@ from mlflow.models.evaluation import EvaluationResult, ModelEvaluator
 from .artifacts import log_artifacts, write_artifacts
 from .config import parse_config
 from .multiclass import build_multiclass_window, multiclass_classes
+from .regression import build_regression_window
 from .reporting import compute_report, robustness_status
 from .tracking import ArtifactWarning, log_metrics, result_metrics, status_tags, step_metrics
 from .truncation import TRUNCATED_TAG, TruncatedDatasetWarning, truncation_message
@@ -34,7 +35,7 @@ __all__ = ["FairnessEvaluator"]
 log = logging.getLogger(__name__)
 
 #: ``model_type`` values the evaluator accepts (None: static predictions without a type).
-SUPPORTED_MODEL_TYPES = ("classifier", None)
+SUPPORTED_MODEL_TYPES = ("classifier", "regressor", None)
 
 
 class FairnessEvaluator(ModelEvaluator):
@@ -48,11 +49,12 @@ class FairnessEvaluator(ModelEvaluator):
 
     @classmethod
     def can_evaluate(cls, *, model_type: Any, evaluator_config: Any, **kwargs: Any) -> bool:
-        """Accept the call only for a classifier and when ``sensitive_features`` is configured.
+        """Accept a classifier or a regressor, when ``sensitive_features`` is configured.
 
         So the evaluator never runs uninvited inside an ``evaluate`` call that selects every
-        registered evaluator (``evaluators=None``), and a regressor is declined with a logged
-        reason instead of a misleading ``pos_label`` error.
+        registered evaluator (``evaluators=None``), and another model type (a ranker, a
+        question-answering model) is declined with a logged reason instead of a misleading
+        error. A regressor gets the regression metrics (``docs/regression.md``).
         """
         if not (isinstance(evaluator_config, dict)
                 and evaluator_config.get("sensitive_features")):
@@ -60,11 +62,12 @@ class FairnessEvaluator(ModelEvaluator):
         if model_type not in SUPPORTED_MODEL_TYPES:
             # MLflow then says only that no evaluator could run: say why, once, with the fix
             log.warning(
-                "the fairness evaluator declines model_type=%r: its metrics compare a positive "
-                "class (selection rates, TPR/FPR) and scores in [0, 1]. For a regressor or a "
-                "ranker, evaluate a classifier view: threshold the output into a 0/1 "
-                "`predictions` column (and give scores in [0, 1] as `score_column`) with "
-                "model_type='classifier'.", model_type)
+                "the fairness evaluator declines model_type=%r: it evaluates "
+                "model_type='classifier' (a positive class: selection rates, TPR/FPR, scores "
+                "in [0, 1]) and model_type='regressor' (continuous predictions: error parity, "
+                "prediction distributions). For a ranker, evaluate a classifier view: threshold "
+                "the output into a 0/1 `predictions` column (and give scores in [0, 1] as "
+                "`score_column`) with model_type='classifier'.", model_type)
             return False
         return True
 
@@ -78,10 +81,13 @@ class FairnessEvaluator(ModelEvaluator):
         the run tag ``fairness.failures``.
         """
         config = parse_config(evaluator_config)
-        classes = multiclass_classes(dataset, model, config)  # None: binary (or pos_label)
-        built = (build_window(dataset, model, config, predictions=predictions) if classes is None
-                 else build_multiclass_window(dataset, model, config, classes,
-                                              predictions=predictions))
+        if model_type == "regressor":  # continuous predictions and targets (issue 29)
+            built = build_regression_window(dataset, model, config, predictions=predictions)
+        elif (classes := multiclass_classes(dataset, model, config)) is not None:
+            built = build_multiclass_window(dataset, model, config, classes,
+                                            predictions=predictions)
+        else:  # binary (or a multiclass model evaluated for its pos_label)
+            built = build_window(dataset, model, config, predictions=predictions)
         truncated = truncation_message(dataset, len(dataset.features_data), run_id)
         if truncated:
             log.warning(truncated)

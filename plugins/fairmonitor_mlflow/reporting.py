@@ -94,6 +94,12 @@ def _rule_notes(config: FairnessConfig) -> tuple[str, str]:
 
 def compute_report(built: BuiltWindow, config: FairnessConfig) -> WindowReport:
     """Evaluate every requested (or, by default, every available) metric; return one report."""
+    if built.task == "regression":  # its own metric set, on the one window (no robustness)
+        report = evaluate_window(built.window, metrics=config.metrics,
+                                 evaluation=config.evaluation.replace(task="regression"))
+        return dataclasses.replace(
+            report, skipped=MappingProxyType({**report.skipped, **built.skipped}),
+            notes=(_rule_notes(config)[0], *report.notes))
     if config.metrics is None:
         main, robust, skipped = _default_selection(built, config)
     else:

@@ -67,6 +67,8 @@ class BuiltWindow:
         Where each input came from, for the report.
     skipped : dict of str to str
         Metrics left out on purpose, with the reason.
+    task : str
+        The report's task (the registry's ``task``): ``"binary"`` or ``"regression"``.
     """
 
     window: Window
@@ -74,6 +76,8 @@ class BuiltWindow:
     robust_options: dict[str, Any]
     sources: dict[str, str]
     skipped: dict[str, str] = field(default_factory=dict)
+    #: the model's task: ``"binary"``, or ``"regression"`` (:mod:`.regression`)
+    task: str = "binary"
 
 
 def _frame(dataset: Any) -> Any:

@@ -73,6 +73,17 @@ def exported_names(example_config):
         model="tiers", version="1", index=1, start=now, end=now, phase="full",
         labels_included=True, n_rows=n, report=multiclass, evaluated_at=now,
         duration_seconds=0.5, metrics=tuple(fairmonitor.METRICS)))
+    # the regression metrics (issue 29) come from a regressor's window: a second model
+    target = 40 + 10 * X[:, 0]
+    regression = evaluate_window(
+        Window(sensitive_features={"sex": sex}, y_pred=target + 2.0 * (sex == "M"),
+               y_true=target + rng.normal(size=n), model="credit", version="3"),
+        task="regression", rng=0)
+    assert all(np.isfinite(v) for v in regression.values.values())
+    collector.observe(WindowResult(
+        model="credit", version="3", index=2, start=now, end=now, phase="full",
+        labels_included=True, n_rows=n, report=regression, evaluated_at=now,
+        duration_seconds=0.5, metrics=tuple(fairmonitor.METRICS)))
     text = generate_latest(registry).decode()
     return set(re.findall(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)[{ ]", text, re.M))
 

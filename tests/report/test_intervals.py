@@ -103,7 +103,7 @@ def test_merged_summaries_give_the_raw_rows_intervals(window, report):
 def test_metrics_without_an_interval_say_why(report):
     no_interval = [name for name, spec in METRICS.items() if spec.interval is None]
     assert set(no_interval) == {"hfm", "robustness_ratio_auc", "robustness_robust",
-                                "robustness_flip_rate_gap_max", "madd"}
+                                "robustness_flip_rate_gap_max", "madd", "prediction_madd"}
     rng = np.random.default_rng(0)
     X = rng.normal(size=(300, 3))
     g = rng.choice(["a", "b"], 300)

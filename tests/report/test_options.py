@@ -49,8 +49,12 @@ def test_the_former_name_tuples_are_derived_from_the_registry():
     # the sets the hand-written tuples held before issue 26
     assert {DP, "demographic_parity_ratio", EO, EOPP, PP,
                                "calibration_difference", "abcc", "abpc", "madd"} == SUMMARY_METRICS
+    # issue 29: the regression metrics (but MADD) are weighted means and weighted CDFs
+    regression = {"mae_difference", "rmse_difference", "mean_residual_difference", "mae_ratio",
+                  "rmse_ratio", "bounded_group_loss", "prediction_ks_distance",
+                  "prediction_wasserstein", "prediction_wasserstein_scaled"}
     assert {DP, "demographic_parity_ratio", EO, EOPP, PP, "abcc",
-                                "calibration_difference"} == WEIGHTED_METRICS
+                                "calibration_difference"} | regression == WEIGHTED_METRICS
     for spec in registry.METRICS.values():
         assert (spec.summary is None) == (spec.from_summary is None) == spec.needs_rows
         assert set(spec.conditions_on) <= set(registry.CONDITIONS)

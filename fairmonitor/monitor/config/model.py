@@ -12,7 +12,7 @@ from typing import Any, Literal
 from ...report.defaults import MIN_CONDITION_SIZE, MIN_GROUP_SIZE
 from ...report.evidence import Budget
 from ...report.options import EvaluationOptions
-from ...report.registry import METRICS
+from ...report.registry import METRICS, metric_task
 from ...report.thresholds import Threshold
 
 __all__ = [
@@ -161,8 +161,10 @@ class ModelConfig:
     #: the false-page budget of the ``compare: budget`` thresholds (``alerting.budget``);
     #: ``Budget()`` when a threshold uses it and none is configured, else None
     budget: Budget | None = None
-    #: what the model predicts (``task:``, report/reading.py's TASKS): "binary", or
-    #: "multiclass" (every class one-vs-rest, report/multiclass.py)
+    #: what the model predicts (``task:``, report/reading.py's MODEL_TASKS): "binary" (0/1
+    #: predictions, scores in [0, 1]), "multiclass" (every class one-vs-rest,
+    #: report/multiclass.py) or "regression" (continuous prediction and label columns,
+    #: docs/regression.md)
     task: str = "binary"
     #: multiclass: the class labels (``classes:``) and each one's probability column
     #: (``scores:``, in the order of ``classes``; empty: hard predictions only)
@@ -179,7 +181,8 @@ class ModelConfig:
         return EvaluationOptions(
             min_group_size=self.min_group_size, min_condition_size=self.min_condition_size,
             intersection=self.intersection, thresholds=self.thresholds, options=self.options,
-            threshold=self.decision_threshold, confidence_level=self.confidence_level)
+            threshold=self.decision_threshold, confidence_level=self.confidence_level,
+            task=metric_task(self.task))
 
     @property
     def budget_windows_per_day(self) -> float:

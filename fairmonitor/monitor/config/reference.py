@@ -60,6 +60,9 @@ ENTRIES: tuple[tuple[str, str, str, str], ...] = (
      "(`FairmonitorLabelsOverdue`)"),
     ("models.<name>", "start", "latest closed window",
      "first window to evaluate (ISO 8601, UTC); earlier history is backfilled"),
+    ("models.<name>", "task", "binary",
+     "the kind of model: `binary` (0/1 prediction, score in [0, 1]) or `regression` "
+     "(continuous prediction and label; docs/regression.md)"),
     ("models.<name>", "metrics", "required", "metric names (`fairmonitor.METRICS`)"),
     ("models.<name>", "options", "{}", "per-metric keyword arguments"),
     ("models.<name>", "min_group_size", "30", "smaller groups are left out of a metric"),

@@ -165,12 +165,12 @@ def _model(r: Reader, at: str, name: str, raw: Any, base: Path) -> ModelConfig |
     reg, version, alias = _registered_model(r, at, raw.get("model"))
     source = _source(r, f"{at}.source", raw.get("source"), base)
     sensitive = r.names(raw, "sensitive_features", at, required=True)
-    task = read_task(r, raw, at)
+    metrics = r.names(raw, "metrics", at, required=True)
+    task = read_task(r, raw, at, metrics)
     classes, class_scores = read_classes(r, raw, at, task)
     label, score, prediction = _columns(r, at, raw, class_scores=bool(class_scores))
     if task == "multiclass":
         _multiclass_limits(r, at, raw)
-    metrics = r.names(raw, "metrics", at, required=True)
     for i, metric in enumerate(metrics):
         _check_metric(r, f"{at}.metrics[{i}]", metric, label=label,
                       score=score or next(iter(class_scores.values()), None))
@@ -187,6 +187,12 @@ def _model(r: Reader, at: str, name: str, raw: Any, base: Path) -> ModelConfig |
     rollups = _rollups(r, f"{at}.rollups", raw.get("rollups"), window, every)
     max_raw, sample_size = _summaries(r, f"{at}.summaries", raw.get("summaries"))
     budget = _alerting(r, f"{at}.alerting", raw.get("alerting"), thresholds)
+    if task == "regression":
+        _regression_model(r, at, raw, score, prediction)
+        if source.kind == "spark":
+            r.error(f"{at}.source.kind", "spark is not supported with task: regression yet "
+                                         "(its executors summarize binary windows); use sql or "
+                                         "files")
     threshold = r.get(raw, "decision_threshold", float, 0.5, path=at)
     if not 0.0 <= threshold <= 1.0:
         r.error(f"{at}.decision_threshold", f"must be in [0, 1]; got {threshold!r}")
@@ -199,6 +205,21 @@ def _model(r: Reader, at: str, name: str, raw: Any, base: Path) -> ModelConfig |
         summary_max_raw=max_raw, summary_sample_size=sample_size, budget=budget,
         task=task, classes=classes, class_scores=class_scores,
         **_model_rest(r, at, name, raw, base, label, labels_after, sensitive))
+
+
+def _regression_model(r: Reader, at: str, raw: Mapping[str, Any], score: str | None,
+                      prediction: str | None) -> None:
+    """Check a regression model: a continuous ``prediction`` column, no rollups yet."""
+    if prediction is None:
+        r.error(f"{at}.prediction", "task: regression needs 'prediction' (the column of "
+                                    "continuous predictions)")
+    if score is not None:
+        r.error(f"{at}.score", "task: regression reads 'prediction', not 'score'; drop 'score'")
+    for key, why in (("rollups", "regression windows are evaluated from their rows; their "
+                                 "summaries are not mergeable yet"),
+                     ("reference", "model versions are not evaluated for regression yet")):
+        if raw.get(key):
+            r.error(f"{at}.{key}", f"not supported with task: regression ({why}); drop it")
 
 
 def _columns(r: Reader, at: str, raw: Mapping[str, Any], *, class_scores: bool = False

@@ -1,0 +1,194 @@
+"""Intervals and chance levels of regression metrics: Poisson bootstrap, permutation null.
+
+A regression metric is a statistic of the kept rows' group codes and weights,
+``statistic(weight, codes) -> values`` (one value per metric computed together; the
+predictions and targets themselves are fixed). Both resamplings change only those two arrays,
+so no draw sorts or copies the values again:
+
+- **interval**: the percentile interval of a Poisson bootstrap of the rows: each row weighted
+  by an independent Poisson(1) count (multiplied into its weight), the large-sample
+  equivalent of drawing the rows with replacement (the Poisson bootstrap the score metrics'
+  histograms use), in one O(rows) pass a draw. A gap that is a maximum over groups is biased
+  upwards on small groups, and so is its bootstrap distribution: read the interval beside the
+  chance level.
+- **chance level**: the mean of the statistic over random permutations of the group codes,
+  i.e. what a model whose groups share one distribution reads at these group sizes (the same
+  definition as :class:`~fairmonitor.metrics.shared.Interval`'s ``chance`` for the
+  classification metrics).
+
+Cost: ``2 * n_resamples`` evaluations of the statistic, each O(rows) (bincounts and cumulative
+sums on arrays sorted once), shared by every metric the statistic returns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .._intervals import Interval
+
+#: Default number of bootstrap draws and of permutations.
+N_RESAMPLES = 200
+METHOD = "Poisson bootstrap of the rows (percentile); chance: permutation of group labels"
+SUM_METHOD = ("Poisson bootstrap of the group sums, Gaussian form (percentile); chance: "
+              "permutation null of the group sums, Gaussian form")
+CELL_METHOD = ("Poisson bootstrap of (group, prediction bin) cells (percentile); chance: "
+               "groups drawn from the pooled cells")
+
+Statistic = Callable[[NDArray[np.float64], NDArray[np.intp]], Any]
+
+
+def resample_intervals(statistic: Statistic, codes: NDArray[np.intp],
+                       weight: NDArray[np.float64], *, level: float,
+                       n_resamples: int = N_RESAMPLES, random_state: Any = None
+                       ) -> list[Interval]:
+    """Return the bootstrap interval and the permutation chance level of each statistic.
+
+    Parameters
+    ----------
+    statistic : callable
+        ``statistic(weight, codes) -> float or array of m floats`` on the kept rows.
+    codes : ndarray of int
+        Group code of each kept row.
+    weight : ndarray of float
+        Row weights (``sample_weight`` or ones).
+    level : float
+        Confidence level in (0, 1).
+    n_resamples : int, default=200
+        Bootstrap draws, and as many permutations.
+    random_state : numpy.random.Generator, int or None
+
+    Returns
+    -------
+    intervals : list of Interval
+        One per value of the statistic; NaN bounds with the reason when fewer than half the
+        draws give that value.
+
+    Examples
+    --------
+    The gap of group means, on two groups of 50 rows whose means differ by 1:
+
+    >>> codes = np.repeat([0, 1], 50)
+    >>> values = np.r_[np.linspace(0, 1, 50), np.linspace(1, 2, 50)]
+    >>> def gap(w, c):
+    ...     m = np.bincount(c, w * values) / np.bincount(c, w)
+    ...     return float(m.max() - m.min())
+    >>> (iv,) = resample_intervals(gap, codes, np.ones(100), level=0.95, random_state=0)
+    >>> bool(iv.lower < 1.0 < iv.upper), bool(iv.chance < 0.5)
+    (True, True)
+    """
+    if not 0.0 < level < 1.0:
+        from ...exceptions import InvalidInputError
+
+        raise InvalidInputError(f"confidence_level must lie in (0, 1); got {level!r}")
+    rng = np.random.default_rng(random_state)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        boot = np.array([np.atleast_1d(statistic(weight * rng.poisson(1.0, codes.size), codes))
+                         for _ in range(n_resamples)], dtype=float)
+        null = np.array([np.atleast_1d(statistic(weight, rng.permutation(codes)))
+                         for _ in range(n_resamples)], dtype=float)
+    return [_interval(boot[:, k], null[:, k], level, n_resamples, METHOD)
+            for k in range(boot.shape[1])]
+
+
+def _interval(boot: NDArray[np.float64], null: NDArray[np.float64], level: float,
+              n_resamples: int, method: str) -> Interval:
+    boot, null = boot[np.isfinite(boot)], null[np.isfinite(null)]
+    nan = float("nan")
+    if boot.size < n_resamples / 2:
+        return Interval(nan, nan, nan, method, "fewer than half of the bootstrap draws are "
+                                                "defined")
+    lo, hi = np.quantile(boot, [(1 - level) / 2, (1 + level) / 2])
+    return Interval(float(lo), float(hi), float(null.mean()) if null.size else nan, method)
+
+
+def _gaussian_sums(mean: NDArray[np.float64], cov: NDArray[np.float64], size: int,
+                   rng: np.random.Generator) -> NDArray[np.float64]:
+    """Draw ``size`` vectors ~ N(mean, cov) (eigh: a singular cov is fine)."""
+    vals, vecs = np.linalg.eigh(cov)
+    root = vecs * np.sqrt(np.clip(vals, 0.0, None))
+    return mean + rng.standard_normal((size, mean.size)) @ root.T
+
+
+def sum_intervals(statistic: Callable[[NDArray[np.float64]], Any], values: NDArray[np.float64],
+                  codes: NDArray[np.intp], n_groups: int, *, level: float,
+                  n_resamples: int = N_RESAMPLES, random_state: Any = None) -> list[Interval]:
+    """Intervals and chance levels of statistics of per-group sums, without row draws.
+
+    ``values`` (rows x d, weights included) are summed per group; ``statistic(sums)`` reads
+    the (groups x d) sums. The Poisson bootstrap's group sums are ``sum_i P_i v_i`` with
+    independent Poisson(1) ``P_i``: mean ``sum_i v_i``, covariance ``sum_i v_i v_i^T``; they
+    are drawn from that Gaussian (the bootstrap's central-limit form), in O(groups x d^2) a
+    draw. The chance level reads the permutation null the same way: a group of ``n_g`` of the
+    ``N`` rows drawn without replacement has sum mean ``n_g mu`` and covariance
+    ``n_g (1 - n_g / N) C`` (``mu``, ``C`` the pooled rows' mean and covariance).
+
+    Examples
+    --------
+    >>> codes = np.repeat([0, 1], 200)
+    >>> v = np.c_[np.ones(400), np.r_[np.zeros(200), np.ones(200)] + np.tile([-1, 1], 200)]
+    >>> gap = lambda s: float(np.ptp(s[:, 1] / s[:, 0]))
+    >>> (iv,) = sum_intervals(gap, v, codes, 2, level=0.95, random_state=0)
+    >>> bool(iv.lower < 1.0 < iv.upper), bool(iv.chance < 0.3)
+    (True, True)
+    """
+    rng = np.random.default_rng(random_state)
+    d = values.shape[1]
+    sums = np.stack([np.bincount(codes, weights=values[:, j], minlength=n_groups)
+                     for j in range(d)], axis=1)
+    counts = np.bincount(codes, minlength=n_groups).astype(float)
+    n = counts.sum()
+    mu = sums.sum(axis=0) / n
+    centered = values - mu
+    pooled_cov = centered.T @ centered / max(n - 1.0, 1.0)
+    boot = np.empty((n_resamples, n_groups, d))
+    null = np.empty((n_resamples, n_groups, d))
+    for g in range(n_groups):
+        rows = values[codes == g]
+        boot[:, g] = _gaussian_sums(sums[g], rows.T @ rows, n_resamples, rng)
+        null[:, g] = _gaussian_sums(counts[g] * mu, counts[g] * (1 - counts[g] / n)
+                                    * pooled_cov, n_resamples, rng)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        b = np.array([np.atleast_1d(statistic(x)) for x in boot], dtype=float)
+        z = np.array([np.atleast_1d(statistic(x)) for x in null], dtype=float)
+    return [_interval(b[:, k], z[:, k], level, n_resamples, SUM_METHOD)
+            for k in range(b.shape[1])]
+
+
+def cell_intervals(statistic: Callable[[NDArray[np.float64]], Any],
+                   counts: NDArray[np.float64], mass: NDArray[np.float64], *, level: float,
+                   n_resamples: int = N_RESAMPLES, random_state: Any = None) -> list[Interval]:
+    """Intervals and chance levels of statistics of (group x bin) cells of weight.
+
+    ``counts`` and ``mass`` (groups x bins) hold each cell's rows and weight;
+    ``statistic(mass)`` reads the cells of every draw at once (``mass``: draws x groups x
+    bins) and returns draws x statistics. The Poisson bootstrap of the rows gives each cell a
+    Poisson(count) number of rows (a sum of independent Poisson(1) counts), drawn per cell,
+    at the cell's mean weight. The chance level draws each group's cells from the pooled
+    rows' shares (Poisson(n_g x share)): every group distributed as the pooled rows.
+
+    Examples
+    --------
+    >>> counts = np.array([[50.0, 50.0], [50.0, 50.0]])
+    >>> gap = lambda m: np.ptp(m[..., 0] / m.sum(axis=-1), axis=-1)
+    >>> (iv,) = cell_intervals(gap, counts, counts, level=0.95, random_state=0)
+    >>> bool(iv.lower < 0.05 < iv.upper)
+    True
+    """
+    rng = np.random.default_rng(random_state)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        unit = np.where(counts > 0, mass / counts, 0.0)
+        group_unit = mass.sum(axis=1) / counts.sum(axis=1)
+    share = counts.sum(axis=0) / counts.sum()
+    expected = counts.sum(axis=1)[:, None] * share[None, :]
+    shape = (n_resamples, *counts.shape)
+    with np.errstate(invalid="ignore", divide="ignore"):  # every draw in one call
+        b = np.asarray(statistic(unit * rng.poisson(counts, size=shape)), dtype=float)
+        z = np.asarray(statistic(group_unit[:, None] * rng.poisson(expected, size=shape)),
+                       dtype=float)
+        b, z = b.reshape(n_resamples, -1), z.reshape(n_resamples, -1)
+    return [_interval(b[:, k], z[:, k], level, n_resamples, CELL_METHOD)
+            for k in range(b.shape[1])]

@@ -1,0 +1,112 @@
+"""The evaluator on a regressor (issue 29): a real sklearn regressor logged to a sqlite store."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import mlflow
+import numpy as np
+import pandas as pd
+import pytest
+from fairlearn.metrics import MetricFrame
+from mlflow.tracking import MlflowClient
+from sklearn.metrics import mean_absolute_error
+
+from fairmonitor.metrics import prediction_ks_distance, prediction_wasserstein
+from fairmonitor.report.registry import task_metrics
+
+Store = Any
+
+
+def credit(n: int = 800, seed: int = 0) -> pd.DataFrame:
+    """A credit limit driven by income; group b's limits are set 1.5k lower at equal income."""
+    rng = np.random.default_rng(seed)
+    group = rng.choice(["a", "b"], size=n)
+    income = rng.normal(50, 12, size=n)
+    tenure = rng.uniform(0, 10, size=n)
+    limit = 0.2 * income + 0.3 * tenure - 1.5 * (group == "b") + rng.normal(0, 1, size=n)
+    return pd.DataFrame({"income": income, "tenure": tenure, "group": group, "limit": limit})
+
+
+@pytest.fixture(scope="module")
+def regressor(mlflow_store: Store) -> Any:
+    from sklearn.linear_model import LinearRegression
+
+    data = credit()
+    model = LinearRegression().fit(data[["income", "tenure"]], data["limit"])
+    with mlflow.start_run(run_name="train-regressor"):
+        info = mlflow.sklearn.log_model(model, name="model", pip_requirements=["scikit-learn"],
+                                        input_example=data[["income", "tenure"]].head(3))
+    return model, data, info.model_uri
+
+
+def evaluate(uri: Any, data: Any, config: dict[str, Any], **kwargs: Any) -> Any:
+    with mlflow.start_run():
+        return mlflow.models.evaluate(uri, data, targets="limit", model_type="regressor",
+                                      evaluators=["fairness"],
+                                      evaluator_config={"fairness": config}, **kwargs)
+
+
+def test_a_regressor_gets_the_regression_metrics(regressor: Any) -> None:
+    model, data, uri = regressor
+    # an artifact that failed would be an ArtifactWarning: an error under pytest's filters
+    result = evaluate(uri, data, {"sensitive_features": ["group"], "min_group_size": 30})
+    pred = model.predict(data[["income", "tenure"]])
+    frame = MetricFrame(metrics=mean_absolute_error, y_true=data["limit"], y_pred=pred,
+                        sensitive_features=data["group"])
+    m = result.metrics
+    assert abs(m["fairness/mae_difference/group"] - frame.difference()) <= 1e-12
+    assert m["fairness/prediction_ks_distance/group"] == float(
+        prediction_ks_distance(pred, sensitive_features=data["group"]))
+    assert m["fairness/prediction_wasserstein/group"] == pytest.approx(float(
+        prediction_wasserstein(pred, sensitive_features=data["group"])), abs=1e-12)
+    # the model never saw the group: its limits are too high for b, by ~1.5 on average
+    assert m["fairness/mean_residual_difference/group"] == pytest.approx(1.5, abs=0.3)
+    assert {k.split("/")[1] for k in m if k.count("/") == 2 and k.startswith("fairness/")
+            and not k.startswith(("fairness/ci_", "fairness/chance"))} == set(task_metrics(
+                "regression"))
+    assert m["fairness/ci_lower/mean_residual_difference/group"] > 1.0
+    assert not any("demographic_parity" in k for k in m)
+    logged = MlflowClient().get_run(result.run_id).data
+    assert logged.metrics["fairness/mae_difference/group"] == m["fairness/mae_difference/group"]
+    assert logged.tags["fairness.failures"] == "none"
+
+
+def test_regressor_artifacts(regressor: Any, tmp_path: Any) -> None:
+    model, data, uri = regressor
+    result = evaluate(uri, data, {"sensitive_features": ["group"]})
+    mlflow.artifacts.download_artifacts(run_id=result.run_id, artifact_path="fairness",
+                                        dst_path=str(tmp_path))
+    root = tmp_path / "fairness"
+    table = json.loads((root / "fairness_groups.json").read_text())
+    pred = model.predict(data[["income", "tenure"]])
+    b = data["group"].to_numpy() == "b"
+    row = next(r for r in table if r["group"] == "b")
+    assert row["mae"] == pytest.approx(mean_absolute_error(data["limit"][b], pred[b]), abs=1e-12)
+    assert row["mean_residual"] == pytest.approx(float(np.mean(pred[b] - data["limit"][b])),
+                                                 abs=1e-12)
+    assert "fairness_regression__group.png" in os.listdir(root / "plots")
+    assert (root / "fairness_report.html").read_text().count("mae_difference") >= 1
+
+
+def test_static_predictions_and_thresholds(regressor: Any) -> None:
+    model, data, _ = regressor
+    static = data.assign(pred=model.predict(data[["income", "tenure"]]))
+    result = evaluate(None, static, {
+        "sensitive_features": ["group"], "metrics": ["mean_residual_difference", "mae_ratio"],
+        "thresholds": {"mean_residual_difference": {"warning": 0.5, "critical": 1.0}}},
+        predictions="pred")
+    assert set(result.metrics) >= {"fairness/mean_residual_difference/group",
+                                   "fairness/mae_ratio/group"}
+    assert MlflowClient().get_run(result.run_id).data.tags["fairness.status"] == "critical"
+
+
+def test_a_classifier_metric_on_a_regressor_is_a_config_error(regressor: Any) -> None:
+    from mlflow.exceptions import MlflowException
+
+    _, data, uri = regressor
+    with pytest.raises((MlflowException, ValueError), match="applies to classifiers"):
+        evaluate(uri, data, {"sensitive_features": ["group"],
+                             "metrics": ["demographic_parity_difference"]})
