@@ -175,7 +175,7 @@ models:
     metrics: [demographic_parity_difference]
 """
     with pytest.raises(ConfigError, match=r"models.m.task: must be one of \['binary', "
-                                          r"'multiclass'\]"):
+                                          r"'multiclass', 'regression'\]"):
         load_config(base + "    task: ranking\n")
     with pytest.raises(ConfigError, match=r"models.m.classes: is for task: multiclass"):
         load_config(base + "    classes: [a, b, c]\n")
