@@ -8,7 +8,9 @@ their topic's package and import the kernels inside the function that needs them
 - :mod:`.cells`: making, merging and evaluating the cells of :mod:`fairmonitor.summaries`;
 - :mod:`.madd`: MADD's ``"auto"`` search and fixed-bandwidth histograms;
 - :mod:`.abcc`: ABCC's W1 pass over two sorted groups, ABPC's binning and bandwidth rule;
-- :mod:`.hfm`: HFM ApproxDist's scan (AcceleDist).
+- :mod:`.hfm`: HFM ApproxDist's scan (AcceleDist);
+- :mod:`.intervals`: the score bootstrap's Poisson draws, curves, errors and pair sums, the
+  cells' fine histogram, and the rate intervals' joint maxima.
 
 **Policy** (``ARCHITECTURE.md``, "Compiled code"). A kernel is a ``.pyx`` file here,
 compiled ahead of time by ``setup.py`` with the machine's C compiler into an extension module
@@ -23,9 +25,6 @@ short and long inputs take the same kernel; numpy formulations are the tests' or
 
 A checkout that was not built raises an :class:`ImportError` naming the commands that build
 the kernels (:class:`_MissingKernel`), instead of Python's bare "No module named".
-
-:func:`compiled` (numba's ``njit`` with the former policy) remains only for the kernels not
-ported yet; numba is imported when it is first used, never by this package's import.
 """
 
 from __future__ import annotations
@@ -66,20 +65,3 @@ class _MissingKernel(importlib.abc.MetaPathFinder):
 if not any(isinstance(f, _MissingKernel) for f in sys.meta_path):
     sys.meta_path.append(_MissingKernel(Path(__file__).parent))
 
-
-def compiled(func: Any = None, **options: Any) -> Any:
-    """``numba.njit(cache=True, nogil=True, **options)`` for the kernels not yet in Cython.
-
-    Imports numba at the first decoration. No fast-math; the machine code is cached on disk,
-    uncached where no cache can be written. Used bare (``@compiled``) or with options
-    (``@compiled(inline="always")``).
-    """
-    def decorate(function: Any) -> Any:
-        import numba
-
-        try:
-            return numba.njit(cache=True, nogil=True, **options)(function)
-        except RuntimeError:  # "cannot cache function ...: no locator available for file ..."
-            return numba.njit(nogil=True, **options)(function)
-
-    return decorate if func is None else decorate(func)

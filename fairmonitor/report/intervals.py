@@ -128,7 +128,7 @@ def _fine(g: GroupSummary) -> NDArray[np.float64]:
     """Return the group's fine score histogram, from raw scores or from cells."""
     if g.scores is not None:  # sorted, as a summary keeps them
         return fine_histogram_sorted(g.scores)
-    from ..metrics.shared import cell_histogram  # numba: one pass over the cells
+    from ..metrics.shared import cell_histogram  # compiled: one pass over the cells
 
     # the counts and sums as stored (unpacking the cells would decode their bounds too)
     return cell_histogram(g.cells.count, g.cells.total, RESOLUTION)  # type: ignore[union-attr]

@@ -337,7 +337,7 @@ def test_constraints_pin_every_dependency_exactly():
     assert all(re.fullmatch(r"[A-Za-z0-9_.\-]+==[\w.!+]+", line) for line in lines), lines
     pinned = {line.split("==")[0].lower().replace("_", "-") for line in lines}
     assert {"mlflow", "numpy", "scipy", "pandas", "scikit-learn", "apscheduler",
-            "prometheus-client", "pyyaml", "matplotlib", "numba"} <= pinned
+            "prometheus-client", "pyyaml", "matplotlib"} <= pinned
 
 
 def test_demo_writes_what_the_example_config_reads(example_config, tmp_path):

@@ -482,7 +482,6 @@ def test_compiled_scan_equals_the_walk_bit_for_bit(rng, shares, m2):
     with FeatureSpace.sqdist's distances to the last bit. Groups of >= 25% of the rows take
     the indexed route, smaller ones the walk; one group alone has no candidates (inf)."""
     from fairmonitor._kernels.hfm import nearest_other_group_sqdist
-
     from fairmonitor.metrics._hfm.approx import _compact_table
     from fairmonitor.metrics._hfm.exact import feature_space
 
@@ -682,7 +681,6 @@ def test_approx_compact_distances_match_the_one_hot_ones(rng, n_levels):
     8-bit lanes need two packed words, 300 levels 16-bit lanes. A two-row scan measures
     exactly one pair."""
     from fairmonitor._kernels.hfm import nearest_other_group_sqdist
-
     from fairmonitor.metrics._hfm.approx import _compact_table
     from fairmonitor.metrics._hfm.exact import feature_space
 

@@ -297,7 +297,6 @@ def _edge_valued_scores(rng, m):
 
 def _check_histograms_by_group(rng, m, k, dtype):
     from fairmonitor._kernels.madd import histograms_by_group
-
     from fairmonitor.utils.groups import Groups
 
     module = importlib.import_module("fairmonitor.metrics._madd.madd")
