@@ -189,7 +189,7 @@ spark.stop()
         env = dict(os.environ, NUMBA_CACHE_DIR=cache, PYSPARK_PYTHON=sys.executable,
                    SPARK_LOCAL_IP="127.0.0.1")
         out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                             text=True)
+                             text=True, cwd=cache)  # cwd: see child_cpu
         print("cold", (out.stdout or out.stderr).strip()[-300:])
 
 
