@@ -37,15 +37,11 @@ import math
 
 import numpy as np
 
-cimport cython
 from libc.float cimport DBL_MAX
 from libc.math cimport INFINITY, ceil, fabs, fabsf, floor, sqrt
 
+# the dtypes of counts and curves: float32 (the bootstrap's draws) or float64 (a hat)
 ctypedef fused real:
-    float
-    double
-
-ctypedef fused real2:
     float
     double
 
