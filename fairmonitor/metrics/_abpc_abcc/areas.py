@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -33,6 +33,7 @@ from numpy.typing import ArrayLike, NDArray
 from ..._validation import check_option, check_sample_weight, warn_undefined
 from ...exceptions import GroupExclusionWarning, InvalidInputError
 from ...utils.groups import Groups
+from .. import _worst_pair
 from .._pairwise import AGGREGATIONS, Aggregation, PairwiseMatrix, scores_and_groups
 from . import kde as _kde
 
@@ -141,6 +142,39 @@ def _weighted_w1(groups: Groups, scores: NDArray[np.float64],
     return lambda i, j: float(wasserstein_distance(parts[i], parts[j], weights[i], weights[j]))
 
 
+def _references(means: NDArray[np.float64], sizes: NDArray[np.intp]) -> list[int]:
+    """Return the reference groups of the triangle bounds: lowest and highest mean, largest.
+
+    The worst pair of a distance on scores is usually a low-scoring group against a
+    high-scoring one, and a reference between (or at) them makes their bound tight.
+    """
+    return list(dict.fromkeys([int(np.argmin(means)), int(np.argmax(means)),
+                               int(np.argmax(sizes))]))
+
+
+def _abcc_max(parts: list[NDArray[np.float64]]) -> float:
+    """Return the largest pairwise ABCC (W1) without scoring every pair (``_worst_pair``).
+
+    Bounds, each valid for the exact W1: from above, the triangle inequality through three
+    reference groups; from below, the gap between two groups' means (``|mean_i - mean_j| <=
+    W1(i, j)``: W1 is the smallest cost of moving one sample onto the other, and moving every
+    score by at most its distance moves the mean by at most their average) and the reverse
+    triangle inequality ``|W1(i, r) - W1(j, r)| <= W1(i, j)``. Pairs are then scored with the
+    function the all-pairs matrix uses, so the value is the matrix's maximum.
+    """
+    k = len(parts)
+    pair = lambda i, j: _w1_sorted(parts[i], parts[j])  # noqa: E731 - the matrix's own
+    if k <= _worst_pair.SMALL:
+        return max(pair(i, j) for i, j in zip(*_worst_pair.pair_indices(k), strict=True))
+    means = np.array([part.mean() for part in parts])
+    refs = _references(means, np.array([part.size for part in parts]))
+    dist = np.array([[0.0 if g == r else pair(r, g) for g in range(k)] for r in refs])
+    lower = max(float(np.ptp(means)), float(np.ptp(dist, axis=1).max()))
+    floor = lower - (_worst_pair.REL_MARGIN * lower + _worst_pair.ABS_MARGIN)
+    upper = _worst_pair.widen(_worst_pair.through_references(dist, cap=1.0))
+    return _worst_pair.search(k, upper, pair, floor=floor).value
+
+
 def _abcc_matrix(y_score: ArrayLike, *, sensitive_features: Any,
                  min_group_size: int = 1, sample_weight: ArrayLike | None = None
                  ) -> PairwiseMatrix | None:
@@ -201,7 +235,10 @@ def abcc(y_score: ArrayLike, *, sensitive_features: Any, agg: Aggregation = "max
     trapezoid over a 10000-point grid (which differs by up to 1.0001e-4); more than two groups
     are supported (the paper's pairwise rule, plus ``agg="max"``); scores outside [0, 1] are
     rejected instead of being silently clipped. Values are fractions, not the paper's percent.
-    Cost O(n log n) for the per-group sorts plus O(nᵢ + nⱼ) per pair.
+    Cost O(n log n) for the per-group sorts plus O(nᵢ + nⱼ) per pair. With ``agg="max"``
+    (unweighted) only the pairs that may be the worst are scored: each group's W1 to three
+    reference groups bounds every pair (triangle inequality), and the value is still the
+    all-pairs maximum exactly (``docs/metrics.md``, "Many groups").
 
     Examples
     --------
@@ -213,6 +250,9 @@ def abcc(y_score: ArrayLike, *, sensitive_features: Any, agg: Aggregation = "max
     0.16
     """
     check_option(agg, "agg", AGGREGATIONS, func="abcc")
+    if agg == "max" and sample_weight is None:  # the worst pair without scoring every pair
+        encoded = scores_and_groups("abcc", y_score, sensitive_features, min_group_size)
+        return float("nan") if encoded is None else _abcc_max(_sorted_by_group(*encoded))
     pairs = _abcc_matrix(y_score, sensitive_features=sensitive_features,
                          min_group_size=min_group_size, sample_weight=sample_weight)
     return float("nan") if pairs is None else pairs.aggregate(agg)
@@ -223,10 +263,20 @@ def abcc(y_score: ArrayLike, *, sensitive_features: Any, agg: Aggregation = "max
 Compat = Literal["paper"]
 
 
-def _abpc_matrix(y_score: ArrayLike, *, sensitive_features: Any, min_group_size: int = 1,
-                 bandwidth: str | float = "scott", compat: Compat | None = None
-                 ) -> PairwiseMatrix | None:
-    """ABPC of every pair of groups that has a density (None, after a warning, if < 2)."""
+class _ABPCPairs(NamedTuple):
+    """The kept groups of an ABPC call and how to compare two of them."""
+
+    groups: Groups
+    keep: list[int]
+    pair: Callable[[int, int], float]  # the value of groups keep[a], keep[b] by group index
+    cells: Callable[[int, int], int]  # the grid a pair is compared on (0: the reference's)
+    distance: Callable[[int, int, int], float]  # two groups compared on a given grid
+    means: NDArray[np.float64]  # every group's mean score (by group index)
+
+
+def _abpc_pairs(y_score: ArrayLike, sensitive_features: Any, min_group_size: int,
+                bandwidth: str | float, compat: Compat | None) -> _ABPCPairs | None:
+    """Encode, estimate bandwidths and leave out groups without a density (None if < 2)."""
     if compat is not None:
         check_option(compat, "compat", ("paper",), func="abpc")
     paper = compat == "paper"
@@ -254,8 +304,11 @@ def _abpc_matrix(y_score: ArrayLike, *, sensitive_features: Any, min_group_size:
         dens = {k: _kde.reference_density(parts[k], bw) for k in keep}
         grid = np.linspace(0.0, 1.0, _kde.REFERENCE_GRID)
 
-        def pair(i: int, j: int) -> float:
+        def distance(i: int, j: int, cells: int) -> float:
             return float(np.trapezoid(np.abs(dens[i] - dens[j]), grid))
+
+        def cells_of(i: int, j: int) -> int:
+            return 0
     else:
         cache: dict[tuple[int, int], NDArray[np.float64]] = {}
 
@@ -264,11 +317,60 @@ def _abpc_matrix(y_score: ArrayLike, *, sensitive_features: Any, min_group_size:
                 cache[k, cells] = _kde.reflected_density(parts[k], widths[k], cells)
             return cache[k, cells]
 
-        def pair(i: int, j: int) -> float:
-            # the grid depends on this pair only, so a pair's value ignores the other groups
-            cells = _kde.grid_size(min(widths[i], widths[j]))
+        def distance(i: int, j: int, cells: int) -> float:
             return float(np.abs(density(i, cells) - density(j, cells)).mean())  # midpoint rule
-    return _pairs("abpc", groups, keep, pair)
+
+        def cells_of(i: int, j: int) -> int:
+            # the grid depends on this pair only, so a pair's value ignores the other groups
+            return _kde.grid_size(min(widths[i], widths[j]))
+
+    def pair(i: int, j: int) -> float:
+        return distance(i, j, cells_of(i, j))
+
+    means = np.array([part.mean() if part.size else np.nan for part in parts])
+    return _ABPCPairs(groups, keep, pair, cells_of, distance, means)
+
+
+def _abpc_matrix(y_score: ArrayLike, *, sensitive_features: Any, min_group_size: int = 1,
+                 bandwidth: str | float = "scott", compat: Compat | None = None
+                 ) -> PairwiseMatrix | None:
+    """ABPC of every pair of groups that has a density (None, after a warning, if < 2)."""
+    found = _abpc_pairs(y_score, sensitive_features, min_group_size, bandwidth, compat)
+    return None if found is None else _pairs("abpc", found.groups, found.keep, found.pair)
+
+
+def _abpc_max(found: _ABPCPairs) -> float:
+    """Return the largest pairwise ABPC without scoring every pair (``_worst_pair``).
+
+    ABPC is the L1 distance of two densities on a grid, so it obeys the triangle inequality on
+    any one grid; a pair's grid depends on its narrower bandwidth, so each grid some pair uses
+    gets its own distances to three reference groups (those of :func:`_references`), and a
+    pair's bounds read the distances on its grid: from above ``min_r d(i, r) + d(r, j)``, from
+    below ``max_r |d(i, r) - d(j, r)|``. Pairs are scored with the all-pairs matrix's
+    function, so the value is its maximum.
+    """
+    keep, k = found.keep, len(found.keep)
+    rows, cols = _worst_pair.pair_indices(k)
+    if k <= _worst_pair.SMALL:
+        return max(found.pair(keep[i], keep[j]) for i, j in zip(rows, cols, strict=True))
+    refs = _references(found.means[keep], found.groups.counts[keep])
+    own = np.array([found.cells(g, g) for g in keep])
+    # a pair's grid is its narrower bandwidth's, the finer of its two groups' own grids
+    grids = np.maximum(own[rows], own[cols])
+    upper, lower = np.full(rows.size, 2.0), 0.0
+    for cells in np.unique(grids).tolist():
+        on = np.flatnonzero(grids == cells)
+        members = np.flatnonzero(own <= cells)  # the groups of the pairs on this grid
+        dist = np.zeros((len(refs), k))
+        for r, ref in enumerate(refs):
+            for g in members.tolist():
+                dist[r, g] = 0.0 if g == ref else found.distance(keep[ref], keep[g], cells)
+        a, b = dist[:, rows[on]], dist[:, cols[on]]
+        upper[on] = np.minimum(upper[on], (a + b).min(axis=0))
+        lower = max(lower, float(np.abs(a - b).max()))
+    floor = lower - (_worst_pair.REL_MARGIN * lower + _worst_pair.ABS_MARGIN)
+    return _worst_pair.search(k, _worst_pair.widen(upper),
+                              lambda i, j: found.pair(keep[i], keep[j]), floor=floor).value
 
 
 def abpc(y_score: ArrayLike, *, sensitive_features: Any, agg: Aggregation = "max",
@@ -327,7 +429,9 @@ def abpc(y_score: ArrayLike, *, sensitive_features: Any, agg: Aggregation = "max
 
     The estimate is biased upwards on small samples and downwards by smoothing (a population
     with non-overlapping groups gives 2, the KDE less): compare across windows of similar
-    size, or against :func:`permutation_test`. Cost O(n) per group plus O(G) per pair.
+    size, or against :func:`permutation_test`. Cost O(n) per group plus O(G) per pair; with
+    ``agg="max"`` only the pairs that may be the worst are scored (triangle bounds through
+    three reference groups; the value is still the all-pairs maximum exactly).
 
     Examples
     --------
@@ -337,7 +441,10 @@ def abpc(y_score: ArrayLike, *, sensitive_features: Any, agg: Aggregation = "max
     1.9892
     """
     check_option(agg, "agg", AGGREGATIONS, func="abpc")
-    pairs = _abpc_matrix(y_score, sensitive_features=sensitive_features,
-                         min_group_size=min_group_size, bandwidth=bandwidth, compat=compat)
-    return float("nan") if pairs is None else pairs.aggregate(agg)
+    found = _abpc_pairs(y_score, sensitive_features, min_group_size, bandwidth, compat)
+    if found is None:
+        return float("nan")
+    if agg == "max":  # the worst pair without scoring every pair
+        return _abpc_max(found)
+    return _pairs("abpc", found.groups, found.keep, found.pair).aggregate(agg)
 

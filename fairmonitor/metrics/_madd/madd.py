@@ -26,9 +26,8 @@ Choices made here (spec §7-§8):
 
 from __future__ import annotations
 
-import itertools
 import math
-from dataclasses import dataclass, replace
+from dataclasses import FrozenInstanceError, dataclass, replace
 from typing import Any, Literal, NamedTuple
 
 import numpy as np
@@ -37,7 +36,9 @@ from numpy.typing import ArrayLike, NDArray
 from ..._validation import check_option, check_positive_int, check_scores, warn_undefined
 from ...exceptions import InvalidInputError
 from ...utils.groups import Groups, encode_groups
-from .._pairwise import AGGREGATIONS, Aggregation, PairwiseMatrix, pairwise_over_groups
+from .. import _worst_pair
+from .._pairwise import AGGREGATIONS, Aggregation, PairwiseMatrix
+from . import pairs as _pairs
 from .bandwidth import (
     _STD_TIE,
     COMPAT_MIN_LENGTH,
@@ -103,13 +104,16 @@ class MADDPair:
     null_expected: float
 
 
-@dataclass(frozen=True, slots=True)
 class MADDResult:
     """Result of :func:`madd`: the headline value and the bandwidths behind it.
 
     ``float(result)`` is ``result.value``. ``n_bins``, ``bandwidth``, ``interval``, ``h_sup``
     and ``null_expected`` are those of ``worst``, the pair with the largest MADD (the only pair
     with two groups); every pair is in ``pairs`` and the full matrix in ``matrix``.
+
+    With ``agg="max"`` the worst pair is found without scoring every pair (``docs/metrics.md``,
+    "Many groups"); ``pairs`` and ``matrix`` are then computed when first read (every pair,
+    once), and :meth:`pair` scores one pair on demand. Read-only.
 
     Attributes
     ----------
@@ -121,22 +125,73 @@ class MADDResult:
     attribute : str
         Sensitive attribute name (``"a:b"`` for an intersection).
     worst : MADDPair or None
-        The pair with the largest MADD.
+        The pair with the largest MADD (the first in ``pairs`` order among ties).
     pairs : tuple of MADDPair
-        Every pair of groups.
+        Every pair of groups, ``(labels[i], labels[j])`` for ``i < j`` row by row.
     matrix : PairwiseMatrix or None
         Symmetric K x K matrix of pairwise MADD.
+    labels : tuple
+        The compared groups' labels, in matrix order.
     """
 
-    value: float
-    agg: str
-    attribute: str
-    worst: MADDPair | None
-    pairs: tuple[MADDPair, ...]
-    matrix: PairwiseMatrix | None
+    __slots__ = ("value", "agg", "attribute", "worst", "_pairs", "_matrix", "_source")
+
+    def __init__(self, value: float, agg: str, attribute: str, worst: MADDPair | None,
+                 pairs: tuple[MADDPair, ...] | None = (), matrix: PairwiseMatrix | None = None,
+                 *, source: Any = None) -> None:
+        for name, item in (("value", value), ("agg", agg), ("attribute", attribute),
+                           ("worst", worst), ("_pairs", pairs), ("_matrix", matrix),
+                           ("_source", source)):
+            object.__setattr__(self, name, item)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __repr__(self) -> str:
+        return (f"MADDResult(value={self.value!r}, agg={self.agg!r}, "
+                f"attribute={self.attribute!r}, worst={self.worst!r})")
 
     def __float__(self) -> float:
         return float(self.value)
+
+    def _complete(self) -> None:
+        if self._pairs is None:
+            pairs, matrix = self._source.every_pair()
+            object.__setattr__(self, "_pairs", pairs)
+            object.__setattr__(self, "_matrix", matrix)
+
+    @property
+    def pairs(self) -> tuple[MADDPair, ...]:
+        """Every pair of groups (scored when first read if the search skipped some)."""
+        self._complete()
+        return self._pairs  # type: ignore[return-value]
+
+    @property
+    def matrix(self) -> PairwiseMatrix | None:
+        """Symmetric K x K matrix of pairwise MADD (computed when first read, as ``pairs``)."""
+        self._complete()
+        return self._matrix
+
+    @property
+    def labels(self) -> tuple[Any, ...]:
+        """The compared groups' labels, in matrix order (no pair is scored)."""
+        if self._source is not None:
+            return tuple(self._source.labels)
+        return () if self._matrix is None else tuple(self._matrix.labels)
+
+    def pair(self, a: Any, b: Any) -> MADDPair:
+        """Return the MADD of groups labelled ``a`` and ``b`` (scored once, on demand).
+
+        >>> r = madd([0.1, 0.2, 0.8, 0.9], sensitive_features=[0, 0, 1, 1], n_bins=10)
+        >>> r.pair(0, 1).value
+        2.0
+        """
+        index = {label: k for k, label in enumerate(self.labels)}
+        i, j = sorted((index[a], index[b]))
+        if self._source is not None:
+            return self._source.pair(i, j)
+        k = len(self.labels)  # the pairs are stored row by row
+        return self.pairs[i * k - i * (i + 1) // 2 + (j - i - 1)]
 
     @property
     def n_bins(self) -> int | None:
@@ -297,49 +352,82 @@ def _histograms_by_group(groups: Groups, scores: NDArray[np.float64], m: int
     return counts.reshape(k, m)
 
 
-def _pairwise(groups: Groups, scores: NDArray[np.float64], plan: _Plan
-              ) -> tuple[PairwiseMatrix | None, list[MADDPair]]:
-    grid = _grid(plan.n_bins, plan.compat) if plan.auto else None
-    if grid is None:
-        reason = groups.two_group_reason()
-        if reason is not None:
-            warn_undefined("madd", reason)
-            return None, []
+class _Scorer:
+    """Every group prepared once; each pair scored on demand, once, as the all-pairs loop does.
+
+    The source behind a :class:`MADDResult` whose pairs were not all scored.
+    """
+
+    def __init__(self, groups: Groups, prepared: list[_Prepared], plan: _Plan,
+                 grid: _Grid | None, shares: NDArray[np.float64] | None = None) -> None:
+        self.groups, self.prepared, self.plan, self.grid = groups, prepared, plan, grid
+        self.labels = groups.labels
+        self.shares = shares  # "auto": every group's bin shares, one row a group
+        self._scored: dict[tuple[int, int], MADDPair] = {}
+
+    def pair(self, i: int, j: int) -> MADDPair:
+        """Return the MADD of groups ``i < j`` (by index)."""
+        if (i, j) not in self._scored:
+            a, b = self.prepared[i], self.prepared[j]
+            labels = (self.labels[i], self.labels[j])
+            self._scored[i, j] = (
+                replace(_fixed_pair(a, b, self.plan.n_bins), groups=labels) if self.grid is None
+                else _auto_pair(a, b, self.grid, self.plan.compat, labels))
+        return self._scored[i, j]
+
+    def every_pair(self) -> tuple[tuple[MADDPair, ...], PairwiseMatrix]:
+        """Return every pair (row by row) and the matrix."""
+        k = len(self.prepared)
+        matrix = np.zeros((k, k))
+        pairs = []
+        for i in range(k):
+            for j in range(i + 1, k):
+                pairs.append(self.pair(i, j))
+                matrix[i, j] = matrix[j, i] = pairs[-1].value
+        return tuple(pairs), PairwiseMatrix("madd", self.groups.name, self.groups.labels,
+                                            self.groups.counts, matrix)
+
+    def worst(self) -> MADDPair:
+        """Return the worst pair, scoring only the pairs that may be it (:mod:`.pairs`)."""
+        k = len(self.prepared)
+        if k <= _worst_pair.SMALL:
+            return max(self.every_pair()[0], key=lambda p: p.value)
+        sizes = np.array([p.n for p in self.prepared], dtype=np.int64)
+
+        def value(i: int, j: int) -> float:
+            return self.pair(i, j).value
+
+        if self.grid is None:
+            proportions = np.stack([p.counts / p.n for p in self.prepared])
+            found = _pairs.worst_fixed(proportions, sizes, value)
+        else:
+            found = _pairs.worst_auto(self.shares, sizes, self.grid, self.plan.compat, value)
+        return self.pair(*found.pair)
+
+
+def _prepare(groups: Groups, scores: NDArray[np.float64], plan: _Plan) -> _Scorer | None:
+    """Prepare every group once (None, after a warning, with fewer than two groups)."""
+    reason = groups.two_group_reason()
+    if reason is not None:
+        warn_undefined("madd", reason)
+        return None
+    if not plan.auto:
         hist = _histograms_by_group(groups, scores, plan.n_bins)
         prepared = [_Prepared(k, int(n), hist[k]) for k, n in enumerate(groups.counts)]
-        size = len(prepared)
-        matrix = np.zeros((size, size))
-        fixed = []
-        for i in range(size):
-            for j in range(i + 1, size):
-                pair = _fixed_pair(prepared[i], prepared[j], plan.n_bins)
-                matrix[i, j] = matrix[j, i] = pair.value
-                fixed.append(replace(pair, groups=(groups.labels[i], groups.labels[j])))
-        return PairwiseMatrix("madd", groups.name, groups.labels, groups.counts, matrix), fixed
-    # pairwise_over_groups prepares the groups in order 0..K-1; the counter numbers them so
-    # that each pair is labelled when it is made.
-    numbering = itertools.count()
+        return _Scorer(groups, prepared, plan, None)
+    grid = _grid(plan.n_bins, plan.compat)
     # every group's shares and edge positions in two blocks: one allocation each (numpy asks
     # for huge pages from 4 MiB), not two fresh ~1 MB arrays a group to fault in page by page
     shares = np.empty((groups.n_groups, grid.lo.size))
     below = np.empty((groups.n_groups, grid.edges.size),
                      dtype=np.int32 if scores.size < 2**31 else np.int64)
-
-    def prepare(part: NDArray[np.float64]) -> _Prepared:
+    prepared = []
+    for k, part in enumerate(groups.split(scores)):
         # a summary's groups arrive sorted: check in O(n) instead of sorting again
         ordered = part if bool(np.all(part[1:] >= part[:-1])) else np.sort(part)
-        k = next(numbering)
-        return _Prepared(k, int(part.size), None,
-                         *_edge_shares(ordered, grid, (shares[k], below[k])))
-
-    pairs: list[MADDPair] = []
-
-    def distance(a: _Prepared, b: _Prepared) -> float:
-        labels = (groups.labels[a.index], groups.labels[b.index])
-        pairs.append(_auto_pair(a, b, grid, plan.compat, labels))
-        return pairs[-1].value
-
-    return pairwise_over_groups("madd", groups, scores, prepare, distance), pairs
+        prepared.append(_Prepared(k, int(part.size), None,
+                                  *_edge_shares(ordered, grid, (shares[k], below[k]))))
+    return _Scorer(groups, prepared, plan, grid, shares)
 
 
 def _madd_matrix(
@@ -353,19 +441,19 @@ def _madd_matrix(
     min_group_size: int = 1,
 ) -> PairwiseMatrix | None:
     """Return the K x K matrix of pairwise MADD (None, with a warning, under two groups)."""
-    return _evaluate(y_score, sensitive_features, bandwidth, n_bins, compat, max_bins,
-                     min_group_size)[1]
+    scorer = _evaluate(y_score, sensitive_features, bandwidth, n_bins, compat, max_bins,
+                       min_group_size)[1]
+    return None if scorer is None else scorer.every_pair()[1]
 
 
 def _evaluate(y_score: ArrayLike, sensitive_features: Any, bandwidth: Any, n_bins: Any,
               compat: Any, max_bins: Any, min_group_size: int
-              ) -> tuple[Groups, PairwiseMatrix | None, list[MADDPair]]:
+              ) -> tuple[Groups, _Scorer | None]:
     scores = check_scores(y_score, "y_score", copy=False)  # read only: no copy of the input
     plan = _plan(bandwidth, n_bins, compat, max_bins)
     groups = encode_groups(sensitive_features, n_samples=scores.size,
                            min_group_size=min_group_size)
-    matrix, pairs = _pairwise(groups, scores, plan)
-    return groups, matrix, pairs
+    return groups, _prepare(groups, scores, plan)
 
 
 def madd(
@@ -467,9 +555,13 @@ def madd(
     2.0
     """
     check_option(agg, "agg", AGGREGATIONS, func="madd")
-    groups, matrix, pairs = _evaluate(y_score, sensitive_features, bandwidth, n_bins, compat,
-                                      max_bins, min_group_size)
-    if matrix is None:
+    groups, scorer = _evaluate(y_score, sensitive_features, bandwidth, n_bins, compat,
+                               max_bins, min_group_size)
+    if scorer is None:
         return MADDResult(float("nan"), agg, groups.name, None, (), None)
+    if agg == "max":  # the worst pair without scoring every pair; the others when asked for
+        worst = scorer.worst()
+        return MADDResult(worst.value, agg, groups.name, worst, None, None, source=scorer)
+    pairs, matrix = scorer.every_pair()
     worst = max(pairs, key=lambda p: p.value)
-    return MADDResult(matrix.aggregate(agg), agg, groups.name, worst, tuple(pairs), matrix)
+    return MADDResult(matrix.aggregate(agg), agg, groups.name, worst, pairs, matrix)
