@@ -11,7 +11,8 @@ ABCC/ABPC: :data:`kde` (the KDE module), :func:`abcc_abpc_pairs` (a metric over 
 pair of groups), :func:`w1_sorted` (W1 of two sorted groups). Calibration:
 :func:`calibration_from_sums`. MADD: :func:`madd_plan`, :func:`madd_grid`,
 :class:`MADDPrepared`, :func:`madd_fixed_pair`, :func:`madd_auto_pair`,
-:func:`madd_shares_below`, :class:`MADDResult`. Parity: :class:`GroupRates`, :func:`rate`,
+:func:`madd_shares_below`, :class:`MADDResult`, :func:`madd_chance_pairs` (the pairs MADD's
+chance level reads). Parity: :class:`GroupRates`, :func:`rate`,
 :func:`parity_from_rates`. Pairs: :data:`AGGREGATIONS`, :class:`PairwiseMatrix`. HFM:
 :class:`FeatureSpace`, :func:`scale_columns`, :func:`nearest_sqdist`,
 :func:`average_of_distances`, :class:`HFMResult`, :func:`sampled_result`. Intervals:
@@ -47,6 +48,7 @@ from ._madd.madd import _fixed_pair as madd_fixed_pair
 from ._madd.madd import _grid as madd_grid
 from ._madd.madd import _plan as madd_plan
 from ._madd.madd import _Prepared as MADDPrepared
+from ._madd.pairs import chance_pairs as madd_chance_pairs
 from ._pairwise import AGGREGATIONS, PairwiseMatrix
 from ._parity import GroupRates, parity_from_rates
 from ._parity import _rate as rate
@@ -68,7 +70,8 @@ __all__ = [
     "mean_gap_interval", "rate_gap_interval", "score_gap_interval", "wald_interval",
     "AGGREGATIONS", "FeatureSpace", "GroupRates", "HFMResult", "MADDPrepared", "MADDResult",
     "PairwiseMatrix", "abcc_abpc_pairs", "average_of_distances", "calibration_from_sums", "kde",
-    "madd_auto_pair", "madd_fixed_pair", "madd_grid", "madd_plan", "madd_shares_below",
+    "madd_auto_pair", "madd_chance_pairs", "madd_fixed_pair", "madd_grid", "madd_plan",
+    "madd_shares_below",
     "nearest_sqdist", "parity_from_rates", "rate", "sampled_result", "scale_columns",
     "w1_sorted",
 ]

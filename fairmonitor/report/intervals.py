@@ -43,6 +43,7 @@ from ..metrics.shared import (
     Interval,
     ScoreBootstrap,
     fine_histogram_sorted,
+    madd_chance_pairs,
     mean_gap_interval,
     rate_gap_interval,
     score_gap_interval,
@@ -148,11 +149,9 @@ def _scores(name: str, value: float, result: Any, attr: AttributeSummary,
     if name == "abcc":
         return score_gap_interval(boot, "abcc", value=value, level=level)
     if name == "madd":
-        index = {lab: k for k, lab in enumerate(labels)}
-        bins = {(index[p.groups[0]], index[p.groups[1]]): int(p.n_bins)
-                for p in getattr(result, "pairs", ())
-                if p.groups[0] in index and p.groups[1] in index}
-        pairs = list(bins)
+        # the pairs the chance level reads, and their bins: not every pair (the value's
+        # search scored only those that may be the worst)
+        pairs, bins = madd_chance_pairs(result, labels, boot.hist.sum(axis=1))
         return score_gap_interval(boot, "madd", value=value, pairs=pairs, pair_bins=bins,
                                   level=level)
     widths = [_compute._bandwidth(g, kw.get("bandwidth", "scott"))[0] for g in groups]

@@ -353,17 +353,33 @@ def _histograms_by_group(groups: Groups, scores: NDArray[np.float64], m: int
 
 
 class _Scorer:
-    """Every group prepared once; each pair scored on demand, once, as the all-pairs loop does.
+    """Each pair scored on demand, once, as the all-pairs loop does; the groups prepared once.
 
-    The source behind a :class:`MADDResult` whose pairs were not all scored.
+    The source behind a :class:`MADDResult` whose pairs were not all scored. After the search
+    :meth:`release` drops the prepared groups ("auto": ~1 MB of bin shares a group); a pair
+    asked for later prepares them again from ``scores``, which is kept by reference (the
+    caller's array: read, never written).
     """
 
-    def __init__(self, groups: Groups, prepared: list[_Prepared], plan: _Plan,
-                 grid: _Grid | None, shares: NDArray[np.float64] | None = None) -> None:
-        self.groups, self.prepared, self.plan, self.grid = groups, prepared, plan, grid
+    def __init__(self, groups: Groups, scores: NDArray[np.float64], plan: _Plan) -> None:
+        self.groups, self.scores, self.plan = groups, scores, plan
         self.labels = groups.labels
-        self.shares = shares  # "auto": every group's bin shares, one row a group
+        self.grid = _grid(plan.n_bins, plan.compat) if plan.auto else None
+        self._prepared: list[_Prepared] | None = None
+        self.shares: NDArray[np.float64] | None = None  # "auto": a row of bin shares a group
         self._scored: dict[tuple[int, int], MADDPair] = {}
+
+    @property
+    def prepared(self) -> list[_Prepared]:
+        """Every group's histogram ("auto": bin shares and edge positions)."""
+        if self._prepared is None:
+            self._prepared, self.shares = _prepared_groups(self.groups, self.scores, self.plan,
+                                                           self.grid)
+        return self._prepared
+
+    def release(self) -> None:
+        """Drop the prepared groups (prepared again if another pair is asked for)."""
+        self._prepared = self.shares = None
 
     def pair(self, i: int, j: int) -> MADDPair:
         """Return the MADD of groups ``i < j`` (by index)."""
@@ -377,7 +393,7 @@ class _Scorer:
 
     def every_pair(self) -> tuple[tuple[MADDPair, ...], PairwiseMatrix]:
         """Return every pair (row by row) and the matrix."""
-        k = len(self.prepared)
+        k = self.groups.n_groups
         matrix = np.zeros((k, k))
         pairs = []
         for i in range(k):
@@ -389,33 +405,30 @@ class _Scorer:
 
     def worst(self) -> MADDPair:
         """Return the worst pair, scoring only the pairs that may be it (:mod:`.pairs`)."""
-        k = len(self.prepared)
+        k = self.groups.n_groups
         if k <= _worst_pair.SMALL:
             return max(self.every_pair()[0], key=lambda p: p.value)
-        sizes = np.array([p.n for p in self.prepared], dtype=np.int64)
+        prepared = self.prepared
+        sizes = np.array([p.n for p in prepared], dtype=np.int64)
 
         def value(i: int, j: int) -> float:
             return self.pair(i, j).value
 
         if self.grid is None:
-            proportions = np.stack([p.counts / p.n for p in self.prepared])
+            proportions = np.stack([p.counts / p.n for p in prepared])
             found = _pairs.worst_fixed(proportions, sizes, value)
         else:
             found = _pairs.worst_auto(self.shares, sizes, self.grid, self.plan.compat, value)
         return self.pair(*found.pair)
 
 
-def _prepare(groups: Groups, scores: NDArray[np.float64], plan: _Plan) -> _Scorer | None:
-    """Prepare every group once (None, after a warning, with fewer than two groups)."""
-    reason = groups.two_group_reason()
-    if reason is not None:
-        warn_undefined("madd", reason)
-        return None
-    if not plan.auto:
+def _prepared_groups(groups: Groups, scores: NDArray[np.float64], plan: _Plan,
+                     grid: _Grid | None
+                     ) -> tuple[list[_Prepared], NDArray[np.float64] | None]:
+    """Prepare every group once: its histogram, or "auto"'s shares (and their block)."""
+    if grid is None:
         hist = _histograms_by_group(groups, scores, plan.n_bins)
-        prepared = [_Prepared(k, int(n), hist[k]) for k, n in enumerate(groups.counts)]
-        return _Scorer(groups, prepared, plan, None)
-    grid = _grid(plan.n_bins, plan.compat)
+        return [_Prepared(k, int(n), hist[k]) for k, n in enumerate(groups.counts)], None
     # every group's shares and edge positions in two blocks: one allocation each (numpy asks
     # for huge pages from 4 MiB), not two fresh ~1 MB arrays a group to fault in page by page
     shares = np.empty((groups.n_groups, grid.lo.size))
@@ -427,7 +440,16 @@ def _prepare(groups: Groups, scores: NDArray[np.float64], plan: _Plan) -> _Score
         ordered = part if bool(np.all(part[1:] >= part[:-1])) else np.sort(part)
         prepared.append(_Prepared(k, int(part.size), None,
                                   *_edge_shares(ordered, grid, (shares[k], below[k]))))
-    return _Scorer(groups, prepared, plan, grid, shares)
+    return prepared, shares
+
+
+def _prepare(groups: Groups, scores: NDArray[np.float64], plan: _Plan) -> _Scorer | None:
+    """Return the groups' scorer (None, after a warning, with fewer than two groups)."""
+    reason = groups.two_group_reason()
+    if reason is not None:
+        warn_undefined("madd", reason)
+        return None
+    return _Scorer(groups, scores, plan)
 
 
 def _madd_matrix(
@@ -561,6 +583,10 @@ def madd(
         return MADDResult(float("nan"), agg, groups.name, None, (), None)
     if agg == "max":  # the worst pair without scoring every pair; the others when asked for
         worst = scorer.worst()
+        if scorer.groups.n_groups <= _worst_pair.SMALL:  # every pair is scored already
+            pairs, matrix = scorer.every_pair()
+            return MADDResult(worst.value, agg, groups.name, worst, pairs, matrix)
+        scorer.release()
         return MADDResult(worst.value, agg, groups.name, worst, None, None, source=scorer)
     pairs, matrix = scorer.every_pair()
     worst = max(pairs, key=lambda p: p.value)

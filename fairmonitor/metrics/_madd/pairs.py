@@ -34,7 +34,9 @@ bin count); those pairs are scored.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import itertools
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -42,7 +44,7 @@ from numpy.typing import NDArray
 from .. import _worst_pair
 from .bandwidth import COMPAT_MIN_LENGTH, LENGTH_FRACTION, MIN_POINTS, _Grid
 
-__all__ = ["worst_auto", "worst_fixed"]
+__all__ = ["chance_pairs", "worst_auto", "worst_fixed"]
 
 #: Min-length levels per factor of 2 (step ~4%): pairs share the admissible intervals of
 #: their level, a little looser than their own.
@@ -160,3 +162,45 @@ def worst_auto(shares: NDArray[np.float64], sizes: NDArray[np.int64], grid: _Gri
                                                  compat))
     return _worst_pair.search(k, upper, pair, floor=floor)
 
+
+
+def chance_pairs(result: Any, labels: Sequence[Any], sizes: NDArray[np.float64]
+                 ) -> tuple[list[tuple[int, int]], dict[tuple[int, int], int]]:
+    """Return the pairs MADD's chance level reads and their bins, scoring no other pair.
+
+    The hook of :func:`~fairmonitor.metrics._intervals.score_gap_interval` for a
+    :class:`~fairmonitor.metrics.MADDResult` whose pairs were not all scored. Its chance
+    level reads the ``MAX_PAIRS`` pairs of smallest groups (``_null_gaps``: a stable sort of
+    the pairs by ``-(n_i^-1/2 + n_j^-1/2)``, then the first ``MAX_PAIRS``); given exactly those,
+    in that order, it reads the same pairs and gives the same chance level, and only their
+    bins are needed (each scored on demand by ``result.pair``). With more than ``MAX_GROUPS``
+    groups the interval is undefined before any bin is read: every pair is returned, without
+    bins.
+
+    Parameters
+    ----------
+    result : MADDResult
+        The metric's result (``labels`` in its matrix order, ``pair``).
+    labels : sequence
+        The groups of the interval's histograms, in their order (indices of the pairs).
+    sizes : ndarray of shape (len(labels),)
+        Their rows (the histograms' sums).
+
+    Returns
+    -------
+    pairs : list of (i, j)
+        Indices into ``labels``, in the order the full list of pairs would give them.
+    bins : dict
+        ``(i, j) -> n_bins`` of those pairs.
+    """
+    from .._intervals import MAX_GROUPS, MAX_PAIRS
+
+    index = {label: k for k, label in enumerate(labels)}
+    order = [(index[a], index[b]) for a, b in itertools.combinations(result.labels, 2)
+             if a in index and b in index]
+    if len({g for pair in order for g in pair}) > MAX_GROUPS:
+        return order, {}
+    smallest = sorted(order, key=lambda q: -(sizes[q[0]] ** -0.5 + sizes[q[1]] ** -0.5))
+    smallest = smallest[:MAX_PAIRS]
+    bins = {(i, j): int(result.pair(labels[i], labels[j]).n_bins) for i, j in smallest}
+    return smallest, bins

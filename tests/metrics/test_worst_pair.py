@@ -1,0 +1,185 @@
+"""The worst pair without scoring every pair equals the all-pairs maximum (issue 30).
+
+Oracles: brute force over every pair, written here (the pair functions the matrices use, the
+matrices' own maximum and first argmax); ties are forced by repeating a group's scores under
+another label, so two or more pairs share the maximum.
+"""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fairmonitor.metrics import abcc, abpc, madd, pairwise_matrix
+from fairmonitor.metrics._worst_pair import pair_indices, search, through_references, widen
+
+SLOW = settings(max_examples=25, deadline=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+def brute_max(matrix: np.ndarray) -> tuple[float, tuple[int, int]]:
+    """The largest upper-triangle entry and the first pair (row order) holding it."""
+    k = matrix.shape[0]
+    best, where = -np.inf, None
+    for i, j in itertools.combinations(range(k), 2):
+        if matrix[i, j] > best:
+            best, where = matrix[i, j], (i, j)
+    return float(best), where
+
+
+@st.composite
+def windows(draw, max_groups: int = 24, max_rows: int = 60):
+    """Scores of k groups of Beta-shaped, rounded (ties inside) scores, some groups repeated."""
+    seed = draw(st.integers(0, 2**32 - 1))
+    k = draw(st.integers(2, max_groups))
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(2, max_rows, k)
+    parts = [np.round(rng.beta(rng.uniform(0.5, 4), rng.uniform(0.5, 4), n),
+                      draw(st.sampled_from([2, 3, 12]))) for n in sizes]
+    for _ in range(draw(st.integers(0, 3))):  # a repeated group: pairs tied for any value
+        parts.append(parts[int(rng.integers(0, len(parts)))].copy())
+    labels = np.concatenate([np.full(p.size, g) for g, p in enumerate(parts)])
+    order = rng.permutation(labels.size)
+    return np.concatenate(parts)[order], labels[order]
+
+
+# --------------------------------------------------------------------------- the search
+
+
+@given(seed=st.integers(0, 2**32 - 1), k=st.integers(2, 40), dim=st.integers(1, 4),
+       grid=st.sampled_from([None, 1, 4]))
+@settings(max_examples=200, deadline=None)
+def test_search_is_the_brute_force_maximum(seed, k, dim, grid):
+    # L1 distances between points (a metric); rounded points tie many pairs
+    rng = np.random.default_rng(seed)
+    x = rng.random((k, dim))
+    if grid is not None:
+        x = np.round(x * grid) / grid
+    dist = np.abs(x[:, None, :] - x[None, :, :]).sum(axis=2)
+    refs = rng.choice(k, size=min(k, 3), replace=False)
+    upper = widen(through_references(dist[refs], cap=np.inf))
+    found = search(k, upper, lambda i, j: float(dist[i, j]))
+    assert (found.value, found.pair) == brute_max(dist)
+    assert len(found.scored) <= k * (k - 1) // 2
+
+
+def test_search_scores_only_what_may_be_the_worst():
+    # points on a line, references at both ends: the bound of (i, j) is min(x_i + x_j,
+    # 2 - x_i - x_j), at least 1 only where x_i + x_j = 1, the 25 pairs (i, 49 - i)
+    x = np.linspace(0.0, 1.0, 50)
+    upper = widen(through_references(np.abs(x - x[[0, -1]][:, None])))
+    found = search(50, upper, lambda i, j: float(abs(x[i] - x[j])))
+    assert (found.value, found.pair) == (1.0, (0, 49))
+    assert len(found.scored) <= 25 < 1225
+
+
+def test_pair_indices_are_the_loop_order():
+    rows, cols = pair_indices(4)
+    assert list(zip(rows.tolist(), cols.tolist(), strict=True)) == list(
+        itertools.combinations(range(4), 2))
+
+
+# --------------------------------------------------------------------------- the metrics
+
+
+@given(windows())
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_abcc_max_is_the_all_pairs_maximum(window):
+    scores, groups = window
+    matrix = pairwise_matrix(scores, sensitive_features=groups, metric="abcc").matrix
+    assert abcc(scores, sensitive_features=groups) == brute_max(matrix)[0]
+
+
+@given(windows(max_groups=16))
+@SLOW
+def test_abpc_max_is_the_all_pairs_maximum(window):
+    scores, groups = window
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # constant groups have no density: left out
+        pm = pairwise_matrix(scores, sensitive_features=groups, metric="abpc")
+        value = abpc(scores, sensitive_features=groups)
+    if pm is None:
+        assert np.isnan(value)
+    else:
+        assert value == brute_max(pm.matrix)[0]
+
+
+@given(windows(), st.sampled_from([0.1, 0.05, 0.013]))
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_madd_fixed_max_is_the_all_pairs_maximum(window, bandwidth):
+    scores, groups = window
+    r = madd(scores, sensitive_features=groups, bandwidth=bandwidth)
+    pm = pairwise_matrix(scores, sensitive_features=groups, metric="madd", bandwidth=bandwidth)
+    value, (i, j) = brute_max(pm.matrix)
+    assert r.value == value
+    assert r.worst.groups == (pm.labels[i], pm.labels[j])
+
+
+@given(windows(max_groups=12, max_rows=40), st.sampled_from([None, "maddlib"]))
+@SLOW
+def test_madd_auto_max_is_the_all_pairs_maximum(window, compat):
+    scores, groups = window
+    r = madd(scores, sensitive_features=groups, compat=compat)
+    pm = pairwise_matrix(scores, sensitive_features=groups, metric="madd", compat=compat)
+    value, (i, j) = brute_max(pm.matrix)
+    assert r.value == value
+    assert r.worst.groups == (pm.labels[i], pm.labels[j])
+    # the pairs and matrix, computed when read, are the all-pairs ones
+    assert np.array_equal(r.matrix.matrix, pm.matrix)
+    assert r.worst == max(r.pairs, key=lambda p: p.value)
+
+
+@pytest.mark.parametrize("bandwidth", ["auto", 0.02])
+def test_madd_many_groups_scores_few_pairs(bandwidth):
+    # 30 groups, one far from the others: the worst pair involves it, and far fewer than the
+    # 435 pairs are scored
+    rng = np.random.default_rng(3)
+    groups = np.repeat(np.arange(30), 400)
+    scores = rng.beta(2, 5, groups.size)
+    scores[groups == 7] = rng.beta(8, 2, 400)
+    r = madd(scores, sensitive_features=groups, bandwidth=bandwidth)
+    pm = pairwise_matrix(scores, sensitive_features=groups, metric="madd", bandwidth=bandwidth)
+    assert r.value == brute_max(pm.matrix)[0] and 7 in r.worst.groups
+    assert len(r._source._scored) < 435 // 4
+
+
+def test_madd_result_pairs_on_demand():
+    rng = np.random.default_rng(4)
+    groups = np.repeat(np.array(list("abcdefgh")), 50)
+    scores = rng.beta(2, 3, groups.size)
+    r = madd(scores, sensitive_features=groups, n_bins=10)
+    full = madd(scores, sensitive_features=groups, n_bins=10, agg="mean")
+    assert r.labels == tuple("abcdefgh")
+    assert r.pair("c", "a") == full.pairs[1]  # (a, c): the second pair of row a
+    assert r.pairs == full.pairs
+    assert r.value == max(p.value for p in full.pairs)
+    with pytest.raises(AttributeError):
+        r.value = 0.0
+
+
+@pytest.mark.parametrize("k", [3, 12])
+def test_madd_chance_level_reads_the_all_pairs_bins(k):
+    # the report's chance level of MADD (its pairs' bins, scored on demand) against the
+    # interval computed from every pair's bins, as before the search
+    from fairmonitor.metrics.shared import ScoreBootstrap, score_gap_interval
+    from fairmonitor.report import Window, evaluate_window
+
+    rng = np.random.default_rng(k)
+    groups = rng.integers(0, k, 3000)
+    scores = rng.beta(2 + groups % 3, 4, groups.size)
+    report = evaluate_window(Window({"g": groups}, y_score=scores), metrics=["madd"])
+    ours = report.intervals[("madd", "g")]
+    every = madd(scores, sensitive_features=groups, agg="mean")
+    labels = list(every.labels)
+    hist = np.stack([np.histogram(scores[groups == g], bins=128, range=(0, 1))[0]
+                     for g in labels]).astype(float)
+    bins = {(labels.index(p.groups[0]), labels.index(p.groups[1])): p.n_bins
+            for p in every.pairs}
+    oracle = score_gap_interval(ScoreBootstrap(hist), "madd", value=1.0, pairs=list(bins),
+                                pair_bins=bins)
+    assert ours.chance == oracle.chance and ours.reason == oracle.reason
