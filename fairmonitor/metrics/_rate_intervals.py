@@ -411,8 +411,13 @@ def rate_gap_interval(
     if effective_trials is not None:  # Kish: the weighted share over the effective trials
         n = np.atleast_2d(np.asarray(effective_trials, dtype=float))
         x = np.where(defined, p, 0.0) * n
-    fam, i, j = _ordered_pairs(defined, p, ratio)
-    value, lo, hi = _bounds(x, n, fam, i, j, ratio, tail, n_draws, rng)
+    found = None if ratio else _gap_in_contention(x, n, defined, tail)
+    if found is None:  # every ordered pair
+        fam, i, j = _ordered_pairs(defined, p, ratio)
+        value, lo, hi = _bounds(x, n, fam, i, j, ratio, tail, n_draws, rng)
+    else:  # the same, from the few pairs that can matter
+        f, a, b, extreme, value = found
+        value, lo, hi = _contention(x, n, f, a, b, False, extreme, value, tail, n_draws, rng)
     level_of_chance = _chance(x, n, defined, ratio, n_draws, rng) if chance else float("nan")
     return Interval(lo, hi, level_of_chance, method)
 
@@ -448,7 +453,19 @@ def _bounds(x: _F, n: _F, fam: NDArray[np.intp], i: NDArray[np.intp], j: NDArray
     lower, upper = _pair_bounds(x, n, fam, i, j, ratio, z_all, z_all)
     near = lower <= upper.min() if ratio else upper >= lower.max()
     near[best] = True
-    f, a, b = fam[near], i[near], j[near]
+    extreme = float(upper.min() if ratio else lower.max())
+    return _contention(x, n, fam[near], i[near], j[near], ratio, extreme, float(est[best]),
+                       tail, n_draws, rng)
+
+
+def _contention(x: _F, n: _F, f: NDArray[np.intp], a: NDArray[np.intp], b: NDArray[np.intp],
+                ratio: bool, extreme: float, value: float, tail: float, n_draws: int, rng: Any
+                ) -> tuple[float, float, float]:
+    """(value, lower, upper) from the pairs in contention ``(f, a, b)``.
+
+    ``extreme`` is the extreme over every pair of the bound towards parity at Bonferroni's
+    level (the largest lower bound of a gap, the smallest upper bound of a ratio).
+    """
     # Agresti-Caffo standard errors weigh the pairs' joint critical values (never 0); a
     # group left out (0 trials, its successes possibly kept by the caller) is in no pair
     q = (np.where(n > 0, x, 0.0) + 1.0) / (n + 2.0)
@@ -458,12 +475,116 @@ def _bounds(x: _F, n: _F, fam: NDArray[np.intp], i: NDArray[np.intp], j: NDArray
     else:
         sd, gap = np.sqrt(q * (1.0 - q) / (n + 2.0)), x[f, a] / n[f, a] - x[f, b] / n[f, b]
     shift = (gap.max() - gap) / np.hypot(sd[f, a], sd[f, b])
-    settled = bool(upper.min() < 1.0) if ratio else bool(lower.max() > 0.0)
+    settled = extreme < 1.0 if ratio else extreme > 0.0
     c_near, c_far = _critical(sd, f, a, b, shift, settled, tail, n_draws, rng)
-    value = float(est[best])
     if ratio:
         lower, upper = _pair_bounds(x, n, f, a, b, True, c_far, c_near)
         return value, float(min(lower.min(), value)), float(min(max(upper.min(), value), 1.0))
     lower, upper = _pair_bounds(x, n, f, a, b, False, c_near, c_far)
     return (value, float(min(max(lower.max(), 0.0), value)),
             float(min(max(upper.max(), value), 1.0)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Many groups (issue 30): the pairs in contention of a gap without forming every pair
+
+#: Round-off allowance of the separable bounds below (rates and Wilson bounds in [0, 1]).
+_SLACK = 1e-9
+
+
+def _prefix_pairs(limit: _F, values: _F, cap: int) -> tuple[NDArray[np.intp], ...] | None:
+    """Every ``(i, j)``, ``i != j``, with ``values[j] <= limit[i]`` (None beyond ``cap``)."""
+    order = np.argsort(values, kind="stable")
+    counts = np.searchsorted(values[order], limit, side="right")
+    total = int(counts.sum())
+    if total > cap:
+        return None
+    i = np.repeat(np.arange(limit.size), counts)
+    j = order[np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)]
+    return i[i != j], j[i != j]
+
+
+def _family_pairs(defined: NDArray[np.bool_], limit: _F, values: _F, cap: int
+                  ) -> tuple[NDArray[np.intp], NDArray[np.intp], NDArray[np.intp]] | None:
+    """:func:`_prefix_pairs` within each family, as ``(family, i, j)`` (None beyond ``cap``)."""
+    fam, left, right = [], [], []
+    for f in np.flatnonzero(defined.any(axis=1)).tolist():
+        g = np.flatnonzero(defined[f])
+        found = _prefix_pairs(limit[f, g], values[f, g], cap)
+        if found is None:
+            return None
+        fam.append(np.full(found[0].size, f))
+        left.append(g[found[0]])
+        right.append(g[found[1]])
+        cap -= found[0].size
+    return np.concatenate(fam), np.concatenate(left), np.concatenate(right)
+
+
+def _best_pair(p: _F, defined: NDArray[np.bool_], cap: int
+               ) -> tuple[float, tuple[int, int, int]] | None:
+    """Return the largest computed gap ``p_i - p_j`` and its first pair (all-pairs order).
+
+    Float subtraction is monotone, so the largest computed gap is ``fl(max p - min p)`` and a
+    pair reaching it has ``fl(p_i - min p) == fl(max p - p_j) ==`` it.
+    """
+    top = {f: float(np.max(p[f, defined[f]]) - np.min(p[f, defined[f]]))
+           for f in np.flatnonzero(defined.any(axis=1)).tolist()}
+    value = max(top.values())
+    ties = []
+    for f, gap in top.items():
+        g = np.flatnonzero(defined[f])
+        if gap != value:
+            continue
+        lows = g[(np.max(p[f, g]) - p[f, g]) == value]
+        highs = g[(p[f, g] - np.min(p[f, g])) == value]
+        if lows.size * highs.size > cap:
+            return None
+        ties += [(f, i, j) for i in highs.tolist() for j in lows.tolist()
+                 if i != j and p[f, i] - p[f, j] == value]
+    return value, min(ties)
+
+
+def _gap_in_contention(x: _F, n: _F, defined: NDArray[np.bool_], tail: float
+                       ) -> tuple[NDArray[np.intp], NDArray[np.intp], NDArray[np.intp], float,
+                                  float] | None:
+    """``(f, a, b, extreme, value)`` of :func:`_bounds` for a gap, from few pairs.
+
+    What :func:`_bounds` reads of the ordered pairs is the largest gap and its first pair, the
+    largest Newcombe lower bound ``L`` at Bonferroni's level and the pairs whose upper bound
+    reaches ``L`` (in contention). Newcombe's bounds are ``d - hypot(p_i - l_i, u_j - p_j)``
+    and ``d + hypot(u_i - p_i, p_j - l_j)``, and ``max(s, t) <= hypot(s, t) <= s + t``, so a
+    pair's lower bound is at most ``min(l_i - p_j, p_i - u_j)`` and its upper bound at most
+    ``u_i - l_j``: only the pairs these separable bounds leave in (within :data:`_SLACK`) are
+    computed, with :func:`_pair_bounds`' arithmetic, and the result is the same. None (every
+    pair then) where too many pairs remain (e.g. many tied rates).
+    """
+    k = defined.sum(axis=1)
+    cap = max(4096, 16 * int(k.sum()))
+    z_all = NormalDist().inv_cdf(1.0 - tail / float((k * (k - 1)).sum()))
+    lo, up = wilson_interval(x, n, z_all)
+    p = x / np.where(n > 0, n, 1.0)
+    best = _best_pair(p, defined, cap)
+    if best is None:
+        return None
+    value, (f0, i0, j0) = best
+    first = _pair_bounds(x, n, np.array([f0]), np.array([i0]), np.array([j0]), False,
+                         z_all, z_all)[0]
+    floor = float(first[0]) - _SLACK  # one pair's lower bound: L is at least that
+    pairs = _family_pairs(defined, np.minimum(lo, p) - floor + _SLACK, p, cap)
+    if pairs is None:
+        return None
+    f, a, b = pairs
+    keep = p[f, a] - up[f, b] >= floor - _SLACK
+    lower = _pair_bounds(x, n, f[keep], a[keep], b[keep], False, z_all, z_all)[0]
+    extreme = max(float(lower.max(initial=-np.inf)), float(first[0]))
+    pairs = _family_pairs(defined, up - extreme + _SLACK, lo, cap)
+    if pairs is None:
+        return None
+    f, a, b = pairs
+    upper = _pair_bounds(x, n, f, a, b, False, z_all, z_all)[1]
+    near = upper >= extreme
+    keys = np.unique(np.concatenate([(f[near] * x.shape[1] + a[near]) * x.shape[1] + b[near],
+                                     [(f0 * x.shape[1] + i0) * x.shape[1] + j0]]))
+    f, rest = np.divmod(keys, x.shape[1] * x.shape[1])
+    a, b = np.divmod(rest, x.shape[1])
+    return f, a, b, extreme, value

@@ -183,3 +183,40 @@ def test_madd_chance_level_reads_the_all_pairs_bins(k):
     oracle = score_gap_interval(ScoreBootstrap(hist), "madd", value=1.0, pairs=list(bins),
                                 pair_bins=bins)
     assert ours.chance == oracle.chance and ours.reason == oracle.reason
+
+
+# --------------------------------------------------------------------------- rate intervals
+
+
+@st.composite
+def rate_counts(draw):
+    """Per-group successes and trials of one or two families: tiny groups, ties, parity."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    k = draw(st.integers(2, 80))
+    families = draw(st.integers(1, 2))
+    n = rng.choice([0, 1, 3, 10, 40, 500, 5000], size=(families, k),
+                   p=[0.05, 0.05, 0.1, 0.3, 0.3, 0.15, 0.05]).astype(float)
+    rate = rng.choice([0.0, 0.2, 0.5, 1.0, -1.0], size=(families, k))  # -1: a random rate
+    rate = np.where(rate < 0, rng.random((families, k)), rate)
+    if draw(st.booleans()):
+        rate[:] = rate[:, :1]  # parity: every pair in contention
+    x = np.round(rate * n)
+    return x, n
+
+
+@given(rate_counts(), st.sampled_from([0.9, 0.95]), st.booleans())
+@settings(max_examples=150, deadline=None)
+def test_rate_gap_interval_from_few_pairs_equals_every_pair(counts, level, kish):
+    from fairmonitor.metrics import _rate_intervals as ri
+
+    x, n = counts
+    trials = np.where(n > 0, n * 0.7, 0.0) if kish else None
+    found = ri.rate_gap_interval(x, n, level=level, effective_trials=trials, chance=False)
+    original = ri._gap_in_contention
+    try:
+        ri._gap_in_contention = lambda *args: None  # every ordered pair, as before
+        every = ri.rate_gap_interval(x, n, level=level, effective_trials=trials, chance=False)
+    finally:
+        ri._gap_in_contention = original
+    assert (found.lower, found.upper, found.reason) == (every.lower, every.upper, every.reason) \
+        or (np.isnan(found.lower) and np.isnan(every.lower) and found.reason == every.reason)
