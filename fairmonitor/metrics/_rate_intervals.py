@@ -411,13 +411,11 @@ def rate_gap_interval(
     if effective_trials is not None:  # Kish: the weighted share over the effective trials
         n = np.atleast_2d(np.asarray(effective_trials, dtype=float))
         x = np.where(defined, p, 0.0) * n
-    found = None if ratio else _gap_in_contention(x, n, defined, tail)
+    found = None if ratio else _gap_in_contention(x, n, defined, tail, n_draws, rng)
     if found is None:  # every ordered pair
         fam, i, j = _ordered_pairs(defined, p, ratio)
-        value, lo, hi = _bounds(x, n, fam, i, j, ratio, tail, n_draws, rng)
-    else:  # the same, from the few pairs that can matter
-        f, a, b, extreme, value = found
-        value, lo, hi = _contention(x, n, f, a, b, False, extreme, value, tail, n_draws, rng)
+        found = _bounds(x, n, fam, i, j, ratio, tail, n_draws, rng)
+    value, lo, hi = found
     level_of_chance = _chance(x, n, defined, ratio, n_draws, rng) if chance else float("nan")
     return Interval(lo, hi, level_of_chance, method)
 
@@ -492,25 +490,37 @@ def _contention(x: _F, n: _F, f: NDArray[np.intp], a: NDArray[np.intp], b: NDArr
 _SLACK = 1e-9
 
 
-def _prefix_pairs(limit: _F, values: _F, cap: int) -> tuple[NDArray[np.intp], ...] | None:
-    """Every ``(i, j)``, ``i != j``, with ``values[j] <= limit[i]`` (None beyond ``cap``)."""
-    order = np.argsort(values, kind="stable")
-    counts = np.searchsorted(values[order], limit, side="right")
-    total = int(counts.sum())
+def _prefix_pairs(conditions: list[tuple[_F, _F]], cap: int
+                  ) -> tuple[NDArray[np.intp], NDArray[np.intp]] | None:
+    """Every ``(i, j)``, ``i != j``, with ``values[j] <= limit[i]`` for each ``(limit, values)``.
+
+    Enumerated along the condition that leaves the fewest pairs (None beyond ``cap`` of them),
+    then filtered by the others.
+    """
+    orders = [np.argsort(values, kind="stable") for _, values in conditions]
+    counts = [np.searchsorted(values[order], limit, side="right")
+              for (limit, values), order in zip(conditions, orders, strict=True)]
+    pick = int(np.argmin([c.sum() for c in counts]))
+    count, order = counts[pick], orders[pick]
+    total = int(count.sum())
     if total > cap:
         return None
-    i = np.repeat(np.arange(limit.size), counts)
-    j = order[np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)]
-    return i[i != j], j[i != j]
+    i = np.repeat(np.arange(count.size), count)
+    j = order[np.arange(total) - np.repeat(np.cumsum(count) - count, count)]
+    keep = i != j
+    for limit, values in conditions:
+        keep &= values[j] <= limit[i]
+    return i[keep], j[keep]
 
 
-def _family_pairs(defined: NDArray[np.bool_], limit: _F, values: _F, cap: int
+def _family_pairs(defined: NDArray[np.bool_], conditions: list[tuple[_F, _F]], cap: int
                   ) -> tuple[NDArray[np.intp], NDArray[np.intp], NDArray[np.intp]] | None:
     """:func:`_prefix_pairs` within each family, as ``(family, i, j)`` (None beyond ``cap``)."""
     fam, left, right = [], [], []
     for f in np.flatnonzero(defined.any(axis=1)).tolist():
         g = np.flatnonzero(defined[f])
-        found = _prefix_pairs(limit[f, g], values[f, g], cap)
+        found = _prefix_pairs([(limit[f, g], values[f, g]) for limit, values in conditions],
+                              cap)
         if found is None:
             return None
         fam.append(np.full(found[0].size, f))
@@ -544,19 +554,18 @@ def _best_pair(p: _F, defined: NDArray[np.bool_], cap: int
     return value, min(ties)
 
 
-def _gap_in_contention(x: _F, n: _F, defined: NDArray[np.bool_], tail: float
-                       ) -> tuple[NDArray[np.intp], NDArray[np.intp], NDArray[np.intp], float,
-                                  float] | None:
-    """``(f, a, b, extreme, value)`` of :func:`_bounds` for a gap, from few pairs.
+def _gap_in_contention(x: _F, n: _F, defined: NDArray[np.bool_], tail: float, n_draws: int,
+                       rng: Any) -> tuple[float, float, float] | None:
+    """:func:`_bounds` of a gap, ``(value, lower, upper)``, from few pairs (None: every pair).
 
     What :func:`_bounds` reads of the ordered pairs is the largest gap and its first pair, the
     largest Newcombe lower bound ``L`` at Bonferroni's level and the pairs whose upper bound
     reaches ``L`` (in contention). Newcombe's bounds are ``d - hypot(p_i - l_i, u_j - p_j)``
     and ``d + hypot(u_i - p_i, p_j - l_j)``, and ``max(s, t) <= hypot(s, t) <= s + t``, so a
     pair's lower bound is at most ``min(l_i - p_j, p_i - u_j)`` and its upper bound at most
-    ``u_i - l_j``: only the pairs these separable bounds leave in (within :data:`_SLACK`) are
-    computed, with :func:`_pair_bounds`' arithmetic, and the result is the same. None (every
-    pair then) where too many pairs remain (e.g. many tied rates).
+    ``u_i - l_j`` (at least ``u_i - p_j``): only the pairs these separable bounds leave in
+    (within :data:`_SLACK`) are computed, with :func:`_pair_bounds`' arithmetic, so the result
+    is the same. None where too many pairs remain (e.g. many tied rates).
     """
     k = defined.sum(axis=1)
     cap = max(4096, 16 * int(k.sum()))
@@ -567,24 +576,87 @@ def _gap_in_contention(x: _F, n: _F, defined: NDArray[np.bool_], tail: float
     if best is None:
         return None
     value, (f0, i0, j0) = best
-    first = _pair_bounds(x, n, np.array([f0]), np.array([i0]), np.array([j0]), False,
-                         z_all, z_all)[0]
-    floor = float(first[0]) - _SLACK  # one pair's lower bound: L is at least that
-    pairs = _family_pairs(defined, np.minimum(lo, p) - floor + _SLACK, p, cap)
+    first = float(_pair_bounds(x, n, np.array([f0]), np.array([i0]), np.array([j0]), False,
+                               z_all, z_all)[0][0])
+    # L is at least one pair's lower bound, and at least max(l_i - u_j) (hypot <= s + t)
+    floor = max(first, _top_gap(lo, up, defined)) - _SLACK
+    # lower bound at most min(l_i - p_j, p_i - u_j): reaching the floor needs both
+    pairs = _family_pairs(defined, [(np.minimum(lo, p) - floor + _SLACK, p),
+                                    (p - floor + _SLACK, up)], cap)
     if pairs is None:
         return None
-    f, a, b = pairs
-    keep = p[f, a] - up[f, b] >= floor - _SLACK
-    lower = _pair_bounds(x, n, f[keep], a[keep], b[keep], False, z_all, z_all)[0]
-    extreme = max(float(lower.max(initial=-np.inf)), float(first[0]))
-    pairs = _family_pairs(defined, up - extreme + _SLACK, lo, cap)
+    lower = _pair_bounds(x, n, *pairs, False, z_all, z_all)[0]
+    extreme = max(float(lower.max(initial=-np.inf)), first)
+    if _sure_in_contention(p, up, defined, extreme) > MAX_SIMULATED_PAIRS:
+        return _many_in_contention(x, n, defined, tail, (extreme, z_all), value, cap)
+    pairs = _family_pairs(defined, [(up - extreme + _SLACK, lo)], cap)
     if pairs is None:
         return None
     f, a, b = pairs
     upper = _pair_bounds(x, n, f, a, b, False, z_all, z_all)[1]
     near = upper >= extreme
-    keys = np.unique(np.concatenate([(f[near] * x.shape[1] + a[near]) * x.shape[1] + b[near],
-                                     [(f0 * x.shape[1] + i0) * x.shape[1] + j0]]))
-    f, rest = np.divmod(keys, x.shape[1] * x.shape[1])
-    a, b = np.divmod(rest, x.shape[1])
-    return f, a, b, extreme, value
+    size = x.shape[1]
+    keys = np.unique(np.concatenate([(f[near] * size + a[near]) * size + b[near],
+                                     [(f0 * size + i0) * size + j0]]))
+    f, rest = np.divmod(keys, size * size)
+    a, b = np.divmod(rest, size)
+    return _contention(x, n, f, a, b, False, extreme, value, tail, n_draws, rng)
+
+
+def _sure_in_contention(p: _F, up: _F, defined: NDArray[np.bool_], extreme: float) -> int:
+    """Count the pairs surely in contention: ``u_i - p_j >= L`` (their upper bound reaches L)."""
+    total = 0
+    for f in np.flatnonzero(defined.any(axis=1)).tolist():
+        g = np.flatnonzero(defined[f])
+        limit = up[f, g] - extreme - _SLACK
+        total += int(np.searchsorted(np.sort(p[f, g]), limit, side="right").sum())
+        total -= int((p[f, g] <= limit).sum())  # not a group with itself
+    return total
+
+
+def _many_in_contention(x: _F, n: _F, defined: NDArray[np.bool_], tail: float,
+                        extreme: tuple[float, float], value: float, cap: int
+                        ) -> tuple[float, float, float] | None:
+    """``(value, lower, upper)`` with more than ``MAX_SIMULATED_PAIRS`` pairs in contention.
+
+    :func:`_critical` is then Bonferroni's, ``z`` away from parity and ``z_{1 - tail/N}``
+    towards it (``N`` pairs in contention), both at least ``z`` and at most ``z_all``
+    (``extreme`` is ``(L, z_all)``); Wilson's intervals are nested in ``z``, so every pair's
+    lower bound at the critical value is at most its lower bound at ``z``. If none of those
+    reaches 0 the lower end is 0, whatever ``N``; the upper end is the largest upper bound at
+    ``z`` over every pair, if a pair reaching it is in contention (upper bound at ``z_all``
+    reaching ``L``). None (every pair) when either is in doubt.
+    """
+    z = NormalDist().inv_cdf(1.0 - tail)
+    lo, up = wilson_interval(x, n, z)
+    p = x / np.where(n > 0, n, 1.0)
+    # the pairs whose lower bound may reach 0: l_i - p_j and p_i - u_j both >= 0
+    pairs = _family_pairs(defined, [(np.minimum(lo, p) + _SLACK, p), (p + _SLACK, up)], cap)
+    if pairs is None:
+        return None
+    if pairs[0].size and _pair_bounds(x, n, *pairs, False, z, z)[0].max() > -_SLACK:
+        return None
+    # the largest upper bound at z: at least max(u_i - p_j) (hypot >= s), at most u_i - l_j
+    ref = _top_gap(up, p, defined) - _SLACK
+    pairs = _family_pairs(defined, [(up - ref + _SLACK, lo)], cap)
+    if pairs is None:
+        return None
+    f, a, b = pairs
+    upper = _pair_bounds(x, n, f, a, b, False, z, z)[1]
+    top = upper == upper.max()
+    reach = _pair_bounds(x, n, f[top], a[top], b[top], False, extreme[1], extreme[1])[1]
+    if not (reach >= extreme[0]).any():
+        return None
+    return value, 0.0, float(min(max(float(upper.max()), value), 1.0))
+
+
+def _top_gap(high: _F, low: _F, defined: NDArray[np.bool_]) -> float:
+    """Return ``max high_i - low_j`` over the pairs ``i != j`` of defined groups of a family."""
+    best = -np.inf
+    for f in np.flatnonzero(defined.any(axis=1)).tolist():
+        g = np.flatnonzero(defined[f])
+        hi, lo = high[f, g], low[f, g]
+        top, bottom = np.argsort(-hi, kind="stable")[:2], np.argsort(lo, kind="stable")[:2]
+        best = max(best, *(float(hi[i] - lo[j]) for i in top.tolist() for j in bottom.tolist()
+                           if i != j))
+    return best
