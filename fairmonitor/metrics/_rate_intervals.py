@@ -568,7 +568,7 @@ def _gap_in_contention(x: _F, n: _F, defined: NDArray[np.bool_], tail: float, n_
     is the same. None where too many pairs remain (e.g. many tied rates).
     """
     k = defined.sum(axis=1)
-    cap = max(4096, 16 * int(k.sum()))
+    cap = max(1 << 16, 256 * int(k.sum()))  # candidates enumerated (numpy: cheap per pair)
     z_all = NormalDist().inv_cdf(1.0 - tail / float((k * (k - 1)).sum()))
     lo, up = wilson_interval(x, n, z_all)
     p = x / np.where(n > 0, n, 1.0)
@@ -588,7 +588,8 @@ def _gap_in_contention(x: _F, n: _F, defined: NDArray[np.bool_], tail: float, n_
     lower = _pair_bounds(x, n, *pairs, False, z_all, z_all)[0]
     extreme = max(float(lower.max(initial=-np.inf)), first)
     if _sure_in_contention(p, up, defined, extreme) > MAX_SIMULATED_PAIRS:
-        return _many_in_contention(x, n, defined, tail, (extreme, z_all), value, cap)
+        return _many_in_contention(x, n, defined, tail, (extreme, z_all), value, (f0, i0, j0),
+                                   cap)
     pairs = _family_pairs(defined, [(up - extreme + _SLACK, lo)], cap)
     if pairs is None:
         return None
@@ -615,39 +616,167 @@ def _sure_in_contention(p: _F, up: _F, defined: NDArray[np.bool_], extreme: floa
 
 
 def _many_in_contention(x: _F, n: _F, defined: NDArray[np.bool_], tail: float,
-                        extreme: tuple[float, float], value: float, cap: int
-                        ) -> tuple[float, float, float] | None:
+                        extreme: tuple[float, float], value: float, best: tuple[int, int, int],
+                        cap: int) -> tuple[float, float, float] | None:
     """``(value, lower, upper)`` with more than ``MAX_SIMULATED_PAIRS`` pairs in contention.
 
-    :func:`_critical` is then Bonferroni's, ``z`` away from parity and ``z_{1 - tail/N}``
-    towards it (``N`` pairs in contention), both at least ``z`` and at most ``z_all``
-    (``extreme`` is ``(L, z_all)``); Wilson's intervals are nested in ``z``, so every pair's
-    lower bound at the critical value is at most its lower bound at ``z``. If none of those
-    reaches 0 the lower end is 0, whatever ``N``; the upper end is the largest upper bound at
-    ``z`` over every pair, if a pair reaching it is in contention (upper bound at ``z_all``
-    reaching ``L``). None (every pair) when either is in doubt.
+    :func:`_critical` is then Bonferroni's: ``z`` away from parity, ``z_{1 - tail/N}``
+    towards it (``N`` pairs in contention), both at most the ``z_all`` of every pair
+    (``extreme`` is ``(L, z_all)``). Wilson's intervals are nested in ``z``, so at either
+    critical value every pair's lower bound is at least, and its upper bound at most, its bound
+    at ``z_all``; a pair reaching the largest bound over *every* pair is then the largest over
+    the pairs in contention as soon as one such pair is in contention. The lower end needs
+    ``N`` (:func:`_contention_size`) unless no pair's lower bound at ``z`` reaches 0 (then it
+    is 0 whatever ``N``). None (every pair) when something is in doubt.
     """
     z = NormalDist().inv_cdf(1.0 - tail)
+    top = _largest_bound(x, n, defined, z, 1, cap)
+    if top is None or not _any_in_contention(x, n, top[1], extreme, best):
+        return None
+    upper = float(min(max(top[0], value), 1.0))
+    near = _largest_bound(x, n, defined, z, 0, cap)
+    if near is not None and near[0] <= -_SLACK:  # lower bounds at the critical value <= these
+        return value, 0.0, upper
+    size = _contention_size(x, n, defined, extreme, best, cap)
+    if size is None:
+        return None
+    c_near = NormalDist().inv_cdf(1.0 - tail / size)  # _critical's, from the count alone
+    low = _largest_bound(x, n, defined, c_near, 0, cap)
+    if low is None or not _any_in_contention(x, n, low[1], extreme, best):
+        return None
+    return value, float(min(max(low[0], 0.0), value)), upper
+
+
+def _largest_bound(x: _F, n: _F, defined: NDArray[np.bool_], z: float, side: int, cap: int
+                   ) -> tuple[float, tuple[NDArray[np.intp], ...]] | None:
+    """Return the largest Newcombe lower (``side`` 0) or upper (1) bound at ``z``, every pair.
+
+    With the pairs reaching it. A lower bound is at least ``l_i - u_j`` and at most
+    ``min(l_i - p_j, p_i - u_j)``; an upper bound at least ``u_i - p_j`` and at most
+    ``u_i - l_j``. None beyond ``cap`` candidates.
+    """
     lo, up = wilson_interval(x, n, z)
     p = x / np.where(n > 0, n, 1.0)
-    # the pairs whose lower bound may reach 0: l_i - p_j and p_i - u_j both >= 0
-    pairs = _family_pairs(defined, [(np.minimum(lo, p) + _SLACK, p), (p + _SLACK, up)], cap)
+    if side == 0:
+        floor = _top_gap(lo, up, defined) - 2 * _SLACK
+        conditions = [(np.minimum(lo, p) - floor, p), (p - floor, up)]
+    else:
+        floor = _top_gap(up, p, defined) - 2 * _SLACK
+        conditions = [(up - floor, lo)]
+    pairs = _family_pairs(defined, conditions, cap)
     if pairs is None:
         return None
-    if pairs[0].size and _pair_bounds(x, n, *pairs, False, z, z)[0].max() > -_SLACK:
-        return None
-    # the largest upper bound at z: at least max(u_i - p_j) (hypot >= s), at most u_i - l_j
-    ref = _top_gap(up, p, defined) - _SLACK
-    pairs = _family_pairs(defined, [(up - ref + _SLACK, lo)], cap)
-    if pairs is None:
-        return None
+    bound = _pair_bounds(x, n, *pairs, False, z, z)[side]
+    top = bound == bound.max()
+    return float(bound.max()), tuple(index[top] for index in pairs)
+
+
+def _any_in_contention(x: _F, n: _F, pairs: tuple[NDArray[np.intp], ...],
+                       extreme: tuple[float, float], best: tuple[int, int, int]) -> bool:
+    """Whether one of ``pairs`` is in contention (upper bound at ``z_all`` reaching ``L``)."""
     f, a, b = pairs
-    upper = _pair_bounds(x, n, f, a, b, False, z, z)[1]
-    top = upper == upper.max()
-    reach = _pair_bounds(x, n, f[top], a[top], b[top], False, extreme[1], extreme[1])[1]
-    if not (reach >= extreme[0]).any():
+    if any((int(f[k]), int(a[k]), int(b[k])) == best for k in range(f.size)):
+        return True
+    return bool((_pair_bounds(x, n, f, a, b, False, extreme[1], extreme[1])[1]
+                 >= extreme[0]).any())
+
+
+def _contention_size(x: _F, n: _F, defined: NDArray[np.bool_], extreme: tuple[float, float],
+                     best: tuple[int, int, int], cap: int) -> int | None:
+    """Count the pairs in contention, as :func:`_bounds` forms them (None beyond ``cap``).
+
+    A pair is surely in when ``u_i - p_j`` or ``p_i - l_j`` reaches ``L`` (its upper bound is at
+    least either), surely out when ``u_i - l_j`` does not; the others are computed.
+    """
+    lo, up = wilson_interval(x, n, extreme[1])
+    p = x / np.where(n > 0, n, 1.0)
+    sure = extreme[0] + _SLACK
+    total = 0
+    for f in np.flatnonzero(defined.any(axis=1)).tolist():
+        g = np.flatnonzero(defined[f])
+        total += _either_count(up[f, g] - sure, p[f, g], p[f, g] - sure, lo[f, g])
+    undecided = _window_pairs(defined, (p - sure, up - extreme[0] + _SLACK), lo, p, up - sure,
+                              cap)
+    if undecided is None:
         return None
-    return value, 0.0, float(min(max(float(upper.max()), value), 1.0))
+    upper = _pair_bounds(x, n, *undecided, False, extreme[1], extreme[1])[1]
+    total += int((upper >= extreme[0]).sum())
+    f0, i0, j0 = best
+    best_upper = _pair_bounds(x, n, np.array([f0]), np.array([i0]), np.array([j0]), False,
+                              extreme[1], extreme[1])[1][0]
+    return total + int(best_upper < extreme[0])  # the largest gap is always in contention
+
+
+def _either_count(first: _F, first_values: _F, second: _F, second_values: _F) -> int:
+    """Count ``(i, j)``, ``i != j``, with ``first_values[j] <= first[i]`` or the second."""
+    def count(limit: _F, values: _F) -> int:
+        return int(np.searchsorted(np.sort(values), limit, side="right").sum()
+                   - (values <= limit).sum())
+
+    both = _dominance_count(first, first_values, second, second_values)
+    return count(first, first_values) + count(second, second_values) - both
+
+
+def _dominance_count(first: _F, first_values: _F, second: _F, second_values: _F) -> int:
+    """Count ``(i, j)``, ``i != j``, with both ``first_values[j] <= first[i]`` and the second.
+
+    Offline, O(K log K): the queries by ``first``, the points added in order of
+    ``first_values`` to a Fenwick tree over the ranks of ``second_values``.
+    """
+    k = first.size
+    by_value = np.argsort(second_values, kind="stable")
+    position = np.empty(k, dtype=np.intp)
+    position[by_value] = np.arange(k)
+    below = np.searchsorted(second_values[by_value], second, side="right")
+    points = np.argsort(first_values, kind="stable")
+    tree = [0] * (k + 1)
+    total, added = 0, 0
+    for q in np.argsort(first, kind="stable").tolist():
+        while added < k and first_values[points[added]] <= first[q]:
+            slot = int(position[points[added]]) + 1
+            while slot <= k:
+                tree[slot] += 1
+                slot += slot & -slot
+            added += 1
+        slot = int(below[q])
+        while slot > 0:
+            total += tree[slot]
+            slot -= slot & -slot
+    itself = (first_values <= first) & (second_values <= second)
+    return total - int(itself.sum())
+
+
+def _window_pairs(defined: NDArray[np.bool_], window: tuple[_F, _F], values: _F,
+                  others: _F, above: _F, cap: int
+                  ) -> tuple[NDArray[np.intp], NDArray[np.intp], NDArray[np.intp]] | None:
+    """Pairs with ``window[0][i] < values[j] <= window[1][i]`` and ``others[j] > above[i]``.
+
+    Enumerated along the condition that leaves fewer pairs, filtered by the other.
+    """
+    fam, left, right = [], [], []
+    for f in np.flatnonzero(defined.any(axis=1)).tolist():
+        g = np.flatnonzero(defined[f])
+        lo, hi, val, oth, ab = (a[f, g] for a in (*window, values, others, above))
+        by_value, by_other = np.argsort(val, kind="stable"), np.argsort(oth, kind="stable")
+        start = np.searchsorted(val[by_value], lo, side="right")
+        count = np.maximum(np.searchsorted(val[by_value], hi, side="right") - start, 0)
+        first = np.searchsorted(oth[by_other], ab, side="right")
+        if (g.size - first).sum() < count.sum():  # along `others`, a suffix of its order
+            start, count, order = first, g.size - first, by_other
+        else:
+            order = by_value
+        total = int(count.sum())
+        if total > cap:
+            return None
+        i = np.repeat(np.arange(g.size), count)
+        j = order[np.repeat(start, count) + np.arange(total)
+                  - np.repeat(np.cumsum(count) - count, count)]
+        keep = (i != j) & (lo[i] < val[j]) & (val[j] <= hi[i]) & (oth[j] > ab[i])
+        fam.append(np.full(int(keep.sum()), f))
+        left.append(g[i[keep]])
+        right.append(g[j[keep]])
+        cap -= total
+    return np.concatenate(fam), np.concatenate(left), np.concatenate(right)
 
 
 def _top_gap(high: _F, low: _F, defined: NDArray[np.bool_]) -> float:
