@@ -44,7 +44,7 @@ from numpy.typing import NDArray
 from .. import _worst_pair
 from .bandwidth import COMPAT_MIN_LENGTH, LENGTH_FRACTION, MIN_POINTS, _Grid
 
-__all__ = ["chance_pairs", "worst_auto", "worst_fixed"]
+__all__ = ["AUTO_SMALL", "chance_pairs", "worst_auto", "worst_fixed"]
 
 #: Min-length levels per factor of 2 (step ~4%): pairs share the admissible intervals of
 #: their level, a little looser than their own.
@@ -53,6 +53,9 @@ _LEVELS_PER_OCTAVE = 16
 _BLOCK = 2048
 #: Pairs scored first to set the floor that the cheap bounds prune against.
 _SEEDS = 8
+#: "auto" scores every pair up to this many groups: the bounds cost ~3 curves a group and the
+#: seeds, more than they save on a few dozen pairs.
+AUTO_SMALL = 20
 
 
 def _references(shares: NDArray[np.float64], sizes: NDArray[np.int64]
