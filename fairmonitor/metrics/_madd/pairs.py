@@ -27,9 +27,11 @@ interval the pair's search picks. The argument, for a pair ``(a, b)`` with the c
    arithmetic. ``compat="maddlib"`` has one ``L`` (0.05) and skips rather than extends short
    starts; its admissible set is the same shape, ``f_i = last`` for the starts it keeps.
 
-The bound ignores which admissible interval is most stable, so it is loose where the curve
-moves a lot over the admissible intervals (pairs of small groups, whose curves rise with the
-bin count); those pairs are scored.
+Step 1 is loose for pairs of two small groups: at fine bins both curves through a reference
+are noise near 2, so their sum is capped at 2 whatever the pair, and those pairs are scored.
+(Step 2 with the pair's own curve, ``U = c``, would rule out ~99% of them, but the curve is
+~85% of a pair's cost: a cheaper bound needs a compiled sparse curve, O(m) per bin count
+over the smaller group's occupied bins.)
 """
 
 from __future__ import annotations
@@ -111,30 +113,43 @@ def _first_ends(grid: _Grid, min_length: float, extend: bool
     return starts, ends[starts].astype(np.intp)
 
 
+def _levels(sizes: NDArray[np.int64], rows: NDArray[np.intp], cols: NDArray[np.intp],
+            compat: str | None) -> NDArray[np.float64]:
+    """Each pair's minimum interval length, rounded down to a level (step 3)."""
+    if compat == "maddlib":
+        return np.full(rows.size, COMPAT_MIN_LENGTH)
+    h_sup = ((np.sqrt(sizes[rows]) + np.sqrt(sizes[cols]))
+             / np.sqrt(sizes[rows] * sizes[cols].astype(float))) ** (2 / 3)
+    return _level(LENGTH_FRACTION * h_sup * (1 - 1e-12))
+
+
+def _curve_bounds(upper: NDArray[np.float64], levels: NDArray[np.float64], grid: _Grid,
+                  compat: str | None) -> NDArray[np.float64]:
+    """Return the largest mean of ``upper`` (a row a pair) over its admissible intervals."""
+    bound = np.full(upper.shape[0], 2.0)
+    for level in np.unique(levels).tolist():
+        starts, first = _first_ends(grid, level, compat != "maddlib")
+        if starts.size:
+            on = levels == level
+            bound[on] = _interval_bound(upper[on], starts, first)
+    return bound
+
+
 def _auto_bounds(curves: NDArray[np.float64], sizes: NDArray[np.int64],
                  rows: NDArray[np.intp], cols: NDArray[np.intp], grid: _Grid,
                  compat: str | None) -> NDArray[np.float64]:
     """Upper bounds of the "auto" value of pairs ``(rows, cols)`` (steps 1-3)."""
-    if compat == "maddlib":
-        levels = np.full(rows.size, COMPAT_MIN_LENGTH)
-    else:
-        h_sup = ((np.sqrt(sizes[rows]) + np.sqrt(sizes[cols]))
-                 / np.sqrt(sizes[rows] * sizes[cols].astype(float))) ** (2 / 3)
-        levels = _level(LENGTH_FRACTION * h_sup * (1 - 1e-12))
+    levels = _levels(sizes, rows, cols, compat)
+    order = np.argsort(levels, kind="stable")  # blocks of few levels
     bound = np.full(rows.size, 2.0)
-    for level in np.unique(levels).tolist():
-        starts, first = _first_ends(grid, level, compat != "maddlib")
-        if starts.size == 0:
-            continue
-        on = np.flatnonzero(levels == level)
-        for lo in range(0, on.size, _BLOCK):
-            block = on[lo:lo + _BLOCK]
-            a, b = rows[block], cols[block]
-            upper = curves[0, a] + curves[0, b]
-            for r in range(1, curves.shape[0]):
-                np.minimum(upper, curves[r, a] + curves[r, b], out=upper)
-            np.minimum(upper, 2.0, out=upper)
-            bound[block] = _interval_bound(upper, starts, first)
+    for lo in range(0, rows.size, _BLOCK):
+        block = order[lo:lo + _BLOCK]
+        a, b = rows[block], cols[block]
+        upper = curves[0, a] + curves[0, b]
+        for r in range(1, curves.shape[0]):
+            np.minimum(upper, curves[r, a] + curves[r, b], out=upper)
+        np.minimum(upper, 2.0, out=upper)
+        bound[block] = _curve_bounds(upper, levels[block], grid, compat)
     return bound
 
 
@@ -145,7 +160,7 @@ def worst_auto(shares: NDArray[np.float64], sizes: NDArray[np.int64], grid: _Gri
     ``pair(i, j)`` scores a pair exactly (the all-pairs loop's ``_auto_pair``). First the
     pairs with the largest cheap bound (each curve's maximum through the references) are
     scored, to set a floor; only the pairs whose cheap bound reaches it get the interval
-    bound of the module docstring.
+    bound of the module docstring, and the search scores pairs by decreasing bound.
     """
     from ..._kernels.madd import madd_curve  # numba: only when "auto" runs
 
@@ -164,7 +179,6 @@ def worst_auto(shares: NDArray[np.float64], sizes: NDArray[np.int64], grid: _Gri
     upper[near] = _worst_pair.widen(_auto_bounds(curves, sizes, rows[near], cols[near], grid,
                                                  compat))
     return _worst_pair.search(k, upper, pair, floor=floor)
-
 
 
 def chance_pairs(result: Any, labels: Sequence[Any], sizes: NDArray[np.float64]
