@@ -160,7 +160,7 @@ def test_madd_result_pairs_on_demand():
     scores = rng.beta(2, 3, groups.size)
     r = madd(scores, sensitive_features=groups, n_bins=10)
     full = madd(scores, sensitive_features=groups, n_bins=10, agg="mean")
-    assert r.labels == tuple("abcdefgh")
+    assert r.group_labels == tuple("abcdefgh")
     assert r.pair("c", "a") == full.pairs[1]  # (a, c): the second pair of row a
     assert r.pairs == full.pairs
     assert r.value == max(p.value for p in full.pairs)
@@ -181,7 +181,7 @@ def test_madd_chance_level_reads_the_all_pairs_bins(k):
     report = evaluate_window(Window({"g": groups}, y_score=scores), metrics=["madd"])
     ours = report.intervals[("madd", "g")]
     every = madd(scores, sensitive_features=groups, agg="mean")
-    labels = list(every.labels)
+    labels = list(every.group_labels)
     hist = np.stack([np.histogram(scores[groups == g], bins=128, range=(0, 1))[0]
                      for g in labels]).astype(float)
     bins = {(labels.index(p.groups[0]), labels.index(p.groups[1])): p.n_bins
@@ -260,3 +260,18 @@ def test_dominance_count_is_the_brute_force_count():
     both = sum(av[j] <= a[i] and bv[j] <= b[i] for i in range(60) for j in range(60) if i != j)
     either = sum(av[j] <= a[i] or bv[j] <= b[i] for i in range(60) for j in range(60) if i != j)
     assert (_dominance_count(a, av, b, bv), _either_count(a, av, b, bv)) == (both, either)
+
+
+def test_madd_result_matrix_found_by_slots():
+    # the MLflow evaluator finds a result's pairwise matrix by scanning its fields or slots
+    # (plugins/fairmonitor_mlflow/artifacts.py); the lazy matrix is found there as before
+    rng = np.random.default_rng(5)
+    groups = np.repeat(np.arange(30), 60)
+    scores = rng.beta(2, 3, groups.size)
+    r = madd(scores, sensitive_features=groups, n_bins=20)
+    assert r._source is not None and not hasattr(r, "labels")
+    found = [getattr(r, name) for name in r.__slots__
+             if hasattr(getattr(r, name, None), "matrix")]
+    every = pairwise_matrix(scores, sensitive_features=groups, metric="madd", n_bins=20)
+    assert len(found) == 1 and np.array_equal(found[0].matrix, every.matrix)
+    assert found[0].labels == every.labels

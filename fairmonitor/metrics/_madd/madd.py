@@ -133,19 +133,31 @@ class MADDResult:
         Every pair of groups, ``(labels[i], labels[j])`` for ``i < j`` row by row.
     matrix : PairwiseMatrix or None
         Symmetric K x K matrix of pairwise MADD.
-    labels : tuple
+    group_labels : tuple
         The compared groups' labels, in matrix order.
     """
 
-    __slots__ = ("value", "agg", "attribute", "worst", "_pairs", "_matrix", "_source")
+    # ``pairs`` and ``matrix`` are slots left unset until first read (then __getattr__ scores
+    # every pair): a duck-typed reader scanning the slots finds the matrix as before
+    __slots__ = ("value", "agg", "attribute", "worst", "pairs", "matrix", "_source")
 
     def __init__(self, value: float, agg: str, attribute: str, worst: MADDPair | None,
                  pairs: tuple[MADDPair, ...] | None = (), matrix: PairwiseMatrix | None = None,
                  *, source: Any = None) -> None:
         for name, item in (("value", value), ("agg", agg), ("attribute", attribute),
-                           ("worst", worst), ("_pairs", pairs), ("_matrix", matrix),
-                           ("_source", source)):
+                           ("worst", worst), ("_source", source)):
             object.__setattr__(self, name, item)
+        if source is None:
+            object.__setattr__(self, "pairs", pairs)
+            object.__setattr__(self, "matrix", matrix)
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("pairs", "matrix") and self._source is not None:
+            pairs, matrix = self._source.every_pair()  # every pair, once
+            object.__setattr__(self, "pairs", pairs)
+            object.__setattr__(self, "matrix", matrix)
+            return pairs if name == "pairs" else matrix
+        raise AttributeError(f"'MADDResult' object has no attribute {name!r}")
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise FrozenInstanceError(f"cannot assign to field {name!r}")
@@ -157,30 +169,12 @@ class MADDResult:
     def __float__(self) -> float:
         return float(self.value)
 
-    def _complete(self) -> None:
-        if self._pairs is None:
-            pairs, matrix = self._source.every_pair()
-            object.__setattr__(self, "_pairs", pairs)
-            object.__setattr__(self, "_matrix", matrix)
-
     @property
-    def pairs(self) -> tuple[MADDPair, ...]:
-        """Every pair of groups (scored when first read if the search skipped some)."""
-        self._complete()
-        return self._pairs  # type: ignore[return-value]
-
-    @property
-    def matrix(self) -> PairwiseMatrix | None:
-        """Symmetric K x K matrix of pairwise MADD (computed when first read, as ``pairs``)."""
-        self._complete()
-        return self._matrix
-
-    @property
-    def labels(self) -> tuple[Any, ...]:
+    def group_labels(self) -> tuple[Any, ...]:
         """The compared groups' labels, in matrix order (no pair is scored)."""
         if self._source is not None:
             return tuple(self._source.labels)
-        return () if self._matrix is None else tuple(self._matrix.labels)
+        return () if self.matrix is None else tuple(self.matrix.labels)
 
     def pair(self, a: Any, b: Any) -> MADDPair:
         """Return the MADD of groups labelled ``a`` and ``b`` (scored once, on demand).
@@ -189,11 +183,11 @@ class MADDResult:
         >>> r.pair(0, 1).value
         2.0
         """
-        index = {label: k for k, label in enumerate(self.labels)}
+        index = {label: k for k, label in enumerate(self.group_labels)}
         i, j = sorted((index[a], index[b]))
         if self._source is not None:
             return self._source.pair(i, j)
-        k = len(self.labels)  # the pairs are stored row by row
+        k = len(index)  # the pairs are stored row by row
         return self.pairs[i * k - i * (i + 1) // 2 + (j - i - 1)]
 
     @property

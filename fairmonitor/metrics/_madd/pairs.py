@@ -197,7 +197,7 @@ def chance_pairs(result: Any, labels: Sequence[Any], sizes: NDArray[np.float64]
     Parameters
     ----------
     result : MADDResult
-        The metric's result (``labels`` in its matrix order, ``pair``).
+        The metric's result (``group_labels`` in its matrix order, ``pair``).
     labels : sequence
         The groups of the interval's histograms, in their order (indices of the pairs).
     sizes : ndarray of shape (len(labels),)
@@ -213,7 +213,7 @@ def chance_pairs(result: Any, labels: Sequence[Any], sizes: NDArray[np.float64]
     from .._intervals import MAX_GROUPS, MAX_PAIRS
 
     index = {label: k for k, label in enumerate(labels)}
-    order = [(index[a], index[b]) for a, b in itertools.combinations(result.labels, 2)
+    order = [(index[a], index[b]) for a, b in itertools.combinations(result.group_labels, 2)
              if a in index and b in index]
     if len({g for pair in order for g in pair}) > MAX_GROUPS:
         return order, {}
