@@ -162,6 +162,15 @@ class MADDResult:
     def __setattr__(self, name: str, value: Any) -> None:
         raise FrozenInstanceError(f"cannot assign to field {name!r}")
 
+    def __getstate__(self) -> dict[str, Any]:
+        # the set slots (a lazy result carries its scorer, whose scores travel with it)
+        return {name: getattr(self, name) for name in self.__slots__
+                if name not in ("pairs", "matrix") or self._source is None}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for name, item in state.items():
+            object.__setattr__(self, name, item)
+
     def __repr__(self) -> str:
         return (f"MADDResult(value={self.value!r}, agg={self.agg!r}, "
                 f"attribute={self.attribute!r}, worst={self.worst!r})")
