@@ -18,8 +18,9 @@ Targets (issue 30, at ``k = 400``, 10^5 rows): ``all - madd`` <= 1 s, ``all`` <=
 intersection, default metrics with intervals.
 
 ``--check`` (default for ``k <= 100``) also compares every worst-pair value with the maximum
-over all ``k(k-1)/2`` pairs (:func:`fairmonitor.metrics.pairwise_matrix`) and prints how many
-pairs each distribution metric scored exactly.
+over all ``k(k-1)/2`` pairs (:func:`fairmonitor.metrics.pairwise_matrix`); every ``k`` prints
+how many pairs each distribution metric scored exactly (``--pairs-only``: only that), a figure
+the machine's load does not move.
 
 Usage: ``nice -n 10 python benchmarks/bench_many_groups.py [--quick] [--k 2 10 ...]
 [--rows N]`` (quick: 2*10^4 rows, k up to 400, one repeat). Timings are process CPU times;
@@ -96,6 +97,35 @@ def check(groups: np.ndarray, scores: np.ndarray) -> None:
                   f"{'IDENTICAL' if fast == brute else 'DIFFERENT'}")
 
 
+def scored_pairs(groups: np.ndarray, scores: np.ndarray) -> None:
+    """How many pairs each distribution metric scored exactly (load-independent)."""
+    from fairmonitor.metrics import _worst_pair
+
+    counts: list[int] = []
+    search = _worst_pair.search
+
+    def counting(*args, **kwargs):
+        found = search(*args, **kwargs)
+        counts.append(len(found.scored))
+        return found
+
+    _worst_pair.search = counting
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            line = []
+            for name, func, kw in (("abcc", abcc, {}), ("abpc", abpc, {}),
+                                   ("madd auto", madd, {}), ("madd 0.01", madd,
+                                                             {"bandwidth": 0.01})):
+                counts.clear()
+                func(scores, sensitive_features=groups, **kw)
+                line.append(f"{name} {counts[0] if counts else 'all'}")
+    finally:
+        _worst_pair.search = search
+    k = np.unique(groups).size
+    print(f"  pairs scored of {k * (k - 1) // 2}: {', '.join(line)}", flush=True)
+
+
 def sweep(n: int, k: int, repeats: int, do_check: bool) -> None:
     groups, scores, labels = data(n, k)
     window = Window({"g": groups}, y_score=scores, y_true=labels)
@@ -115,6 +145,7 @@ def sweep(n: int, k: int, repeats: int, do_check: bool) -> None:
         target("many_groups_400_with_madd_seconds", total, 3.0)
     if do_check:
         check(groups, scores)
+    scored_pairs(groups, scores)
 
 
 def reported(n: int, repeats: int) -> None:
@@ -144,6 +175,8 @@ def main() -> None:
     parser.add_argument("--check", action=argparse.BooleanOptionalAction, default=None,
                         help="compare with all pairs (default: for k <= 100)")
     parser.add_argument("--no-reported", action="store_true")
+    parser.add_argument("--pairs-only", action="store_true",
+                        help="only count the pairs each metric scores")
     args = parser.parse_args()
     n = args.rows or (2 * 10**4 if args.quick else 10**5)
     ks = args.k or (K_QUICK if args.quick else K_FULL)
@@ -151,8 +184,12 @@ def main() -> None:
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} on "
           f"{os.cpu_count()} cores")
     for k in ks:
+        if args.pairs_only:
+            print(f"k = {k}:")
+            scored_pairs(*data(n, k)[:2])
+            continue
         sweep(n, k, repeats if k <= 400 else 1, k <= 100 if args.check is None else args.check)
-    if not args.no_reported:
+    if not (args.no_reported or args.pairs_only):
         reported(n, repeats)
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 

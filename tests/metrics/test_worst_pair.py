@@ -275,3 +275,17 @@ def test_madd_result_matrix_found_by_slots():
     every = pairwise_matrix(scores, sensitive_features=groups, metric="madd", n_bins=20)
     assert len(found) == 1 and np.array_equal(found[0].matrix, every.matrix)
     assert found[0].labels == every.labels
+
+
+@pytest.mark.parametrize("k", [3, 30])
+def test_madd_result_pickles(k):
+    import copy
+    import pickle
+
+    rng = np.random.default_rng(k)
+    groups = np.repeat(np.arange(k), 40)
+    scores = rng.beta(2, 3, groups.size)
+    r = madd(scores, sensitive_features=groups)
+    back = pickle.loads(pickle.dumps(r))
+    assert (back.value, back.worst) == (r.value, r.worst)
+    assert back.pairs == r.pairs == copy.deepcopy(r).pairs

@@ -162,6 +162,15 @@ class MADDResult:
     def __setattr__(self, name: str, value: Any) -> None:
         raise FrozenInstanceError(f"cannot assign to field {name!r}")
 
+    def __getstate__(self) -> dict[str, Any]:
+        # the set slots (a lazy result carries its scorer, whose scores travel with it)
+        return {name: getattr(self, name) for name in self.__slots__
+                if name not in ("pairs", "matrix") or self._source is None}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for name, item in state.items():
+            object.__setattr__(self, name, item)
+
     def __repr__(self) -> str:
         return (f"MADDResult(value={self.value!r}, agg={self.agg!r}, "
                 f"attribute={self.attribute!r}, worst={self.worst!r})")
@@ -329,9 +338,9 @@ class _Scorer:
     """Each pair scored on demand, once, as the all-pairs loop does; the groups prepared once.
 
     The source behind a :class:`MADDResult` whose pairs were not all scored. After the search
-    :meth:`release` drops the prepared groups ("auto": ~1 MB of bin shares a group); a pair
-    asked for later prepares them again from ``scores``, which is kept by reference (the
-    caller's array: read, never written).
+    :meth:`release` drops "auto"'s prepared groups (~1 MB of bin shares a group); a pair asked
+    for later prepares its two groups again (:meth:`every_pair` all of them, in one block) from
+    ``scores``, which is kept by reference (the caller's array: read, never written).
     """
 
     def __init__(self, groups: Groups, scores: NDArray[np.float64], plan: _Plan) -> None:
@@ -341,6 +350,8 @@ class _Scorer:
         self._prepared: list[_Prepared] | None = None
         self.shares: NDArray[np.float64] | None = None  # "auto": a row of bin shares a group
         self.scored: dict[tuple[int, int], MADDPair] = {}
+        self._one: dict[int, _Prepared] = {}  # groups prepared alone, after release()
+        self._parts: list[NDArray[np.float64]] | None = None
 
     @property
     def prepared(self) -> list[_Prepared]:
@@ -351,13 +362,32 @@ class _Scorer:
         return self._prepared
 
     def release(self) -> None:
-        """Drop the prepared groups (prepared again if another pair is asked for)."""
-        self._prepared = self.shares = None
+        """Drop "auto"'s prepared groups (prepared again if another pair is asked for)."""
+        if self.grid is not None:
+            self._prepared = self.shares = None
+        self._one, self._parts = {}, None
+
+    def _group(self, i: int) -> _Prepared:
+        """Group ``i`` prepared: from the block, or alone after :meth:`release`."""
+        if self._prepared is not None:
+            return self._prepared[i]
+        if i not in self._one:
+            assert self.grid is not None  # a fixed bandwidth keeps its histograms
+            if self._parts is None:
+                self._parts = self.groups.split(self.scores)
+            part = self._parts[i]
+            ordered = part if bool(np.all(part[1:] >= part[:-1])) else np.sort(part)
+            out = (np.empty(self.grid.lo.size),
+                   np.empty(self.grid.edges.size,
+                            dtype=np.int32 if self.scores.size < 2**31 else np.int64))
+            self._one[i] = _Prepared(i, int(part.size), None,
+                                     *_edge_shares(ordered, self.grid, out))
+        return self._one[i]
 
     def pair(self, i: int, j: int) -> MADDPair:
         """Return the MADD of groups ``i < j`` (by index)."""
         if (i, j) not in self.scored:
-            a, b = self.prepared[i], self.prepared[j]
+            a, b = self._group(i), self._group(j)
             labels = (self.labels[i], self.labels[j])
             self.scored[i, j] = (
                 replace(_fixed_pair(a, b, self.plan.n_bins), groups=labels) if self.grid is None
@@ -367,12 +397,16 @@ class _Scorer:
     def every_pair(self) -> tuple[tuple[MADDPair, ...], PairwiseMatrix]:
         """Return every pair (row by row) and the matrix."""
         k = self.groups.n_groups
+        made = self._prepared is None
+        _ = self.prepared  # every group, in one block
         matrix = np.zeros((k, k))
         pairs = []
         for i in range(k):
             for j in range(i + 1, k):
                 pairs.append(self.pair(i, j))
                 matrix[i, j] = matrix[j, i] = pairs[-1].value
+        if made:  # made for this call: not kept beside the pairs
+            self.release()
         return tuple(pairs), PairwiseMatrix("madd", self.groups.name, self.groups.labels,
                                             self.groups.counts, matrix)
 

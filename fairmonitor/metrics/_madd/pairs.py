@@ -106,7 +106,7 @@ def _interval_bound(upper: NDArray[np.float64], starts: NDArray[np.intp],
 def _first_ends(grid: _Grid, min_length: float, extend: bool
                 ) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
     """Return the admissible starts and their first ends at ``min_length``."""
-    from ..._kernels.madd import first_ends  # compiled: only when "auto" runs
+    from ..._kernels.madd import first_ends  # numba: only when "auto" runs
 
     ends = first_ends(grid.h, float(min_length), extend, MIN_POINTS)
     starts = np.flatnonzero(ends < grid.h.size)
@@ -162,7 +162,7 @@ def worst_auto(shares: NDArray[np.float64], sizes: NDArray[np.int64], grid: _Gri
     scored, to set a floor; only the pairs whose cheap bound reaches it get the interval
     bound of the module docstring, and the search scores pairs by decreasing bound.
     """
-    from ..._kernels.madd import madd_curve  # compiled: only when "auto" runs
+    from ..._kernels.madd import madd_curve  # numba: only when "auto" runs
 
     k = shares.shape[0]
     curves = np.array([[madd_curve(shares[g], ref, grid.start, grid.stop) for g in range(k)]
