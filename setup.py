@@ -9,6 +9,7 @@ no user's first window waits for a compiler (``ARCHITECTURE.md``, "Compiled code
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy
@@ -29,6 +30,10 @@ DIRECTIVES = {
 }
 
 
+# No debug information in the built modules: with it, groups' module is 4.2 MB instead of 0.7.
+COMPILE_ARGS = [] if sys.platform == "win32" else ["-g0"]
+
+
 def kernel_extensions() -> list[Extension]:
     """One extension per ``.pyx`` under ``fairmonitor/_kernels``, named by its path."""
     return [
@@ -37,6 +42,7 @@ def kernel_extensions() -> list[Extension]:
             [str(path.relative_to(HERE))],
             include_dirs=[numpy.get_include()],
             define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+            extra_compile_args=COMPILE_ARGS,
         )
         for path in sorted((HERE / "fairmonitor" / "_kernels").glob("*.pyx"))
     ]
