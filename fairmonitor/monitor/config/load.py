@@ -69,8 +69,8 @@ def load_config(source: str | os.PathLike[str], *, base_dir: Path | None = None)
     fairmonitor.exceptions.ConfigError: monitor config has 5 errors:
       models.credit.source: required; give e.g. {kind: sql, url: ...} (kinds: sql, files, spark)
       models.credit.sensitive_features: required; give a list of column names
-      models.credit: give at least one of 'score' or 'prediction' (column names)
       models.credit.metrics: required; give a list of metric names
+      models.credit: give at least one of 'score' or 'prediction' (column names)
       models.credit.window: must be a duration like '30s', '5m', '1h' or '1d'; got '1 hour'
     """
     import yaml
