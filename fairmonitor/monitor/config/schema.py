@@ -58,7 +58,8 @@ _MODEL_KEYS = (
     "alert_windows",
 )
 _SOURCE_KEYS = ("kind", "url", "table", "path", "pattern", "timestamp_column", "model_column",
-                "version_column", "features_column", "timeout", "master", "remote")
+                "version_column", "features_column", "timeout", "master", "remote",
+                "date_column")
 #: read by the shared reader (report/reading.py), as the evaluator reads them
 _THRESHOLD_KEYS = THRESHOLD_KEYS
 _REFERENCE_KEYS = ("path", "metrics", "label", "score", "prediction", "features")
@@ -458,6 +459,7 @@ def _source(r: Reader, at: str, raw: Any, base: Path) -> SourceConfig:
                         "'path' (Parquet files), not both")
         master = r.get(raw, "master", str, None, path=at)
         remote = r.get(raw, "remote", str, None, path=at)
+        date_column = r.get(raw, "date_column", str, None, path=at)
         if master is not None and remote is not None:
             r.error(at, "kind spark: give 'master' or 'remote' (Spark Connect), not both")
         if remote is not None and not remote.startswith("sc://"):
@@ -468,7 +470,8 @@ def _source(r: Reader, at: str, raw: Any, base: Path) -> SourceConfig:
         return SourceConfig("spark", table=table or "", path=Path(path) if path and
                             "://" not in path else None,
                             url=path if path and "://" in path else None,
-                            master=master, remote=remote, **common)
+                            master=master, remote=remote, date_column=date_column,
+                            **common)
     if kind == "files":
         path = r.get(raw, "path", str, None, path=at, required=True) or "."
         pattern = r.get(raw, "pattern", str, "**/*.parquet", path=at)
