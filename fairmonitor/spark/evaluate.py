@@ -18,7 +18,7 @@ from ._parts import EvaluationJob, evaluate_key, group_evaluator
 from .hfm import _hfm_average
 from .summarize import SparkSummaries, _out_key, partial_summaries
 
-__all__ = ["evaluate_spark", "log_reports"]
+__all__ = ["evaluate_spark", "evaluated_windows", "log_reports"]
 
 _BATCH = 1000  # MLflow's MAX_METRICS_PER_BATCH
 
@@ -154,6 +154,32 @@ def _raw_key(key: Any) -> Any:
     return key
 
 
+def evaluated_windows(data: Any, *, metrics: list[str] | None = None, predict: Any = None,
+                      settings: EvaluationOptions | None = None,
+                      scanned: Mapping[Any, Any] | None = None,
+                      failed: Exception | None = None, hfm_queries: int | None = None,
+                      **kwargs: Any) -> tuple[Any, Any]:
+    """Return the lazy frame of one evaluated window a row, and its partition plan.
+
+    Columns ``window`` (the raw key), ``rows`` and ``report`` (a pickled ``WindowReport``,
+    null for the rows without a window key): what :func:`evaluate_spark` collects.
+    ``kwargs`` are :func:`partial_summaries`'.
+    """
+    settings = settings or EvaluationOptions()
+    partials, plan = partial_summaries(data, **kwargs)
+    seed = None
+    if isinstance(settings.rng, np.random.Generator):
+        seed = int(settings.rng.integers(2**63))  # each window's own Generator, from it
+    job = EvaluationJob(plan, metrics, predict, settings,
+                        {_raw_key(k): v for k, v in (scanned or {}).items()}, failed,
+                        hfm_queries, seed)
+    key_type = partials.schema["window"].dataType.simpleString()
+    tasks = int(partials.sparkSession.conf.get("spark.sql.shuffle.partitions") or 200)
+    return (partials.repartition(tasks, "window").groupBy("window")
+            .applyInPandas(group_evaluator(job), f"window {key_type}, rows long, report binary"),
+            plan)
+
+
 def _on_executors(data: Any, metrics: list[str] | None, predict: Any,
                   settings: EvaluationOptions, scanned: Mapping[Any, Any],
                   failed: Exception | None, hfm_queries: int | None,
@@ -165,17 +191,9 @@ def _on_executors(data: Any, metrics: list[str] | None, predict: Any,
     window into ``spark.sql.shuffle.partitions`` tasks (explicitly: adaptive execution would
     coalesce such a small shuffle into one task, one executor evaluating every window).
     """
-    partials, plan = partial_summaries(data, **kwargs)
-    seed = None
-    if isinstance(settings.rng, np.random.Generator):
-        seed = int(settings.rng.integers(2**63))  # each window's own Generator, from it
-    job = EvaluationJob(plan, metrics, predict, settings,
-                        {_raw_key(k): v for k, v in scanned.items()}, failed, hfm_queries, seed)
-    key_type = partials.schema["window"].dataType.simpleString()
-    tasks = int(partials.sparkSession.conf.get("spark.sql.shuffle.partitions") or 200)
-    frame = (partials.repartition(tasks, "window").groupBy("window")
-             .applyInPandas(group_evaluator(job),
-                            f"window {key_type}, rows long, report binary"))
+    frame, plan = evaluated_windows(data, metrics=metrics, predict=predict, settings=settings,
+                                    scanned=scanned, failed=failed, hfm_queries=hfm_queries,
+                                    **kwargs)
     rows = [(r["window"], r["report"]) for r in frame.collect() if r["report"] is not None]
     whole = plan.window_us is None and plan.key_is_long and {k for k, _ in rows} <= {0}
     out = {}

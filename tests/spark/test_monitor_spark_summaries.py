@@ -200,3 +200,32 @@ def test_an_unreadable_label_is_a_data_error_naming_window_and_column(spark, pre
     assert results[0].report is None
     error = results[0].errors["data"]
     assert "window 2026-01-05T00:00:00+00:00" in error and "column 'label'" in error, error
+
+
+def test_a_thousand_partitions_give_the_row_paths_windows(spark, dirty, tmp_path, monkeypatch):
+    """1,000 partitions (3 rows each), null labels, invalid scores: the row path's values.
+
+    One Spark job: the >1,000 partition summaries merge per window on the executors.
+    """
+    dirty.to_parquet(tmp_path / "preds.parquet")
+    many = spark.read.parquet(str(tmp_path / "preds.parquet")).drop("version").repartition(1000)
+    assert many.rdd.getNumPartitions() == 1000
+    cfg = config(tmp_path, "{kind: spark, path: unused.parquet}")
+    spark_only(monkeypatch)
+    import fairmonitor.spark.windows as windows
+
+    batches, real = [], windows.summarize_windows
+
+    def recorded(*args, **kwargs):
+        batches.append(real(*args, **kwargs))
+        return batches[-1]
+
+    monkeypatch.setattr(windows, "summarize_windows", recorded)
+    now = T0 + 4 * HOUR
+    got = run_once(cfg, {"credit": SparkSource(many, spark=spark, version_column=None)},
+                   MemoryCheckpoint(), now=now)
+    assert len(batches) == 1 and len(batches[0]) == 4
+    assert sum(p.partials for p in batches[0].values()) > 1000
+    want = run_once(cfg, {"credit": memory(dirty.drop(columns="version"))}, MemoryCheckpoint(),
+                    now=now)
+    assert_same_results(got, want)
