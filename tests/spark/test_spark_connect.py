@@ -62,7 +62,8 @@ cfg = load_config(sys.argv[4])
 results = run_once(cfg, {"credit": SparkSource(sys.argv[3], spark=spark)}, MemoryCheckpoint(),
                    now=datetime(2026, 1, 5, 2, tzinfo=UTC))
 print("MONITOR " + json.dumps([[r.n_rows, dict(r.rejected), r.labelled_rows, dict(r.errors),
-                                [[m, a, v] for (m, a), v in r.report.values.items()]]
+                                [[m, a, v] for (m, a), v in r.report.values.items()],
+                                {f"{m}/{a}": why for (m, a), why in r.report.reasons.items()}]
                                for r in results]))
 spark.stop()
 """
@@ -125,9 +126,9 @@ def test_evaluate_spark_runs_over_spark_connect(tmp_path):
     assert [m[:4] for m in monitor] == [[r.n_rows, dict(r.rejected), r.labelled_rows, {}]
                                         for r in want]
     assert all(r.rejected and r.labelled_rows < r.n_rows for r in want)
-    for (*_, got_values), r in zip(monitor, want, strict=True):
+    for (*_, got_values, reasons), r in zip(monitor, want, strict=True):
         got_values = {(m, a): v for m, a, v in got_values}
         assert got_values.keys() == r.report.values.keys()
         for key, expected in r.report.values.items():
             assert abs(got_values[key] - expected) <= 1e-12 or (
-                math.isnan(expected) and math.isnan(got_values[key])), key
+                math.isnan(expected) and math.isnan(got_values[key])), (key, reasons, monitor)
