@@ -21,8 +21,8 @@ _CONF = {
 }
 
 
-def local_session(app: str, **conf: str) -> Any:
-    """Return a started ``local[2]`` session named ``app``, its first job already run.
+def local_session(app: str, master: str = "local[2]", **conf: str) -> Any:
+    """Return a started ``master`` (default ``local[2]``) session named ``app``, warmed up.
 
     The Python workers import the checkout the driver imported (first on their
     ``PYTHONPATH``): a driver on the venv's install with executors on another checkout would
@@ -39,7 +39,7 @@ def local_session(app: str, **conf: str) -> Any:
          *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))])
     from pyspark.sql import SparkSession
 
-    builder = SparkSession.builder.master("local[2]").appName(app)
+    builder = SparkSession.builder.master(master).appName(app)
     for key, value in {**_CONF, **conf}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()

@@ -24,8 +24,27 @@ if TYPE_CHECKING:
 
     from .config import ModelConfig
 
-__all__ = ["SOURCE_COLUMNS", "configured_columns", "frame_problem", "missing_message",
-           "source_problems", "type_problem"]
+__all__ = ["SOURCE_COLUMNS", "configured_columns", "feature_columns", "frame_problem",
+           "missing_message", "source_problems", "type_problem"]
+
+
+def feature_columns(cfg: ModelConfig, columns: Any) -> list[str]:
+    """Return the feature columns the model's metrics read among ``columns`` (none: no X).
+
+    The configured ``features``, else every column that is not bookkeeping (timestamp, model,
+    version, ids, label, score, prediction, a multiclass model's class scores, sensitive
+    features).
+    """
+    if not cfg.needs_features:
+        return []  # X is only materialised for metrics that read it
+    if cfg.features:
+        return list(cfg.features)
+    src = cfg.source
+    bookkeeping = {src.timestamp_column, src.model_column, src.version_column,
+                   src.features_column, "id", "labeled_at", cfg.label, cfg.score,
+                   cfg.prediction, *cfg.sensitive_features, *cfg.class_scores.values()}
+    return [c for c in columns if c not in bookkeeping]
+
 
 def configured_columns(cfg: ModelConfig, *, labels: bool = True, features: bool = True
                        ) -> Iterator[tuple[str, str, str]]:

@@ -45,8 +45,9 @@ from . import clock as _clock
 from . import multiclass as _multiclass
 from . import rollups as _rollups
 from . import streaks as _streaks
+from . import summarized as _summarized
 from .checkpoint import Checkpoint, ModelState
-from .columns import frame_problem
+from .columns import feature_columns, frame_problem
 from .config import ModelConfig, MonitorConfig
 from .incidents import INCIDENTS
 from .merge import merge_reports
@@ -164,15 +165,7 @@ def _phase_metrics(cfg: ModelConfig, phase: Phase) -> tuple[str, ...]:
 
 
 def _feature_columns(cfg: ModelConfig, frame: pd.DataFrame) -> list[str]:
-    if not cfg.needs_features:
-        return []  # X is only materialised for metrics that read it
-    if cfg.features:
-        return list(cfg.features)
-    src = cfg.source
-    bookkeeping = {src.timestamp_column, src.model_column, src.version_column,
-                   src.features_column, "id", "labeled_at", cfg.label, cfg.score,
-                   cfg.prediction, *cfg.sensitive_features, *_multiclass.score_columns(cfg)}
-    return [c for c in frame.columns if c not in bookkeeping]
+    return feature_columns(cfg, frame.columns)
 
 
 def _report(cfg: ModelConfig, frame: pd.DataFrame, metrics: Sequence[str], *, labels: bool,
@@ -246,8 +239,13 @@ def evaluate_model_window(
     phase: Phase = "full",
     index: int | None = None,
     rng: Any = None,
+    batch: _summarized.Batch | None = None,
 ) -> WindowResult:
     """Fetch one window and evaluate the phase's metrics on it. Never raises for faults.
+
+    A source that summarizes where the rows are (``window_summaries``: Spark) gives the
+    window's summaries instead of its rows (:mod:`.summarized`); ``batch`` holds them when
+    they were summarized with other due windows in one call.
 
     Parameters
     ----------
@@ -281,14 +279,17 @@ def evaluate_model_window(
         kw["versions"] = MappingProxyType(kw.get("versions", {}))
         return WindowResult(**base, **kw, duration_seconds=time.perf_counter() - started)
 
+    if rng is None:
+        rng = np.random.default_rng([model_cfg.seed, max(index, 0)])
+    if _summarized.summarizes(source):
+        return done(**_summarized_window(model_cfg, source, (start, end), phase, metrics,
+                                         base, rng, batch))
     try:
         frame, seen = _rows(model_cfg, source, start, end, phase, base)
     except _Held as held:
         return done(**held.result)
     if len(frame) == 0:  # no traffic (or no label yet: labels_overdue), not a fault
         return done(**seen, labels_included=phase == "labels", n_rows=0, report=None)
-    if rng is None:
-        rng = np.random.default_rng([model_cfg.seed, max(index, 0)])
     parts: dict[str, Any] = {}  # the window's summaries for the rollups, by phase
     faults: dict[str, str] = {}  # stage -> what went wrong making them
     try:
@@ -304,6 +305,52 @@ def evaluate_model_window(
     _warn_many_groups(model_cfg.name, report)
     return done(**seen, labels_included=with_labels, n_rows=len(frame), report=report,
                 errors=errors, summaries=MappingProxyType(parts))
+
+
+def _summarized_window(cfg: ModelConfig, source: Any, span: tuple[datetime, datetime],
+                       phase: Phase, metrics: Sequence[str], base: dict[str, Any], rng: Any,
+                       batch: _summarized.Batch | None) -> dict[str, Any]:
+    """Return the fields of a window's result from its summaries (:mod:`.summarized`).
+
+    The row path's rules: versions, rejected rows and label coverage recorded, an empty window
+    (or, phase ``labels``, one without a labelled row) no traffic, a data or source fault
+    held. Duplicate rows are not counted (that would need the rows).
+    """
+    if batch is None or span not in batch.spans:
+        batch = _summarized.fetch_batch(cfg, source, [span], phase)
+    default = cfg.model_version or cfg.model_alias or ""
+    if batch.error is not None:
+        return dict(version=default, labels_included=False, n_rows=0, report=None,
+                    errors={batch.stage: batch.error})
+    parts = batch.windows.get(span)
+    if parts is None:  # no row at all: no traffic
+        return dict(version=default, labels_included=phase == "labels", n_rows=0, report=None)
+    versions = dict(parts.versions)
+    version = max(versions, key=versions.__getitem__) if versions else default
+    base.update(rejected=MappingProxyType(dict(parts.rejected)), duplicates=0)
+    seen = dict(version=version, versions=versions)
+    labels = phase != "predictions" and cfg.label is not None
+    if labels and parts.n_rows:
+        base.update(labelled_rows=parts.labelled_rows,
+                    label_coverage=parts.labelled_rows / parts.n_rows,
+                    labels_overdue=bool(cfg.label_metrics)
+                    and parts.labelled_rows < cfg.min_label_coverage * parts.n_rows)
+    n_rows = parts.labelled_rows if phase == "labels" else parts.n_rows
+    if n_rows == 0:
+        return dict(**seen, labels_included=phase == "labels", n_rows=0, report=None)
+    stored: dict[str, bytes] = {}
+    try:
+        report, with_labels = _summarized.report_of_parts(cfg, parts, phase, metrics,
+                                                          version=version, rng=rng,
+                                                          stored=stored)
+    except Exception as exc:  # as a window whose rows cannot be evaluated
+        return dict(**seen, labels_included=False, n_rows=n_rows, report=None,
+                    errors={"data": f"{type(exc).__name__}: {exc}"})
+    failed = [f"{m}/{a}: {r}" for (m, a), r in report.reasons.items() if r.startswith("error:")]
+    _warn_many_groups(cfg.name, report)
+    return dict(**seen, labels_included=with_labels, n_rows=n_rows, report=report,
+                errors={"metric": "; ".join(failed)} if failed else {},
+                summaries=MappingProxyType(stored))
 
 
 class _Held(Exception):
@@ -594,11 +641,12 @@ def _model_windows(name: str, cfg: ModelConfig, source: WindowSource, state: Mod
         if skipped:
             log.warning("%s: %d missed %s window(s) beyond the catch-up cap (%d) were "
                         "skipped", name, skipped, phase, tick.catch_up)
+        batch = _batch(cfg, source, [(sp.start, sp.end) for sp in spans], phase)
         for span in spans:
             if not tick.keep_going():  # stopping: later windows wait, and the other phases
                 return results, state, True
             result = evaluate_model_window(cfg, source, span.start, span.end, now=tick.now,
-                                           phase=phase, index=span.index)
+                                           phase=phase, index=span.index, batch=batch)
             if skipped:
                 result = dataclasses.replace(result, skipped_before=skipped)
                 skipped = 0
@@ -614,6 +662,18 @@ def _model_windows(name: str, cfg: ModelConfig, source: WindowSource, state: Mod
                 stopped = True
                 break
     return results, state, stopped
+
+
+def _batch(cfg: ModelConfig, source: WindowSource, spans: list[tuple[datetime, datetime]],
+           phase: Phase) -> _summarized.Batch | None:
+    """Summarize a phase's due windows in one call of the source (None: a row source).
+
+    One Spark job for all the due windows of a phase, so windows without rows cost nothing
+    of their own; more than one window only (a single one is summarized when evaluated).
+    """
+    if len(spans) < 2 or not _summarized.summarizes(source):
+        return None
+    return _summarized.fetch_batch(cfg, source, spans, phase)
 
 
 def _clock_checked(name: str, cfg: ModelConfig, state: ModelState, checkpoint: Checkpoint,

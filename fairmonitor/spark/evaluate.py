@@ -1,26 +1,29 @@
-"""Evaluate a Spark DataFrame per window on the driver, and log the reports to an MLflow run."""
+"""Evaluate a Spark DataFrame per window on the executors, and log the reports to an MLflow run."""
 
 from __future__ import annotations
 
 import logging
+import pickle
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import replace
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
+
+import numpy as np
 
 from ..report import Threshold, WindowReport
 from ..report.options import DEFAULT, DefaultType, EvaluationOptions, resolve
 from ..report.thresholds import worst
-from ._parts import evaluate_parts
+from ._parts import EvaluationJob, evaluate_key, group_evaluator
 from .hfm import _hfm_average
-from .summarize import SparkSummaries, summarize_spark
+from .summarize import SparkSummaries, _out_key, partial_summaries
 
-__all__ = ["evaluate_spark", "log_reports"]
+__all__ = ["evaluate_spark", "evaluated_windows", "log_reports"]
 
 _BATCH = 1000  # MLflow's MAX_METRICS_PER_BATCH
 
 log = logging.getLogger(__name__)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def evaluate_spark(
@@ -41,9 +44,13 @@ def evaluate_spark(
 ) -> dict[Any, WindowReport]:
     """Fairness reports of a Spark DataFrame, one per window, from merged summaries and scans.
 
-    :func:`summarize_spark` summarizes every row on the cluster; the driver evaluates each
-    window's merged summary with :func:`fairmonitor.report.evaluate_summary`: the
-    ``WindowReport`` that :func:`~fairmonitor.report.evaluate_window` gives on the same rows.
+    Every row is summarized on the cluster (:func:`partial_summaries`, per partition and
+    window), and each window's summaries are merged and evaluated **on an executor**
+    (``groupBy("window").applyInPandas``, :func:`fairmonitor.report.evaluate_summary`): the
+    driver receives one pickled ``WindowReport`` per window, the report that
+    :func:`~fairmonitor.report.evaluate_window` gives on the same rows, and windows are
+    evaluated in parallel over ``spark.sql.shuffle.partitions`` tasks. With ``summaries``
+    given, the driver evaluates them (nothing is summarized).
     Counts and the parity metrics are exact; MADD is exact; ABCC and ABPC equal the raw-row
     values while each group holds at most ``spec.max_raw`` rows (2^19 by default), and above
     that ABPC is within round-off and ABCC within the error the summary certifies
@@ -72,7 +79,10 @@ def evaluate_spark(
         ``window_column``, ``threshold``, ``spec``, ``missing``, ``spark`` ...).
     metrics, min_group_size, thresholds, options, predict, rng, errors, evaluation
         As :func:`fairmonitor.report.evaluate_summary` (the decision threshold is
-        ``summarize_kwargs``' ``threshold``, else ``evaluation``'s).
+        ``summarize_kwargs``' ``threshold``, else ``evaluation``'s). ``predict`` travels to
+        the executors (it must pickle). An ``rng`` seed (or None) is given to every window, as
+        a single process would; a ``Generator`` cannot be shared by executors, so each window
+        gets its own, seeded from it (one draw) and the window's key.
     run_id : str, optional
         Log the reports to this MLflow run (:func:`log_reports`).
     summaries : SparkSummaries, optional
@@ -105,39 +115,92 @@ def evaluate_spark(
         reports[None].flat()  # {'fairness/demographic_parity_difference/sex': 0.5}
     """
     metrics = None if metrics is None else list(metrics)
-    if summaries is None:
-        summaries = summarize_spark(data, **summarize_kwargs)
     settings = resolve(evaluation, min_group_size=min_group_size, thresholds=thresholds,
                        options=options, rng=rng, errors=errors)
     settings = settings.replace(
         threshold=float(summarize_kwargs.get("threshold", settings.threshold)))
     try:
-        scanned = _hfm_scan(data, metrics, hfm_queries, settings.min_group_size, settings.rng,
-                            summarize_kwargs)
+        scanned, failed = _hfm_scan(data, metrics, hfm_queries, settings.min_group_size,
+                                    settings.rng, summarize_kwargs), None
     except Exception as exc:  # as any failing metric: NaN with the error, unless "raise"
         if settings.errors == "raise":
             raise
         log.warning("hfm_average scan over all rows failed: %s", exc)
-        scanned = {key: {attr: (exc, []) for attr in summary.attributes}
-                   for key, summary in summaries.windows.items()}
-    reports = {}
-    for key in summaries.windows:
-        given = {("hfm_average", attr): found
-                 for attr, found in scanned.get(key, {}).items()}
-        # label-free metrics on every valid row, label metrics on the labelled ones
-        report = evaluate_parts(summaries, key, metrics=metrics, predict=predict,
-                                results=given, evaluation=settings)
-        if given and any(not isinstance(r, Exception) and k in report.values
-                         for k, (r, _) in given.items()):
-            report = replace(report, notes=(*report.notes, _HFM_NOTE.format(hfm_queries)))
-        reports[key] = report
+        scanned, failed = {}, exc
+    if summaries is None:
+        reports = _on_executors(data, metrics, predict, settings, scanned, failed, hfm_queries,
+                                summarize_kwargs)
+    else:
+        reports = {}
+        for key, summary in summaries.windows.items():
+            given = scanned.get(key, {})
+            if failed is not None:
+                given = {attr: (failed, []) for attr in summary.attributes}
+            # label-free metrics on every valid row, label metrics on the labelled ones
+            reports[key] = evaluate_key(summaries, key, metrics=metrics, predict=predict,
+                                        scanned=given, hfm_queries=hfm_queries,
+                                        evaluation=settings)
     if run_id is not None:
         log_reports(reports, run_id)
     return reports
 
 
-_HFM_NOTE = ("hfm_average: up to {} query rows per attribute scanned exactly against every "
-             "row (unbiased, with its 95% interval), not on the row sample")
+def _raw_key(key: Any) -> Any:
+    """Return the key :func:`summarize_partition` gives a window (us for a start, 0 for all)."""
+    if key is None:
+        return 0
+    if isinstance(key, datetime):
+        return (key - _EPOCH) // timedelta(microseconds=1)
+    return key
+
+
+def evaluated_windows(data: Any, *, metrics: list[str] | None = None, predict: Any = None,
+                      settings: EvaluationOptions | None = None,
+                      scanned: Mapping[Any, Any] | None = None,
+                      failed: Exception | None = None, hfm_queries: int | None = None,
+                      **kwargs: Any) -> tuple[Any, Any]:
+    """Return the lazy frame of one evaluated window a row, and its partition plan.
+
+    Columns ``window`` (the raw key), ``rows`` and ``report`` (a pickled ``WindowReport``,
+    null for the rows without a window key): what :func:`evaluate_spark` collects.
+    ``kwargs`` are :func:`partial_summaries`'.
+    """
+    settings = settings or EvaluationOptions()
+    partials, plan = partial_summaries(data, **kwargs)
+    seed = None
+    if isinstance(settings.rng, np.random.Generator):
+        seed = int(settings.rng.integers(2**63))  # each window's own Generator, from it
+    job = EvaluationJob(plan, metrics, predict, settings,
+                        {_raw_key(k): v for k, v in (scanned or {}).items()}, failed,
+                        hfm_queries, seed)
+    key_type = partials.schema["window"].dataType.simpleString()
+    tasks = int(partials.sparkSession.conf.get("spark.sql.shuffle.partitions") or 200)
+    return (partials.repartition(tasks, "window").groupBy("window")
+            .applyInPandas(group_evaluator(job), f"window {key_type}, rows long, report binary"),
+            plan)
+
+
+def _on_executors(data: Any, metrics: list[str] | None, predict: Any,
+                  settings: EvaluationOptions, scanned: Mapping[Any, Any],
+                  failed: Exception | None, hfm_queries: int | None,
+                  kwargs: Mapping[str, Any]) -> dict[Any, WindowReport]:
+    """Merge and evaluate each window on the executors; collect the reports only.
+
+    ``partial_summaries``, then one ``groupBy("window").applyInPandas`` of
+    :func:`~fairmonitor.spark._parts.evaluate_group` over the partials hash-partitioned by
+    window into ``spark.sql.shuffle.partitions`` tasks (explicitly: adaptive execution would
+    coalesce such a small shuffle into one task, one executor evaluating every window).
+    """
+    frame, plan = evaluated_windows(data, metrics=metrics, predict=predict, settings=settings,
+                                    scanned=scanned, failed=failed, hfm_queries=hfm_queries,
+                                    **kwargs)
+    rows = [(r["window"], r["report"]) for r in frame.collect() if r["report"] is not None]
+    whole = plan.window_us is None and plan.key_is_long and {k for k, _ in rows} <= {0}
+    out = {}
+    for key, blob in sorted(rows, key=lambda kv: kv[0]):
+        # pickled by this package's own executor function, in this job
+        out[_out_key(key, plan, whole)] = pickle.loads(bytes(blob))  # noqa: S301
+    return out
 
 
 def _hfm_scan(data: Any, metrics: list[str] | None, hfm_queries: int | None,

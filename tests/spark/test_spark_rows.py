@@ -191,3 +191,39 @@ def test_the_driver_receives_one_summary_per_window_whatever_the_partitions(spar
         b = evaluate_spark(None, summaries=on_executors, metrics=SUMMARY_ONLY)[start]
         assert a.n_rows == b.n_rows and a.group_counts == b.group_counts
         assert_values(b, a, SUMMARY_ONLY)
+
+
+def test_windows_are_evaluated_on_the_executors_the_driver_receives_reports(
+        spark, dirty, tmp_path, monkeypatch):
+    """evaluate_spark: each window merged and evaluated in an executor's Python worker.
+
+    ``evaluate_summary`` broken in the driver process: evaluating there fails, evaluating on
+    the executors (their own processes) does not. The reports equal the driver's.
+    """
+    import fairmonitor.spark._parts as parts
+    from fairmonitor.spark.evaluate import evaluated_windows
+
+    frame = spark_frame(spark, dirty, tmp_path / "dirty.parquet", partitions=6)
+    kwargs = dict(**COLUMNS, timestamp="timestamp", window="1h")
+    on_driver = evaluate_spark(None, summaries=summarize_spark(frame, **kwargs),
+                               metrics=SUMMARY_ONLY, rng=3)
+
+    def broken(*args, **kw):
+        raise AssertionError("evaluated on the driver")
+
+    monkeypatch.setattr(parts, "evaluate_summary", broken)
+    with pytest.raises(AssertionError, match="evaluated on the driver"):
+        evaluate_spark(None, summaries=summarize_spark(frame, **kwargs), metrics=SUMMARY_ONLY)
+    on_executors = evaluate_spark(frame, **kwargs, metrics=SUMMARY_ONLY, rng=3)
+    assert list(on_executors) == list(on_driver) == [T0, T0 + HOUR]
+    for start, report in on_executors.items():
+        assert report.n_rows == on_driver[start].n_rows
+        assert report.notes == on_driver[start].notes
+        assert_values(report, on_driver[start], SUMMARY_ONLY)
+        assert report.intervals.keys() == on_driver[start].intervals.keys()
+    # what travels: one row per window, a pickled report, no summary
+    rows = evaluated_windows(frame, metrics=SUMMARY_ONLY, **kwargs)[0].collect()
+    assert sorted(r["window"] for r in rows) == [
+        (t - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1)
+        for t in (T0, T0 + HOUR)]
+    assert rows[0].asDict().keys() == {"window", "rows", "report"}

@@ -46,6 +46,8 @@ class SourceConfig:
     #: neither: the session spark-submit or SPARK_REMOTE set up
     master: str | None = None
     remote: str | None = None
+    #: kind spark: a date partition column (``dt``) of each row's date, to prune partitions
+    date_column: str | None = None
 
 
 @dataclass(frozen=True)

@@ -106,6 +106,9 @@ ENTRIES: tuple[tuple[str, str, str, str], ...] = (
      "kind spark: master of the session to start (`local[2]`, `yarn`); default: the session "
      "spark-submit set up"),
     ("models.<name>.source", "remote", "-", "kind spark: Spark Connect URL (`sc://host:15002`)"),
+    ("models.<name>.source", "date_column", "-",
+     "kind spark: date partition column (`DATE` or `YYYY-MM-DD`, e.g. `dt`) of each row's "
+     "date; the windows' dates (a day of slack either side) prune the partitions read"),
     ("models.<name>.source", "pattern", "**/*.parquet", "glob of the files (kind files)"),
     ("models.<name>.source", "timestamp_column", "timestamp", "UTC time of each prediction"),
     ("models.<name>.source", "model_column", "model", "model name column (`null`: one model)"),

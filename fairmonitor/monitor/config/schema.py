@@ -60,7 +60,8 @@ _MODEL_KEYS = (
     "alert_windows", "task", "classes", "scores",
 )
 _SOURCE_KEYS = ("kind", "url", "table", "path", "pattern", "timestamp_column", "model_column",
-                "version_column", "features_column", "timeout", "master", "remote")
+                "version_column", "features_column", "timeout", "master", "remote",
+                "date_column")
 #: read by the shared reader (report/reading.py), as the evaluator reads them
 _THRESHOLD_KEYS = THRESHOLD_KEYS
 _REFERENCE_KEYS = ("path", "metrics", "label", "score", "prediction", "features")
@@ -171,6 +172,10 @@ def _model(r: Reader, at: str, name: str, raw: Any, base: Path) -> ModelConfig |
     label, score, prediction = _columns(r, at, raw, class_scores=bool(class_scores))
     if task == "multiclass":
         _multiclass_limits(r, at, raw)
+        if source.kind == "spark":
+            r.error(f"{at}.source.kind", "spark is not supported with task: multiclass yet "
+                                         "(its executors summarize binary windows); use sql or "
+                                         "files")
     for i, metric in enumerate(metrics):
         _check_metric(r, f"{at}.metrics[{i}]", metric, label=label,
                       score=score or next(iter(class_scores.values()), None))
@@ -504,6 +509,7 @@ def _source(r: Reader, at: str, raw: Any, base: Path) -> SourceConfig:
                         "'path' (Parquet files), not both")
         master = r.get(raw, "master", str, None, path=at)
         remote = r.get(raw, "remote", str, None, path=at)
+        date_column = r.get(raw, "date_column", str, None, path=at)
         if master is not None and remote is not None:
             r.error(at, "kind spark: give 'master' or 'remote' (Spark Connect), not both")
         if remote is not None and not remote.startswith("sc://"):
@@ -514,7 +520,8 @@ def _source(r: Reader, at: str, raw: Any, base: Path) -> SourceConfig:
         return SourceConfig("spark", table=table or "", path=Path(path) if path and
                             "://" not in path else None,
                             url=path if path and "://" in path else None,
-                            master=master, remote=remote, **common)
+                            master=master, remote=remote, date_column=date_column,
+                            **common)
     if kind == "files":
         path = r.get(raw, "path", str, None, path=at, required=True) or "."
         pattern = r.get(raw, "pattern", str, "**/*.parquet", path=at)

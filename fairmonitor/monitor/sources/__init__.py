@@ -54,6 +54,8 @@ def build_source(model_cfg: ModelConfig) -> WindowSource:
         return DeadlineSource(SparkSource(data, timestamp_column=src.timestamp_column,
                                           model_column=src.model_column or "",
                                           columns=needed_columns(model_cfg),
+                                          date_column=src.date_column,
+                                          version_column=src.version_column,
                                           master=src.master, remote=src.remote), timeout)
     if src.kind == "files":
         assert src.path is not None

@@ -28,6 +28,7 @@ fairmonitor.exceptions.WindowUnavailableError: the source gave no answer within 
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 from datetime import datetime
@@ -88,6 +89,10 @@ def existing_sqlite(url: str) -> dict[str, Any]:
     return {"creator": connect}
 
 
+#: calls of a summarizing source (:mod:`..summarized`) bounded as ``fetch`` is, when it has them
+_BOUNDED = ("table_columns", "window_summaries")
+
+
 class DeadlineSource:
     """Any :class:`~.base.WindowSource` whose ``fetch`` may take at most ``timeout`` seconds.
 
@@ -104,6 +109,13 @@ class DeadlineSource:
 
     def fetch(self, model: str, start: datetime, end: datetime) -> pd.DataFrame:
         """Return the inner source's rows, or WindowUnavailableError after ``timeout`` seconds."""
+        return self._bounded(f"{model} [{start:%Y-%m-%d %H:%M}, ...)", model,
+                             f"{model} window [{start.isoformat()}, {end.isoformat()})",
+                             self.inner.fetch, model, start, end)
+
+    def _bounded(self, started_for: str, model: str, what: str, call: Any, *args: Any,
+                 **kwargs: Any) -> Any:
+        """Run ``call`` in a worker thread; give up after ``timeout`` seconds."""
         if self._running is not None and self._running.is_alive():
             raise WindowUnavailableError(
                 f"the source is still blocked in a fetch started for {self._started_for} "
@@ -113,23 +125,23 @@ class DeadlineSource:
 
         def work() -> None:
             try:
-                box["frame"] = self.inner.fetch(model, start, end)
+                box["result"] = call(*args, **kwargs)
             except BaseException as exc:  # handed to the caller's thread
                 box["error"] = exc
 
         thread = threading.Thread(target=work, name=f"fairmonitor-fetch-{model}", daemon=True)
-        self._running, self._started_for = thread, f"{model} [{start:%Y-%m-%d %H:%M}, ...)"
+        self._running, self._started_for = thread, started_for
         thread.start()
         thread.join(self.timeout)
         if thread.is_alive():
             raise WindowUnavailableError(
-                f"the source gave no answer within {self.timeout:g} s for {model} window "
-                f"[{start.isoformat()}, {end.isoformat()}); is the database hung or "
-                "unreachable? (raise the source's 'timeout' if windows are just slow)")
+                f"the source gave no answer within {self.timeout:g} s for {what}; is the "
+                "database hung or unreachable? (raise the source's 'timeout' if windows are "
+                "just slow)")
         self._running = None
         if "error" in box:
             raise box["error"]
-        return box["frame"]
+        return box["result"]
 
     def close(self) -> None:
         """Close the wrapped source."""
@@ -140,4 +152,9 @@ class DeadlineSource:
     def __getattr__(self, name: str) -> Any:
         if name == "inner":  # not set yet (copying, unpickling): no recursion
             raise AttributeError(name)
-        return getattr(self.inner, name)
+        found = getattr(self.inner, name)
+        if name in _BOUNDED and callable(found):
+            # a summarizing source's calls (Spark jobs) are bounded as fetches are
+            return functools.partial(self._bounded, f"{name} of {self.inner!r}", name,
+                                     f"{name} of the source", found)
+        return found

@@ -1,10 +1,12 @@
 """A window source over Spark: a table (Hive, Unity Catalog, Delta), a Parquet path or a DataFrame.
 
-The window's filter runs in Spark (:func:`fairmonitor.spark.rows.window_rows`), only the
-window's rows reach the monitor, which evaluates them as any other source's. Needs the
-``spark`` extra; pyspark is imported by :mod:`fairmonitor.spark` on the first fetch. For
-windows too large for one process, summarize them on the cluster instead
-(:func:`fairmonitor.spark.evaluate_spark`).
+The monitor reads it through :meth:`SparkSource.window_summaries`: a batch of due windows is
+summarized on the executors (:func:`fairmonitor.spark.windows.summarize_windows`: the time
+filter pushed into the scan, one summary per window merged in Spark), and only the summaries
+reach the monitor, which evaluates them (:mod:`fairmonitor.monitor.summarized`): a window's
+rows are never collected, whatever its size. :meth:`SparkSource.fetch` still gives one
+window's rows as pandas (:func:`fairmonitor.spark.rows.window_rows`) to whoever wants them.
+Needs the ``spark`` extra; pyspark is imported by :mod:`fairmonitor.spark` on first use.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ...exceptions import WindowUnavailableError
+from ...exceptions import InvalidInputError, WindowUnavailableError
 from .base import _utc
 
 if TYPE_CHECKING:
@@ -36,6 +38,12 @@ class SparkSource:
         Column names; a source without the model column holds one model's rows.
     columns : sequence of str, optional
         Read only these columns (and the timestamp); default all.
+    date_column : str, optional
+        A date partition column (``DATE`` or ``'YYYY-MM-DD'``, e.g. Hive's ``dt``) holding each
+        row's date: filtered on the windows' dates (one day of slack either side, for any
+        time zone), so Spark lists and reads only those partitions.
+    version_column : str, optional
+        Rows per model version are counted per window when the table has this column.
     master, remote : str, optional
         Without ``spark`` and without an active session, the session to start on the first
         fetch: a master URL (``local[2]``, ``yarn``) or a Spark Connect URL (``sc://host:15002``).
@@ -55,8 +63,10 @@ class SparkSource:
 
     def __init__(self, data: Any, *, spark: Any = None, timestamp_column: str = "timestamp",
                  model_column: str = "model", columns: Sequence[str] | None = None,
+                 date_column: str | None = None, version_column: str | None = "version",
                  master: str | None = None, remote: str | None = None) -> None:
         self.data = data
+        self.date_column, self.version_column = date_column, version_column
         self.spark = spark
         self.master, self.remote = master, remote
         self.timestamp_column = timestamp_column
@@ -77,6 +87,50 @@ class SparkSource:
                 f"cannot give {model}'s window {start.isoformat()}..{end.isoformat()}: "
                 f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
             ) from exc
+
+    def table_columns(self) -> list[str]:
+        """Return the table's columns (its schema: no job runs)."""
+        from ...spark.summarize import read_table
+
+        try:
+            return list(read_table(self.data, self._session()).columns)
+        except Exception as exc:
+            raise self._unavailable("cannot read the table's columns", exc) from exc
+
+    def window_summaries(self, model: str, spans: Sequence[tuple[datetime, datetime]],
+                         **summary: Any) -> dict[tuple[datetime, datetime], Any]:
+        """Summarize ``model``'s windows on the executors; return the non-empty ones' parts.
+
+        :func:`fairmonitor.spark.windows.summarize_windows` with ``summary``'s arguments
+        (``sensitive_features``, ``label``, ``score``, ``spec`` ...): a Spark job for the
+        whole batch, whose driver side receives one summary per window. A value the
+        monitor's policy refuses (a label ``2``) raises ``InvalidInputError`` naming the window
+        and the column; Spark failing raises ``WindowUnavailableError``.
+        """
+        from ...spark.windows import summarize_windows
+
+        spans = [(_utc(a, "start"), _utc(b, "end")) for a, b in spans]
+        try:
+            return summarize_windows(self.data, spans=spans, timestamp=self.timestamp_column,
+                                     model=model, model_column=self.model_column or None,
+                                     date_column=self.date_column,
+                                     version_column=self.version_column,
+                                     spark=self._session(), **summary)
+        except InvalidInputError:
+            raise
+        except Exception as exc:
+            text = str(exc)
+            if "InvalidInputError: " in text:  # raised on an executor: the data's fault
+                raise InvalidInputError(
+                    text.split("InvalidInputError: ", 1)[1].splitlines()[0]) from None
+            raise self._unavailable(f"cannot summarize {model}'s {len(spans)} window(s) from "
+                                    f"{spans[0][0].isoformat()}", exc) from exc
+
+    def _unavailable(self, what: str, exc: Exception) -> WindowUnavailableError:
+        name = self.data if isinstance(self.data, str) else "DataFrame"
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        return WindowUnavailableError(f"Spark source {name}: {what}: {type(exc).__name__}: "
+                                      f"{first}")
 
     def _session(self) -> Any:
         """Return the given session, the active one, or one started from ``master``/``remote``."""
