@@ -289,3 +289,28 @@ def test_madd_result_pickles(k):
     back = pickle.loads(pickle.dumps(r))
     assert (back.value, back.worst) == (r.value, r.worst)
     assert back.pairs == r.pairs == copy.deepcopy(r).pairs
+
+
+@pytest.mark.parametrize("k", [2, 5])
+def test_madd_prepares_the_groups_once_when_every_pair_is_scored(monkeypatch, k):
+    # on few groups worst() scores every pair; building the result must reuse them, not sort
+    # and bin every group a second time (that doubled MADD "auto"'s cost on two groups)
+    import importlib
+
+    madd_module = importlib.import_module("fairmonitor.metrics._madd.madd")
+
+    calls = []
+    original = madd_module._prepared_groups
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(madd_module, "_prepared_groups", counted)
+    rng = np.random.default_rng(k)
+    scores = rng.random(600)
+    groups = rng.integers(0, k, 600)
+    result = madd_module.madd(scores, sensitive_features=groups)
+    assert len(calls) == 1
+    assert len(result.pairs) == k * (k - 1) // 2  # the pairs are all there, from the one pass
+    assert result.value == max(p.value for p in result.pairs)

@@ -397,8 +397,11 @@ class _Scorer:
     def every_pair(self) -> tuple[tuple[MADDPair, ...], PairwiseMatrix]:
         """Return every pair (row by row) and the matrix."""
         k = self.groups.n_groups
-        made = self._prepared is None
-        _ = self.prepared  # every group, in one block
+        # every group in one block, unless every pair is scored already (after worst() on
+        # few groups): preparing again would sort every group a second time for nothing
+        made = self._prepared is None and len(self.scored) < k * (k - 1) // 2
+        if made:
+            _ = self.prepared
         matrix = np.zeros((k, k))
         pairs = []
         for i in range(k):
