@@ -613,34 +613,15 @@ def _regression_inputs(window: Window) -> tuple[dict[str, Any], dict[str, Except
     Nothing goes to the summary (its counts and score summaries are the classification
     path's): the regression metrics read the rows, and a failed check is their error.
     """
-    failed: dict[str, Exception] = {}
-    for name in ("y_pred", "y_true"):
-        value = window.get(name)
-        if value is None:
-            continue
-        try:
-            checked = check_continuous(value, name)
-            if checked.size != window.n_rows:
-                raise InvalidInputError(
-                    f"`sensitive_features` has {window.n_rows} rows but `{name}` has "
-                    f"{checked.size}; pass arrays aligned row by row.")
-        except InvalidInputError as exc:
-            failed[name] = exc
+    _, failed = _run_checks(window, (("y_pred", check_continuous),
+                                     ("y_true", check_continuous)))
     return {}, failed
 
 
-def _checked_inputs(window: Window) -> tuple[dict[str, Any], dict[str, Exception]]:
-    """Return the window's predictions, labels and scores, checked once for every metric.
-
-    An input that fails its check is left out of the summary; the metrics that need it fail
-    with its error (NaN plus the reason, as when each metric checked its own input), the
-    others are unaffected.
-    """
-    # 0/1 as a byte a row, not a float; the scores are only read (the summary lays out its
-    # own copy), so valid float64 scores are not copied
-    checks: tuple[tuple[str, Callable[[Any, str], NDArray[Any]]], ...] = (
-        ("y_pred", _binary_int8), ("y_true", _binary_int8),
-        ("y_score", functools.partial(check_scores, copy=False)))
+def _run_checks(window: Window, checks: tuple[tuple[str, Callable[[Any, str], NDArray[Any]]],
+                                                ...]
+                ) -> tuple[dict[str, Any], dict[str, Exception]]:
+    """Return each present input checked (and of the window's length), or its error."""
     inputs: dict[str, Any] = {}
     failed: dict[str, Exception] = {}
     for name, check in checks:
@@ -656,6 +637,21 @@ def _checked_inputs(window: Window) -> tuple[dict[str, Any], dict[str, Exception
             inputs[name] = checked
         except InvalidInputError as exc:
             failed[name] = exc
+    return inputs, failed
+
+
+def _checked_inputs(window: Window) -> tuple[dict[str, Any], dict[str, Exception]]:
+    """Return the window's predictions, labels and scores, checked once for every metric.
+
+    An input that fails its check is left out of the summary; the metrics that need it fail
+    with its error (NaN plus the reason, as when each metric checked its own input), the
+    others are unaffected.
+    """
+    # 0/1 as a byte a row, not a float; the scores are only read (the summary lays out its
+    # own copy), so valid float64 scores are not copied
+    inputs, failed = _run_checks(window, (
+        ("y_pred", _binary_int8), ("y_true", _binary_int8),
+        ("y_score", functools.partial(check_scores, copy=False))))
     if window.pred_from_score and "y_score" in failed:
         # predictions thresholded from invalid scores (NaN -> 0, inf -> 1) would be made-up
         # numbers: every metric reads the same verdict on those rows, the scores' error
