@@ -18,7 +18,10 @@ chance level reads). Parity: :class:`GroupRates`, :func:`rate`,
 :func:`average_of_distances`, :class:`HFMResult`, :func:`sampled_result`. Intervals:
 :class:`Interval`, :class:`ScoreBootstrap`, :func:`score_gap_interval`,
 :func:`mean_gap_interval`, :func:`wald_interval`, :func:`rate_gap_interval`,
-:func:`fine_histogram_sorted`, :func:`cell_histogram`, :data:`RESOLUTION`.
+:func:`fine_histogram_sorted`, :func:`cell_histogram`, :data:`RESOLUTION`. Regression (a
+window summary's sums and cells): :func:`regression_error_values`,
+:func:`regression_group_moments`, :func:`regression_errors_from_sums`,
+:func:`regression_distribution_from_cells`.
 """
 
 from __future__ import annotations
@@ -53,6 +56,12 @@ from ._pairwise import AGGREGATIONS, PairwiseMatrix
 from ._parity import GroupRates, parity_from_rates
 from ._parity import _rate as rate
 from ._rate_intervals import rate_gap_interval
+from ._regression._resample import group_moments as regression_group_moments
+from ._regression.distribution import (
+    distribution_from_cells as regression_distribution_from_cells,
+)
+from ._regression.errors import error_values as regression_error_values
+from ._regression.errors import errors_from_sums as regression_errors_from_sums
 
 
 def cell_histogram(*args: Any, **kwargs: Any) -> Any:
@@ -72,5 +81,6 @@ __all__ = [
     "madd_auto_pair", "madd_chance_pairs", "madd_fixed_pair", "madd_grid", "madd_plan",
     "madd_shares_below",
     "nearest_sqdist", "parity_from_rates", "rate", "sampled_result", "scale_columns",
-    "w1_sorted",
+    "w1_sorted", "regression_distribution_from_cells", "regression_error_values",
+    "regression_errors_from_sums", "regression_group_moments",
 ]

@@ -35,7 +35,8 @@ from .._validation import (
     check_scores,
 )
 from ..exceptions import GroupExclusionWarning, InvalidInputError, UndefinedMetricWarning
-from ..summaries import SummarySpec, WindowSummary, summarize
+from ..summaries import RegressionSummary, SummarySpec, WindowSummary, summarize
+from ..summaries.regression import regression_result
 from ..utils.groups import (
     INTERSECTION_SEPARATOR,
     apply_missing_policy,
@@ -433,6 +434,12 @@ def _select_metrics(has: Callable[[str], bool], metrics: Iterable[str] | None,
     return chosen, skipped
 
 
+def _accepted(spec: MetricSpec, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """Return the keywords of ``kwargs`` the metric's function takes, and its options."""
+    accepted = _accepted_keywords(spec.func)
+    return {**spec.options, **{k: v for k, v in kwargs.items() if k in accepted}}
+
+
 def _call(spec: MetricSpec, window: Window, sf: Any, kwargs: Mapping[str, Any]) -> Any:
     args = [window.get(i) for i in spec.inputs]
     accepted = _accepted_keywords(spec.func)
@@ -674,7 +681,7 @@ _IN_PROCESS = SummarySpec(max_raw=None, sample_size=0)
 
 
 def evaluate_summary(
-    summary: WindowSummary,
+    summary: WindowSummary | RegressionSummary,
     *,
     metrics: Iterable[str] | None = None,
     min_group_size: int | DefaultType = DEFAULT,
@@ -734,6 +741,9 @@ def evaluate_summary(
                        options=options, threshold=threshold, rng=rng, errors=errors,
                        confidence_level=confidence_level)
     started = time.perf_counter()
+    regression = isinstance(summary, RegressionSummary)
+    if regression:  # a regression model's summary: its metrics, from its sums and values
+        settings = settings.replace(task="regression")
 
     def has(name: str) -> bool:
         if name == "X":
@@ -742,9 +752,9 @@ def evaluate_summary(
             return predict is not None
         return name in summary.inputs
 
-    specs, skipped = _select_metrics(has, metrics)
+    specs, skipped = _select_metrics(has, metrics, settings.task)
     notes: list[str] = []
-    if any(spec.needs_rows for spec in specs) and summary.spec.sample_size:
+    if not regression and any(spec.needs_rows for spec in specs) and summary.spec.sample_size:
         notes.append(f"hfm, cfair and robustness are estimated on a row sample of at most "
                      f"{summary.spec.sample_size} rows per group")
 
@@ -845,7 +855,10 @@ def _result(run: _Run, spec: MetricSpec, attr: str, kwargs: Mapping[str, Any]
     if key not in run.calls:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            if not spec.needs_rows and run.weights is None:
+            if spec.task == "regression" and isinstance(run.summary, RegressionSummary):
+                result = regression_result(spec.func, run.summary, attr,
+                                           _accepted(spec, kwargs))
+            elif not spec.needs_rows and run.weights is None:
                 for name in spec.inputs:
                     if name in run.failed:
                         raise run.failed[name]

@@ -2,7 +2,9 @@
 
 :func:`summarize` turns a window's rows into a :class:`WindowSummary`;
 :meth:`WindowSummary.merge` adds two; :func:`to_bytes` / :func:`from_bytes` store them;
-:func:`fairmonitor.report.evaluate_summary` evaluates one into a ``WindowReport``.
+:func:`fairmonitor.report.evaluate_summary` evaluates one into a ``WindowReport``. A
+regression model's windows: :func:`summarize_regression` (:mod:`.regression`); ``merge_all``,
+``to_bytes`` and ``from_bytes`` here take either kind.
 """
 
 from .compute import AbccFromCells
@@ -15,11 +17,17 @@ from .core import (
     SummarySpec,
     WindowSummary,
     cell_edges,
-    merge_all,
     summarize,
 )
-from .serialize import from_bytes, to_bytes
+from .regression import (
+    RegressionSummary,
+    from_bytes,
+    merge_all,
+    summarize_regression,
+    to_bytes,
+)
 
 __all__ = ["DYADIC_BITS", "SUMMARY_VERSION", "AbccFromCells", "AttributeSummary",
-           "CompactCells", "GroupSummary", "SummarySpec", "WindowSummary", "cell_edges",
-           "from_bytes", "merge_all", "summarize", "to_bytes"]
+           "CompactCells", "GroupSummary", "RegressionSummary", "SummarySpec", "WindowSummary",
+           "cell_edges", "from_bytes", "merge_all", "summarize", "summarize_regression",
+           "to_bytes"]

@@ -65,6 +65,8 @@ class Prepared:
     y_true: NDArray[np.float64] | None
     name: str
     reason: str | None  # why a between-group metric is undefined, or None
+    #: rows per kept group when the rows themselves are not here (a summary's sums)
+    sizes: NDArray[np.intp] | None = None
 
     @property
     def n_groups(self) -> int:
@@ -76,10 +78,15 @@ class Prepared:
         return {plain(lab) if not isinstance(lab, tuple) else lab: float(v)
                 for lab, v in zip(self.labels, values, strict=True)}
 
+    def counts_array(self) -> NDArray[np.intp]:
+        """Rows per kept group, in label order."""
+        if self.sizes is not None:
+            return self.sizes
+        return np.bincount(self.codes, minlength=self.n_groups)
+
     def counts(self) -> dict[Any, int]:
         """Rows per kept group."""
-        return {k: int(v) for k, v in self.per_group(
-            np.bincount(self.codes, minlength=self.n_groups).astype(float)).items()}
+        return {k: int(v) for k, v in self.per_group(self.counts_array().astype(float)).items()}
 
 
 def prepare(y_true: ArrayLike | None, y_pred: ArrayLike, sensitive_features: Any, *,

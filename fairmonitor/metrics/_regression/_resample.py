@@ -119,12 +119,8 @@ def sum_intervals(statistic: Callable[[NDArray[np.float64]], Any], values: NDArr
     """Intervals and chance levels of statistics of per-group sums, without row draws.
 
     ``values`` (rows x d, weights included) are summed per group; ``statistic(sums)`` reads
-    the (groups x d) sums. The Poisson bootstrap's group sums are ``sum_i P_i v_i`` with
-    independent Poisson(1) ``P_i``: mean ``sum_i v_i``, covariance ``sum_i v_i v_i^T``; they
-    are drawn from that Gaussian (the bootstrap's central-limit form), in O(groups x d^2) a
-    draw. The chance level reads the permutation null the same way: a group of ``n_g`` of the
-    ``N`` rows drawn without replacement has sum mean ``n_g mu`` and covariance
-    ``n_g (1 - n_g / N) C`` (``mu``, ``C`` the pooled rows' mean and covariance).
+    the (groups x d) sums. The draws read each group's sums and sums of products only
+    (:func:`moment_intervals`, which a window summary calls with its stored sums).
 
     Examples
     --------
@@ -135,20 +131,66 @@ def sum_intervals(statistic: Callable[[NDArray[np.float64]], Any], values: NDArr
     >>> bool(iv.lower < 1.0 < iv.upper), bool(iv.chance < 0.3)
     (True, True)
     """
-    rng = np.random.default_rng(random_state)
+    sums, second = group_moments(values, codes, n_groups)
+    return moment_intervals(statistic, sums, second,
+                            np.bincount(codes, minlength=n_groups).astype(float), level=level,
+                            n_resamples=n_resamples, random_state=random_state)
+
+
+def group_moments(values: NDArray[np.float64], codes: NDArray[np.intp], n_groups: int
+                  ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Each group's sums (groups x d) and sums of products (groups x d x d) of ``values``.
+
+    Sums are bincounts in row order (what the metrics' own group sums are).
+
+    >>> s, q = group_moments(np.array([[1.0, 2.0], [1.0, 3.0]]), np.array([0, 0]), 1)
+    >>> s.tolist(), q[0].tolist()
+    ([[2.0, 5.0]], [[2.0, 5.0], [5.0, 13.0]])
+    """
     d = values.shape[1]
     sums = np.stack([np.bincount(codes, weights=values[:, j], minlength=n_groups)
                      for j in range(d)], axis=1)
-    counts = np.bincount(codes, minlength=n_groups).astype(float)
+    second = np.empty((n_groups, d, d))
+    for g in range(n_groups):
+        rows = values[codes == g]
+        second[g] = rows.T @ rows
+    return sums, second
+
+
+def moment_intervals(statistic: Callable[[NDArray[np.float64]], Any],
+                     sums: NDArray[np.float64], second: NDArray[np.float64],
+                     counts: NDArray[np.float64], *, level: float,
+                     n_resamples: int = N_RESAMPLES, random_state: Any = None
+                     ) -> list[Interval]:
+    """Intervals and chance levels of ``statistic(sums)`` from group sums and sums of products.
+
+    The Poisson bootstrap's group sums are ``sum_i P_i v_i`` with independent Poisson(1)
+    ``P_i``: mean ``sum_i v_i`` (``sums[g]``), covariance ``sum_i v_i v_i^T``
+    (``second[g]``); they are drawn from that Gaussian (the bootstrap's central-limit form),
+    in O(groups x d^2) a draw. The chance level reads the permutation null the same way: a
+    group of ``n_g`` of the ``N`` rows drawn without replacement has sum mean ``n_g mu`` and
+    covariance ``n_g (1 - n_g / N) C`` (``mu``, ``C`` the pooled rows' mean and covariance,
+    from the same sums). Everything is a sum over rows, so summaries of disjoint rows add.
+
+    Examples
+    --------
+    >>> sums = np.array([[100.0, 0.0], [100.0, 100.0]])
+    >>> second = np.array([[[100.0, 0], [0, 100]], [[100, 100], [100, 200]]])
+    >>> gap = lambda s: float(np.ptp(s[:, 1] / s[:, 0]))
+    >>> (iv,) = moment_intervals(gap, sums, second, np.array([100.0, 100.0]), level=0.95,
+    ...                          random_state=0)
+    >>> bool(iv.lower < 1.0 < iv.upper)
+    True
+    """
+    rng = np.random.default_rng(random_state)
+    n_groups, d = sums.shape
     n = counts.sum()
     mu = sums.sum(axis=0) / n
-    centered = values - mu
-    pooled_cov = centered.T @ centered / max(n - 1.0, 1.0)
+    pooled_cov = (second.sum(axis=0) - n * np.outer(mu, mu)) / max(n - 1.0, 1.0)
     boot = np.empty((n_resamples, n_groups, d))
     null = np.empty((n_resamples, n_groups, d))
     for g in range(n_groups):
-        rows = values[codes == g]
-        boot[:, g] = _gaussian_sums(sums[g], rows.T @ rows, n_resamples, rng)
+        boot[:, g] = _gaussian_sums(sums[g], second[g], n_resamples, rng)
         null[:, g] = _gaussian_sums(counts[g] * mu, counts[g] * (1 - counts[g] / n)
                                     * pooled_cov, n_resamples, rng)
     with np.errstate(invalid="ignore", divide="ignore"):

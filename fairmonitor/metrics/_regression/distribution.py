@@ -33,7 +33,8 @@ from .._madd import madd
 from ._common import Prepared, RegressionGap, prepare
 from ._resample import N_RESAMPLES, cell_intervals
 
-__all__ = ["DISTRIBUTION_METRICS", "PredictionDistribution", "prediction_distribution",
+__all__ = ["DISTRIBUTION_METRICS", "PredictionDistribution", "distribution_from_cells",
+           "prediction_distribution",
            "prediction_ks_distance", "prediction_madd", "prediction_wasserstein",
            "prediction_wasserstein_scaled"]
 
@@ -222,6 +223,187 @@ def prediction_distribution(y_pred: ArrayLike, *, sensitive_features: Any,
                                    mass, level=confidence_level, n_resamples=n_resamples,
                                    random_state=random_state)
     return _results(p, s, used, source, intervals, only)
+
+
+# --------------------------------------------------------------------------- from cells
+
+
+class _CellCdfs:
+    """Each kept group's and the pooled CDF just below (``a``) and at the top (``b``) of cells.
+
+    A cell holds predictions in ``[lo, hi]`` (its pooled min and max); between cells both
+    CDFs are flat. ``count`` and ``total`` (groups x cells) are the rows and the sum of the
+    predictions of each group in each cell.
+    """
+
+    def __init__(self, count: NDArray[np.float64], total: NDArray[np.float64],
+                 low: NDArray[np.float64], high: NDArray[np.float64]) -> None:
+        self.lo, self.hi = low.min(axis=0), high.max(axis=0)
+        n = count.sum(axis=1, keepdims=True)
+        self.b = np.cumsum(count, axis=1) / n
+        self.a = self.b - count / n
+        pooled = count.sum(axis=0)
+        self.pb = np.cumsum(pooled) / pooled.sum()
+        self.pa = self.pb - pooled / pooled.sum()
+        width = self.hi - self.lo
+        # the integral of each group's CDF over its cell [lo, hi]: exact from count and sum
+        # (a row at x adds (hi - x) / n); 0 on a cell of one value (no round-off from sums)
+        inside = self.a * width + (count * self.hi - total) / n
+        self.integral = np.where(width > 0, inside, 0.0)
+        self.width = width
+
+
+def _ks_bounds(c: _CellCdfs) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Per group, bounds of the KS distance to the pooled CDF.
+
+    The values at the cells' ends are attained (``|b_g - b|``; ``|a_g - a|`` is the previous
+    cell's); inside a cell of several values the CDFs rise from ``a`` to ``b`` in unknown
+    ways, so ``|F_g - F| <= max(b_g - a, b - a_g)`` there.
+    """
+    low = np.maximum(np.abs(c.a - c.pa), np.abs(c.b - c.pb))
+    high = np.where(c.width > 0, np.maximum(low, np.maximum(c.b - c.pa, c.pb - c.a)), low)
+    return low.max(axis=1), high.max(axis=1)
+
+
+def _w1_bounds(c: _CellCdfs, i: int, j: int) -> tuple[float, float]:
+    """Bounds of the Wasserstein-1 distance between groups i and j.
+
+    Between cells the CDFs are flat: exact. Inside a cell ``D = integral(F_i - F_j)`` is
+    exact; where ``F_i - F_j`` cannot change sign (``a_i >= b_j`` or ``b_i <= a_j``) the
+    cell contributes ``|D|``, else between ``|D|`` and ``min(D + 2 w (b_j - a_i),
+    -D + 2 w (b_i - a_j))`` (``integral |f| = D + 2 integral f^- = -D + 2 integral f^+``).
+    """
+    between = float((np.abs(c.b[i, :-1] - c.b[j, :-1]) * (c.lo[1:] - c.hi[:-1])).sum())
+    d = c.integral[i] - c.integral[j]
+    up_i, up_j = c.b[i] - c.a[j], c.b[j] - c.a[i]  # the largest F_i - F_j, F_j - F_i
+    sure = (up_i <= 0) | (up_j <= 0) | (c.width == 0)
+    upper = np.minimum(d + 2 * c.width * up_j, -d + 2 * c.width * up_i)
+    upper = np.where(sure, np.abs(d), np.maximum(upper, np.abs(d)))
+    return between + float(np.abs(d).sum()), between + float(upper.sum())
+
+
+def _fold(count: NDArray[np.float64], points: NDArray[np.float64], max_bins: int = MAX_BINS
+          ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Cells folded into at most ``max_bins`` consecutive bins, and the bins' widths.
+
+    :func:`_cells` on cells instead of distinct values: bin ``k * bins // m`` of cell k, the
+    bin's CDF read at its last cell's top (``points``).
+    """
+    m = points.size
+    bins = min(m, max_bins)
+    index = np.arange(m) * bins // m
+    starts = np.flatnonzero(np.r_[True, index[1:] != index[:-1]])
+    last = np.r_[starts[1:], m] - 1
+    return np.add.reduceat(count, starts, axis=1), np.diff(points[last])
+
+
+def distribution_from_cells(count: NDArray[np.float64], total: NDArray[np.float64],
+                            low: NDArray[np.float64], high: NDArray[np.float64], groups: Any,
+                            *, scale: float | None = None,
+                            confidence_level: float | None = None,
+                            n_resamples: int = N_RESAMPLES, random_state: Any = None,
+                            only: str | None = None) -> PredictionDistribution:
+    """:func:`prediction_distribution` from cells of the predictions, with certified errors.
+
+    Parameters
+    ----------
+    count, total : ndarray of shape (kept groups, cells)
+        Rows and the sum of their predictions, per kept group and cell; cells in increasing
+        order of their values, each holding at least one row of some group.
+    low, high : ndarray of shape (kept groups, cells)
+        Per group and cell, the smallest and largest prediction (``inf``, ``-inf`` where the
+        group has none).
+    groups : Groups
+        The kept groups (labels, counts, name, exclusions), as
+        :func:`~fairmonitor.utils.groups.exclude_small` gives them.
+    scale, confidence_level, n_resamples, random_state, only
+        As :func:`prediction_distribution`; without ``scale`` the scaled Wasserstein distance
+        is NaN (the window's interquartile range is not known from cells).
+
+    Returns
+    -------
+    result : PredictionDistribution
+        Each value lies within ``detail["error"]`` of the value on the rows behind the cells
+        (plus float round-off): the KS distance and the Wasserstein-1 distance are bounded
+        from below and above in every cell (the CDFs are known exactly at the cells' ends,
+        and each group's CDF integral over a cell from its count and sum); the value is the
+        midpoint of the bounds, ``error`` the largest half-width. A cell of one value is
+        exact, so cells of distinct values give the rows' values. The intervals read the
+        cells folded into at most 256 bins (the row path's quantile bins of distinct values).
+
+    Examples
+    --------
+    One value per cell: the rows' values, error 0.
+
+    >>> from fairmonitor.utils.groups import contiguous_groups
+    >>> count = np.array([[1.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 1.0]])
+    >>> x = np.array([1.0, 2.0, 11.0, 12.0])
+    >>> low = np.where(count > 0, x, np.inf)
+    >>> high = np.where(count > 0, x, -np.inf)
+    >>> g = contiguous_groups(("a", "b"), np.array([2, 2]), "g")
+    >>> r = distribution_from_cells(count, count * x, low, high, g, scale=20.0)
+    >>> float(r.prediction_wasserstein), r.prediction_wasserstein.detail["error"]
+    (10.0, 0.0)
+    """
+    p = Prepared(codes=np.zeros(0, dtype=np.intp), labels=groups.labels, weight=np.zeros(0),
+                 y_pred=np.zeros(0), y_true=None, name=groups.name,
+                 reason=groups.two_group_reason(), sizes=np.asarray(groups.counts))
+    if p.reason is not None:
+        return PredictionDistribution(**{
+            m: RegressionGap(warn_undefined(m, p.reason) if only in (None, m) else _NAN, m,
+                             counts=p.counts()) for m in DISTRIBUTION_METRICS})
+    c = _CellCdfs(count, total, low, high)
+    ks_lo, ks_hi = _ks_bounds(c)
+    k = p.n_groups
+    w_lo, w_hi = np.zeros((k, k)), np.zeros((k, k))
+    for i in range(k):
+        for j in range(i + 1, k):
+            w_lo[i, j], w_hi[i, j] = _w1_bounds(c, i, j)
+    intervals: list[Any] = [None] * 3
+    by = _NAN if scale is None else float(scale)
+    if confidence_level is not None:
+        folded, dx = _fold(count, c.hi)
+        intervals = cell_intervals(
+            lambda cells: _cell_statistics(cells, dx, by if np.isfinite(by) and by > 0
+                                           else _NAN),
+            folded, folded, level=confidence_level, n_resamples=n_resamples,
+            random_state=random_state)
+    return _cell_results(p, (ks_lo, ks_hi), (w_lo + w_lo.T, w_hi + w_hi.T), by,
+                         "option" if scale is not None else "none (cells)", intervals, only)
+
+
+def _cell_results(p: Prepared, ks: tuple[NDArray[np.float64], NDArray[np.float64]],
+                  w1: tuple[NDArray[np.float64], NDArray[np.float64]], scale: float,
+                  source: str, intervals: list[Any], only: str | None
+                  ) -> PredictionDistribution:
+    """Return the results of :func:`distribution_from_cells`: bounds' midpoints, half-widths."""
+    mid, half = (ks[0] + ks[1]) / 2, (ks[1] - ks[0]) / 2
+    worst = int(np.argmax(mid))
+    out = {"prediction_ks_distance": RegressionGap(
+        float(mid[worst]), "prediction_ks_distance", p.per_group(mid), p.counts(),
+        (p.labels[worst],), intervals[0], {"error": float(half.max())})}
+    pairs, spread = (w1[0] + w1[1]) / 2, (w1[1] - w1[0]) / 2
+    i, j = np.unravel_index(int(np.argmax(pairs)), pairs.shape)
+    for k, (metric, by) in enumerate((("prediction_wasserstein", 1.0),
+                                      ("prediction_wasserstein_scaled", scale)), start=1):
+        if not (np.isfinite(by) and by > 0):
+            why = ("give `scale`: the window's interquartile range is not kept by a summary "
+                   "of cells" if source.startswith("none") else
+                   f"the scale ({source}) is {by:g}; give a positive `scale`")
+            out[metric] = RegressionGap(warn_undefined(metric, why) if only in (None, metric)
+                                        else _NAN, metric, counts=p.counts())
+            continue
+        detail: dict[str, Any] = {
+            "pairs": {(p.labels[a], p.labels[b]): float(pairs[a, b] / by)
+                      for a in range(p.n_groups) for b in range(a + 1, p.n_groups)},
+            "error": float(spread.max() / by)}
+        if k == 2:
+            detail.update(scale=scale, scale_source=source)
+        out[metric] = RegressionGap(float(pairs[i, j] / by), metric,
+                                    p.per_group(pairs.max(axis=1) / by), p.counts(),
+                                    (p.labels[min(i, j)], p.labels[max(i, j)]), intervals[k],
+                                    detail)
+    return PredictionDistribution(**out)
 
 
 def _one(metric: str, y_pred: ArrayLike, **kwargs: Any) -> RegressionGap:

@@ -25,10 +25,11 @@ from numpy.typing import ArrayLike, NDArray
 from ..._validation import check_option, warn_undefined
 from ...exceptions import InvalidInputError
 from ._common import Prepared, RegressionGap, prepare
-from ._resample import N_RESAMPLES, sum_intervals
+from ._resample import N_RESAMPLES, group_moments, moment_intervals
 
-__all__ = ["ERROR_METRICS", "ErrorParity", "bounded_group_loss", "mae_difference", "mae_ratio",
-           "mean_residual_difference", "regression_errors", "rmse_difference", "rmse_ratio"]
+__all__ = ["ERROR_METRICS", "ErrorParity", "bounded_group_loss", "errors_from_sums",
+           "error_values", "mae_difference", "mae_ratio", "mean_residual_difference",
+           "regression_errors", "rmse_difference", "rmse_ratio"]
 
 Loss = Literal["mae", "rmse", "mean_residual"]
 _NAN = float("nan")
@@ -71,12 +72,13 @@ def _losses(sums: NDArray[np.float64]) -> dict[str, NDArray[np.float64]]:
                 "mean_residual": sums[:, 3] / sums[:, 0]}
 
 
-def _group_losses(codes: NDArray[np.intp], n_groups: int, weight: NDArray[np.float64],
-                  residual: NDArray[np.float64]) -> dict[str, NDArray[np.float64]]:
-    """Each group's MAE, RMSE and mean residual (weighted), and the pooled ones (last)."""
-    values = _row_values(weight, residual)
-    return _losses(np.stack([np.bincount(codes, weights=values[:, j], minlength=n_groups)
-                             for j in range(4)], axis=1))
+def error_values(residual: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Per row, unweighted: 1, |r|, r^2 and r (a window summary's error sums are their sums).
+
+    >>> error_values(np.array([-2.0])).tolist()
+    [[1.0, 2.0, 4.0, -2.0]]
+    """
+    return _row_values(np.ones(residual.size), residual)
 
 
 def _gap(values: NDArray[np.float64], ratio: bool) -> float:
@@ -156,31 +158,102 @@ def regression_errors(y_true: ArrayLike, y_pred: ArrayLike, *, sensitive_feature
     >>> float(r.mae_difference), float(r.mae_ratio), float(r.bounded_group_loss)
     (1.0, 0.5, 0.5)
     """
+    _check_loss(bound, loss)
+    p = prepare(y_true, y_pred, sensitive_features, min_group_size=min_group_size,
+                sample_weight=sample_weight)
+    if p.reason is not None:
+        return _undefined(p, only)
+    assert p.y_true is not None
+    values = _row_values(p.weight, p.y_pred - p.y_true)
+    if confidence_level is None:  # the sums only
+        sums = np.stack([np.bincount(p.codes, weights=values[:, j], minlength=p.n_groups)
+                         for j in range(4)], axis=1)
+        second = None
+    else:
+        sums, second = group_moments(values, p.codes, p.n_groups)
+    return _from_sums(p, sums, second, bound=bound, loss=loss,
+                      confidence_level=confidence_level, n_resamples=n_resamples,
+                      random_state=random_state, only=only)
+
+
+def _check_loss(bound: float | None, loss: str) -> None:
     check_option(loss, "loss", ("mae", "rmse", "mean_residual"), func="regression_errors")
     if bound is not None and not np.isfinite(bound):
         raise InvalidInputError(f"bound must be a finite number; got {bound!r}")
-    p = prepare(y_true, y_pred, sensitive_features, min_group_size=min_group_size,
-                sample_weight=sample_weight)
+
+
+def _undefined(p: Prepared, only: str | None) -> ErrorParity:
     wanted = ERROR_METRICS if only is None else (only,)
-    if p.reason is not None:
-        nan = {m: RegressionGap(warn_undefined(m, p.reason) if m in wanted else _NAN, m,
-                                counts=p.counts()) for m in ERROR_METRICS}
-        return ErrorParity(**nan)
-    assert p.y_true is not None
-    residual = p.y_pred - p.y_true
-    losses = _group_losses(p.codes, p.n_groups, p.weight, residual)
+    return ErrorParity(**{m: RegressionGap(warn_undefined(m, p.reason) if m in wanted else _NAN,
+                                           m, counts=p.counts()) for m in ERROR_METRICS})
+
+
+def _from_sums(p: Prepared, sums: NDArray[np.float64], second: NDArray[np.float64] | None, *,
+               bound: float | None, loss: Loss, confidence_level: float | None,
+               n_resamples: int, random_state: Any, only: str | None) -> ErrorParity:
+    """Return the six metrics from the kept groups' sums of (w, |r|, r^2, r), products."""
+    wanted = ERROR_METRICS if only is None else (only,)
+    losses = _losses(sums)
     values = _statistics(losses, bound, loss)
     intervals: list[Any] = [None] * len(ERROR_METRICS)
     if confidence_level is not None:
-        intervals = sum_intervals(
-            lambda sums: _statistics(_losses(sums), bound, loss), _row_values(p.weight, residual),
-            p.codes, p.n_groups, level=confidence_level, n_resamples=n_resamples,
-            random_state=random_state)
+        assert second is not None
+        intervals = moment_intervals(
+            lambda s: _statistics(_losses(s), bound, loss), sums, second,
+            p.counts_array().astype(float), level=confidence_level,
+            n_resamples=n_resamples, random_state=random_state)
     detail = {"bound": float(losses[loss][-1]) if bound is None else float(bound),
               "bound_source": "pooled" if bound is None else "option", "loss": loss}
     return ErrorParity(**{m: _gap_result(m, float(values[k]), losses, p, loss, detail,
                                          intervals[k], m in wanted)
                           for k, m in enumerate(ERROR_METRICS)})
+
+
+def errors_from_sums(sums: NDArray[np.float64], second: NDArray[np.float64] | None,
+                     groups: Any, *, bound: float | None = None, loss: Loss = "mae",
+                     confidence_level: float | None = None, n_resamples: int = N_RESAMPLES,
+                     random_state: Any = None, only: str | None = None) -> ErrorParity:
+    """:func:`regression_errors` from each group's sums (a window summary's), not its rows.
+
+    Parameters
+    ----------
+    sums : ndarray of shape (groups, 4)
+        Per group of ``groups`` (in its label order), the sums of :func:`error_values`: rows,
+        ``|r|``, ``r^2`` and ``r``.
+    second : ndarray of shape (groups, 4, 4) or None
+        Per group, the sums of the products of those values (the intervals read them; None
+        without ``confidence_level``).
+    groups : Groups
+        One stand-in row per group (``codes`` ``0..K-1``, ``counts`` the groups' rows),
+        groups below ``min_group_size`` already coded -1
+        (:func:`~fairmonitor.utils.groups.exclude_small`).
+    bound, loss, confidence_level, n_resamples, random_state, only
+        As :func:`regression_errors`.
+
+    Returns
+    -------
+    result : ErrorParity
+        What :func:`regression_errors` gives on the rows behind the sums (the same arithmetic
+        on the same sums: equal up to the sums' round-off; the same draws).
+
+    Examples
+    --------
+    >>> from fairmonitor.utils.groups import contiguous_groups
+    >>> sums = np.array([[2.0, 2.0, 2.0, 2.0], [2.0, 4.0, 8.0, 4.0]])
+    >>> r = errors_from_sums(sums, None, contiguous_groups(("a", "b"), np.array([1, 1]), "g"))
+    >>> float(r.mae_difference), float(r.mae_ratio)
+    (1.0, 0.5)
+    """
+    _check_loss(bound, loss)
+    kept = groups.codes >= 0
+    p = Prepared(codes=np.zeros(0, dtype=np.intp), labels=groups.labels, weight=np.zeros(0),
+                 y_pred=np.zeros(0), y_true=np.zeros(0), name=groups.name,
+                 reason=groups.two_group_reason(), sizes=np.asarray(groups.counts))
+    if p.reason is not None:
+        return _undefined(p, only)
+    return _from_sums(p, sums[kept], None if second is None else second[kept], bound=bound,
+                      loss=loss, confidence_level=confidence_level, n_resamples=n_resamples,
+                      random_state=random_state, only=only)
 
 
 def _one(metric: str, y_true: ArrayLike, y_pred: ArrayLike, **kwargs: Any) -> RegressionGap:
