@@ -40,7 +40,7 @@ import numpy as np
 from ..exceptions import InvalidInputError, MissingColumnError
 from ..report.evaluate import Window, WindowReport, evaluate_window
 from ..report.thresholds import Severity
-from ..summaries import summarize, to_bytes
+from ..summaries import summarize, summarize_regression, to_bytes
 from . import clock as _clock
 from . import multiclass as _multiclass
 from . import rollups as _rollups
@@ -193,16 +193,30 @@ def _report(cfg: ModelConfig, frame: pd.DataFrame, metrics: Sequence[str], *, la
         # the rows' summary for the rollups, made from the same checked columns; a failure
         # costs the rollups this window (stage "rollup"), never the window's own values
         try:
-            parts["labels" if labels else "predictions"] = to_bytes(summarize(
-                window.sensitive_features, y_pred=window.y_pred, y_score=window.y_score,
-                y_true=window.y_true, X=window.X, threshold=window.threshold,
-                intersection=cfg.intersection, groups=window.groups(cfg.intersection),
-                spec=_rollups.store_spec(cfg),
-                model=cfg.name, version=version, start=start, end=end))
+            parts["labels" if labels else "predictions"] = to_bytes(_summary_of(
+                cfg, window, version=version))
         except Exception as exc:
             if faults is not None:
                 faults["rollup"] = f"cannot summarize the window: {type(exc).__name__}: {exc}"
     return evaluate_window(window, metrics=metrics, evaluation=cfg.evaluation.replace(rng=rng))
+
+
+def _summary_of(cfg: ModelConfig, window: Window, *, version: str) -> Any:
+    """Return the summary a window of ``cfg``'s model stores for the rollups.
+
+    A regression model's (:func:`~fairmonitor.summaries.summarize_regression`: error sums,
+    predictions, and the predictions mapped by ``prediction_madd``'s ``value_range`` when
+    one is configured), else the classification summary, from the window's checked columns.
+    """
+    common = dict(intersection=cfg.intersection, groups=window.groups(cfg.intersection),
+                  spec=_rollups.store_spec(cfg), model=cfg.name, version=version,
+                  start=window.start, end=window.end)
+    if cfg.task == "regression":
+        value_range = cfg.options.get("prediction_madd", {}).get("value_range")
+        return summarize_regression(window.sensitive_features, y_pred=window.y_pred,
+                                    y_true=window.y_true, value_range=value_range, **common)
+    return summarize(window.sensitive_features, y_pred=window.y_pred, y_score=window.y_score,
+                     y_true=window.y_true, X=window.X, threshold=window.threshold, **common)
 
 
 def _evaluate_frame(cfg: ModelConfig, frame: pd.DataFrame, phase: Phase, metrics: Sequence[str],

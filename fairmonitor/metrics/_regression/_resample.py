@@ -107,8 +107,15 @@ def _interval(boot: NDArray[np.float64], null: NDArray[np.float64], level: float
 
 def _gaussian_sums(mean: NDArray[np.float64], cov: NDArray[np.float64], size: int,
                    rng: np.random.Generator) -> NDArray[np.float64]:
-    """Draw ``size`` vectors ~ N(mean, cov) (eigh: a singular cov is fine)."""
+    """Draw ``size`` vectors ~ N(mean, cov) (eigh: a singular cov is fine).
+
+    Each eigenvector's sign is fixed (its largest component positive): eigh's signs may flip
+    on a round-off change of ``cov``, which would change the draws; a summary's sums (added
+    in another order than the rows') then give the rows' draws.
+    """
     vals, vecs = np.linalg.eigh(cov)
+    pick = np.argmax(np.abs(vecs), axis=0)
+    vecs = vecs * np.where(vecs[pick, np.arange(vecs.shape[1])] < 0, -1.0, 1.0)
     root = vecs * np.sqrt(np.clip(vals, 0.0, None))
     return mean + rng.standard_normal((size, mean.size)) @ root.T
 

@@ -214,17 +214,15 @@ def _model(r: Reader, at: str, name: str, raw: Any, base: Path) -> ModelConfig |
 
 def _regression_model(r: Reader, at: str, raw: Mapping[str, Any], score: str | None,
                       prediction: str | None) -> None:
-    """Check a regression model: a continuous ``prediction`` column, no rollups yet."""
+    """Check a regression model: a continuous ``prediction`` column, no reference yet."""
     if prediction is None:
         r.error(f"{at}.prediction", "task: regression needs 'prediction' (the column of "
                                     "continuous predictions)")
     if score is not None:
         r.error(f"{at}.score", "task: regression reads 'prediction', not 'score'; drop 'score'")
-    for key, why in (("rollups", "regression windows are evaluated from their rows; their "
-                                 "summaries are not mergeable yet"),
-                     ("reference", "model versions are not evaluated for regression yet")):
-        if raw.get(key):
-            r.error(f"{at}.{key}", f"not supported with task: regression ({why}); drop it")
+    if raw.get("reference"):
+        r.error(f"{at}.reference", "not supported with task: regression (model versions are "
+                                   "not evaluated for regression yet); drop it")
 
 
 def _columns(r: Reader, at: str, raw: Mapping[str, Any], *, class_scores: bool = False
