@@ -50,12 +50,20 @@ class Batch:
 
 
 def _summary_kwargs(cfg: ModelConfig, columns: Sequence[str], labels: bool) -> dict[str, Any]:
-    """Return what the source summarizes: the model's columns, spec and policies."""
-    return dict(sensitive_features=list(cfg.sensitive_features),
-                label=cfg.label if labels else None, score=cfg.score,
-                prediction=cfg.prediction, features=feature_columns(cfg, columns),
-                threshold=cfg.decision_threshold, intersection=cfg.intersection,
-                spec=store_spec(cfg), missing=cfg.missing)
+    """Return what the source summarizes: the model's columns, spec and policies.
+
+    A regression model's also say its task and ``prediction_madd``'s ``value_range`` (the
+    summary the row path stores: ``job._summary_of``).
+    """
+    kwargs = dict(sensitive_features=list(cfg.sensitive_features),
+                  label=cfg.label if labels else None, score=cfg.score,
+                  prediction=cfg.prediction, features=feature_columns(cfg, columns),
+                  threshold=cfg.decision_threshold, intersection=cfg.intersection,
+                  spec=store_spec(cfg), missing=cfg.missing)
+    if cfg.task == "regression":
+        kwargs.update(task="regression", features=[],
+                      value_range=cfg.options.get("prediction_madd", {}).get("value_range"))
+    return kwargs
 
 
 def _column_problem(cfg: ModelConfig, columns: Sequence[str], labels: bool) -> str | None:

@@ -26,7 +26,14 @@ from numpy.typing import NDArray
 from .._validation import check_binary
 from ..exceptions import InvalidInputError
 from ..monitor.rows import prepare
-from ..summaries import SummarySpec, from_bytes, merge_all, summarize, to_bytes
+from ..summaries import (
+    SummarySpec,
+    from_bytes,
+    merge_all,
+    summarize,
+    summarize_regression,
+    to_bytes,
+)
 from ..utils.groups import apply_missing_policy, column_values, encode_attributes
 
 __all__ = ["KEY", "OUTPUT", "OUTPUT_TYPES", "PartitionPlan", "merge_window",
@@ -58,6 +65,11 @@ class PartitionPlan:
     window_us: int | None
     #: the key is a Spark ``long`` (a window start, or 0 for the whole data)
     key_is_long: bool = True
+    #: the model's task: ``"regression"`` summarizes continuous predictions and targets
+    #: (:func:`~fairmonitor.summaries.summarize_regression`)
+    task: str = "binary"
+    #: a regression model's ``prediction_madd`` range (its mapped predictions summarized)
+    value_range: tuple[float, float] | None = None
 
 
 def window_bounds(key: Any, window_us: int | None) -> tuple[datetime | None, datetime | None]:
@@ -128,19 +140,24 @@ def _summary_bytes(plan: PartitionPlan, part: Any, key: Any, labels: bool) -> by
     def col(name: str | None) -> Any:
         return None if name is None else part[name].to_numpy()
 
+    start, end = window_bounds(key, plan.window_us)
+    groups = encode_attributes(columns, intersection=plan.intersection, validated=True)
+    if plan.task == "regression":  # rows.prepare made both numbers (missing label: unlabelled)
+        return to_bytes(summarize_regression(
+            columns, y_pred=col(plan.prediction), y_true=col(plan.label) if labels else None,
+            groups=groups, spec=plan.spec, value_range=plan.value_range, model=plan.model,
+            version=plan.version, start=start, end=end))
     # rows.prepare made the scores valid floats, the labels and predictions floats: numbers
     # other than 0/1 are refused here (evaluate_window's check), naming the column
     y_true = _binary(col(plan.label), plan.label, "y_true") if labels else None
     y_pred = _binary(col(plan.prediction), plan.prediction, "y_pred")
-    start, end = window_bounds(key, plan.window_us)
     summary = summarize(columns,
                         y_pred=None if y_pred is None else y_pred.astype(np.int8),
                         y_score=col(plan.score),
                         y_true=None if y_true is None else y_true.astype(np.int8),
                         X=part[list(plan.features)] if plan.features else None,
                         threshold=plan.threshold, intersection=plan.intersection,
-                        groups=encode_attributes(columns, intersection=plan.intersection,
-                                                 validated=True),
+                        groups=groups,
                         spec=plan.spec, model=plan.model, version=plan.version,
                         start=start, end=end)
     return to_bytes(summary)
@@ -162,7 +179,7 @@ def _window_row(plan: PartitionPlan, part: Any, key: Any) -> tuple[Any, ...] | N
     """
     try:
         rows, rejected, _ = prepare(part, score=plan.score, prediction=plan.prediction,
-                                    label=plan.label)
+                                    label=plan.label, task=plan.task)
         if plan.label is None:
             labelled = np.ones(len(rows), dtype=bool)
         else:

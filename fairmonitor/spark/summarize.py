@@ -199,12 +199,17 @@ def partial_summaries(
     model: str = "",
     version: str = "",
     spark: Any = None,
+    task: str = "binary",
+    value_range: tuple[float, float] | None = None,
 ) -> tuple[Any, PartitionPlan]:
     """Return the lazy Spark DataFrame of per-partition summaries, and its plan.
 
     One row per (partition, window): ``window`` (the key), ``rows`` and ``summary`` (binary:
     :func:`fairmonitor.summaries.to_bytes`). Nothing runs until it is collected (or written,
-    e.g. to a table of hourly summaries). Parameters as :func:`summarize_spark`.
+    e.g. to a table of hourly summaries). Parameters as :func:`summarize_spark`;
+    ``task="regression"`` summarizes a regression model's continuous predictions and
+    targets (:func:`~fairmonitor.summaries.summarize_regression`, with ``value_range`` the
+    ``prediction_madd`` range when one is configured).
     """
     if isinstance(sensitive_features, str):
         sensitive_features = [sensitive_features]
@@ -229,7 +234,9 @@ def partial_summaries(
                                                        timestamp_unit)
     plan = PartitionPlan(tuple(sensitive_features), label, score, prediction, tuple(features),
                          float(threshold), bool(intersection), spec or SummarySpec(), missing,
-                         model, version, window_us, key_is_long)
+                         model, version, window_us, key_is_long, task,
+                         None if value_range is None else (float(value_range[0]),
+                                                           float(value_range[1])))
     outputs = {c for c in (label, score, prediction) if c} - set(sensitive_features)
     selected = df.select(*(_as_number(df, c) if c in outputs else F.col(c)
                            for c in dict.fromkeys(named)), key.alias(KEY))

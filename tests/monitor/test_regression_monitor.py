@@ -121,18 +121,89 @@ models:
 """)
 
 
-def test_a_spark_source_is_refused_for_regression() -> None:
-    with pytest.raises(ConfigError, match="spark is not supported with task: regression"):
-        load_config("""
+class LocalSummaries:
+    """A summarizing source (as ``kind: spark``): the executors' function, in this process."""
+
+    def __init__(self, frame: pd.DataFrame) -> None:
+        self.frame = frame
+        self.asked: list[dict] = []
+
+    def table_columns(self) -> list[str]:
+        return list(self.frame.columns)
+
+    def fetch(self, *args):
+        raise AssertionError("a summarizing source is never asked for rows")
+
+    def window_summaries(self, model, spans, **kw):
+        from fairmonitor.spark import merge_partials
+        from fairmonitor.spark._partition import KEY, PartitionPlan, summarize_partition
+        from fairmonitor.spark.windows import WindowParts
+
+        self.asked.append(kw)
+        epoch, us = datetime(1970, 1, 1, tzinfo=UTC), timedelta(microseconds=1)
+        out = {}
+        for start, end in spans:
+            lo, hi = (start - epoch) // us, (end - epoch) // us
+            plan = PartitionPlan(tuple(kw["sensitive_features"]), kw["label"], kw["score"],
+                                 kw["prediction"], (), 0.5, kw["intersection"], kw["spec"],
+                                 kw["missing"], model, "", hi - lo, True, kw["task"],
+                                 kw["value_range"])
+            rows = self.frame[(self.frame["timestamp"] >= start)
+                              & (self.frame["timestamp"] < end)]
+            names = [*kw["sensitive_features"], kw["prediction"], *[kw["label"]] * bool(
+                kw["label"])]
+            halves = [rows.iloc[: len(rows) // 3], rows.iloc[len(rows) // 3:]]  # 2 partitions
+            partials = [r for half in halves
+                        for part in summarize_partition(plan, iter([half[names].assign(
+                            **{KEY: lo})])) for r in part.to_dict("records")]
+            got = merge_partials(partials, plan)
+            every, labelled = got.windows.get(start), got.labelled.get(start)
+            if every is not None and labelled is None and "y_true" in every.inputs:
+                every, labelled = every.without_labels(), every
+            out[(start, end)] = WindowParts(every, labelled, got.labelled_rows.get(start, 0),
+                                            got.rejected.get(start, {}), {"1": len(rows)})
+        return out
+
+
+def spark_config(extra: str = "") -> object:
+    return load_config(f"""
 models:
   limits:
     task: regression
-    source: {kind: spark, table: predictions}
+    source: {{kind: spark, table: predictions}}
     sensitive_features: [sex]
     prediction: prediction
+    label: label
     window: 1h
-    metrics: [prediction_ks_distance]
-""")
+    start: 2026-11-22T00:00:00Z
+    metrics: {ALL}
+{ROLLUP}{extra}""")
+
+
+def test_a_summarizing_source_gives_the_row_path_results() -> None:
+    """``kind: spark`` for regression: executors summarize (here in process), the driver merges."""
+    from fairmonitor.monitor.summary_store import MemorySummaryStore
+
+    frame = regression_frame(n_hours=8)
+    frame.loc[[3, 400], "prediction"] = ["oops", None]  # dropped and counted on both paths
+    frame.loc[frame.index % 7 == 0, "label"] = np.nan  # labels missing: two phases
+    cfg = spark_config()
+    source = LocalSummaries(frame)
+    now = T0 + 8 * H
+    got = run_once(cfg, {"limits": source}, MemoryCheckpoint(), now=now,
+                   summaries=MemorySummaryStore())
+    want = run_once(cfg, {"limits": MemorySource(frame)}, MemoryCheckpoint(), now=now,
+                    summaries=MemorySummaryStore())
+    assert source.asked[0]["task"] == "regression"
+    assert source.asked[0]["value_range"] == [0, 40]
+    assert [(r.rollup, r.end, r.n_rows, dict(r.rejected), r.labelled_rows) for r in got] == \
+        [(r.rollup, r.end, r.n_rows, dict(r.rejected), r.labelled_rows) for r in want]
+    assert any(r.rollup for r in got) and any(r.rejected for r in got)
+    for a, b in zip(got, want, strict=True):
+        assert a.errors == b.errors == {}
+        assert a.report.values.keys() == b.report.values.keys()
+        for key, value in b.report.values.items():
+            assert a.report.values[key] == pytest.approx(value, rel=1e-12, abs=1e-12), key
 
 
 ALL = ("[mae_difference, rmse_difference, mean_residual_difference, mae_ratio, rmse_ratio, "

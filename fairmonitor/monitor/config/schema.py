@@ -194,10 +194,6 @@ def _model(r: Reader, at: str, name: str, raw: Any, base: Path) -> ModelConfig |
     budget = _alerting(r, f"{at}.alerting", raw.get("alerting"), thresholds)
     if task == "regression":
         _regression_model(r, at, raw, score, prediction)
-        if source.kind == "spark":
-            r.error(f"{at}.source.kind", "spark is not supported with task: regression yet "
-                                         "(its executors summarize binary windows); use sql or "
-                                         "files")
     threshold = r.get(raw, "decision_threshold", float, 0.5, path=at)
     if not 0.0 <= threshold <= 1.0:
         r.error(f"{at}.decision_threshold", f"must be in [0, 1]; got {threshold!r}")
