@@ -704,7 +704,12 @@ def evaluate_summary(
     below ``2**DYADIC_BITS`` cells. HFM, CFair and robustness need rows: they run on the
     summary's row sample (``sample_size`` rows per group, a deterministic bottom-k hash
     sample), so their values are **estimates** whose error shrinks as 1/sqrt(sample), and
-    ``report.notes`` says so; with ``sample_size=0`` they are NaN with the reason.
+    ``report.notes`` says so; with ``sample_size=0`` they are NaN with the reason. A
+    regression model's summary (:func:`~fairmonitor.summaries.summarize_regression`) gives
+    the regression metrics: the error metrics and their intervals from the groups' sums (the
+    rows' values), the distribution metrics from raw predictions (the rows' values) or from
+    cells (within ``detail["error"]``, certified), ``prediction_madd`` exactly with the
+    ``value_range`` it was summarized with.
 
     Parameters
     ----------

@@ -413,7 +413,8 @@ def _distribution(attr: RegressionAttribute, kw: dict[str, Any]) -> Any:
         values, groups = _pseudo_rows(attr)
         return prediction_distribution(values, sensitive_features=groups, **kw)
     kept = _kept(attr, kw.pop("min_group_size", 1))
-    chosen = [g.as_cells() for label, g in attr.groups.items() if label in set(kept.labels)]
+    wanted = set(kept.labels)
+    chosen = [g.as_cells() for label, g in attr.groups.items() if label in wanted]
     keys = np.unique(np.concatenate([c.key for c in chosen]))
     shape = (len(chosen), keys.size)
     count, total = np.zeros(shape), np.zeros(shape)

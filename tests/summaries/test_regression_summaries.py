@@ -212,3 +212,27 @@ def test_without_labels_drops_the_error_sums():
     r = evaluate_summary(free, metrics=["mae_difference"])
     assert np.isnan(r.values[("mae_difference", "g")])
     assert r.reasons[("mae_difference", "g")] == "labels not available"
+
+
+@settings(max_examples=30, deadline=None)
+@given(values=st.lists(st.floats(-50, 50, allow_nan=False, width=32), min_size=4,
+                       max_size=120),
+       codes=st.lists(st.integers(0, 2), min_size=120, max_size=120),
+       decimals=st.sampled_from([0, 2, 6]))
+def test_the_certified_error_holds_on_any_data(values, codes, decimals):
+    """Every group in cells (max_raw=1): each value within its error of scipy's on the rows."""
+    pred = np.round(np.array(values, dtype=float), decimals)
+    g = np.array(["abc"[c] for c in codes[:pred.size]], dtype=object)
+    labels = np.unique(g)
+    if labels.size < 2:
+        return
+    s = summarize_regression({"g": g}, y_pred=pred, spec=SummarySpec(max_raw=1))
+    r = evaluate_summary(s, metrics=["prediction_ks_distance", "prediction_wasserstein"],
+                         confidence_level=None)
+    ks = r.details[("prediction_ks_distance", "g")].prediction_ks_distance
+    oracle = max(ks_2samp(pred[g == lab], pred).statistic for lab in labels)
+    assert abs(ks.value - oracle) <= ks.detail["error"] + 1e-12
+    w = r.details[("prediction_wasserstein", "g")].prediction_wasserstein
+    w1 = max(wasserstein_distance(pred[g == a], pred[g == b])
+             for i, a in enumerate(labels) for b in labels[i + 1:])
+    assert abs(w.value - w1) <= w.detail["error"] + 1e-9 * max(1.0, w1)
