@@ -62,8 +62,10 @@ __all__ = ["GRID_BITS", "FloatCells", "RegressionAttribute", "RegressionGroup",
            "RegressionSummary", "from_bytes", "merge_all", "regression_result",
            "summarize_regression", "to_bytes"]
 
-#: Mantissa bits kept by a cell's key: cells of relative width 2**-8 (0.4%) of the values.
-GRID_BITS = 8
+#: Mantissa bits kept by a cell's key: cells of relative width 2**-10 (0.1%) of the values
+#: (8 bits made the certified W1 error ~13x larger, for ~30% fewer bytes:
+#: benchmarks/bench_regression_summaries.py).
+GRID_BITS = 10
 _SHIFT = 52 - GRID_BITS
 _MAGIC = b"FMRSUM\x00\x01"
 _FORMAT = 1
@@ -85,7 +87,7 @@ def cell_keys(values: NDArray[np.float64]) -> NDArray[np.int64]:
     Non-decreasing in the value (negative numbers' bits flipped to sort first), the same in
     every window: cells of any two summaries line up.
 
-    >>> k = cell_keys(np.array([-2.0, -1.0, 0.0, 1.0, 1.001, 1.01, 2.0]))
+    >>> k = cell_keys(np.array([-2.0, -1.0, 0.0, 1.0, 1.0001, 1.01, 2.0]))
     >>> bool(np.all(np.diff(k) >= 0)), int(k[3] == k[4]), int(k[4] == k[5])
     (True, 1, 0)
     """

@@ -158,21 +158,21 @@ def test_cell_summaries_are_within_their_certified_error_of_the_oracles():
 
 
 def test_a_cell_where_two_groups_cross_is_bounded_not_guessed():
-    """One cell [1.0, 1.003]: a at 1.0 and 1.003, b at 1.001 and 1.002 (hand-derived).
+    """One cell [1.0, 1.0006]: a at 1.0 and 1.0006, b at 1.0002 and 1.0004 (hand-derived).
 
-    W1 is (0.001 + 0.001) / 2 = 0.001; the cell gives the integral of each CDF (0.0015, the
-    same) and bounds W1 by [0, 2 * 0.003] = midpoint 0.003, error 0.003. KS (to the pooled
-    CDF) is 0.25, bounded by [0, 1].
+    W1 is (0.0002 + 0.0002) / 2 = 0.0002; the cell gives the integral of each CDF (0.0003,
+    the same) and bounds W1 by [0, 2 * 0.0006] = midpoint 0.0006, error 0.0006. KS (to the
+    pooled CDF) is 0.25, bounded by [0, 1].
     """
-    s = summarize_regression({"g": list("abba")}, y_pred=[1.0, 1.001, 1.002, 1.003],
+    s = summarize_regression({"g": list("abba")}, y_pred=[1.0, 1.0002, 1.0004, 1.0006],
                              spec=SummarySpec(max_raw=1))
     assert s.attributes["g"].groups["a"].cells.count.tolist() == [2]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         r = evaluate_summary(s, metrics=["prediction_wasserstein", "prediction_ks_distance"])
     w = r.details[("prediction_wasserstein", "g")].prediction_wasserstein
-    assert (w.value, w.detail["error"]) == pytest.approx((0.003, 0.003), abs=1e-12)
-    assert abs(w.value - 0.001) <= w.detail["error"]
+    assert (w.value, w.detail["error"]) == pytest.approx((0.0006, 0.0006), abs=1e-12)
+    assert abs(w.value - 0.0002) <= w.detail["error"]
     ks = r.details[("prediction_ks_distance", "g")].prediction_ks_distance
     assert (ks.value, ks.detail["error"]) == pytest.approx((0.5, 0.5))
 
