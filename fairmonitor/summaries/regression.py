@@ -45,7 +45,12 @@ from numpy.typing import NDArray
 
 from .._validation import check_continuous
 from ..exceptions import InvalidInputError
-from ..metrics import RegressionGap, prediction_distribution, prediction_madd
+from ..metrics import (
+    RegressionGap,
+    prediction_distribution,
+    prediction_madd,
+    regression_errors,
+)
 from ..metrics.shared import (
     regression_distribution_from_cells,
     regression_error_values,
@@ -467,15 +472,13 @@ def regression_result(func: Any, summary: RegressionSummary, attr: str,
     >>> float(regression_result(regression_errors, s, "g", {}).mae_difference)
     2.0
     """
-    from .. import metrics as m
-
     a = summary.attributes[attr]
     kw = dict(kwargs)
-    if func is m.regression_errors:
+    if func is regression_errors:
         return _errors(summary, a, kw)
-    if func is m.prediction_distribution:
+    if func is prediction_distribution:
         return _distribution(a, kw)
-    if func is m.prediction_madd:
+    if func is prediction_madd:
         return _madd(summary, a, kw)
     raise InvalidInputError(f"{getattr(func, '__name__', func)!r} is not computed from a "
                             "regression summary")
