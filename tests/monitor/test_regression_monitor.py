@@ -272,3 +272,32 @@ def test_a_regression_rollup_of_cells_is_within_its_certified_error() -> None:
         frame_mae.difference(), abs=1e-12)
     # 4 of the 6 hours over-predict M by 3: a gap of about 2, past the warning line (1)
     assert day.report.statuses[("mean_residual_difference", "sex")] != "ok"
+
+
+def test_a_corrupt_or_lost_regression_summary_is_re_made_from_the_rows() -> None:
+    """The rollup checks each stored regression summary and re-makes a bad one from its rows."""
+    from fairmonitor.monitor.incidents import INCIDENTS
+    from fairmonitor.monitor.summary_store import MemorySummaryStore
+    from fairmonitor.monitor.windows import window_index
+
+    frame = regression_frame(n_hours=8)
+    cfg = config(ROLLUP, ALL)
+    source, checkpoint, store = MemorySource(frame), MemoryCheckpoint(), MemorySummaryStore()
+    run_once(cfg, {"limits": source}, checkpoint, now=T0 + 5 * H, summaries=store)
+    first = window_index(H, T0 + H)  # the index of the window ending at T0 + 1h
+    key = ("limits", first, "labels")
+    blob = store.blobs[key]
+    store.blobs[key] = blob[:40] + bytes([blob[40] ^ 0xFF]) + blob[41:]  # a flipped byte
+    del store.blobs[("limits", first + 1, "labels")]  # a lost one
+    before = {k: INCIDENTS.get("repairs", "limits", k)
+              for k in ("summary_corrupt", "summary_missing")}
+    after_run = run_once(cfg, {"limits": source}, checkpoint, now=T0 + 8 * H, summaries=store)
+    (six,) = [r for r in after_run if r.rollup]
+    assert six.errors == {} and six.merged_windows == 6
+    assert {k: INCIDENTS.get("repairs", "limits", k) - v for k, v in before.items()} == {
+        "summary_corrupt": 1, "summary_missing": 1}
+    fresh = run_once(cfg, {"limits": MemorySource(frame)}, MemoryCheckpoint(), now=T0 + 8 * H,
+                     summaries=MemorySummaryStore())
+    (want,) = [r for r in fresh if r.rollup]
+    for k, v in want.report.values.items():
+        assert six.report.values[k] == pytest.approx(v, rel=1e-12, abs=1e-12), k
