@@ -24,11 +24,9 @@ metrics, intervals on (the default ``confidence_level``), scores and labels.
 
 ``--before PATH`` runs the same children on another checkout (``PYTHONPATH=PATH``: e.g. a
 worktree of the commit before the port, its kernels numba) and prints both side by side.
-``--spark``: a ``partial_summaries`` job of one partition of 2^17 rows on ``local[1]`` with
-an empty cache exported to the executor (the Python worker's CPU is not visible here, so the
-job's wall time is printed).
+What a container and a Spark executor pay is measured by ``bench_deploy_start.py``.
 
-Usage: ``python benchmarks/bench_cold_start.py [--quick] [--before PATH] [--spark]``.
+Usage: ``python benchmarks/bench_cold_start.py [--quick] [--before PATH]``.
 """
 
 from __future__ import annotations
@@ -167,43 +165,13 @@ def one_round(checkout: str | None) -> dict[str, float]:
             "cells_numba_modules": cells["numba_modules"]}
 
 
-def spark_round() -> None:
-    code = r"""
-import time, numpy as np, pandas as pd
-from pyspark.sql import SparkSession
-from fairmonitor.spark import partial_summaries
-spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
-         .getOrCreate())
-rng = np.random.default_rng(0); n = 1 << 17
-offsets = pd.to_timedelta(rng.integers(0, 3600, n), "s")
-pdf = pd.DataFrame({"ts": pd.Timestamp("2026-01-01") + offsets, "sex": rng.choice(["F", "M"], n),
-                    "score": rng.random(n), "label": rng.integers(0, 2, n)})
-df = spark.createDataFrame(pdf).coalesce(1)
-s = time.perf_counter()
-partial_summaries(df, timestamp="ts", window="1h", sensitive_features=["sex"], score="score",
-                  label="label")[0].collect()
-print("SPARK first partition job wall", round(time.perf_counter() - s, 2), "s")
-spark.stop()
-"""
-    with tempfile.TemporaryDirectory() as cache:
-        env = dict(os.environ, NUMBA_CACHE_DIR=cache, PYSPARK_PYTHON=sys.executable,
-                   SPARK_LOCAL_IP="127.0.0.1")
-        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                             text=True, cwd=cache)  # cwd: see child_cpu
-        print("cold", (out.stdout or out.stderr).strip()[-300:])
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--spark", action="store_true")
     parser.add_argument("--before", help="another checkout to measure the same way")
     args = parser.parse_args()
     with open("/proc/loadavg") as f:
         print("loadavg", f.read().strip())
-    if args.spark:
-        spark_round()
-        return
     repeats = 1 if args.quick else 2
     runs = {"after": None} if not args.before else {"before": args.before, "after": None}
     best = {}
