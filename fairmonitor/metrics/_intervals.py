@@ -232,7 +232,7 @@ class _Curves:
     The curves are linear in the group's fine histogram, so a bootstrap of the histogram is a
     bootstrap of the curve. ``pair_bins`` (MADD) and ``bandwidths`` (ABPC) are per pair and
     per group respectively. The draws' curves, errors and pair sums are compiled kernels
-    (:mod:`fairmonitor._kernels.intervals`, the numpy arithmetic to the bit); a hat is one
+    (:mod:`fairmonitor._kernels.intervals`, numpy's arithmetic within rounding); a hat is one
     row, run through the same kernels.
     """
 
