@@ -39,7 +39,7 @@ ctypedef fused real:
     double
 
 __all__ = ["cdf_curves", "cell_histogram", "coarse_curves", "density_curves",
-           "errors", "pair_derivatives", "pair_gaps", "pair_maxima", "pair_terms",
+           "errors", "pair_derivatives", "pair_gap_maxima", "pair_gaps", "pair_maxima",
            "poisson_counts", "scaled"]
 
 cdef double _BIG = DBL_MAX  # np.nan_to_num's replacement of +inf
@@ -387,78 +387,6 @@ def errors(curves, hat, counts=None):
 
 # ---------------------------------------------------------------------------- pair sums
 
-cdef void _pair_noise(const float[:, ::1] err_i, const float[:, ::1] err_j,
-                      const Py_ssize_t[::1] near_idx, const Py_ssize_t[::1] settled_idx,
-                      float[::1] folded, float[:, ::1] settled) noexcept nogil:
-    """The near bins' folded sums (column after column) and the settled bins' noise."""
-    cdef Py_ssize_t n_draws = err_i.shape[0], d, k, b
-    cdef float acc
-    for d in range(n_draws):
-        acc = 0.0
-        for k in range(near_idx.shape[0]):
-            b = near_idx[k]
-            acc += fabsf(err_i[d, b] - err_j[d, b])
-        folded[d] = acc
-    for k in range(settled_idx.shape[0]):
-        b = settled_idx[k]
-        for d in range(n_draws):
-            settled[k, d] = err_i[d, b] - err_j[d, b]
-
-
-cdef void _moved(const double[::1] hat_i, const double[::1] hat_j,
-                 const float[:, ::1] err_i, const float[:, ::1] err_j,
-                 double[::1] moved) noexcept nogil:
-    """Each draw's change of the L1 sum, ``sum_b |d + noise| - |d|``, bin after bin."""
-    cdef Py_ssize_t d, b
-    cdef double d_hat
-    for d in range(err_i.shape[0]):
-        moved[d] = 0.0
-    for b in range(hat_i.shape[0]):
-        d_hat = hat_i[b] - hat_j[b]
-        for d in range(err_i.shape[0]):
-            moved[d] += fabs(d_hat + <double>(err_i[d, b] - err_j[d, b])) - fabs(d_hat)
-
-
-def pair_terms(hat_i, hat_j, var_i, var_j, err_i, err_j, kappa):
-    """Compute a pair's derivative terms: ``(folded, settled, sign, value, moved)``.
-
-    With ``d = hat_i - hat_j``, ``noise = err_i - err_j`` and ``near = |d| <= kappa *
-    max(sqrt(var_i + var_j), 1e-12)``: ``folded = |noise[:, near]|.sum(axis=1)`` (float32),
-    ``settled = noise[:, ~near]``, ``sign = sign(d[~near])`` as float32, ``value =
-    |d|.sum()`` and ``moved = (|d + noise| - |d|)`` summed over the bins in turn (float64;
-    ``noise`` cast from float32). The derivative is ``folded + settled @ sign``; ``moved`` is
-    each bootstrap draw's value minus the hat's.
-
-    ``settled`` is Fortran-ordered (written bin after bin, each bin's draws contiguous).
-
-    >>> e = np.array([[0.5, 0.0]], dtype=np.float32)
-    >>> out = pair_terms(np.array([0.0, 1.0]), np.zeros(2), np.ones(2), np.ones(2), e,
-    ...                  np.zeros_like(e), 3.0)
-    >>> [a.tolist() for a in out[:3]], out[3], out[4].tolist()
-    ([[0.5], [[]], []], 1.0, [0.5])
-    """
-    hat_i = np.ascontiguousarray(hat_i, dtype=np.float64)
-    hat_j = np.ascontiguousarray(hat_j, dtype=np.float64)
-    err_i = np.ascontiguousarray(err_i, dtype=np.float32)
-    err_j = np.ascontiguousarray(err_j, dtype=np.float32)
-    cdef Py_ssize_t bins = hat_i.shape[0], n_draws = err_i.shape[0], n_near
-    gap = np.empty(bins)
-    near_idx, settled_idx = np.empty(bins, dtype=np.intp), np.empty(bins, dtype=np.intp)
-    sign = np.empty(bins, dtype=np.float32)
-    n_near = _classify(hat_i, hat_j, np.ascontiguousarray(var_i, dtype=np.float64),
-                       np.ascontiguousarray(var_j, dtype=np.float64), float(kappa), gap,
-                       near_idx, settled_idx, sign)
-    near_idx, settled_idx = near_idx[:n_near], settled_idx[:bins - n_near]
-    folded = np.empty(n_draws, dtype=np.float32)
-    settled = np.empty((bins - n_near, n_draws), dtype=np.float32)  # transposed: F order
-    moved = np.empty(n_draws)
-    _pair_noise(err_i, err_j, near_idx, settled_idx, folded, settled)
-    _moved(hat_i, hat_j, err_i, err_j, moved)
-    cdef double[::1] g = gap
-    cdef double value = _sum(&g[0], bins) if bins else 0.0
-    return folded, settled.T, sign[:bins - n_near], value, moved
-
-
 cdef void _pairs_rows(const double[:, ::1] hats, const double[:, ::1] var,
                       const float[:, :, ::1] err, const Py_ssize_t[::1] left,
                       const Py_ssize_t[::1] right, double kappa, double* sign,
@@ -504,7 +432,7 @@ def pair_derivatives(hats, variances, err, left, right, kappa):
     ``noise = err[a] - err[c]`` (float32): ``deriv[:, k]`` is
     ``|noise[:, near]|.sum(1) + noise[:, ~near] @ sign(d[~near])`` with ``near = |d| <= kappa
     max(sqrt(var_a + var_c), 1e-12)``, ``moved[:, k]`` is ``sum_b |d + noise| - |d|`` and
-    ``values[k] = |d|.sum()``: :func:`pair_terms` for all pairs in one call (float64 sums).
+    ``values[k] = |d|.sum()``, for all pairs in one call (float64 sums).
 
     >>> e = np.array([[[0.5, 0.0]], [[0.0, 0.0]]], dtype=np.float32)
     >>> deriv, moved, values = pair_derivatives(np.array([[0.0, 1.0], [0.0, 0.0]]),
@@ -524,32 +452,6 @@ def pair_derivatives(hats, variances, err, left, right, kappa):
     cdef double[::1] sg = signs
     _pairs_rows(hats, variances, err, left, right, float(kappa), &sg[0], deriv, moved, values)
     return deriv, moved, values
-
-
-cdef Py_ssize_t _classify(const double[::1] hat_i, const double[::1] hat_j,
-                          const double[::1] var_i, const double[::1] var_j, double kappa,
-                          double[::1] gap, Py_ssize_t[::1] near_idx,
-                          Py_ssize_t[::1] settled_idx, float[::1] sign) noexcept nogil:
-    """Each bin's ``|d|``; the bins near 0 and the settled ones with their sign; ``n_near``.
-
-    Near: ``|d| <= kappa * max(se, 1e-12)`` (``np.maximum``: a NaN ``se`` stays NaN, and the
-    bin is settled); the sign as ``np.sign`` gives it, as float32.
-    """
-    cdef Py_ssize_t b, n_near = 0, n_settled = 0
-    cdef double d, se, floor_
-    for b in range(hat_i.shape[0]):
-        d = hat_i[b] - hat_j[b]
-        gap[b] = fabs(d)
-        se = sqrt(var_i[b] + var_j[b])
-        floor_ = se if (se != se or se > 1e-12) else 1e-12
-        if gap[b] <= kappa * floor_:
-            near_idx[n_near] = b
-            n_near += 1
-        else:
-            settled_idx[n_settled] = b
-            sign[n_settled] = 1.0 if d > 0 else (-1.0 if d < 0 else (0.0 if d == 0 else d))
-            n_settled += 1
-    return n_near
 
 
 cdef void _gap_rows(const real[:, ::1] a, const real[:, ::1] b,
@@ -576,6 +478,47 @@ def pair_gaps(a, b):
         _gap_rows[float](a, b, out)
     else:
         _gap_rows[double](a, b, out)
+    return out
+
+
+cdef void _gap_max_rows(const real[:, :, ::1] curves, const Py_ssize_t[::1] left,
+                        const Py_ssize_t[::1] right, real[::1] out) noexcept nogil:
+    cdef Py_ssize_t d, k, b
+    cdef double acc, top
+    cdef const real* x
+    cdef const real* y
+    for d in range(curves.shape[1]):
+        top = -INFINITY
+        for k in range(left.shape[0]):
+            x, y = &curves[left[k], d, 0], &curves[right[k], d, 0]
+            acc = 0.0
+            for b in range(curves.shape[2]):
+                acc += fabs(<double>x[b] - <double>y[b])
+            if acc > top or acc != acc:  # np.max: NaN wins
+                top = acc
+        out[d] = <real>top
+
+
+def pair_gap_maxima(curves, left, right):
+    """Per draw, the largest L1 gap over the pairs: ``max_k |C[l_k] - C[r_k]|.sum(-1)``.
+
+    ``curves`` (groups, draws, G) in one dtype; the null's chance level for every pair in one
+    call (:func:`pair_gaps` a pair at a time, then the max).
+
+    >>> c = np.array([[[0.0, 0.5]], [[0.5, 0.5]], [[1.0, 1.0]]])
+    >>> pair_gap_maxima(c, np.array([0, 0]), np.array([1, 2])).tolist()
+    [1.5]
+    """
+    curves = np.asarray(curves)
+    curves = np.ascontiguousarray(
+        curves, dtype=np.float32 if curves.dtype == np.float32 else np.float64)
+    left = np.ascontiguousarray(left, dtype=np.intp)
+    right = np.ascontiguousarray(right, dtype=np.intp)
+    out = np.empty(curves.shape[1], dtype=curves.dtype)
+    if curves.dtype == np.float32:
+        _gap_max_rows[float](curves, left, right, out)
+    else:
+        _gap_max_rows[double](curves, left, right, out)
     return out
 
 

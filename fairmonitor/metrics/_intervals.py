@@ -602,14 +602,21 @@ def _null_gaps(sample: ScoreBootstrap, curves: _Curves,
     Counts are never negative, so every draw's gap is within the metric's range (the clip
     only guards float round-off).
     """
-    from .._kernels.intervals import pair_gaps
+    from .._kernels.intervals import pair_gap_maxima, pair_gaps
 
     n = sample.hist.sum(axis=1)
     smallest = sorted(pairs, key=lambda q: -(n[q[0]] ** -0.5 + n[q[1]] ** -0.5))[:MAX_PAIRS]
-    gaps = np.stack([pair_gaps(curves("null", p[0], p, sample.null(p[0])),
-                               curves("null", p[1], p, sample.null(p[1])))
-                     * curves.weight(p) for p in smallest], axis=1)
-    return np.clip(gaps.max(axis=1), 0.0, curves.upper).astype(np.float64)
+    if curves.kind == "madd":  # a curve per pair (its bins): a kernel call per pair
+        gaps = np.stack([pair_gaps(curves("null", p[0], p, sample.null(p[0])),
+                                   curves("null", p[1], p, sample.null(p[1])))
+                         * curves.weight(p) for p in smallest], axis=1).max(axis=1)
+    else:  # a curve per group: every pair's gap and their max in one call
+        groups = list(dict.fromkeys(g for p in smallest for g in p))
+        at = {g: k for k, g in enumerate(groups)}
+        stacked = np.stack([curves("null", g, (g, g), sample.null(g)) for g in groups])
+        gaps = pair_gap_maxima(stacked, [at[i] for i, _ in smallest],
+                               [at[j] for _, j in smallest]) * curves.weight(smallest[0])
+    return np.clip(gaps, 0.0, curves.upper).astype(np.float64)
 
 
 def _candidates(h: NDArray[np.float64], curves: _Curves, pairs: list[tuple[int, int]],
