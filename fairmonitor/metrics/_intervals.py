@@ -232,7 +232,7 @@ class _Curves:
     The curves are linear in the group's fine histogram, so a bootstrap of the histogram is a
     bootstrap of the curve. ``pair_bins`` (MADD) and ``bandwidths`` (ABPC) are per pair and
     per group respectively. The draws' curves, errors and pair sums are compiled kernels
-    (:mod:`fairmonitor._kernels.intervals`, the numpy arithmetic to the bit); a hat is one
+    (:mod:`fairmonitor._kernels.intervals`, numpy's arithmetic within rounding); a hat is one
     row, run through the same kernels.
     """
 
@@ -562,29 +562,33 @@ def _pair_draws(sample: ScoreBootstrap, curves: _Curves, pairs: list[tuple[int, 
 
     ``worst``: the directional derivative of the max over the pairs near it (bins within
     ``KAPPA`` standard errors of 0 folded); ``moved``: the draw's metric minus the hat's.
+    ABCC and ABPC (MADD has no bounds) read one curve per group, not per pair, so the
+    candidate pairs' terms are one kernel call over the groups' stacked errors (no Python
+    loop over pairs).
     """
-    from .._kernels.intervals import pair_terms
+    from .._kernels.intervals import pair_derivatives
 
     h = sample.hist
-    derivs, boot_values, pair_values = [], [], []
-    for p in _candidates(h, curves, pairs, value):
-        i, j = p
-        hat_i, hat_j = curves("hat", i, p, h[i]), curves("hat", j, p, h[j])
-        err_i, var_i = curves.error(i, p, h[i], sample.boot(i))
-        err_j, var_j = curves.error(j, p, h[j], sample.boot(j))
-        # sum of sign(D) h where D is settled, |h| where it may be 0
-        folded, settled, sign, total, moved = pair_terms(hat_i, hat_j, var_i, var_j, err_i,
-                                                         err_j, BIN_KAPPA)
-        w = curves.weight(p)
-        derivs.append((folded + settled @ sign) * w)
-        boot_values.append((total + moved) * w)
-        pair_values.append(float(total * w))
-    deriv = np.stack(derivs, axis=1)  # (draws, P)
-    pv = np.asarray(pair_values)
+    found = _candidates(h, curves, pairs, value)
+    # in the order the pairs first read them: a group's bootstrap is drawn on first use
+    groups = list(dict.fromkeys(g for p in found for g in p))
+    at = {g: k for k, g in enumerate(groups)}
+    hats, variances, errs = [], [], []
+    for g in groups:
+        p = (g, g)  # the curves of ABCC and ABPC do not depend on the pair
+        hats.append(curves("hat", g, p, h[g]))
+        err, var = curves.error(g, p, h[g], sample.boot(g))
+        errs.append(err)
+        variances.append(var)
+    deriv, moved, total = pair_derivatives(np.stack(hats), np.stack(variances),
+                                           np.stack(errs), [at[i] for i, _ in found],
+                                           [at[j] for _, j in found], BIN_KAPPA)
+    w = curves.weight(found[0])
+    deriv, pv = deriv * w, total * w
     # a pair's error scale: RMS of its derivative (its SE when settled, its floor near 0)
     near_max = pv >= pv.max() - KAPPA * np.sqrt((deriv ** 2).mean(axis=0))
     worst = deriv[:, near_max].max(axis=1)
-    moved = np.stack(boot_values, axis=1)[:, near_max].max(axis=1) - pv.max()
+    moved = ((total + moved) * w)[:, near_max].max(axis=1) - pv.max()
     return worst, moved, float(pv.max())
 
 
@@ -598,14 +602,21 @@ def _null_gaps(sample: ScoreBootstrap, curves: _Curves,
     Counts are never negative, so every draw's gap is within the metric's range (the clip
     only guards float round-off).
     """
-    from .._kernels.intervals import pair_gaps
+    from .._kernels.intervals import pair_gap_maxima, pair_gaps
 
     n = sample.hist.sum(axis=1)
     smallest = sorted(pairs, key=lambda q: -(n[q[0]] ** -0.5 + n[q[1]] ** -0.5))[:MAX_PAIRS]
-    gaps = np.stack([pair_gaps(curves("null", p[0], p, sample.null(p[0])),
-                               curves("null", p[1], p, sample.null(p[1])))
-                     * curves.weight(p) for p in smallest], axis=1)
-    return np.clip(gaps.max(axis=1), 0.0, curves.upper).astype(np.float64)
+    if curves.kind == "madd":  # a curve per pair (its bins): a kernel call per pair
+        gaps = np.stack([pair_gaps(curves("null", p[0], p, sample.null(p[0])),
+                                   curves("null", p[1], p, sample.null(p[1])))
+                         * curves.weight(p) for p in smallest], axis=1).max(axis=1)
+    else:  # a curve per group: every pair's gap and their max in one call
+        groups = list(dict.fromkeys(g for p in smallest for g in p))
+        at = {g: k for k, g in enumerate(groups)}
+        stacked = np.stack([curves("null", g, (g, g), sample.null(g)) for g in groups])
+        gaps = pair_gap_maxima(stacked, [at[i] for i, _ in smallest],
+                               [at[j] for _, j in smallest]) * curves.weight(smallest[0])
+    return np.clip(gaps, 0.0, curves.upper).astype(np.float64)
 
 
 def _candidates(h: NDArray[np.float64], curves: _Curves, pairs: list[tuple[int, int]],

@@ -217,7 +217,12 @@ def test_rate_gap_interval_from_few_pairs_equals_every_pair(counts, level, kish)
 
     x, n = counts
     trials = np.where(n > 0, n * 0.7, 0.0) if kish else None
-    found = ri.rate_gap_interval(x, n, level=level, effective_trials=trials, chance=False)
+    every_pair_max = ri.EVERY_PAIR_MAX
+    try:  # the few-pairs search at any number of groups (by default only beyond 1024 pairs)
+        ri.EVERY_PAIR_MAX = 0
+        found = ri.rate_gap_interval(x, n, level=level, effective_trials=trials, chance=False)
+    finally:
+        ri.EVERY_PAIR_MAX = every_pair_max
     original = ri._gap_in_contention
     try:
         ri._gap_in_contention = lambda *args: None  # every ordered pair, as before
