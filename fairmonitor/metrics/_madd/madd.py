@@ -588,9 +588,9 @@ def madd(
     ``agg='max'`` only the pairs an upper bound cannot rule out are scored (the triangle
     inequality through three reference distributions; ``result.pairs`` and ``result.matrix``
     score the others when first read): a fixed bandwidth at 400 groups scores ~10% of the
-    pairs; ``'auto'`` prunes less where many groups are small, since the curve of two small
-    groups rises with the bin count and only the pair itself bounds it
-    (``docs/metrics.md``, "Many groups").
+    pairs; ``'auto'`` adds each pair's own curve at the coarse bin counts to the bound, so
+    few pairs are scored even where many groups are small (``docs/metrics.md``, "Many
+    groups").
 
     Examples
     --------

@@ -26,12 +26,22 @@ interval the pair's search picks. The argument, for a pair ``(a, b)`` with the c
    ``L`` *down* to one of a few levels keeps the bound valid and lets pairs share the index
    arithmetic. ``compat="maddlib"`` has one ``L`` (0.05) and skips rather than extends short
    starts; its admissible set is the same shape, ``f_i = last`` for the starts it keeps.
+4. Step 1 is loose for pairs with a small group: at fine bins its curve through a reference is
+   noise near 2, so the sum is capped at 2 whatever the pair. The pair's own curve is exact
+   and cheap at the *coarse* grid points (``m`` bins cost ``m``; every ``m <= 64`` together
+   cost 1/60 of the grid): ``U_q`` is replaced by ``c_q`` there, from the coarsest grid
+   point up, and the bound is checked at a few bin counts (:data:`_CHECK_BINS`, up to the
+   coarse shares every group keeps): a pair stops at the first check whose bound is below a
+   floor. Admissible intervals hold the coarse points too, so at 400 groups the checks up
+   to ~200 bins leave a few hundred of 79,800 pairs (the reference bound alone: half).
 
-Step 1 is loose for pairs of two small groups: at fine bins both curves through a reference
-are noise near 2, so their sum is capped at 2 whatever the pair, and those pairs are scored.
-(Step 2 with the pair's own curve, ``U = c``, would rule out ~99% of them, but the curve is
-~85% of a pair's cost: a cheaper bound needs a compiled sparse curve, O(m) per bin count
-over the smaller group's occupied bins.)
+The floor is the worst pair among the smallest groups and those farthest from the pooled
+scores (:func:`_seed_pairs`, scored exactly in decreasing order of their bound); then every
+pair's bound is computed in one compiled pass (:func:`~fairmonitor._kernels.madd.
+auto_pair_bounds`) and :func:`.._worst_pair.search` scores the pairs left. Per group, one
+compiled pass gives its curves to the references and its coarse shares
+(:func:`~fairmonitor._kernels.madd.reference_curves`); a group's full shares (~1 MB at 499
+bins) are made only for the pairs scored.
 """
 
 from __future__ import annotations
