@@ -20,6 +20,10 @@ with four running partial sums (independent additions keep the FPU busy), an err
 ``n / 4`` units of round-off of the sum, ~1e-14 for the curve's <= 1000 terms; the tests
 compare with numpy's sums to 1e-12. The shares are IEEE's ``count / n``, as numpy's division.
 
+Many groups (``agg="max"``): :func:`reference_curves` gives a group's curves to a few
+reference vectors and its coarse shares in one pass, :func:`auto_pair_bounds` every pair's
+upper bound from them (``_madd/pairs.py`` has the argument).
+
 A fixed bandwidth costs one pass over the rows: :func:`histograms_by_group` bins every score
 with ``np.histogram``'s rule (the counts are numpy's to the last row, edge ties included) at its
 group's offset, instead of splitting the scores by group and histogramming each part.
