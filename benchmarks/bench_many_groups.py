@@ -118,7 +118,10 @@ def scored_pairs(groups: np.ndarray, scores: np.ndarray) -> None:
                                    ("madd auto", madd, {}), ("madd 0.01", madd,
                                                              {"bandwidth": 0.01})):
                 counts.clear()
-                func(scores, sensitive_features=groups, **kw)
+                result = func(scores, sensitive_features=groups, **kw)
+                source = getattr(result, "_source", None)
+                if source is not None and name == "madd auto":  # the seeds' pairs too
+                    counts[:] = [len(source.scored)]
                 line.append(f"{name} {counts[0] if counts else 'all'}")
     finally:
         _worst_pair.search = search

@@ -20,6 +20,10 @@ with four running partial sums (independent additions keep the FPU busy), an err
 ``n / 4`` units of round-off of the sum, ~1e-14 for the curve's <= 1000 terms; the tests
 compare with numpy's sums to 1e-12. The shares are IEEE's ``count / n``, as numpy's division.
 
+Many groups (``agg="max"``): :func:`reference_curves` gives a group's curves to a few
+reference vectors and its coarse shares in one pass, :func:`auto_pair_bounds` every pair's
+upper bound from them (``_madd/pairs.py`` has the argument).
+
 A fixed bandwidth costs one pass over the rows: :func:`histograms_by_group` bins every score
 with ``np.histogram``'s rule (the counts are numpy's to the last row, edge ties included) at its
 group's offset, instead of splitting the scores by group and histogramming each part.
@@ -436,3 +440,151 @@ def histograms_by_group(const double[::1] scores, const code_t[::1] codes, Py_ss
                     j += 1
             out[<Py_ssize_t>c * m + j] += 1
     return counts.reshape(k, m)
+
+
+# ------------------------------------------------------------------ many groups: bounds of pairs
+#
+# The worst pair of "auto" among K groups (``_madd/pairs.py`` gives the argument): per group,
+# its curve to a few reference vectors (:func:`reference_curves`), and per pair an upper bound
+# of its "auto" value from those curves and its own curve at the coarse grid points
+# (:func:`auto_pair_bounds`). Bounds only: their sums need not be the exact pair's.
+
+def reference_curves(const count_t[::1] below, const int32_t[::1] where,
+                     const int64_t[::1] start, const int64_t[::1] bins, Py_ssize_t n,
+                     const double[:, ::1] refs, Py_ssize_t tail, double[::1] tail_share,
+                     double[:, ::1] curves):
+    """A group's L1 distance to each reference at every grid point, and its coarse shares.
+
+    ``below`` is the group's :func:`edges_below` (the last entry ``n``), ``where``, ``start``
+    and ``bins`` the grid's. ``curves[r, q] = sum_k |count_k / n - refs[r, start[q] + k]|``
+    over the bins ``k`` of grid point ``q`` (one pass, no array of shares; the shares as
+    ``count * (1 / n)``, within an ulp of numpy's: these curves only bound); the shares of the
+    grid points ``q >= tail`` (the coarse ones, at the end of the grid) go to ``tail_share``
+    from ``start[tail]`` on, numpy's ``count / n`` bits.
+    """
+    cdef Py_ssize_t n_refs = refs.shape[0], q, k, r, cell, edge, base = 0
+    cdef double size = <double>n, inverse = 1.0 / <double>n, share, acc
+    cdef int64_t left, right
+    if tail < start.shape[0]:
+        base = start[tail]
+    with nogil:
+        for q in range(start.shape[0]):
+            cell = start[q]
+            edge = cell + q
+            left = below[where[edge]]
+            for k in range(bins[q]):  # the counts first, into the tail's row or curves' last
+                right = below[where[edge + k + 1]]
+                if q >= tail:
+                    tail_share[cell + k - base] = <double>(right - left) / size
+                left = right
+            for r in range(n_refs):
+                acc = 0.0
+                left = below[where[edge]]
+                for k in range(bins[q]):
+                    right = below[where[edge + k + 1]]
+                    share = <double>(right - left) * inverse
+                    left = right
+                    acc += fabs(share - refs[r, cell + k])
+                curves[r, q] = acc
+
+
+cdef double _interval_bound(const double* upper, Py_ssize_t n, const int64_t* first,
+                            Py_ssize_t starts, double enough, double* prefix,
+                            double* after) noexcept nogil:
+    """``max_i max(mean(upper[i..first[i]]), max_{t > first[i]} upper[t])``, or sooner.
+
+    The largest mean of ``upper`` over an interval ``[i, j]`` with ``j >= first[i]`` (a start
+    with ``first[i] >= n`` has none): such a mean is a weighted mean of the mean over ``[i,
+    first[i]]`` and of the points after it. Returns as soon as the maximum so far reaches
+    ``enough`` (``INFINITY``: the maximum).
+    """
+    cdef Py_ssize_t t, i, f
+    cdef double best = -INFINITY, mean
+    prefix[0] = 0.0
+    for t in range(n):
+        prefix[t + 1] = prefix[t] + upper[t]
+    after[n] = -INFINITY
+    for t in range(n - 1, -1, -1):
+        after[t] = upper[t] if upper[t] > after[t + 1] else after[t + 1]
+    for i in range(starts):
+        f = first[i]
+        if f >= n:
+            continue
+        mean = (prefix[f + 1] - prefix[i]) / <double>(f + 1 - i)
+        if mean > best:
+            best = mean
+        if after[f + 1] > best:
+            best = after[f + 1]
+        if best >= enough:
+            break
+    return best
+
+
+cdef inline double _widened(double bound) noexcept nogil:
+    """``_worst_pair.widen``: the bound plus its round-off margins."""
+    return bound + (1e-9 * fabs(bound) + 1e-9)
+
+
+def auto_pair_bounds(const double[:, :, ::1] curves, const double[:, ::1] tail_share,
+                     Py_ssize_t tail, const int64_t[::1] start, const int64_t[::1] bins,
+                     const int64_t[::1] rows, const int64_t[::1] cols,
+                     const int64_t[::1] level, const int64_t[:, ::1] firsts,
+                     const int64_t[::1] checks, double floor):
+    """Upper bounds of the "auto" MADD of the pairs ``(rows[p], cols[p])``, not widened.
+
+    ``curves[g]`` is group ``g``'s :func:`reference_curves`: per grid point ``q`` the pair's
+    curve is at most ``min(2, min_r curves[a, r, q] + curves[b, r, q])`` (the triangle
+    inequality through reference ``r``). From the coarsest grid point down to each of
+    ``checks`` (descending, all ``>= tail``; ``start.size`` checks before any) the pair's own
+    curve, from ``tail_share``, replaces it, and the bound is the largest mean of the curve's
+    bound over the pair's admissible intervals (``firsts[level[p]]``, each start's first end,
+    ``start.size`` when none); a pair whose widened bound is below ``floor`` stops there, with
+    that bound. The coarse grid points come first: they cost a few bins each.
+    """
+    cdef Py_ssize_t n_pairs = rows.shape[0], n = start.shape[0], n_refs = curves.shape[1]
+    cdef Py_ssize_t n_starts = firsts.shape[1], n_checks = checks.shape[0], p, q, r, c, done
+    cdef Py_ssize_t a, b, base = 0
+    cdef double value, bound, enough
+    out_array = np.empty(n_pairs)
+    work_array = np.empty(3 * n + 2)
+    cdef double[::1] out = out_array
+    cdef double[::1] work = work_array
+    cdef double* upper = &work[0]
+    cdef const double* ca
+    cdef const double* cb
+    if n_pairs == 0 or n == 0:
+        return out_array
+    if tail < n:
+        base = start[tail]
+    with nogil:
+        for p in range(n_pairs):
+            a = rows[p]
+            b = cols[p]
+            for q in range(n):
+                upper[q] = 2.0
+            for r in range(n_refs):
+                ca = &curves[a, r, 0]
+                cb = &curves[b, r, 0]
+                for q in range(n):
+                    value = ca[q] + cb[q]
+                    if value < upper[q]:
+                        upper[q] = value
+            done = n  # the own curve is in upper[done:]
+            bound = INFINITY
+            for c in range(max(n_checks, 1)):
+                if n_checks:
+                    for q in range(done - 1, checks[c] - 1, -1):
+                        value = _gap_sum(&tail_share[a, start[q] - base],
+                                         &tail_share[b, start[q] - base], bins[q])
+                        if value < upper[q]:
+                            upper[q] = value
+                    done = checks[c]
+                # the last check's bound is the maximum (it orders the search); before, a
+                # bound that reaches the floor need not be finished
+                enough = INFINITY if c + 1 >= n_checks else floor
+                bound = _interval_bound(upper, n, &firsts[level[p], 0], n_starts, enough,
+                                        upper + n, upper + 2 * n + 1)
+                if _widened(bound) < floor:
+                    break
+            out[p] = bound
+    return out_array

@@ -140,6 +140,90 @@ def test_madd_auto_max_is_the_all_pairs_maximum(window, compat):
     assert r.worst == max(r.pairs, key=lambda p: p.value)
 
 
+@st.composite
+def tiny_groups(draw):
+    """Many groups of 1-9 rows on a coarse score grid: pairs near or at 2, many tied."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    k = draw(st.integers(21, 30))
+    step = draw(st.sampled_from([0.5, 0.1, 0.01]))
+    sizes = rng.integers(1, 10, k)
+    parts = [np.round(rng.beta(rng.uniform(0.5, 4), rng.uniform(0.5, 4), n) / step) * step
+             for n in sizes]
+    for _ in range(draw(st.integers(0, 4))):  # repeated groups: tied pairs
+        parts.append(parts[int(rng.integers(0, len(parts)))].copy())
+    labels = np.concatenate([np.full(p.size, g) for g, p in enumerate(parts)])
+    order = rng.permutation(labels.size)
+    return np.clip(np.concatenate(parts)[order], 0.0, 1.0), labels[order]
+
+
+@given(tiny_groups(), st.sampled_from([None, "maddlib"]))
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_madd_auto_max_with_many_tiny_groups(window, compat):
+    # the bounds' own-curve checks and the seeds' floor (more than AUTO_SMALL groups), on
+    # groups whose pairs read 2 at most bin counts and tie
+    scores, groups = window
+    r = madd(scores, sensitive_features=groups, compat=compat)
+    pm = pairwise_matrix(scores, sensitive_features=groups, metric="madd", compat=compat)
+    value, (i, j) = brute_max(pm.matrix)
+    assert r.value == value
+    assert r.worst.groups == (pm.labels[i], pm.labels[j])
+
+
+@pytest.mark.parametrize(("seed", "compat"), [(0, None), (1, None), (2, "maddlib")])
+def test_madd_auto_pair_bounds_hold(seed, compat):
+    # every pair's bound (all checks run: no floor) is at least its exact "auto" value, and a
+    # pair stopped below a floor is below it
+    import importlib
+
+    from fairmonitor.metrics._madd import pairs
+
+    madd_module = importlib.import_module("fairmonitor.metrics._madd.madd")
+    rng = np.random.default_rng(seed)
+    sizes = np.concatenate([rng.integers(2, 40, 24), rng.integers(300, 2000, 4)])
+    parts = [np.sort(rng.beta(rng.uniform(1, 4), rng.uniform(1, 4), n)) for n in sizes]
+    grid = madd_module._grid(499, compat)
+    data = pairs._group_curves(parts, sizes, grid)
+    rows, cols = pairs._worst_pair.pair_indices(len(parts))
+    levels = pairs._levels(sizes, rows, cols, compat)
+    prepared = [madd_module._Prepared(g, p.size, None, *madd_module._edge_shares(p, grid))
+                for g, p in enumerate(parts)]
+    exact = np.array([madd_module._auto_pair(prepared[a], prepared[b], grid, compat).value
+                      for a, b in zip(rows.tolist(), cols.tolist(), strict=True)])
+    bound = pairs._pair_bounds(data, grid, rows, cols, levels, compat, -np.inf)
+    assert np.all(bound >= exact)
+    floor = float(np.quantile(exact, 0.9))
+    stopped = pairs._pair_bounds(data, grid, rows, cols, levels, compat, floor)
+    assert np.all(stopped >= exact) and np.all(exact[stopped < floor] < floor)
+    assert (stopped < floor).mean() > 0.5  # the bounds prune: the own curve is tight
+
+
+def test_reference_curves_are_the_l1_distances():
+    # each group's curve to each reference against np.histogram at every m, and its coarse
+    # shares against numpy's counts / n
+    import importlib
+
+    from fairmonitor.metrics._madd import pairs
+
+    madd_module = importlib.import_module("fairmonitor.metrics._madd.madd")
+    rng = np.random.default_rng(9)
+    parts = [np.sort(np.round(rng.beta(2, 3, n), 2)) for n in (5, 40, 300, 900)]
+    sizes = np.array([p.size for p in parts])
+    grid = madd_module._grid(120, None)
+    data = pairs._group_curves(parts, sizes, grid)
+    pooled = np.sort(np.concatenate(parts))
+    refs = [pooled, parts[3], parts[2]]  # the pooled rows, then the largest groups
+    for g, part in enumerate(parts):
+        for q, m in enumerate(grid.bins.tolist()):
+            share = np.histogram(part, bins=m, range=(0, 1))[0] / part.size
+            for r, ref in enumerate(refs):
+                other = np.histogram(ref, bins=m, range=(0, 1))[0] / ref.size
+                assert data.curves[g, r, q] == pytest.approx(np.abs(share - other).sum(),
+                                                             abs=1e-12)
+            if q >= data.first:
+                at = grid.start[q] - grid.start[data.first]
+                assert np.array_equal(data.tail[g, at:at + m], share)
+
+
 @pytest.mark.parametrize("bandwidth", ["auto", 0.02])
 def test_madd_many_groups_scores_few_pairs(bandwidth):
     # 30 groups, one far from the others: the worst pair involves it, and far fewer than the

@@ -367,20 +367,29 @@ class _Scorer:
             self._prepared = self.shares = None
         self._one, self._parts = {}, None
 
+    def _sorted_parts(self) -> list[NDArray[np.float64]]:
+        """Each group's scores, sorted (split and sorted once, kept until :meth:`release`)."""
+        if self._parts is None:
+            # a summary's groups arrive sorted: check in O(n) instead of sorting again
+            self._parts = [part if bool(np.all(part[1:] >= part[:-1])) else np.sort(part)
+                           for part in self.groups.split(self.scores)]
+        return self._parts
+
     def _group(self, i: int) -> _Prepared:
-        """Group ``i`` prepared: from the block, or alone after :meth:`release`."""
+        """Return group ``i`` prepared: from the block, or alone.
+
+        Alone after :meth:`release`, or while the worst pair of "auto" is searched (only the
+        pairs scored need their full shares).
+        """
         if self._prepared is not None:
             return self._prepared[i]
         if i not in self._one:
             assert self.grid is not None  # a fixed bandwidth keeps its histograms
-            if self._parts is None:
-                self._parts = self.groups.split(self.scores)
-            part = self._parts[i]
-            ordered = part if bool(np.all(part[1:] >= part[:-1])) else np.sort(part)
+            ordered = self._sorted_parts()[i]
             out = (np.empty(self.grid.lo.size),
                    np.empty(self.grid.edges.size,
                             dtype=np.int32 if self.scores.size < 2**31 else np.int64))
-            self._one[i] = _Prepared(i, int(part.size), None,
+            self._one[i] = _Prepared(i, int(ordered.size), None,
                                      *_edge_shares(ordered, self.grid, out))
         return self._one[i]
 
@@ -418,17 +427,18 @@ class _Scorer:
         k = self.groups.n_groups
         if k <= (_worst_pair.SMALL if self.grid is None else _pairs.AUTO_SMALL):
             return max(self.every_pair()[0], key=lambda p: p.value)
-        prepared = self.prepared
-        sizes = np.array([p.n for p in prepared], dtype=np.int64)
 
         def value(i: int, j: int) -> float:
             return self.pair(i, j).value
 
         if self.grid is None:
+            prepared = self.prepared
+            sizes = np.array([p.n for p in prepared], dtype=np.int64)
             proportions = np.stack([p.counts / p.n for p in prepared])
             found = _pairs.worst_fixed(proportions, sizes, value)
-        else:
-            found = _pairs.worst_auto(self.shares, sizes, self.grid, self.plan.compat, value)
+        else:  # the groups' full shares only for the pairs scored (:meth:`_group`)
+            found = _pairs.worst_auto(self._sorted_parts(), np.asarray(self.groups.counts),
+                                      self.grid, self.plan.compat, value)
         return self.pair(*found.pair)
 
 
@@ -578,9 +588,9 @@ def madd(
     ``agg='max'`` only the pairs an upper bound cannot rule out are scored (the triangle
     inequality through three reference distributions; ``result.pairs`` and ``result.matrix``
     score the others when first read): a fixed bandwidth at 400 groups scores ~10% of the
-    pairs; ``'auto'`` prunes less where many groups are small, since the curve of two small
-    groups rises with the bin count and only the pair itself bounds it
-    (``docs/metrics.md``, "Many groups").
+    pairs; ``'auto'`` adds each pair's own curve at the coarse bin counts to the bound, so
+    few pairs are scored even where many groups are small (``docs/metrics.md``, "Many
+    groups").
 
     Examples
     --------

@@ -26,19 +26,29 @@ interval the pair's search picks. The argument, for a pair ``(a, b)`` with the c
    ``L`` *down* to one of a few levels keeps the bound valid and lets pairs share the index
    arithmetic. ``compat="maddlib"`` has one ``L`` (0.05) and skips rather than extends short
    starts; its admissible set is the same shape, ``f_i = last`` for the starts it keeps.
+4. Step 1 is loose for pairs with a small group: at fine bins its curve through a reference is
+   noise near 2, so the sum is capped at 2 whatever the pair. The pair's own curve is exact
+   and cheap at the *coarse* grid points (``m`` bins cost ``m``; every ``m <= 64`` together
+   cost 1/60 of the grid): ``U_q`` is replaced by ``c_q`` there, from the coarsest grid
+   point up, and the bound is checked at a few bin counts (:data:`_CHECK_BINS`, up to the
+   coarse shares every group keeps): a pair stops at the first check whose bound is below a
+   floor. Admissible intervals hold the coarse points too, so at 400 groups the checks up
+   to ~200 bins leave a few hundred of 79,800 pairs (the reference bound alone: half).
 
-Step 1 is loose for pairs of two small groups: at fine bins both curves through a reference
-are noise near 2, so their sum is capped at 2 whatever the pair, and those pairs are scored.
-(Step 2 with the pair's own curve, ``U = c``, would rule out ~99% of them, but the curve is
-~85% of a pair's cost: a cheaper bound needs a compiled sparse curve, O(m) per bin count
-over the smaller group's occupied bins.)
+The floor is the worst pair among the smallest groups and those farthest from the pooled
+scores (:func:`_seed_pairs`, scored exactly in decreasing order of their bound); then every
+pair's bound is computed in one compiled pass (:func:`~fairmonitor._kernels.madd.
+auto_pair_bounds`) and :func:`.._worst_pair.search` scores the pairs left. Per group, one
+compiled pass gives its curves to the references and its coarse shares
+(:func:`~fairmonitor._kernels.madd.reference_curves`); a group's full shares (~1 MB at 499
+bins) are made only for the pairs scored.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -51,10 +61,13 @@ __all__ = ["AUTO_SMALL", "chance_pairs", "worst_auto", "worst_fixed"]
 #: Min-length levels per factor of 2 (step ~4%): pairs share the admissible intervals of
 #: their level, a little looser than their own.
 _LEVELS_PER_OCTAVE = 16
-#: Pairs per block of the interval bounds (a few MB of curves at a time).
-_BLOCK = 2048
-#: Pairs scored first to set the floor that the cheap bounds prune against.
-_SEEDS = 8
+#: The floor the bounds prune against is the worst pair among these groups: the smallest,
+#: and as many of the farthest from the pooled scores.
+_SEED_GROUPS = 24
+#: The pairs' own curves are computed up to this many bins (every group keeps its shares of
+#: those grid points, within _TAIL_BUDGET doubles in all), the bounds checked at these.
+_TAIL_BINS, _TAIL_BUDGET = 250, 8 * 2**20
+_CHECK_BINS = (64, 100, 150)
 #: "auto" scores every pair up to this many groups: the bounds cost ~3 curves a group and the
 #: seeds, more than they save on a few dozen pairs.
 AUTO_SMALL = 20
@@ -91,26 +104,11 @@ def _level(min_length: NDArray[np.float64]) -> NDArray[np.float64]:
                     np.exp2((exponent - 1) / _LEVELS_PER_OCTAVE))
 
 
-def _interval_bound(upper: NDArray[np.float64], starts: NDArray[np.intp],
-                    first: NDArray[np.intp]) -> NDArray[np.float64]:
-    """``max_i max(mean(U[i..f_i]), max_{t > f_i} U_t)`` per row of ``upper`` (step 2)."""
-    size = upper.shape[1]
-    total = np.zeros((upper.shape[0], size + 1))
-    np.cumsum(upper, axis=1, out=total[:, 1:])
-    after = np.full((upper.shape[0], size + 1), -np.inf)
-    after[:, :size] = np.maximum.accumulate(upper[:, ::-1], axis=1)[:, ::-1]
-    mean = (total[:, first + 1] - total[:, starts]) / (first + 1 - starts)
-    return np.maximum(mean, after[:, first + 1]).max(axis=1)
+def _first_ends(grid: _Grid, min_length: float, extend: bool) -> NDArray[np.int64]:
+    """Each start's first admissible end at ``min_length`` (``grid.h.size`` when none)."""
+    from ..._kernels.madd import first_ends
 
-
-def _first_ends(grid: _Grid, min_length: float, extend: bool
-                ) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
-    """Return the admissible starts and their first ends at ``min_length``."""
-    from ..._kernels.madd import first_ends  # numba: only when "auto" runs
-
-    ends = first_ends(grid.h, float(min_length), extend, MIN_POINTS)
-    starts = np.flatnonzero(ends < grid.h.size)
-    return starts, ends[starts].astype(np.intp)
+    return first_ends(grid.h, float(min_length), extend, MIN_POINTS)
 
 
 def _levels(sizes: NDArray[np.int64], rows: NDArray[np.intp], cols: NDArray[np.intp],
@@ -123,61 +121,103 @@ def _levels(sizes: NDArray[np.int64], rows: NDArray[np.intp], cols: NDArray[np.i
     return _level(LENGTH_FRACTION * h_sup * (1 - 1e-12))
 
 
-def _curve_bounds(upper: NDArray[np.float64], levels: NDArray[np.float64], grid: _Grid,
-                  compat: str | None) -> NDArray[np.float64]:
-    """Return the largest mean of ``upper`` (a row a pair) over its admissible intervals."""
-    bound = np.full(upper.shape[0], 2.0)
-    for level in np.unique(levels).tolist():
-        starts, first = _first_ends(grid, level, compat != "maddlib")
-        if starts.size:
-            on = levels == level
-            bound[on] = _interval_bound(upper[on], starts, first)
-    return bound
+class _Curves(NamedTuple):
+    """What the bounds read of every group (step 1 and the coarse end of step 4)."""
+
+    curves: NDArray[np.float64]  # (K, R, N): each group's L1 distance to each reference
+    tail: NDArray[np.float64]  # (K, T): each group's shares of the grid points q >= first
+    first: int  # the first grid point of the tail
+    checks: NDArray[np.int64]  # where the bounds are checked (descending grid points)
 
 
-def _auto_bounds(curves: NDArray[np.float64], sizes: NDArray[np.int64],
-                 rows: NDArray[np.intp], cols: NDArray[np.intp], grid: _Grid,
-                 compat: str | None) -> NDArray[np.float64]:
-    """Upper bounds of the "auto" value of pairs ``(rows, cols)`` (steps 1-3)."""
-    levels = _levels(sizes, rows, cols, compat)
-    order = np.argsort(levels, kind="stable")  # blocks of few levels
-    bound = np.full(rows.size, 2.0)
-    for lo in range(0, rows.size, _BLOCK):
-        block = order[lo:lo + _BLOCK]
-        a, b = rows[block], cols[block]
-        upper = curves[0, a] + curves[0, b]
-        for r in range(1, curves.shape[0]):
-            np.minimum(upper, curves[r, a] + curves[r, b], out=upper)
-        np.minimum(upper, 2.0, out=upper)
-        bound[block] = _curve_bounds(upper, levels[block], grid, compat)
-    return bound
+def _tail_start(grid: _Grid, k: int) -> int:
+    """Return the first grid point whose shares every group keeps (coarse, within a budget)."""
+    cells = grid.stop[-1] - grid.start  # bins from each grid point to the end of the grid
+    fits = (grid.bins <= _TAIL_BINS) & (cells * k <= _TAIL_BUDGET)
+    return int(np.argmax(fits)) if fits.any() else grid.h.size
 
 
-def worst_auto(shares: NDArray[np.float64], sizes: NDArray[np.int64], grid: _Grid,
-               compat: str | None, pair: Callable[[int, int], float]) -> _worst_pair.WorstPair:
-    """Return the worst pair of MADD "auto" (``shares``: groups x every bin of the grid).
+def _group_curves(parts: Sequence[NDArray[np.float64]], sizes: NDArray[np.int64],
+                  grid: _Grid) -> _Curves:
+    """Every group's curves to the references and coarse shares, one compiled pass each.
 
-    ``pair(i, j)`` scores a pair exactly (the all-pairs loop's ``_auto_pair``). First the
-    pairs with the largest cheap bound (each curve's maximum through the references) are
-    scored, to set a floor; only the pairs whose cheap bound reaches it get the interval
-    bound of the module docstring, and the search scores pairs by decreasing bound.
+    The references are the pooled shares (of every row) and the two largest groups' (any
+    vectors are valid); no group's full shares are kept (~1 MB each at 499 bins).
     """
-    from ..._kernels.madd import madd_curve  # numba: only when "auto" runs
+    from ..._kernels.madd import reference_curves
+    from .bandwidth import _edge_shares, _edges_below
 
-    k = shares.shape[0]
-    curves = np.array([[madd_curve(shares[g], ref, grid.start, grid.stop) for g in range(k)]
-                       for ref in _references(shares, sizes)])
+    k, size = len(parts), grid.h.size
+    largest = np.argsort(-sizes, kind="stable")[:2]
+    refs = np.stack([_edge_shares(np.sort(np.concatenate(parts)), grid)[0],
+                     *(_edge_shares(parts[g], grid)[0] for g in largest.tolist())])
+    first = _tail_start(grid, k)
+    base = int(grid.start[first]) if first < size else int(grid.stop[-1])
+    curves = np.empty((k, refs.shape[0], size))
+    tail = np.empty((k, int(grid.stop[-1]) - base))
+    below = np.empty(grid.edges.size, dtype=np.int64)
+    for g, part in enumerate(parts):
+        reference_curves(_edges_below(part, grid, below), grid.where, grid.start, grid.bins,
+                         part.size, refs, first, tail[g], curves[g])
+    checks = [size] + [q for q in (int(np.argmax(grid.bins <= m)) for m in _CHECK_BINS)
+                       if first <= q < size]
+    checks = sorted(set(checks + [first]), reverse=True) if first < size else [size]
+    return _Curves(curves, tail, first, np.array(checks, dtype=np.int64))
+
+
+def _pair_bounds(data: _Curves, grid: _Grid, rows: NDArray[np.intp], cols: NDArray[np.intp],
+                 levels: NDArray[np.float64], compat: str | None, floor: float
+                 ) -> NDArray[np.float64]:
+    """Upper bounds (widened) of the "auto" value of pairs ``(rows, cols)`` (steps 1-4)."""
+    from ..._kernels.madd import auto_pair_bounds
+
+    unique, level = np.unique(levels, return_inverse=True)
+    firsts = np.full((unique.size, grid.h.size), grid.h.size, dtype=np.int64)
+    for u, length in enumerate(unique.tolist()):
+        ends = _first_ends(grid, length, compat != "maddlib")
+        firsts[u, :ends.size] = ends
+    bound = auto_pair_bounds(data.curves, data.tail, data.first, grid.start, grid.bins,
+                             rows.astype(np.int64), cols.astype(np.int64),
+                             level.astype(np.int64), firsts, data.checks, floor)
+    return _worst_pair.widen(bound)
+
+
+def _seed_pairs(sizes: NDArray[np.int64], curves: NDArray[np.float64]
+                ) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+    """Return pairs likely to be near the worst (among the smallest and the farthest groups).
+
+    The farthest are those farthest from the pooled scores; only the floor's quality, i.e.
+    the cost, depends on the choice.
+    """
+    small = np.argsort(sizes, kind="stable")[:_SEED_GROUPS]
+    far = np.argsort(-curves[:, 0].mean(axis=1), kind="stable")[:_SEED_GROUPS]
+    chosen = np.unique(np.concatenate([small, far]))
+    i, j = np.triu_indices(chosen.size, k=1)
+    return chosen[i], chosen[j]
+
+
+def worst_auto(parts: Sequence[NDArray[np.float64]], sizes: NDArray[np.int64], grid: _Grid,
+               compat: str | None, pair: Callable[[int, int], float]) -> _worst_pair.WorstPair:
+    """Return the worst pair of MADD "auto" (``parts``: each group's scores, sorted).
+
+    ``pair(i, j)`` scores a pair exactly (the all-pairs loop's ``_auto_pair``). The bounds of
+    a few likely pairs (:func:`_seed_pairs`) pick the pairs scored first, to set a floor; then
+    every pair gets its bound (a pair stops at the first check below the floor) and the search
+    scores pairs by decreasing bound.
+    """
+    k = len(parts)
+    data = _group_curves(parts, sizes, grid)
     rows, cols = _worst_pair.pair_indices(k)
-    peak = curves.max(axis=2)
-    cheap = _worst_pair.widen(np.minimum(
-        2.0, (peak[:, rows] + peak[:, cols]).min(axis=0)))
-    seeds = np.argsort(-cheap, kind="stable")[:_SEEDS]
-    floor = max(pair(int(rows[s]), int(cols[s])) for s in seeds.tolist())
+    a, b = _seed_pairs(sizes, data.curves)
+    seed_bound = _pair_bounds(data, grid, a, b, _levels(sizes, a, b, compat), compat, -np.inf)
+    floor = -np.inf  # the largest value among the seeds, scoring only those that may be it
+    for s in np.argsort(-seed_bound, kind="stable").tolist():
+        if seed_bound[s] < floor:
+            break
+        floor = max(floor, pair(int(a[s]), int(b[s])))
     floor -= _worst_pair.REL_MARGIN * floor + _worst_pair.ABS_MARGIN
-    upper = cheap.copy()
-    near = np.flatnonzero(cheap >= floor)
-    upper[near] = _worst_pair.widen(_auto_bounds(curves, sizes, rows[near], cols[near], grid,
-                                                 compat))
+    upper = _pair_bounds(data, grid, rows, cols, _levels(sizes, rows, cols, compat), compat,
+                         floor)
     return _worst_pair.search(k, upper, pair, floor=floor)
 
 
