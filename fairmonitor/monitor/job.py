@@ -41,6 +41,7 @@ from ..exceptions import InvalidInputError, MissingColumnError
 from ..report.evaluate import Window, WindowReport, evaluate_window
 from ..report.thresholds import Severity
 from ..summaries import summarize, to_bytes
+from ..summaries.multiclass import to_bytes as _mc_to_bytes
 from . import clock as _clock
 from . import multiclass as _multiclass
 from . import rollups as _rollups
@@ -179,30 +180,37 @@ def _report(cfg: ModelConfig, frame: pd.DataFrame, metrics: Sequence[str], *, la
     """
     # the group columns are encoded once (Window.groups), for the report and the summary
     features = _feature_columns(cfg, frame)
+    identity = dict(model=cfg.name, version=version, start=start, end=end)
     if cfg.task == "multiclass":  # class labels and per-class scores: one-vs-rest per class
-        window = _multiclass.window(cfg, frame, labels=labels, features=features,
-                                    model=cfg.name, version=version, start=start, end=end)
-        return evaluate_window(window, metrics=metrics,
-                               evaluation=cfg.evaluation.replace(rng=rng))
-    window = Window.from_frame(
-        frame, sensitive_features=list(cfg.sensitive_features),
-        label=cfg.label if labels else None, score=cfg.score, prediction=cfg.prediction,
-        features=features, threshold=cfg.decision_threshold, model=cfg.name, version=version,
-        start=start, end=end, missing=cfg.missing)
+        window = _multiclass.window(cfg, frame, labels=labels, features=features, **identity)
+    else:
+        window = Window.from_frame(
+            frame, sensitive_features=list(cfg.sensitive_features),
+            label=cfg.label if labels else None, score=cfg.score, prediction=cfg.prediction,
+            features=features, threshold=cfg.decision_threshold, missing=cfg.missing,
+            **identity)
     if parts is not None and cfg.rollups:
         # the rows' summary for the rollups, made from the same checked columns; a failure
         # costs the rollups this window (stage "rollup"), never the window's own values
         try:
-            parts["labels" if labels else "predictions"] = to_bytes(summarize(
-                window.sensitive_features, y_pred=window.y_pred, y_score=window.y_score,
-                y_true=window.y_true, X=window.X, threshold=window.threshold,
-                intersection=cfg.intersection, groups=window.groups(cfg.intersection),
-                spec=_rollups.store_spec(cfg),
-                model=cfg.name, version=version, start=start, end=end))
+            parts["labels" if labels else "predictions"] = _summary_bytes(cfg, window, identity)
         except Exception as exc:
             if faults is not None:
                 faults["rollup"] = f"cannot summarize the window: {type(exc).__name__}: {exc}"
     return evaluate_window(window, metrics=metrics, evaluation=cfg.evaluation.replace(rng=rng))
+
+
+def _summary_bytes(cfg: ModelConfig, window: Window, identity: dict[str, Any]) -> bytes:
+    """Return the window's stored summary (a multiclass one: one binary summary per class)."""
+    spec = _rollups.store_spec(cfg)
+    if cfg.task == "multiclass":
+        return _mc_to_bytes(_multiclass.summarize_window(
+            window, intersection=cfg.intersection, spec=spec, **identity))
+    return to_bytes(summarize(
+        window.sensitive_features, y_pred=window.y_pred, y_score=window.y_score,
+        y_true=window.y_true, X=window.X, threshold=window.threshold,
+        intersection=cfg.intersection, groups=window.groups(cfg.intersection), spec=spec,
+        **identity))
 
 
 def _evaluate_frame(cfg: ModelConfig, frame: pd.DataFrame, phase: Phase, metrics: Sequence[str],

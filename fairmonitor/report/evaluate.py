@@ -36,6 +36,7 @@ from .._validation import (
 )
 from ..exceptions import GroupExclusionWarning, InvalidInputError, UndefinedMetricWarning
 from ..summaries import SummarySpec, WindowSummary, summarize
+from ..summaries.multiclass import MulticlassSummary
 from ..utils.groups import (
     INTERSECTION_SEPARATOR,
     apply_missing_policy,
@@ -674,7 +675,7 @@ _IN_PROCESS = SummarySpec(max_raw=None, sample_size=0)
 
 
 def evaluate_summary(
-    summary: WindowSummary,
+    summary: WindowSummary | MulticlassSummary,
     *,
     metrics: Iterable[str] | None = None,
     min_group_size: int | DefaultType = DEFAULT,
@@ -701,7 +702,10 @@ def evaluate_summary(
 
     Parameters
     ----------
-    summary : WindowSummary
+    summary : WindowSummary or MulticlassSummary
+        A multiclass summary (:mod:`fairmonitor.summaries.multiclass`, one binary summary per
+        class) is evaluated class by class and folded as :func:`evaluate_window` folds a
+        multiclass window: ``<metric>__class_<c>`` per class and ``<metric>`` the worst.
     predict : callable, optional
         The model, for the robustness metrics (run on the sample).
     metrics, min_group_size, min_condition_size, thresholds, options, threshold, rng, errors,
@@ -733,6 +737,8 @@ def evaluate_summary(
                        min_condition_size=min_condition_size, thresholds=thresholds,
                        options=options, threshold=threshold, rng=rng, errors=errors,
                        confidence_level=confidence_level)
+    if isinstance(summary, MulticlassSummary):  # every class's summary, as evaluate_window
+        return _evaluate_class_summaries(summary, metrics, predict, results, settings)
     started = time.perf_counter()
 
     def has(name: str) -> bool:
@@ -757,6 +763,21 @@ def evaluate_summary(
 
     run = _Run(summary, rows, has, settings, given=results or {})
     return _evaluate(run, specs, skipped, started=started, notes=notes)
+
+
+def _evaluate_class_summaries(summary: MulticlassSummary, metrics: Iterable[str] | None,
+                              predict: Callable[[Any], Any] | None, results: Any,
+                              settings: EvaluationOptions) -> WindowReport:
+    """Evaluate a multiclass summary: each class's binary summary, folded as the rows' are."""
+    if results:
+        raise InvalidInputError("`results` computed elsewhere are for binary summaries; a "
+                                "multiclass summary's classes are evaluated on their own")
+    reports = {c: evaluate_summary(part, metrics=metrics, evaluation=settings,
+                                   predict=None if predict is None
+                                   else functools.partial(_predict_class, predict, c))
+               for c, part in summary.parts.items()}
+    return dataclasses.replace(next(iter(reports.values())),
+                               **_multiclass.combine_class_reports(reports, settings.thresholds))
 
 
 @dataclass

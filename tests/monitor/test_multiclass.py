@@ -156,7 +156,6 @@ models:
 
 @pytest.mark.parametrize(("extra", "message"), [
     ("    score: p_low\n", "score: names one column"),
-    ("    rollups: [{window: 1d}]\n", "rollups: are not available for multiclass"),
     ("    decision_threshold: 0.3\n", "decision_threshold: thresholds a binary score"),
 ])
 def test_multiclass_config_errors(extra: str, message: str) -> None:
