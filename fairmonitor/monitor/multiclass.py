@@ -33,8 +33,8 @@ if TYPE_CHECKING:
 
     from .config import ModelConfig
 
-__all__ = ["class_text", "model_classes", "model_scores", "prepare", "score_columns",
-           "summarize_window", "to_classes", "window"]
+__all__ = ["class_text", "model_classes", "model_scores", "prepare", "prepare_columns",
+           "score_columns", "summarize_window", "to_classes", "window"]
 
 
 def class_text(value: Any) -> str:
@@ -87,19 +87,26 @@ def prepare(frame: pd.DataFrame, cfg: ModelConfig) -> tuple[pd.DataFrame, dict[s
     Returns what :func:`.rows.prepare` returns: the rows, the rejected rows per reason and
     the duplicate rows.
     """
-    classes = cfg.classes or ()
+    return prepare_columns(frame, label=cfg.label, prediction=cfg.prediction,
+                           classes=cfg.classes or (), scores=score_columns(cfg))
+
+
+def prepare_columns(frame: pd.DataFrame, *, label: str | None, prediction: str | None,
+                    classes: Sequence[Any], scores: Sequence[str]
+                    ) -> tuple[pd.DataFrame, dict[str, int], int]:
+    """:func:`prepare` from the columns themselves (a Spark executor has no config)."""
     frame = frame.copy(deep=False)
     keep = np.ones(len(frame), dtype=bool)
     rejected: dict[str, int] = {}
-    if cfg.label is not None and cfg.label in frame.columns:
-        labels, unknown = to_classes(frame[cfg.label], classes)
+    if label is not None and label in frame.columns:
+        labels, unknown = to_classes(frame[label], classes)
         if unknown.any():
             raise InvalidInputError(
-                f"column {cfg.label!r} holds label(s) {_listed(frame[cfg.label][unknown])} "
+                f"column {label!r} holds label(s) {_listed(frame[label][unknown])} "
                 f"that are not among the classes {list(classes)}; fix the labels or "
                 "'classes' in the config")
-        frame[cfg.label] = labels
-    for reason, bad in _invalid(frame, cfg):
+        frame[label] = labels
+    for reason, bad in _invalid(frame, prediction, classes, scores):
         if bad.any():
             rejected[reason] = rejected.get(reason, 0) + int(np.count_nonzero(bad & keep))
             keep &= ~bad
@@ -112,13 +119,14 @@ def prepare(frame: pd.DataFrame, cfg: ModelConfig) -> tuple[pd.DataFrame, dict[s
     return frame, {k: v for k, v in rejected.items() if v}, duplicates
 
 
-def _invalid(frame: pd.DataFrame, cfg: ModelConfig) -> Iterator[tuple[str, NDArray[np.bool_]]]:
+def _invalid(frame: pd.DataFrame, prediction: str | None, classes: Sequence[Any],
+             scores: Sequence[str]) -> Iterator[tuple[str, NDArray[np.bool_]]]:
     """Convert the prediction and score columns in place; yield (reason, invalid rows)."""
-    if cfg.prediction is not None and cfg.prediction in frame.columns:
-        predicted, _ = to_classes(frame[cfg.prediction], cfg.classes or ())
-        frame[cfg.prediction] = predicted
+    if prediction is not None and prediction in frame.columns:
+        predicted, _ = to_classes(frame[prediction], classes)
+        frame[prediction] = predicted
         yield "invalid_prediction", np.array([p is None for p in predicted], dtype=bool)
-    for column in score_columns(cfg):
+    for column in scores:
         if column in frame.columns:
             s = to_score(frame[column])
             frame[column] = s

@@ -20,6 +20,7 @@ from typing import Any
 
 from ..exceptions import InvalidInputError, MissingColumnError
 from ..report.evaluate import WindowReport, evaluate_summary
+from ..summaries.multiclass import replace
 from .columns import configured_columns, feature_columns, missing_message
 from .config import ModelConfig
 from .merge import merge_reports
@@ -51,11 +52,14 @@ class Batch:
 
 def _summary_kwargs(cfg: ModelConfig, columns: Sequence[str], labels: bool) -> dict[str, Any]:
     """Return what the source summarizes: the model's columns, spec and policies."""
+    # a multiclass model: its classes and their score columns, one summary per class
+    classes = dict(classes=cfg.classes, class_scores=tuple(cfg.class_scores.values())
+                   ) if cfg.task == "multiclass" else {}
     return dict(sensitive_features=list(cfg.sensitive_features),
                 label=cfg.label if labels else None, score=cfg.score,
                 prediction=cfg.prediction, features=feature_columns(cfg, columns),
                 threshold=cfg.decision_threshold, intersection=cfg.intersection,
-                spec=store_spec(cfg), missing=cfg.missing)
+                spec=store_spec(cfg), missing=cfg.missing, **classes)
 
 
 def _column_problem(cfg: ModelConfig, columns: Sequence[str], labels: bool) -> str | None:
@@ -85,7 +89,7 @@ def fetch_batch(cfg: ModelConfig, source: Any, spans: Sequence[Span], phase: str
 
 
 def _versioned(summary: Any, version: str) -> Any:
-    return None if summary is None else dataclasses.replace(summary, version=version)
+    return None if summary is None else replace(summary, version=version)  # multiclass too
 
 
 def report_of_parts(cfg: ModelConfig, parts: Any, phase: str, metrics: Sequence[str], *,
@@ -99,7 +103,7 @@ def report_of_parts(cfg: ModelConfig, parts: Any, phase: str, metrics: Sequence[
     the label metrics on the labelled ones (none: NaN, "labels not available"). The summaries
     evaluated go into ``stored`` (serialized) for the rollups, under the row path's part names.
     """
-    from ..summaries import to_bytes
+    from ..summaries.multiclass import to_bytes  # binary or multiclass
 
     evaluation = cfg.evaluation.replace(rng=rng)
     every, labelled = _versioned(parts.every, version), _versioned(parts.labelled, version)

@@ -25,8 +25,13 @@ from numpy.typing import NDArray
 
 from .._validation import check_binary
 from ..exceptions import InvalidInputError
+from ..monitor import multiclass as _multiclass
 from ..monitor.rows import prepare
-from ..summaries import SummarySpec, from_bytes, merge_all, summarize, to_bytes
+from ..report.evaluate import Window
+from ..summaries import SummarySpec, summarize
+
+# binary or multiclass (one binary summary per class) summaries alike
+from ..summaries.multiclass import from_bytes, merge_all, to_bytes
 from ..utils.groups import apply_missing_policy, column_values, encode_attributes
 
 __all__ = ["KEY", "OUTPUT", "OUTPUT_TYPES", "PartitionPlan", "merge_window",
@@ -58,6 +63,9 @@ class PartitionPlan:
     window_us: int | None
     #: the key is a Spark ``long`` (a window start, or 0 for the whole data)
     key_is_long: bool = True
+    #: a multiclass model (``task: multiclass``): its classes and their score columns
+    classes: tuple[Any, ...] | None = None
+    class_scores: tuple[str, ...] = ()
 
 
 def window_bounds(key: Any, window_us: int | None) -> tuple[datetime | None, datetime | None]:
@@ -128,11 +136,13 @@ def _summary_bytes(plan: PartitionPlan, part: Any, key: Any, labels: bool) -> by
     def col(name: str | None) -> Any:
         return None if name is None else part[name].to_numpy()
 
+    start, end = window_bounds(key, plan.window_us)
+    if plan.classes is not None:  # one binary summary per class, as the monitor's rows
+        return to_bytes(_class_summary(plan, part, columns, col, labels, start, end))
     # rows.prepare made the scores valid floats, the labels and predictions floats: numbers
     # other than 0/1 are refused here (evaluate_window's check), naming the column
     y_true = _binary(col(plan.label), plan.label, "y_true") if labels else None
     y_pred = _binary(col(plan.prediction), plan.prediction, "y_pred")
-    start, end = window_bounds(key, plan.window_us)
     summary = summarize(columns,
                         y_pred=None if y_pred is None else y_pred.astype(np.int8),
                         y_score=col(plan.score),
@@ -144,6 +154,28 @@ def _summary_bytes(plan: PartitionPlan, part: Any, key: Any, labels: bool) -> by
                         spec=plan.spec, model=plan.model, version=plan.version,
                         start=start, end=end)
     return to_bytes(summary)
+
+
+def _class_summary(plan: PartitionPlan, part: Any, columns: Mapping[str, Any], col: Any,
+                   labels: bool, start: Any, end: Any) -> Any:
+    """Return a multiclass window's summary (:func:`.monitor.multiclass.summarize_window`)."""
+    window = Window(columns, y_pred=col(plan.prediction),
+                    y_true=col(plan.label) if labels else None,
+                    y_score=part[list(plan.class_scores)].to_numpy(dtype=float)
+                    if plan.class_scores else None,
+                    X=part[list(plan.features)] if plan.features else None,
+                    classes=plan.classes, missing=plan.missing)
+    return _multiclass.summarize_window(window, intersection=plan.intersection,
+                                        spec=plan.spec, model=plan.model,
+                                        version=plan.version, start=start, end=end)
+
+
+def _prepare(plan: PartitionPlan, part: Any) -> tuple[Any, dict[str, int], int]:
+    """Apply the monitor's invalid-row policy of the model's task (:mod:`fairmonitor.monitor`)."""
+    if plan.classes is not None:
+        return _multiclass.prepare_columns(part, label=plan.label, prediction=plan.prediction,
+                                           classes=plan.classes, scores=plan.class_scores)
+    return prepare(part, score=plan.score, prediction=plan.prediction, label=plan.label)
 
 
 #: the output columns of :func:`summarize_partition`, and their Spark types (after the key's)
@@ -161,8 +193,7 @@ def _window_row(plan: PartitionPlan, part: Any, key: Any) -> tuple[Any, ...] | N
     names the window (never a row number local to this partition).
     """
     try:
-        rows, rejected, _ = prepare(part, score=plan.score, prediction=plan.prediction,
-                                    label=plan.label)
+        rows, rejected, _ = _prepare(plan, part)
         if plan.label is None:
             labelled = np.ones(len(rows), dtype=bool)
         else:

@@ -35,7 +35,8 @@ from .core import merge_all as _merge_binary
 from .serialize import from_bytes as _binary_from_bytes
 from .serialize import to_bytes as _binary_to_bytes
 
-__all__ = ["MulticlassSpec", "MulticlassSummary", "from_bytes", "merge_all", "to_bytes"]
+__all__ = ["MulticlassSpec", "MulticlassSummary", "from_bytes", "merge_all", "replace",
+           "to_bytes"]
 
 _MAGIC = b"FMMCSUM\x00"
 _FORMAT = "fairmonitor-multiclass-summary"
@@ -180,14 +181,26 @@ class MulticlassSummary:
         """Return the same rows without their labels, class by class."""
         return MulticlassSummary({c: s.without_labels() for c, s in self.parts.items()})
 
-    def with_version(self, version: str) -> MulticlassSummary:
-        """Return the summary with every class's ``version`` set."""
-        return MulticlassSummary({c: dataclasses.replace(s, version=version)
+    def replace(self, **changes: Any) -> MulticlassSummary:
+        """Return the summary with every class's fields changed (version, start, end...)."""
+        return MulticlassSummary({c: dataclasses.replace(s, **changes)
                                   for c, s in self.parts.items()})
 
     def nbytes(self) -> int:
         """Bytes of the arrays every class's summary holds."""
         return sum(s.nbytes() for s in self.parts.values())
+
+
+def replace(summary: Any, **changes: Any) -> Any:
+    """Return a binary or multiclass summary with its fields (every class's) changed.
+
+    >>> from fairmonitor.summaries import summarize
+    >>> replace(summarize({"g": ["a"]}, y_pred=[1]), version="7").version
+    '7'
+    """
+    if isinstance(summary, MulticlassSummary):
+        return summary.replace(**changes)
+    return dataclasses.replace(summary, **changes)
 
 
 def merge_all(summaries: Sequence[Any]) -> Any:

@@ -172,10 +172,6 @@ def _model(r: Reader, at: str, name: str, raw: Any, base: Path) -> ModelConfig |
     label, score, prediction = _columns(r, at, raw, class_scores=bool(class_scores))
     if task == "multiclass":
         _multiclass_limits(r, at, raw)
-        if source.kind == "spark":
-            r.error(f"{at}.source.kind", "spark is not supported with task: multiclass yet "
-                                         "(its executors summarize binary windows); use sql or "
-                                         "files")
     for i, metric in enumerate(metrics):
         _check_metric(r, f"{at}.metrics[{i}]", metric, label=label,
                       score=score or next(iter(class_scores.values()), None))
