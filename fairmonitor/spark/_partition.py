@@ -10,7 +10,9 @@ labels, predictions and scores converted; a missing label means "not labelled ye
 :class:`fairmonitor.report.Window` does to them (the missing-value policy of the sensitive
 columns, predictions from scores), so a partition's summaries are the summaries the monitor
 builds of those rows: one of the labelled rows (with their labels), one of the rows without a
-label (without labels).
+label (without labels). A multiclass model's (``PartitionPlan.classes``) get its own policy
+(:func:`fairmonitor.monitor.multiclass.prepare_columns`) and one binary summary per class
+(:mod:`fairmonitor.summaries.multiclass`).
 """
 
 from __future__ import annotations

@@ -30,10 +30,12 @@ from datetime import datetime
 from typing import Any
 
 from ..exceptions import InvalidInputError
-from .core import SummarySpec, WindowSummary
-from .core import merge_all as _merge_binary
-from .serialize import from_bytes as _binary_from_bytes
-from .serialize import to_bytes as _binary_to_bytes
+
+# the package's public names (wherever its modules keep them)
+from . import SummarySpec, WindowSummary
+from . import from_bytes as _binary_from_bytes
+from . import merge_all as _merge_binary
+from . import to_bytes as _binary_to_bytes
 
 __all__ = ["MulticlassSpec", "MulticlassSummary", "from_bytes", "merge_all", "replace",
            "to_bytes"]
