@@ -153,7 +153,8 @@ def test_multiclass_rollup_gauges_per_class_and_worst_class():
     cfg = _config(metrics=[DPD, "abcc"])
     registry = CollectorRegistry()
     collector = FairnessCollector(registry, models=cfg.models, build_version="t")
-    results = run_once(cfg, {"tiers": MemorySource(frame)}, MemoryCheckpoint(),
+    checkpoint = MemoryCheckpoint()
+    results = run_once(cfg, {"tiers": MemorySource(frame)}, checkpoint,
                        now=T0 + 6 * H + timedelta(minutes=1), on_result=collector.observe,
                        summaries=MemorySummaryStore())
     (roll,) = [r for r in results if r.rollup]
@@ -177,6 +178,13 @@ def test_multiclass_rollup_gauges_per_class_and_worst_class():
         "model": "tiers", "version": "1", "sensitive_attribute": "sex", "class": "mid"}
     ) == hour.report.values[(f"{DPD}__class_mid", "sex")]
     assert roll.report.values[(DPD, "sex")] == worst
+    # a restarted service shows every class's rollup value at once, from the snapshot
+    restarted = CollectorRegistry()
+    FairnessCollector(restarted, models=cfg.models, build_version="t").restore(
+        "tiers", checkpoint.load("tiers").last)
+    for c in CLASSES:
+        assert restarted.get_sample_value("fairmonitor_rollup_value_by_class", {
+            **labels, "metric": DPD, "class": c}) == oracle.values[(f"{DPD}__class_{c}", "sex")]
 
 
 def test_late_labels_re_evaluate_a_multiclass_rollup_from_its_summaries():
