@@ -179,38 +179,42 @@ def _report(cfg: ModelConfig, frame: pd.DataFrame, metrics: Sequence[str], *, la
     """
     # the group columns are encoded once (Window.groups), for the report and the summary
     features = _feature_columns(cfg, frame)
+    identity = dict(model=cfg.name, version=version, start=start, end=end)
     if cfg.task == "multiclass":  # class labels and per-class scores: one-vs-rest per class
-        window = _multiclass.window(cfg, frame, labels=labels, features=features,
-                                    model=cfg.name, version=version, start=start, end=end)
-        return evaluate_window(window, metrics=metrics,
-                               evaluation=cfg.evaluation.replace(rng=rng))
-    window = Window.from_frame(
-        frame, sensitive_features=list(cfg.sensitive_features),
-        label=cfg.label if labels else None, score=cfg.score, prediction=cfg.prediction,
-        features=features, threshold=cfg.decision_threshold, model=cfg.name, version=version,
-        start=start, end=end, missing=cfg.missing)
+        window = _multiclass.window(cfg, frame, labels=labels, features=features, **identity)
+    else:
+        window = Window.from_frame(
+            frame, sensitive_features=list(cfg.sensitive_features),
+            label=cfg.label if labels else None, score=cfg.score, prediction=cfg.prediction,
+            features=features, threshold=cfg.decision_threshold, missing=cfg.missing,
+            **identity)
     if parts is not None and cfg.rollups:
         # the rows' summary for the rollups, made from the same checked columns; a failure
         # costs the rollups this window (stage "rollup"), never the window's own values
         try:
             parts["labels" if labels else "predictions"] = to_bytes(_summary_of(
-                cfg, window, version=version))
+                cfg, window, identity))
         except Exception as exc:
             if faults is not None:
                 faults["rollup"] = f"cannot summarize the window: {type(exc).__name__}: {exc}"
     return evaluate_window(window, metrics=metrics, evaluation=cfg.evaluation.replace(rng=rng))
 
 
-def _summary_of(cfg: ModelConfig, window: Window, *, version: str) -> Any:
+def _summary_of(cfg: ModelConfig, window: Window, identity: dict[str, Any]) -> Any:
     """Return the summary a window of ``cfg``'s model stores for the rollups.
 
     A regression model's (:func:`~fairmonitor.summaries.summarize_regression`: error sums,
     predictions, and the predictions mapped by ``prediction_madd``'s ``value_range`` when
-    one is configured), else the classification summary, from the window's checked columns.
+    one is configured), a multiclass model's (one binary summary per class), else the
+    classification summary, from the window's checked columns. ``identity``: model, version,
+    start, end.
     """
+    spec = _rollups.store_spec(cfg)
+    if cfg.task == "multiclass":
+        return _multiclass.summarize_window(window, intersection=cfg.intersection, spec=spec,
+                                            **identity)
     common = dict(intersection=cfg.intersection, groups=window.groups(cfg.intersection),
-                  spec=_rollups.store_spec(cfg), model=cfg.name, version=version,
-                  start=window.start, end=window.end)
+                  spec=spec, **identity)
     if cfg.task == "regression":
         value_range = cfg.options.get("prediction_madd", {}).get("value_range")
         return summarize_regression(window.sensitive_features, y_pred=window.y_pred,

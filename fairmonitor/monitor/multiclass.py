@@ -10,7 +10,8 @@ are matched to the configured classes by their text (``1``, ``1.0`` and ``"1"`` 
 not a class is a data error that holds the window (as a binary label that is not 0/1), and a
 missing label is a label not arrived yet. :func:`window` builds the multiclass
 :class:`~fairmonitor.report.Window` that :func:`~fairmonitor.report.evaluate_window` evaluates
-class by class (``docs/multiclass.md``).
+class by class (``docs/multiclass.md``), and :func:`summarize_window` its summary for the
+rollups: one binary summary per class, of the same binary views the report evaluates.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from numpy.typing import NDArray
 
 from ..exceptions import InvalidInputError
 from ..report.evaluate import Window
+from ..summaries import SummarySpec, summarize
+from ..summaries.multiclass import MulticlassSummary
 from .rows import duplicate_rows, to_score
 
 if TYPE_CHECKING:
@@ -30,7 +33,8 @@ if TYPE_CHECKING:
 
     from .config import ModelConfig
 
-__all__ = ["class_text", "prepare", "score_columns", "to_classes", "window"]
+__all__ = ["class_text", "model_classes", "model_scores", "prepare", "prepare_columns",
+           "score_columns", "summarize_window", "to_classes", "window"]
 
 
 def class_text(value: Any) -> str:
@@ -83,19 +87,26 @@ def prepare(frame: pd.DataFrame, cfg: ModelConfig) -> tuple[pd.DataFrame, dict[s
     Returns what :func:`.rows.prepare` returns: the rows, the rejected rows per reason and
     the duplicate rows.
     """
-    classes = cfg.classes or ()
+    return prepare_columns(frame, label=cfg.label, prediction=cfg.prediction,
+                           classes=cfg.classes or (), scores=score_columns(cfg))
+
+
+def prepare_columns(frame: pd.DataFrame, *, label: str | None, prediction: str | None,
+                    classes: Sequence[Any], scores: Sequence[str]
+                    ) -> tuple[pd.DataFrame, dict[str, int], int]:
+    """:func:`prepare` from the columns themselves (a Spark executor has no config)."""
     frame = frame.copy(deep=False)
     keep = np.ones(len(frame), dtype=bool)
     rejected: dict[str, int] = {}
-    if cfg.label is not None and cfg.label in frame.columns:
-        labels, unknown = to_classes(frame[cfg.label], classes)
+    if label is not None and label in frame.columns:
+        labels, unknown = to_classes(frame[label], classes)
         if unknown.any():
             raise InvalidInputError(
-                f"column {cfg.label!r} holds label(s) {_listed(frame[cfg.label][unknown])} "
+                f"column {label!r} holds label(s) {_listed(frame[label][unknown])} "
                 f"that are not among the classes {list(classes)}; fix the labels or "
                 "'classes' in the config")
-        frame[cfg.label] = labels
-    for reason, bad in _invalid(frame, cfg):
+        frame[label] = labels
+    for reason, bad in _invalid(frame, prediction, classes, scores):
         if bad.any():
             rejected[reason] = rejected.get(reason, 0) + int(np.count_nonzero(bad & keep))
             keep &= ~bad
@@ -108,13 +119,14 @@ def prepare(frame: pd.DataFrame, cfg: ModelConfig) -> tuple[pd.DataFrame, dict[s
     return frame, {k: v for k, v in rejected.items() if v}, duplicates
 
 
-def _invalid(frame: pd.DataFrame, cfg: ModelConfig) -> Iterator[tuple[str, NDArray[np.bool_]]]:
+def _invalid(frame: pd.DataFrame, prediction: str | None, classes: Sequence[Any],
+             scores: Sequence[str]) -> Iterator[tuple[str, NDArray[np.bool_]]]:
     """Convert the prediction and score columns in place; yield (reason, invalid rows)."""
-    if cfg.prediction is not None and cfg.prediction in frame.columns:
-        predicted, _ = to_classes(frame[cfg.prediction], cfg.classes or ())
-        frame[cfg.prediction] = predicted
+    if prediction is not None and prediction in frame.columns:
+        predicted, _ = to_classes(frame[prediction], classes)
+        frame[prediction] = predicted
         yield "invalid_prediction", np.array([p is None for p in predicted], dtype=bool)
-    for column in score_columns(cfg):
+    for column in scores:
         if column in frame.columns:
             s = to_score(frame[column])
             frame[column] = s
@@ -134,3 +146,66 @@ def window(cfg: ModelConfig, frame: pd.DataFrame, *, labels: bool, features: lis
         y_score=frame[scores].to_numpy(dtype=float) if scores else None,
         X=frame[features] if features else None, classes=cfg.classes, missing=cfg.missing,
         **kwargs)
+
+
+def summarize_window(window: Window, *, intersection: bool, spec: SummarySpec,
+                     **identity: Any) -> MulticlassSummary:
+    """Return a multiclass window's summary: each class's one-vs-rest binary summary.
+
+    Each class's rows are :meth:`Window.one_vs_rest`'s, the view
+    :func:`~fairmonitor.report.evaluate_window` evaluates, so a merge of these summaries
+    evaluates (:func:`~fairmonitor.report.evaluate_summary`) to the rows' own report. The
+    groups are encoded once for every class. ``identity``: model, version, start, end.
+    """
+    groups = window.groups(intersection)
+    parts = {}
+    for label in window.classes or ():
+        binary = window.one_vs_rest(label)
+        parts[label] = summarize(
+            binary.sensitive_features, y_pred=binary.y_pred, y_score=binary.y_score,
+            y_true=binary.y_true, X=binary.X, threshold=binary.threshold,
+            intersection=intersection, groups=groups, spec=spec, **identity)
+    return MulticlassSummary(parts)
+
+
+def model_classes(raw: Any, classes: Sequence[Any], name: str) -> NDArray[Any]:
+    """Return a model's predictions as the configured classes (a model version's, ``reference``).
+
+    Class labels are matched by their text (:func:`class_text`); one probability column per
+    class (``predict_proba``-like output) gives the most probable class. A prediction that is
+    not a class is an error: it would count as "rest" for every class.
+
+    >>> model_classes(np.array([2.0, 0.0]), (0, 1, 2), "predict").tolist()
+    [2, 0]
+    >>> model_classes(np.array([[.1, .9], [.8, .2]]), ("a", "b"), "predict").tolist()
+    ['b', 'a']
+    """
+    import pandas as pd
+
+    out = np.asarray(raw)
+    if out.ndim == 2 and out.shape[1] == len(classes) and out.dtype.kind == "f":
+        return np.asarray(classes, dtype=object)[np.argmax(out, axis=1)]
+    out = out.reshape(-1) if out.ndim == 2 and out.shape[1] == 1 else out
+    mapped, unknown = to_classes(pd.Series(out), classes)
+    bad = unknown | np.array([m is None for m in mapped], dtype=bool)
+    if bad.any():
+        raise InvalidInputError(f"{name} gives value(s) {_listed(out[bad])} that are not among "
+                                f"the classes {list(classes)}; fix 'classes' in the config")
+    return mapped
+
+
+def model_scores(raw_model: Any, model_input: Any, classes: Sequence[Any]
+                 ) -> NDArray[np.float64] | None:
+    """Return ``predict_proba``'s columns in the order of ``classes``, or None.
+
+    The columns are the model's ``classes_`` (matched by their text); a model without
+    ``predict_proba`` or ``classes_``, or whose classes are not the configured ones, gives None
+    (the score metrics are then skipped, with the reason).
+    """
+    if not hasattr(raw_model, "predict_proba") or not hasattr(raw_model, "classes_"):
+        return None
+    position = {class_text(c): k for k, c in enumerate(raw_model.classes_)}
+    if set(position) != {class_text(c) for c in classes}:
+        return None
+    proba = np.asarray(raw_model.predict_proba(model_input), dtype=float)
+    return proba[:, [position[class_text(c)] for c in classes]]

@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..report.evaluate import evaluate_summary
-from ..summaries import SummarySpec, WindowSummary, from_bytes, merge_all
+from ..summaries import SummarySpec, WindowSummary, from_bytes, merge_all  # every kind
+from ..summaries.multiclass import MulticlassSpec
 from .incidents import INCIDENTS
 from .merge import merge_reports
 from .summary_store import SummaryStore
@@ -132,8 +133,8 @@ def _iso(t: datetime | None) -> str:
     return "?" if t is None else t.isoformat()
 
 
-def _load(cfg: ModelConfig, blobs: Mapping[int, bytes], spec: SummarySpec, notes: list[str],
-          bad: dict[int, SummaryIntegrityError]) -> dict[int, WindowSummary]:
+def _load(cfg: ModelConfig, blobs: Mapping[int, bytes], spec: SummarySpec | MulticlassSpec,
+          notes: list[str], bad: dict[int, SummaryIntegrityError]) -> dict[int, WindowSummary]:
     """Return the checked summaries of ``blobs``; failing ones go to ``bad`` (counted, logged)."""
     out, other = {}, 0
     for index, blob in blobs.items():
@@ -218,7 +219,9 @@ def _stored(cfg: ModelConfig, store: SummaryStore, indices: range, free: bool,
     Raises :class:`_Unusable` when the store cannot be read, or a corrupt summary cannot be
     re-made: nothing corrupt is ever merged.
     """
-    spec = store_spec(cfg)
+    spec: SummarySpec | MulticlassSpec = store_spec(cfg)
+    if cfg.task == "multiclass":  # its classes are part of what its summaries mean
+        spec = MulticlassSpec(spec, cfg.classes or ())
     bad: dict[int, SummaryIntegrityError] = {}
     try:
         parts = {"labels": _load(cfg, store.get(cfg.name, indices, "labels"), spec, notes, bad)}

@@ -20,6 +20,7 @@ from typing import Any
 
 from ..exceptions import InvalidInputError, MissingColumnError
 from ..report.evaluate import WindowReport, evaluate_summary
+from ..summaries.multiclass import replace
 from .columns import configured_columns, feature_columns, missing_message
 from .config import ModelConfig
 from .merge import merge_reports
@@ -52,8 +53,9 @@ class Batch:
 def _summary_kwargs(cfg: ModelConfig, columns: Sequence[str], labels: bool) -> dict[str, Any]:
     """Return what the source summarizes: the model's columns, spec and policies.
 
-    A regression model's also say its task and ``prediction_madd``'s ``value_range`` (the
-    summary the row path stores: ``job._summary_of``).
+    A regression model's also say its task and ``prediction_madd``'s ``value_range``, a
+    multiclass model's its classes and their score columns (the summary the row path stores:
+    ``job._summary_of``).
     """
     kwargs = dict(sensitive_features=list(cfg.sensitive_features),
                   label=cfg.label if labels else None, score=cfg.score,
@@ -63,6 +65,8 @@ def _summary_kwargs(cfg: ModelConfig, columns: Sequence[str], labels: bool) -> d
     if cfg.task == "regression":
         kwargs.update(task="regression", features=[],
                       value_range=cfg.options.get("prediction_madd", {}).get("value_range"))
+    if cfg.task == "multiclass":  # one summary per class
+        kwargs.update(classes=cfg.classes, class_scores=tuple(cfg.class_scores.values()))
     return kwargs
 
 
@@ -93,7 +97,7 @@ def fetch_batch(cfg: ModelConfig, source: Any, spans: Sequence[Span], phase: str
 
 
 def _versioned(summary: Any, version: str) -> Any:
-    return None if summary is None else dataclasses.replace(summary, version=version)
+    return None if summary is None else replace(summary, version=version)  # multiclass too
 
 
 def report_of_parts(cfg: ModelConfig, parts: Any, phase: str, metrics: Sequence[str], *,
@@ -107,7 +111,7 @@ def report_of_parts(cfg: ModelConfig, parts: Any, phase: str, metrics: Sequence[
     the label metrics on the labelled ones (none: NaN, "labels not available"). The summaries
     evaluated go into ``stored`` (serialized) for the rollups, under the row path's part names.
     """
-    from ..summaries import to_bytes
+    from ..summaries import to_bytes  # any kind
 
     evaluation = cfg.evaluation.replace(rng=rng)
     every, labelled = _versioned(parts.every, version), _versioned(parts.labelled, version)

@@ -23,6 +23,7 @@ import numpy as np
 
 from ..report.evaluate import Window, WindowReport, evaluate_window
 from ..report.registry import METRICS
+from . import multiclass as _multiclass
 from .checkpoint import Checkpoint
 from .merge import merge_reports
 
@@ -152,6 +153,33 @@ def _scores(model: Any, model_input: pd.DataFrame, frame: pd.DataFrame,
     return None
 
 
+def _multiclass_outputs(model_cfg: ModelConfig, model: Any, model_input: pd.DataFrame,
+                        frame: pd.DataFrame, label: str | None
+                        ) -> tuple[Callable[[Any], Any], dict[str, Any]]:
+    """Return a multiclass model's ``predict`` (class labels) and its window's outputs.
+
+    Scores: the underlying model's ``predict_proba`` in the order of the classes, else the
+    reference's per-class ``scores`` columns. Labels: the configured classes; a missing or
+    unknown label in reference data is an error (:func:`.multiclass.model_classes`).
+    """
+    classes = tuple(model_cfg.classes or ())
+
+    def predict(X: Any) -> Any:
+        return _multiclass.model_classes(model.predict(X), classes, "the model's predict")
+
+    raw = model.get_raw_model() if hasattr(model, "get_raw_model") else None
+    y_score = _multiclass.model_scores(raw, model_input, classes)
+    columns = _multiclass.score_columns(model_cfg)
+    if y_score is None and columns and set(columns) <= set(frame.columns):
+        y_score = frame[columns].to_numpy(dtype=float)
+    y_true = None
+    if label is not None and label in frame.columns:
+        y_true = _multiclass.model_classes(frame[label].to_numpy(dtype=object), classes,
+                                           f"reference column {label!r}")
+    return predict, dict(y_pred=predict(model_input), y_score=y_score, y_true=y_true,
+                         classes=classes)
+
+
 def _model_options(model_cfg: ModelConfig, calls_model: list[str],
                    frozen: Mapping[str, str]) -> dict[str, dict[str, Any]]:
     """Return the configured options, with the defaults of the metrics that call the model.
@@ -200,16 +228,21 @@ def evaluate_version(
     model_input = reference_frame[inputs]
     features = [c for c in inputs if c not in sensitive]
 
-    def predict(X: Any) -> np.ndarray[Any, Any]:
-        return _binary_predictions(model.predict(X), model_cfg.decision_threshold)
+    if model_cfg.task == "multiclass":  # class labels, every class one-vs-rest
+        predict, outputs = _multiclass_outputs(model_cfg, model, model_input, reference_frame,
+                                               label)
+    else:
+        def predict(X: Any) -> np.ndarray[Any, Any]:
+            return _binary_predictions(model.predict(X), model_cfg.decision_threshold)
 
-    y_score = _scores(model, model_input, reference_frame, score_col)
+        outputs = dict(
+            y_pred=predict(model_input),
+            y_score=_scores(model, model_input, reference_frame, score_col),
+            y_true=reference_frame[label].to_numpy() if label in reference_frame.columns
+            else None, threshold=model_cfg.decision_threshold)
     common = dict(
-        sensitive_features={c: reference_frame[c] for c in sensitive},
-        y_pred=predict(model_input), y_score=y_score,
-        y_true=reference_frame[label].to_numpy() if label in reference_frame.columns else None,
-        threshold=model_cfg.decision_threshold, model=model_cfg.name, version=version,
-        missing=getattr(model_cfg, "missing", "group"))
+        sensitive_features={c: reference_frame[c] for c in sensitive}, **outputs,
+        model=model_cfg.name, version=version, missing=getattr(model_cfg, "missing", "group"))
     window = Window(**common, X=reference_frame[features] if features else None,
                     predict=predict)
     metrics = list(ref.metrics) if ref and ref.metrics is not None else _available(window)

@@ -35,7 +35,13 @@ from .._validation import (
     check_scores,
 )
 from ..exceptions import GroupExclusionWarning, InvalidInputError, UndefinedMetricWarning
-from ..summaries import RegressionSummary, SummarySpec, WindowSummary, summarize
+from ..summaries import (
+    MulticlassSummary,
+    RegressionSummary,
+    SummarySpec,
+    WindowSummary,
+    summarize,
+)
 from ..summaries.regression import regression_result
 from ..utils.groups import (
     INTERSECTION_SEPARATOR,
@@ -681,7 +687,7 @@ _IN_PROCESS = SummarySpec(max_raw=None, sample_size=0)
 
 
 def evaluate_summary(
-    summary: WindowSummary | RegressionSummary,
+    summary: WindowSummary | RegressionSummary | MulticlassSummary,
     *,
     metrics: Iterable[str] | None = None,
     min_group_size: int | DefaultType = DEFAULT,
@@ -713,7 +719,10 @@ def evaluate_summary(
 
     Parameters
     ----------
-    summary : WindowSummary
+    summary : WindowSummary or MulticlassSummary
+        A multiclass summary (:mod:`fairmonitor.summaries.multiclass`, one binary summary per
+        class) is evaluated class by class and folded as :func:`evaluate_window` folds a
+        multiclass window: ``<metric>__class_<c>`` per class and ``<metric>`` the worst.
     predict : callable, optional
         The model, for the robustness metrics (run on the sample).
     metrics, min_group_size, min_condition_size, thresholds, options, threshold, rng, errors,
@@ -745,6 +754,8 @@ def evaluate_summary(
                        min_condition_size=min_condition_size, thresholds=thresholds,
                        options=options, threshold=threshold, rng=rng, errors=errors,
                        confidence_level=confidence_level)
+    if isinstance(summary, MulticlassSummary):  # every class's summary, as evaluate_window
+        return _evaluate_class_summaries(summary, metrics, predict, results, settings)
     started = time.perf_counter()
     regression = isinstance(summary, RegressionSummary)
     if regression:  # a regression model's summary: its metrics, from its sums and values
@@ -772,6 +783,21 @@ def evaluate_summary(
 
     run = _Run(summary, rows, has, settings, given=results or {})
     return _evaluate(run, specs, skipped, started=started, notes=notes)
+
+
+def _evaluate_class_summaries(summary: MulticlassSummary, metrics: Iterable[str] | None,
+                              predict: Callable[[Any], Any] | None, results: Any,
+                              settings: EvaluationOptions) -> WindowReport:
+    """Evaluate a multiclass summary: each class's binary summary, folded as the rows' are."""
+    if results:
+        raise InvalidInputError("`results` computed elsewhere are for binary summaries; a "
+                                "multiclass summary's classes are evaluated on their own")
+    reports = {c: evaluate_summary(part, metrics=metrics, evaluation=settings,
+                                   predict=None if predict is None
+                                   else functools.partial(_predict_class, predict, c))
+               for c, part in summary.parts.items()}
+    return dataclasses.replace(next(iter(reports.values())),
+                               **_multiclass.combine_class_reports(reports, settings.thresholds))
 
 
 @dataclass

@@ -10,7 +10,9 @@ labels, predictions and scores converted; a missing label means "not labelled ye
 :class:`fairmonitor.report.Window` does to them (the missing-value policy of the sensitive
 columns, predictions from scores), so a partition's summaries are the summaries the monitor
 builds of those rows: one of the labelled rows (with their labels), one of the rows without a
-label (without labels).
+label (without labels). A multiclass model's (``PartitionPlan.classes``) get its own policy
+(:func:`fairmonitor.monitor.multiclass.prepare_columns`) and one binary summary per class
+(:mod:`fairmonitor.summaries.multiclass`).
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ from numpy.typing import NDArray
 
 from .._validation import check_binary
 from ..exceptions import InvalidInputError
+from ..monitor import multiclass as _multiclass
 from ..monitor.rows import prepare
+from ..report.evaluate import Window
 from ..summaries import (
     SummarySpec,
     from_bytes,
@@ -70,6 +74,9 @@ class PartitionPlan:
     task: str = "binary"
     #: a regression model's ``prediction_madd`` range (its mapped predictions summarized)
     value_range: tuple[float, float] | None = None
+    #: a multiclass model (``task: multiclass``): its classes and their score columns
+    classes: tuple[Any, ...] | None = None
+    class_scores: tuple[str, ...] = ()
 
 
 def window_bounds(key: Any, window_us: int | None) -> tuple[datetime | None, datetime | None]:
@@ -141,6 +148,8 @@ def _summary_bytes(plan: PartitionPlan, part: Any, key: Any, labels: bool) -> by
         return None if name is None else part[name].to_numpy()
 
     start, end = window_bounds(key, plan.window_us)
+    if plan.classes is not None:  # one binary summary per class, as the monitor's rows
+        return to_bytes(_class_summary(plan, part, columns, col, labels, start, end))
     groups = encode_attributes(columns, intersection=plan.intersection, validated=True)
     if plan.task == "regression":  # rows.prepare made both numbers (missing label: unlabelled)
         return to_bytes(summarize_regression(
@@ -163,6 +172,29 @@ def _summary_bytes(plan: PartitionPlan, part: Any, key: Any, labels: bool) -> by
     return to_bytes(summary)
 
 
+def _class_summary(plan: PartitionPlan, part: Any, columns: Mapping[str, Any], col: Any,
+                   labels: bool, start: Any, end: Any) -> Any:
+    """Return a multiclass window's summary (:func:`.monitor.multiclass.summarize_window`)."""
+    window = Window(columns, y_pred=col(plan.prediction),
+                    y_true=col(plan.label) if labels else None,
+                    y_score=part[list(plan.class_scores)].to_numpy(dtype=float)
+                    if plan.class_scores else None,
+                    X=part[list(plan.features)] if plan.features else None,
+                    classes=plan.classes, missing=plan.missing)
+    return _multiclass.summarize_window(window, intersection=plan.intersection,
+                                        spec=plan.spec, model=plan.model,
+                                        version=plan.version, start=start, end=end)
+
+
+def _prepare(plan: PartitionPlan, part: Any) -> tuple[Any, dict[str, int], int]:
+    """Apply the monitor's invalid-row policy of the model's task (:mod:`fairmonitor.monitor`)."""
+    if plan.classes is not None:
+        return _multiclass.prepare_columns(part, label=plan.label, prediction=plan.prediction,
+                                           classes=plan.classes, scores=plan.class_scores)
+    return prepare(part, score=plan.score, prediction=plan.prediction, label=plan.label,
+                   task=plan.task)
+
+
 #: the output columns of :func:`summarize_partition`, and their Spark types (after the key's)
 OUTPUT = ("window", "rows", "summary", "labelled", "unlabelled", "invalid_score",
           "invalid_prediction")
@@ -178,8 +210,7 @@ def _window_row(plan: PartitionPlan, part: Any, key: Any) -> tuple[Any, ...] | N
     names the window (never a row number local to this partition).
     """
     try:
-        rows, rejected, _ = prepare(part, score=plan.score, prediction=plan.prediction,
-                                    label=plan.label, task=plan.task)
+        rows, rejected, _ = _prepare(plan, part)
         if plan.label is None:
             labelled = np.ones(len(rows), dtype=bool)
         else:

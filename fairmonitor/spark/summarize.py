@@ -17,7 +17,8 @@ from datetime import timedelta
 from typing import Any
 
 from ..exceptions import InvalidInputError
-from ..summaries import SummarySpec, WindowSummary, from_bytes, merge_all
+from ..summaries import SummarySpec, WindowSummary
+from ..summaries.multiclass import from_bytes, merge_all  # multiclass summaries too
 from ._partition import (
     KEY,
     OUTPUT_TYPES,
@@ -201,8 +202,13 @@ def partial_summaries(
     spark: Any = None,
     task: str = "binary",
     value_range: tuple[float, float] | None = None,
+    classes: Sequence[Any] | None = None,
+    class_scores: Sequence[str] = (),
 ) -> tuple[Any, PartitionPlan]:
     """Return the lazy Spark DataFrame of per-partition summaries, and its plan.
+
+    ``classes`` (with ``class_scores``, each class's probability column): a multiclass model,
+    summarized one binary summary per class (:mod:`fairmonitor.summaries.multiclass`).
 
     One row per (partition, window): ``window`` (the key), ``rows`` and ``summary`` (binary:
     :func:`fairmonitor.summaries.to_bytes`). Nothing runs until it is collected (or written,
@@ -215,14 +221,15 @@ def partial_summaries(
         sensitive_features = [sensitive_features]
     if not sensitive_features:
         raise InvalidInputError("sensitive_features: name at least one column")
-    if label is None and score is None and prediction is None:
+    if label is None and score is None and prediction is None and not class_scores:
         raise InvalidInputError("give at least one of prediction, score (and label) columns")
     if window is not None and timestamp is None:
         raise InvalidInputError("window needs timestamp=<the column of the prediction time>")
     if window is not None and window_column is not None:
         raise InvalidInputError("give window (with timestamp) or window_column, not both")
     df = read_table(data, spark)
-    named = [*sensitive_features, *(c for c in (label, score, prediction) if c), *features]
+    named = [*sensitive_features, *(c for c in (label, score, prediction) if c),
+             *class_scores, *features]
     wanted = [*named, *(c for c in (timestamp, window_column) if c)]
     missing_cols = [c for c in wanted if c not in df.columns]
     if missing_cols:
@@ -236,8 +243,10 @@ def partial_summaries(
                          float(threshold), bool(intersection), spec or SummarySpec(), missing,
                          model, version, window_us, key_is_long, task,
                          None if value_range is None else (float(value_range[0]),
-                                                           float(value_range[1])))
-    outputs = {c for c in (label, score, prediction) if c} - set(sensitive_features)
+                                                           float(value_range[1])),
+                         None if classes is None else tuple(classes), tuple(class_scores))
+    outputs = {c for c in (label, score, prediction, *class_scores) if c} - set(
+        sensitive_features)
     selected = df.select(*(_as_number(df, c) if c in outputs else F.col(c)
                            for c in dict.fromkeys(named)), key.alias(KEY))
     schema = f"window {key_type}, {OUTPUT_TYPES}"

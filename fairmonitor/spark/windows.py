@@ -28,6 +28,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ..summaries import WindowSummary
+from ..summaries.multiclass import replace
 from .summarize import epoch_micros, merge_partials, merged_summaries, read_table
 
 __all__ = ["WindowParts", "summarize_windows"]
@@ -160,7 +161,7 @@ def _parts(rows: list[dict[str, Any]], plan: Any, start: int, end: int,
     got = merge_partials(mine, dataclasses.replace(plan, window_us=end - start))
     key = _EPOCH + start * _US
     bounds = {"start": key, "end": _EPOCH + end * _US}
-    every, labelled = (None if s is None else dataclasses.replace(s, **bounds)
+    every, labelled = (None if s is None else replace(s, **bounds)  # multiclass too
                        for s in (got.windows.get(key), got.labelled.get(key)))
     if every is not None and labelled is None and "y_true" in every.inputs:
         every, labelled = every.without_labels(), every  # every valid row is labelled

@@ -3,8 +3,9 @@
 :func:`summarize` turns a window's rows into a :class:`WindowSummary`;
 :meth:`WindowSummary.merge` adds two; :func:`to_bytes` / :func:`from_bytes` store them;
 :func:`fairmonitor.report.evaluate_summary` evaluates one into a ``WindowReport``. A
-regression model's windows: :func:`summarize_regression` (:mod:`.regression`); ``merge_all``,
-``to_bytes`` and ``from_bytes`` here take either kind.
+regression model's windows: :func:`summarize_regression` (:mod:`.regression`); a multiclass
+model's: one binary summary per class (:class:`MulticlassSummary`, :mod:`.multiclass`).
+``merge_all``, ``to_bytes`` and ``from_bytes`` here take every kind.
 """
 
 from .compute import AbccFromCells
@@ -19,15 +20,10 @@ from .core import (
     cell_edges,
     summarize,
 )
-from .regression import (
-    RegressionSummary,
-    from_bytes,
-    merge_all,
-    summarize_regression,
-    to_bytes,
-)
+from .multiclass import MulticlassSummary, from_bytes, merge_all, to_bytes
+from .regression import RegressionSummary, summarize_regression
 
 __all__ = ["DYADIC_BITS", "SUMMARY_VERSION", "AbccFromCells", "AttributeSummary",
-           "CompactCells", "GroupSummary", "RegressionSummary", "SummarySpec", "WindowSummary",
-           "cell_edges", "from_bytes", "merge_all", "summarize", "summarize_regression",
-           "to_bytes"]
+           "CompactCells", "GroupSummary", "MulticlassSummary", "RegressionSummary",
+           "SummarySpec", "WindowSummary", "cell_edges", "from_bytes", "merge_all", "summarize",
+           "summarize_regression", "to_bytes"]

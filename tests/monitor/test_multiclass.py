@@ -156,7 +156,6 @@ models:
 
 @pytest.mark.parametrize(("extra", "message"), [
     ("    score: p_low\n", "score: names one column"),
-    ("    rollups: [{window: 1d}]\n", "rollups: are not available for multiclass"),
     ("    decision_threshold: 0.3\n", "decision_threshold: thresholds a binary score"),
 ])
 def test_multiclass_config_errors(extra: str, message: str) -> None:
@@ -200,20 +199,3 @@ def test_an_empty_window_makes_every_class_undefined_not_stale() -> None:
     for metric in (DPD, f"{DPD}__class_mid"):  # an empty window has no version: ""
         assert registry.get_sample_value("fairmonitor_metric_undefined", {
             **labels, "version": "", "metric": metric, "reason": "no_traffic"}) == 1.0
-
-
-def test_a_spark_source_is_refused_for_multiclass() -> None:
-    # the Spark source summarizes windows on the executors, and summaries are binary
-    with pytest.raises(ConfigError, match=r"models.tiers.source.kind: spark is not supported "
-                                          r"with task: multiclass"):
-        load_config("""
-models:
-  tiers:
-    task: multiclass
-    classes: [a, b, c]
-    source: {kind: spark, table: predictions}
-    sensitive_features: [sex]
-    prediction: p
-    window: 1h
-    metrics: [demographic_parity_difference]
-""")

@@ -172,10 +172,6 @@ def _model(r: Reader, at: str, name: str, raw: Any, base: Path) -> ModelConfig |
     label, score, prediction = _columns(r, at, raw, class_scores=bool(class_scores))
     if task == "multiclass":
         _multiclass_limits(r, at, raw)
-        if source.kind == "spark":
-            r.error(f"{at}.source.kind", "spark is not supported with task: multiclass yet "
-                                         "(its executors summarize binary windows); use sql or "
-                                         "files")
     for i, metric in enumerate(metrics):
         _check_metric(r, f"{at}.metrics[{i}]", metric, label=label,
                       score=score or next(iter(class_scores.values()), None))
@@ -239,13 +235,15 @@ def _multiclass_limits(r: Reader, at: str, raw: Mapping[str, Any]) -> None:
     """Report the keys a multiclass model cannot use (one score column, binary-only paths)."""
     why = {"score": "names one column; a multiclass model gives one per class in 'scores'",
            "decision_threshold": "thresholds a binary score; the predicted class is the "
-                                 "'prediction' column, else the most probable class",
-           "rollups": "are not available for multiclass models yet (their summaries are "
-                      "binary)",
-           "reference": "is not available for multiclass models yet"}
+                                 "'prediction' column, else the most probable class"}
     for key, text in why.items():
         if raw.get(key) is not None:
             r.error(f"{at}.{key}", f"{text} (task: multiclass)")
+    reference = raw.get("reference")
+    if isinstance(reference, Mapping) and reference.get("score") is not None:
+        r.error(f"{at}.reference.score", "names one column; a multiclass version's scores are "
+                                         "its predict_proba, else the reference's 'scores' "
+                                         "columns (task: multiclass)")
 
 
 def _timing(r: Reader, at: str, raw: Mapping[str, Any], label: str | None

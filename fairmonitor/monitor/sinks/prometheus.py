@@ -684,22 +684,32 @@ class FairnessCollector:
         merged = _gauge("rollup_windows_merged", "Windows of the model whose stored summaries "
                         "the latest rollup window merged (fewer than it spans: some had no "
                         "rows or no summary).", "model", "window")
+        by_class = _gauge("rollup_value_by_class", "Fairness metric value of the latest window "
+                          "of each rollup, one class against the rest, per class of a "
+                          "multiclass model (the worst class is rollup_value).",
+                          "model", "version", "window", "metric", "sensitive_attribute", "class")
         for model, m in models.items():
             for (rollup, metric, attr), v in sorted(m.rollups.items()):
                 key = [model, v.version, rollup, metric, attr]
                 if math.isnan(v.value):
                     undefined.add_metric([*key, v.reason], 1.0)
                     continue
+                base, label = split_class_key(metric)
                 for part, family in families.items():
                     number = getattr(v, part)
-                    if math.isfinite(number):
+                    if not math.isfinite(number):
+                        continue
+                    if part == "value" and label is not None:  # a class: one bounded label
+                        by_class.add_metric([model, v.version, rollup, base, attr, label],
+                                            number)
+                    else:
                         family.add_metric(key, number)
                 if v.severity is not None:
                     state.add_metric(key, float(v.severity))
             for rollup, (t, n) in sorted(m.rollup_windows.items()):
                 end.add_metric([model, rollup], t)
                 merged.add_metric([model, rollup], float(n))
-        yield from (*families.values(), state, undefined, end, merged)
+        yield from (*families.values(), by_class, state, undefined, end, merged)
 
     def _row_families(self, models: Mapping[str, _Model]) -> Iterator[Metric]:
         rejected = _gauge("window_rejected_rows", "Rows of the latest window dropped before "
