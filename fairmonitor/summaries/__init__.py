@@ -11,6 +11,7 @@ from .core import (
     SUMMARY_VERSION,
     AttributeSummary,
     CompactCells,
+    DerivedGroups,
     GroupSummary,
     SummarySpec,
     WindowSummary,
@@ -21,5 +22,5 @@ from .core import (
 from .serialize import from_bytes, to_bytes
 
 __all__ = ["DYADIC_BITS", "SUMMARY_VERSION", "AbccFromCells", "AttributeSummary",
-           "CompactCells", "GroupSummary", "SummarySpec", "WindowSummary", "cell_edges",
-           "from_bytes", "merge_all", "summarize", "to_bytes"]
+           "CompactCells", "DerivedGroups", "GroupSummary", "SummarySpec", "WindowSummary",
+           "cell_edges", "from_bytes", "merge_all", "summarize", "to_bytes"]
