@@ -68,7 +68,8 @@ class SummarySpec:
     Parameters
     ----------
     max_raw : int or None, default=524288
-        Groups with at most this many rows keep their raw sorted scores (8 bytes a score);
+        Groups with at most this many rows keep their raw sorted scores (8 bytes a score in
+        memory, ~6 serialized);
         larger ones keep cells (11-12 bytes serialized per non-empty cell and a 12 KB bitmap,
         at most ~96k cells, ~1.1 MB: a group of more than ~1.5 * 10^5 rows costs less than its
         raw scores; and cell metrics cost the same whatever the rows). Lower it to trade
@@ -450,7 +451,9 @@ def _derive_group(head: GroupSummary, cells: list[GroupSummary], spec: SummarySp
     scores = merged = None
     if head.moments is not None:
         if all(c.scores is not None for c in cells):
-            scores = np.sort(np.concatenate([c.scores for c in cells]))  # type: ignore[misc]
+            # sorted runs: timsort ("stable") merges them in O(n log runs)
+            scores = np.sort(np.concatenate([c.scores for c in cells]),  # type: ignore[misc]
+                             kind="stable")
             if spec.max_raw is not None and head.n > spec.max_raw:
                 edges = cell_edges(spec.max_bins)
                 scores, merged = None, _compact(_cells_of(scores, edges), edges)
@@ -865,9 +868,11 @@ def _derivable(groups: Mapping[str, Groups]) -> dict[str, tuple[str, int]]:
         where = {label: j for j, label in enumerate(groups[name].labels)}
         if any(label[i] not in where for label in inter.labels):
             continue
-        # position -1 (the last) maps a left-out row (code -1) to -1
-        lookup = np.array([where[label[i]] for label in inter.labels] + [-1], dtype=np.int64)
-        if np.array_equal(lookup[inter_codes], signed_codes(groups[name].codes)):
+        codes = signed_codes(groups[name].codes)
+        # position -1 (the last) maps a left-out row (code -1) to -1; in the codes' own dtype
+        # (a byte a row for < 128 groups: no 8-byte temporary of every row)
+        lookup = np.array([where[label[i]] for label in inter.labels] + [-1], dtype=codes.dtype)
+        if np.array_equal(lookup[inter_codes], codes):
             out[name] = (parent, i)
     return out
 

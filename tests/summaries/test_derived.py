@@ -132,16 +132,54 @@ def _block_bytes(nbytes: int) -> int:
     return nbytes + (-nbytes % 8)  # each block 8-byte aligned
 
 
+def _runs(scores: np.ndarray) -> int:
+    """Runs of equal high 16 bits (sign, exponent, 4 mantissa bits) of consecutive scores."""
+    high = scores.view(np.uint64) >> np.uint64(48)
+    return 1 + int(np.count_nonzero(high[1:] != high[:-1]))
+
+
 def test_bytes_are_one_copy_of_the_scores_raw():
-    """All groups raw, no sample: the data area is the intersection's scores, 8 bytes a row."""
+    """All groups raw, no sample: the data area is the intersection's scores once, each its
+    low 48 bits (6 bytes) and the runs of its high 16 bits (2 bytes a value, 4 a length)."""
     sf, score, label = rows(7000, 4)
     spec = SummarySpec(sample_size=0)
-    blob = to_bytes(summarize(sf, y_score=score, y_true=label, spec=spec))
+    s = summarize(sf, y_score=score, y_true=label, spec=spec)
+    blob = to_bytes(s)
     header, start = _header(blob)
     assert header["version"] == 4
-    assert len(blob) - start - 8 == 8 * score.size  # the 8-byte checksum trailer after
+    runs = _runs(np.concatenate([g.scores for g in s.attributes["sex:race"].groups.values()]))
+    layout = _block_bytes(2 * runs) + _block_bytes(4 * runs) + _block_bytes(6 * score.size)
+    assert len(blob) - start - 8 == layout  # the 8-byte checksum trailer after
+    assert layout < 7 * score.size  # ~100 runs a group of ~1,000 scores: < 8 bytes a score
     full = to_bytes(summarize(sf, y_score=score, y_true=label, spec=spec, intersection=False))
-    assert len(full) - _header(full)[1] - 8 == 2 * 8 * score.size  # one copy per attribute
+    per_attribute = [np.concatenate([g.scores for g in a.groups.values()]) for a in
+                     summarize(sf, y_score=score, spec=spec, intersection=False
+                               ).attributes.values()]
+    assert len(full) - _header(full)[1] - 8 == sum(  # one copy per attribute
+        _block_bytes(2 * _runs(p)) + _block_bytes(4 * _runs(p)) + _block_bytes(6 * p.size)
+        for p in per_attribute)
+
+
+@pytest.mark.parametrize("kind", ["sorted", "edges", "unsorted"])
+def test_raw_scores_codec_is_lossless(kind):
+    """Every bit of every score back (0, 1, -0.0, subnormals, one ulp apart); scores whose
+    high bits change too often (unsorted) stay a plain float64 block."""
+    from fairmonitor.summaries.serialize import _BlockReader, _Blocks, _raw_blocks, _read_raw
+
+    rng = np.random.default_rng(8)
+    scores = np.sort(rng.beta(0.3, 0.3, 5000))
+    if kind == "edges":
+        scores = np.sort(np.r_[scores, 0.0, -0.0, 1.0, 5e-324, 2.2e-308, np.nextafter(0.5, 0),
+                               0.5, np.nextafter(0.5, 1)])
+    if kind == "unsorted":
+        scores = rng.permutation(scores)
+    blocks = _Blocks()
+    ref = _raw_blocks(scores, blocks)
+    assert isinstance(ref, dict) == (kind != "unsorted")
+    data = b"".join(bytes(p) for p in blocks.parts)
+    back = _read_raw(ref, _BlockReader(data, 0, blocks.table))
+    assert back.dtype == np.float64 and np.array_equal(back.view(np.uint64),
+                                                       scores.view(np.uint64))
 
 
 def test_bytes_are_the_layout_with_cells_and_sample():
