@@ -15,8 +15,8 @@ hourly windows.
 - ``summary_bytes_ratio_<rows>_<spec>`` (:func:`summary_sizes`): an hourly window of 10^5
   and 10^6 rows (``--quick``: 10^5 only), two attributes (sex, race: 10 intersection groups)
   and their intersection, the default ``SummarySpec`` and the monitor's (``max_raw=8192``),
-  both with the default row sample: bytes over one copy of the raw scores, beside the
-  format-3 layout (every attribute's groups stored in full, the bytes before format 4).
+  both with the default row sample: bytes over one copy of the raw scores, beside format 3's
+  bytes (every attribute's groups stored in full, raw scores as float64: before format 4).
   Targets (issue 30): <= 1 at 10^5 rows, <= 0.5 at 10^6.
 - The daily values from the merged summaries are checked against the raw-row values: counts
   and MADD equal, ABCC within the certified error, ABPC within 1e-9.
@@ -131,15 +131,23 @@ def run(sf, score, label, hour, intersection: bool, max_raw: int | None = None) 
           f"ABCC {worst['abcc']:.2e} (within its certified error), ABPC {worst['abpc']:.2e}")
 
 
-def _full_layout(summary):
-    """The summary with every attribute's groups stored in full: format 3's layout."""
+def _format3_bytes(summary) -> int:
+    """Bytes of the summary as format 3 stored it: every attribute's groups in full, raw
+    scores as plain float64 blocks (format 4's run-length coding switched off here)."""
     from dataclasses import replace
 
-    from fairmonitor.summaries import AttributeSummary
+    from fairmonitor.summaries import AttributeSummary, serialize
 
-    return replace(summary, attributes={
+    full = replace(summary, attributes={
         name: AttributeSummary(name, dict(attr.groups)) for name, attr in
         summary.attributes.items()})
+    coded = serialize._raw_blocks
+    serialize._raw_blocks = lambda scores, blocks: blocks.add(
+        [np.ascontiguousarray(scores, dtype="<f8")])
+    try:
+        return len(to_bytes(full))
+    finally:
+        serialize._raw_blocks = coded
 
 
 def _read_all(summary):
@@ -153,7 +161,7 @@ def _read_all(summary):
 def summary_sizes(rows: list[int]) -> None:
     """Bytes of one hourly summary, two attributes and their intersection, over the raw scores.
 
-    Beside it the format-3 layout (every attribute stored in full) of the same summary.
+    Beside it format 3's bytes of the same summary (every attribute stored in full).
     """
     targets = {10**5: 1.0, 10**6: 0.5}
     for n in rows:
@@ -168,12 +176,12 @@ def summary_sizes(rows: list[int]) -> None:
             t_write, blob = cpu(lambda s=summary: to_bytes(s), 3)
             t_read, _ = cpu(lambda b=blob: _read_all(merge_all([from_bytes(b), from_bytes(b)])),
                             3)
-            before = len(to_bytes(_full_layout(summary)))
+            before = _format3_bytes(summary)
             ratio = len(blob) / (8 * n)
             target = targets.get(n, float("nan"))
             print(f"{n:.0e} rows an hour, sex x race (10 groups), {tag} (max_raw={spec.max_raw}, "
                   f"sample_size={spec.sample_size}): {len(blob)} bytes, "
-                  f"{len(blob) / n:.2f} a row (format 3 layout: {before} bytes, "
+                  f"{len(blob) / n:.2f} a row (format 3: {before} bytes, "
                   f"{before / n:.2f} a row, ratio {before / (8 * n):.3f}); to_bytes "
                   f"{t_write * 1e3:.0f} ms, load twice, merge and read every group "
                   f"{t_read * 1e3:.0f} ms")

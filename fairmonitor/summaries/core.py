@@ -71,9 +71,10 @@ class SummarySpec:
         Groups with at most this many rows keep their raw sorted scores (8 bytes a score in
         memory, ~6 serialized);
         larger ones keep cells (11-12 bytes serialized per non-empty cell and a 12 KB bitmap,
-        at most ~96k cells, ~1.1 MB: a group of more than ~1.5 * 10^5 rows costs less than its
-        raw scores; and cell metrics cost the same whatever the rows). Lower it to trade
-        bytes for faster evaluation of merged summaries. None keeps raw scores always.
+        at most ~96k cells, ~1.1 MB: a group of more than ~10^5 rows spread over [0, 1] costs
+        less than its raw scores; and cell metrics cost the same whatever the rows). Lower it
+        to trade bytes for faster evaluation of merged summaries. None keeps raw scores
+        always.
     max_bins : int, default=499
         MADD ``"auto"``'s grid (the cells reproduce every ``m <= max_bins``).
     sample_size : int, default=256
