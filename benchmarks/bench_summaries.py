@@ -8,9 +8,16 @@ hourly windows.
   intersection, the daily report from the 24 hourly summaries (stored as
   bytes, as a checkpoint store keeps them: load + merge + ``evaluate_summary``) against
   ``evaluate_window`` on the day's raw rows, both on the parity and score metrics. Target >= 20.
-- ``summary_bytes_per_window``: serialized size of one hourly summary (``to_bytes``) next to
-  the raw scores it summarizes (8 bytes a score per attribute); small groups keep raw sorted
-  scores (no more than their raw scores), large ones cells.
+- ``summary bytes per hourly window``: serialized size of one hourly summary (``to_bytes``)
+  next to ONE copy of the raw scores it summarizes (8 bytes a row); small groups keep raw
+  sorted scores, large ones cells; the attributes' groups are derived from the intersection's
+  (format 4), so with the intersection the scores are stored once.
+- ``summary_bytes_ratio_<rows>_<spec>`` (:func:`summary_sizes`): an hourly window of 10^5
+  and 10^6 rows (``--quick``: 10^5 only), two attributes (sex, race: 10 intersection groups)
+  and their intersection, the default ``SummarySpec`` and the monitor's (``max_raw=8192``),
+  both with the default row sample: bytes over one copy of the raw scores, beside format 3's
+  bytes (every attribute's groups stored in full, raw scores as float64: before format 4).
+  Targets (issue 30): <= 1 at 10^5 rows, <= 0.5 at 10^6.
 - The daily values from the merged summaries are checked against the raw-row values: counts
   and MADD equal, ABCC within the certified error, ABPC within 1e-9.
 - ``daily_from_hourly_speedup_monitor_<case>``: the same day as the monitor serves it, end to
@@ -100,9 +107,9 @@ def run(sf, score, label, hour, intersection: bool, max_raw: int | None = None) 
     print(f"TARGET daily_from_hourly_speedup_{tag}: {speedup:.1f} (target >= 20) "
           f"{'OK' if speedup >= 20 else 'FAIL'}")
     sizes = [len(b) for b in stored]
-    raw_bytes = (bounds[1:] - bounds[:-1]) * 8 * 4  # a float per row, per attribute + inter.
+    raw_bytes = (bounds[1:] - bounds[:-1]) * 8  # ONE copy of the raw scores: 8 bytes a row
     print(f"summary bytes per hourly window: median {int(np.median(sizes))} "
-          f"(raw scores x 4 attributes: {int(np.median(raw_bytes))}), ratio "
+          f"(one copy of the raw scores: {int(np.median(raw_bytes))}), ratio "
           f"{np.median(sizes) / np.median(raw_bytes):.3f}")
     worst = {"counts/madd": 0.0, "abcc": 0.0, "abpc": 0.0}
     for key, value in raw.values.items():
@@ -122,6 +129,64 @@ def run(sf, score, label, hour, intersection: bool, max_raw: int | None = None) 
             assert gap == 0.0, (key, got, value)
     print(f"daily values from summaries vs raw rows: counts and MADD equal; largest gap "
           f"ABCC {worst['abcc']:.2e} (within its certified error), ABPC {worst['abpc']:.2e}")
+
+
+def _format3_bytes(summary) -> int:
+    """Bytes of the summary as format 3 stored it: every attribute's groups in full, raw
+    scores as plain float64 blocks (format 4's run-length coding switched off here)."""
+    from dataclasses import replace
+
+    from fairmonitor.summaries import AttributeSummary, serialize
+
+    full = replace(summary, attributes={
+        name: AttributeSummary(name, dict(attr.groups)) for name, attr in
+        summary.attributes.items()})
+    coded = serialize._raw_blocks
+    serialize._raw_blocks = lambda scores, blocks: blocks.add(
+        [np.ascontiguousarray(scores, dtype="<f8")])
+    try:
+        return len(to_bytes(full))
+    finally:
+        serialize._raw_blocks = coded
+
+
+def _read_all(summary):
+    """Read every group (a derived attribute's are made on first read)."""
+    for attr in summary.attributes.values():
+        for _ in attr.groups.values():
+            pass
+    return summary
+
+
+def summary_sizes(rows: list[int]) -> None:
+    """Bytes of one hourly summary, two attributes and their intersection, over the raw scores.
+
+    Beside it format 3's bytes of the same summary (every attribute stored in full).
+    """
+    targets = {10**5: 1.0, 10**6: 0.5}
+    for n in rows:
+        rng = np.random.default_rng(n)
+        sf = {"sex": rng.choice(np.array(["F", "M"], dtype=object), n),
+              "race": rng.choice(np.array(list("abcde"), dtype=object), n)}
+        score = np.clip(rng.beta(2, 2, n) + np.where(sf["sex"] == "F", -0.05, 0.05), 0, 1)
+        label = (rng.random(n) < score).astype(np.int64)
+        for tag, spec in (("default_spec", SummarySpec()),
+                          ("monitor_spec", SummarySpec(max_raw=8192))):
+            summary = summarize(sf, y_score=score, y_true=label, spec=spec)
+            t_write, blob = cpu(lambda s=summary: to_bytes(s), 3)
+            t_read, _ = cpu(lambda b=blob: _read_all(merge_all([from_bytes(b), from_bytes(b)])),
+                            3)
+            before = _format3_bytes(summary)
+            ratio = len(blob) / (8 * n)
+            target = targets.get(n, float("nan"))
+            print(f"{n:.0e} rows an hour, sex x race (10 groups), {tag} (max_raw={spec.max_raw}, "
+                  f"sample_size={spec.sample_size}): {len(blob)} bytes, "
+                  f"{len(blob) / n:.2f} a row (format 3: {before} bytes, "
+                  f"{before / n:.2f} a row, ratio {before / (8 * n):.3f}); to_bytes "
+                  f"{t_write * 1e3:.0f} ms, load twice, merge and read every group "
+                  f"{t_read * 1e3:.0f} ms")
+            print(f"TARGET summary_bytes_ratio_{n:.0e}_{tag}: {ratio:.3f} (target <= {target}) "
+                  f"{'OK' if ratio <= target else 'FAIL'}")
 
 
 def monitor_day(sf, score, label, hour, max_raw: int | None, intersection: bool) -> None:
@@ -234,6 +299,7 @@ def main() -> None:
     args = parser.parse_args()
     n = 10**5 if args.quick else 10**7 if args.full else 10**6
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; {n:.0e} rows")
+    summary_sizes([10**5] if args.quick else [10**5, 10**6])
     sf, score, label, hour = day(n)
     for intersection in (False, True):
         run(sf, score, label, hour, intersection, args.max_raw)

@@ -12,7 +12,9 @@ pair of groups), :func:`w1_sorted` (W1 of two sorted groups). Calibration:
 :func:`calibration_from_sums`. MADD: :func:`madd_plan`, :func:`madd_grid`,
 :class:`MADDPrepared`, :func:`madd_fixed_pair`, :func:`madd_auto_pair`,
 :func:`madd_shares_below`, :class:`MADDResult`, :func:`madd_chance_pairs` (the pairs MADD's
-chance level reads). Parity: :class:`GroupRates`, :func:`rate`,
+chance level reads), :func:`madd_worst_fixed`, :func:`madd_worst_auto` (the worst pair without
+scoring every pair) and their group counts below which every pair is scored,
+:data:`WORST_PAIR_SMALL` and :data:`MADD_AUTO_SMALL`. Parity: :class:`GroupRates`, :func:`rate`,
 :func:`parity_from_rates`. Pairs: :data:`AGGREGATIONS`, :class:`PairwiseMatrix`. HFM:
 :class:`FeatureSpace`, :func:`scale_columns`, :func:`nearest_sqdist`,
 :func:`average_of_distances`, :class:`HFMResult`, :func:`sampled_result`. Intervals:
@@ -51,7 +53,10 @@ from ._madd.madd import _fixed_pair as madd_fixed_pair
 from ._madd.madd import _grid as madd_grid
 from ._madd.madd import _plan as madd_plan
 from ._madd.madd import _Prepared as MADDPrepared
+from ._madd.pairs import AUTO_SMALL as MADD_AUTO_SMALL
 from ._madd.pairs import chance_pairs as madd_chance_pairs
+from ._madd.pairs import worst_auto as madd_worst_auto
+from ._madd.pairs import worst_fixed as madd_worst_fixed
 from ._pairwise import AGGREGATIONS, PairwiseMatrix
 from ._parity import GroupRates, parity_from_rates
 from ._parity import _rate as rate
@@ -62,6 +67,7 @@ from ._regression.distribution import (
 )
 from ._regression.errors import error_values as regression_error_values
 from ._regression.errors import errors_from_sums as regression_errors_from_sums
+from ._worst_pair import SMALL as WORST_PAIR_SMALL
 
 
 def cell_histogram(*args: Any, **kwargs: Any) -> Any:
@@ -79,7 +85,8 @@ __all__ = [
     "AGGREGATIONS", "FeatureSpace", "GroupRates", "HFMResult", "MADDPrepared", "MADDResult",
     "PairwiseMatrix", "abcc_abpc_pairs", "average_of_distances", "calibration_from_sums", "kde",
     "madd_auto_pair", "madd_chance_pairs", "madd_fixed_pair", "madd_grid", "madd_plan",
-    "madd_shares_below",
+    "madd_shares_below", "MADD_AUTO_SMALL", "WORST_PAIR_SMALL", "madd_worst_auto",
+    "madd_worst_fixed",
     "nearest_sqdist", "parity_from_rates", "rate", "sampled_result", "scale_columns",
     "w1_sorted", "regression_distribution_from_cells", "regression_error_values",
     "regression_errors_from_sums", "regression_group_moments",

@@ -14,6 +14,7 @@ from .core import (
     SUMMARY_VERSION,
     AttributeSummary,
     CompactCells,
+    DerivedGroups,
     GroupSummary,
     SummarySpec,
     WindowSummary,
@@ -24,6 +25,6 @@ from .multiclass import MulticlassSummary, from_bytes, merge_all, to_bytes
 from .regression import RegressionSummary, summarize_regression
 
 __all__ = ["DYADIC_BITS", "SUMMARY_VERSION", "AbccFromCells", "AttributeSummary",
-           "CompactCells", "GroupSummary", "MulticlassSummary", "RegressionSummary",
-           "SummarySpec", "WindowSummary", "cell_edges", "from_bytes", "merge_all", "summarize",
-           "summarize_regression", "to_bytes"]
+           "CompactCells", "DerivedGroups", "GroupSummary", "MulticlassSummary",
+           "RegressionSummary", "SummarySpec", "WindowSummary", "cell_edges", "from_bytes",
+           "merge_all", "summarize", "summarize_regression", "to_bytes"]

@@ -33,6 +33,8 @@ from .._validation import check_option, check_positive_int, warn_undefined
 from ..exceptions import GroupExclusionWarning, InvalidInputError
 from ..metrics.shared import (
     AGGREGATIONS,
+    MADD_AUTO_SMALL,
+    WORST_PAIR_SMALL,
     GroupRates,
     MADDResult,
     PairwiseMatrix,
@@ -46,6 +48,8 @@ from ..metrics.shared import madd_fixed_pair as _fixed_pair
 from ..metrics.shared import madd_grid as _grid
 from ..metrics.shared import madd_plan as _plan
 from ..metrics.shared import madd_shares_below as _shares_below
+from ..metrics.shared import madd_worst_auto as _worst_auto
+from ..metrics.shared import madd_worst_fixed as _worst_fixed
 from ..metrics.shared import rate as _rate
 from ..metrics.shared import w1_sorted as _w1_sorted
 from ..utils.groups import Groups, contiguous_groups
@@ -200,7 +204,6 @@ def madd_from_summary(attr: AttributeSummary, *, max_bins_cells: int, agg: str =
     check_option(agg, "agg", AGGREGATIONS, func="madd")
     _need_scores(attr)
     plan = _plan(bandwidth, n_bins, compat, max_bins)
-    edges = cell_edges(max_bins_cells)
     grid = _grid(plan.n_bins, plan.compat) if plan.auto else None
     where = _bin_edges_among_cells(max_bins_cells, plan.n_bins, plan.compat, plan.auto)
     if where is None:
@@ -211,35 +214,102 @@ def madd_from_summary(attr: AttributeSummary, *, max_bins_cells: int, agg: str =
     kept = _kept(attr, min_group_size)
     if not _two_groups("madd", kept):
         return MADDResult(float("nan"), agg, attr.name, None, (), None)
-    from .._kernels.cells import counts_below
-
-    slot = _edge_slots(max_bins_cells, plan.n_bins, plan.compat, plan.auto)
-    prepared = []
-    for k, label in enumerate(kept.labels):
-        g = attr.groups[label]
-        # values < each wanted edge: the counts of the cells below it, two compiled passes
-        # (the counts as stored: no decoding)
-        cells = g.sparse_cells(edges)
-        count = g.cells.count if g.cells is not None else cells[1]
-        below = counts_below(cells[0], count, slot, where.size)
-        below[-1] = g.n  # the last bin is closed at 1
-        # "auto": the shares once per group, not once per pair (as the raw path prepares)
-        prepared.append(_Prepared(k, g.n, np.diff(below)) if grid is None
-                        else _Prepared(k, g.n, None, *_shares_below(below, grid, g.n)))
-    pairs = []
-    size = len(prepared)
-    matrix = np.zeros((size, size))
-    for i in range(size):
-        for j in range(i + 1, size):
-            a, b = prepared[i], prepared[j]
-            labels = (kept.labels[i], kept.labels[j])
-            pair = (replace(_fixed_pair(a, b, plan.n_bins), groups=labels) if grid is None
-                    else _auto_pair(a, b, grid, plan.compat, labels))
-            pairs.append(pair)
-            matrix[i, j] = matrix[j, i] = pair.value
-    pm = PairwiseMatrix("madd", attr.name, kept.labels, kept.counts, matrix)
+    scorer = _CellScorer(attr, kept, plan, max_bins_cells, where, grid)
+    if agg == "max":  # the worst pair without scoring every pair, as madd() on rows
+        worst = scorer.worst()
+        k = len(kept.labels)
+        if len(scorer.scored) < k * (k - 1) // 2:
+            scorer.release()
+            return MADDResult(worst.value, agg, attr.name, worst, None, None, source=scorer)
+        pairs, pm = scorer.every_pair()
+        return MADDResult(worst.value, agg, attr.name, worst, pairs, pm)
+    pairs, pm = scorer.every_pair()
     worst = max(pairs, key=lambda p: p.value)
-    return MADDResult(pm.aggregate(agg), agg, attr.name, worst, tuple(pairs), pm)
+    return MADDResult(pm.aggregate(agg), agg, attr.name, worst, pairs, pm)
+
+
+class _CellScorer:
+    """MADD's pairs of a summary's groups, each scored once, on demand; groups prepared once.
+
+    The cells' counterpart of the row path's scorer (``metrics/_madd/madd.py``): the same
+    ``pair``/``every_pair``/``labels`` interface that a lazy
+    :class:`~fairmonitor.metrics.MADDResult` reads, the same pair functions (so the values
+    are the all-pairs loop's to the last bit), and :meth:`worst` finds the largest pair with
+    the same bounds (``madd_worst_fixed`` / ``madd_worst_auto``). A group's histogram ("auto":
+    its bin shares, ~1 MB) comes from its cells' counts below each of MADD's edges;
+    :meth:`release` drops them and a pair asked for later prepares its two groups again.
+    """
+
+    def __init__(self, attr: AttributeSummary, kept: Groups, plan: Any, max_bins_cells: int,
+                 where: NDArray[np.intp], grid: Any) -> None:
+        self.groups = [attr.groups[label] for label in kept.labels]
+        self.labels, self.counts, self.name = kept.labels, kept.counts, attr.name
+        self.plan, self.grid, self.where = plan, grid, where
+        self.edges = cell_edges(max_bins_cells)
+        self.slot = _edge_slots(max_bins_cells, plan.n_bins, plan.compat, plan.auto)
+        self.prepared: dict[int, _Prepared] = {}
+        self.scored: dict[tuple[int, int], Any] = {}
+
+    def _group(self, k: int) -> _Prepared:
+        """Group ``k``'s histogram (or "auto"'s shares), from its cells, once."""
+        if k not in self.prepared:
+            from .._kernels.cells import counts_below
+
+            g = self.groups[k]
+            # values < each wanted edge: the counts of the cells below it, two compiled
+            # passes (the counts as stored: no decoding)
+            cells = g.sparse_cells(self.edges)
+            count = g.cells.count if g.cells is not None else cells[1]
+            below = counts_below(cells[0], count, self.slot, self.where.size)
+            below[-1] = g.n  # the last bin is closed at 1
+            self.prepared[k] = (
+                _Prepared(k, g.n, np.diff(below)) if self.grid is None
+                else _Prepared(k, g.n, None, *_shares_below(below, self.grid, g.n)))
+        return self.prepared[k]
+
+    def release(self) -> None:
+        """Drop the prepared groups (prepared again if another pair is asked for)."""
+        self.prepared = {}
+
+    def pair(self, i: int, j: int) -> Any:
+        """Return the MADD of groups ``i < j`` (by index)."""
+        if (i, j) not in self.scored:
+            a, b = self._group(i), self._group(j)
+            labels = (self.labels[i], self.labels[j])
+            self.scored[i, j] = (
+                replace(_fixed_pair(a, b, self.plan.n_bins), groups=labels)
+                if self.grid is None else _auto_pair(a, b, self.grid, self.plan.compat, labels))
+        return self.scored[i, j]
+
+    def every_pair(self) -> tuple[tuple[Any, ...], PairwiseMatrix]:
+        """Return every pair (row by row) and the matrix."""
+        size = len(self.labels)
+        matrix = np.zeros((size, size))
+        pairs = []
+        for i in range(size):
+            for j in range(i + 1, size):
+                pairs.append(self.pair(i, j))
+                matrix[i, j] = matrix[j, i] = pairs[-1].value
+        return tuple(pairs), PairwiseMatrix("madd", self.name, self.labels, self.counts,
+                                            matrix)
+
+    def worst(self) -> Any:
+        """Return the worst pair, scoring only the pairs an upper bound cannot rule out."""
+        size = len(self.labels)
+        if size <= (WORST_PAIR_SMALL if self.grid is None else MADD_AUTO_SMALL):
+            return max(self.every_pair()[0], key=lambda p: p.value)
+        prepared = [self._group(k) for k in range(size)]
+        sizes = np.array([p.n for p in prepared], dtype=np.int64)
+
+        def value(i: int, j: int) -> float:
+            return float(self.pair(i, j).value)
+
+        if self.grid is None:
+            found = _worst_fixed(np.stack([p.counts / p.n for p in prepared]), sizes, value)
+        else:
+            found = _worst_auto(np.stack([p.share for p in prepared]), sizes, self.grid,
+                                self.plan.compat, value)
+        return self.pair(*found.pair)
 
 
 # --------------------------------------------------------------------------- ABCC

@@ -43,15 +43,20 @@ from numpy.typing import NDArray
 from .._validation import check_scores
 from ..exceptions import InvalidInputError
 from ..metrics.shared import madd_grid as _grid
-from ..utils.groups import Groups, encode_attributes, outcome_counts
+from ..utils.groups import INTERSECTION_SEPARATOR, Groups, encode_attributes, outcome_counts
 from ..utils.rowkeys import row_keys as _row_keys
 
-__all__ = ["DYADIC_BITS", "SUMMARY_VERSION", "AttributeSummary", "CompactCells",
-           "GroupSummary", "SummarySpec", "WindowSummary", "cell_edges", "merge_all",
-           "summarize"]
+__all__ = ["CONTENT_VERSION", "DYADIC_BITS", "SUMMARY_VERSION", "AttributeSummary",
+           "CompactCells", "DerivedGroups", "GroupSummary", "SummarySpec", "WindowSummary",
+           "cell_edges", "merge_all", "summarize"]
 
-#: Format version of a serialized summary; bumped when the meaning of a field changes.
-SUMMARY_VERSION = 3
+#: Format version of a serialized summary; bumped when the layout of the bytes changes (4: a
+#: coarser attribute's groups stored as their counts only, their scores and row sample
+#: derived from the intersection's groups on read). Format 3 is still read.
+SUMMARY_VERSION = 4
+#: What a summary's numbers mean (the spec's fingerprint hashes it): unchanged by format 4,
+#: which stores the same numbers in fewer bytes, so summaries of both formats merge.
+CONTENT_VERSION = 3
 #: The cells include every edge ``k / 2**DYADIC_BITS``: ABPC grids up to 2**13 cells bin exactly.
 DYADIC_BITS = 14
 
@@ -63,11 +68,13 @@ class SummarySpec:
     Parameters
     ----------
     max_raw : int or None, default=524288
-        Groups with at most this many rows keep their raw sorted scores (8 bytes a score);
+        Groups with at most this many rows keep their raw sorted scores (8 bytes a score in
+        memory, ~6 serialized);
         larger ones keep cells (11-12 bytes serialized per non-empty cell and a 12 KB bitmap,
-        at most ~96k cells, ~1.1 MB: a group of more than ~1.5 * 10^5 rows costs less than its
-        raw scores; and cell metrics cost the same whatever the rows). Lower it to trade
-        bytes for faster evaluation of merged summaries. None keeps raw scores always.
+        at most ~96k cells, ~1.1 MB: a group of more than ~10^5 rows spread over [0, 1] costs
+        less than its raw scores; and cell metrics cost the same whatever the rows). Lower it
+        to trade bytes for faster evaluation of merged summaries. None keeps raw scores
+        always.
     max_bins : int, default=499
         MADD ``"auto"``'s grid (the cells reproduce every ``m <= max_bins``).
     sample_size : int, default=256
@@ -85,7 +92,7 @@ class SummarySpec:
         >>> SummarySpec().fingerprint == SummarySpec().fingerprint != SummarySpec(500).fingerprint
         True
         """
-        text = json.dumps({"version": SUMMARY_VERSION, "max_raw": self.max_raw,
+        text = json.dumps({"version": CONTENT_VERSION, "max_raw": self.max_raw,
                            "max_bins": self.max_bins, "sample_size": self.sample_size,
                            "dyadic_bits": DYADIC_BITS, "hash": "splitmix64-crc32-v1"})
         return hashlib.sha256(text.encode()).hexdigest()[:16]
@@ -341,10 +348,18 @@ def _merge_group(a: GroupSummary, b: GroupSummary, spec: SummarySpec) -> GroupSu
 
 @dataclass(frozen=True, eq=False)
 class AttributeSummary:
-    """The groups of one sensitive attribute (or intersection), labels sorted."""
+    """The groups of one sensitive attribute (or intersection), labels sorted.
+
+    ``parent``: ``(intersection, position)`` when the groups are derived from the
+    intersection's (every row of group ``g`` is in an intersection group whose label has
+    ``g`` at ``position``): :attr:`groups` is then a :class:`DerivedGroups`, which stores each
+    group's counts and makes its scores and row sample on read from the intersection's
+    groups, and the serialized summary stores only the counts (format 4).
+    """
 
     name: str
     groups: Mapping[Any, GroupSummary]
+    parent: tuple[str, int] | None = None
 
     @property
     def labels(self) -> tuple[Any, ...]:
@@ -360,6 +375,150 @@ class AttributeSummary:
     def raw(self) -> bool:
         """True if every group keeps raw scores (all score metrics exact, every option)."""
         return all(g.scores is not None for g in self.groups.values())
+
+
+def _head(g: GroupSummary) -> GroupSummary:
+    """Return a group's counts and moments only: what a derived attribute stores of it."""
+    return GroupSummary(g.n, g.predicted_positive, g.confusion, g.moments, None, None,
+                        np.zeros(0, dtype=np.uint64), {c: v[:0] for c, v in g.sample.items()})
+
+
+class DerivedGroups(Mapping[Any, GroupSummary]):
+    """A coarser attribute's groups, their scores and row sample made on read from the cells.
+
+    The cells are the intersection's groups (``source``); group ``g`` of the coarser
+    attribute is the union of the cells whose label has ``g`` at ``position``. Stored per
+    group (``heads``): the row count, confusion counts and score moments, as summarized from
+    the group's own rows. Made on first read (:func:`_derive_group`, then cached):
+
+    - raw scores (group of at most ``max_raw`` rows, so every cell of it raw too): the cells'
+      scores sorted together, the very array summarizing the group's rows gives;
+    - cells, every cell of the group raw: the same sorted array binned, as summarizing does
+      (identical bits);
+    - cells, some cell of the group holding cells (a cell above ``max_raw`` rows): the cells
+      merged as :func:`merge_all` merges (counts, bounds and so MADD exact, the cell sums
+      equal up to round-off, ABCC within its certified error);
+    - row sample: the smallest keys of the cells' samples, which hold the group's smallest
+      keys (each cell keeps its own ``sample_size`` smallest): the group's own sample.
+
+    ``cache`` holds groups already made (:func:`summarize` passes those it has).
+
+    Raises
+    ------
+    InvalidInputError
+        The counts do not add up to the cells' (corrupted bytes).
+    """
+
+    def __init__(self, heads: Mapping[Any, GroupSummary], source: AttributeSummary,
+                 position: int, spec: SummarySpec,
+                 cache: Mapping[Any, GroupSummary] | None = None) -> None:
+        self.heads, self.source, self.position, self.spec = dict(heads), source, position, spec
+        self.members: dict[Any, list[Any]] = {label: [] for label in self.heads}
+        for label in source.groups:
+            if label[position] not in self.members:
+                raise InvalidInputError(
+                    f"the intersection's group {label!r} has no group of its attribute: "
+                    "the summary is corrupted; re-summarize the window")
+            self.members[label[position]].append(label)
+        for label, head in self.heads.items():
+            if sum(source.groups[m].n for m in self.members[label]) != head.n:
+                raise InvalidInputError(
+                    f"group {label!r} counts {head.n} rows but its intersection groups do not: "
+                    "the summary is corrupted; re-summarize the window")
+        self._cache = dict(cache or {})
+
+    def __getitem__(self, label: Any) -> GroupSummary:
+        group = self._cache.get(label)
+        if group is None:
+            group = _derive_group(self.heads[label],
+                                  [self.source.groups[m] for m in self.members[label]],
+                                  self.spec)
+            self._cache[label] = group
+        return group
+
+    def __iter__(self) -> Any:
+        return iter(self.heads)
+
+    def __len__(self) -> int:
+        return len(self.heads)
+
+    def __repr__(self) -> str:
+        return f"DerivedGroups({list(self.heads)!r} from {self.source.name!r})"
+
+
+def _derive_group(head: GroupSummary, cells: list[GroupSummary], spec: SummarySpec
+                  ) -> GroupSummary:
+    """One group of a derived attribute, from its stored counts and its cells (see above)."""
+    scores = merged = None
+    if head.moments is not None:
+        if all(c.scores is not None for c in cells):
+            # sorted runs: timsort ("stable") merges them in O(n log runs)
+            scores = np.sort(np.concatenate([c.scores for c in cells]),  # type: ignore[misc]
+                             kind="stable")
+            if spec.max_raw is not None and head.n > spec.max_raw:
+                edges = cell_edges(spec.max_bins)
+                scores, merged = None, _compact(_cells_of(scores, edges), edges)
+        else:
+            merged = _merge_many_cells(cells, cell_edges(spec.max_bins))
+    keys = np.concatenate([c.sample_keys for c in cells])
+    order = np.argsort(keys, kind="stable")[: spec.sample_size]
+    sample = {c: np.concatenate([g.sample[c] for g in cells])[order] for c in head.sample}
+    return replace(head, scores=scores, cells=merged, sample_keys=keys[order], sample=sample)
+
+
+def _derived(name: str, heads: Mapping[Any, GroupSummary],
+             attributes: Mapping[str, AttributeSummary], parent: tuple[str, int],
+             spec: SummarySpec, cache: Mapping[Any, GroupSummary] | None = None
+             ) -> AttributeSummary:
+    return AttributeSummary(name, DerivedGroups(heads, attributes[parent[0]], parent[1], spec,
+                                                cache), parent)
+
+
+def _heads(attr: AttributeSummary) -> Mapping[Any, GroupSummary]:
+    groups = attr.groups
+    return groups.heads if isinstance(groups, DerivedGroups) else {
+        label: _head(g) for label, g in groups.items()}
+
+
+def _merge_heads(groups: list[GroupSummary]) -> GroupSummary:
+    """Add many groups' counts and moments, left to right (as merges add)."""
+    first = groups[0]
+    pos = None if first.predicted_positive is None else sum(
+        g.predicted_positive for g in groups)  # type: ignore[misc]
+    conf = None if first.confusion is None else tuple(
+        int(sum(g.confusion[k] for g in groups)) for k in range(4))  # type: ignore[index]
+    moments = None
+    if first.moments is not None:
+        total = squares = 0.0
+        for g in groups:
+            total += g.moments[0]  # type: ignore[index]
+            squares += g.moments[1]  # type: ignore[index]
+        moments = (total, squares, min(g.moments[2] for g in groups),  # type: ignore[index]
+                   max(g.moments[3] for g in groups))  # type: ignore[index]
+    return replace(first, n=sum(g.n for g in groups), predicted_positive=pos, confusion=conf,
+                   moments=moments)
+
+
+def _merge_attributes(name: str, parts: list[AttributeSummary],
+                      merged: Mapping[str, AttributeSummary], spec: SummarySpec
+                      ) -> AttributeSummary:
+    """One attribute of many summaries, merged: derived again if every part is derived."""
+    parent = parts[0].parent
+    by_label: dict[Any, list[GroupSummary]] = {}
+    derive = parent is not None and all(p.parent == parent for p in parts)
+    for p in parts:
+        for label, g in (_heads(p) if derive else p.groups).items():
+            by_label.setdefault(label, []).append(g)
+    if derive:
+        heads = {label: _merge_heads(gs) for label, gs in sorted(by_label.items())}
+        return _derived(name, heads, merged, parent, spec)  # type: ignore[arg-type]
+    return AttributeSummary(name, {label: _merge_groups(gs, spec)
+                                   for label, gs in sorted(by_label.items())})
+
+
+def _parents_first(attributes: Mapping[str, AttributeSummary]) -> list[str]:
+    """Return the attributes' names, those others derive from first."""
+    return sorted(attributes, key=lambda name: attributes[name].parent is not None)
 
 
 @dataclass(frozen=True, eq=False)
@@ -396,14 +555,19 @@ class WindowSummary:
             attributes or inputs.
         """
         _check_compatible(self, other)
-        attributes = {}
-        for name, mine in self.attributes.items():
-            theirs = other.attributes[name]
+        attributes: dict[str, AttributeSummary] = {}
+        for name in _parents_first(self.attributes):
+            mine, theirs = self.attributes[name], other.attributes[name]
+            if mine.parent is not None and mine.parent == theirs.parent:
+                attributes[name] = _merge_attributes(name, [mine, theirs], attributes,
+                                                     self.spec)
+                continue
             merged = dict(mine.groups)
             for label, group in theirs.groups.items():
                 merged[label] = (_merge_group(merged[label], group, self.spec)
                                  if label in merged else group)
             attributes[name] = AttributeSummary(name, dict(sorted(merged.items())))
+        attributes = {name: attributes[name] for name in self.attributes}
         starts = [t for t in (self.start, other.start) if t is not None]
         ends = [t for t in (self.end, other.end) if t is not None]
         return replace(self, n_rows=self.n_rows + other.n_rows, attributes=attributes,
@@ -420,19 +584,34 @@ class WindowSummary:
         """
         if "y_true" not in self.inputs:
             return self
-        attributes = {
-            name: AttributeSummary(name, {
-                label: replace(g, confusion=None,
-                               sample={c: v for c, v in g.sample.items() if c != "y_true"})
-                for label, g in attr.groups.items()})
-            for name, attr in self.attributes.items()}
+        def unlabelled(g: GroupSummary) -> GroupSummary:
+            return replace(g, confusion=None,
+                           sample={c: v for c, v in g.sample.items() if c != "y_true"})
+
+        attributes: dict[str, AttributeSummary] = {}
+        for name in _parents_first(self.attributes):
+            attr = self.attributes[name]
+            if attr.parent is not None:
+                attributes[name] = _derived(name, {label: unlabelled(g) for label, g in
+                                                   _heads(attr).items()},
+                                            attributes, attr.parent, self.spec)
+            else:
+                attributes[name] = AttributeSummary(name, {
+                    label: unlabelled(g) for label, g in attr.groups.items()})
+        attributes = {name: attributes[name] for name in self.attributes}
         return replace(self, attributes=attributes,
                        inputs=tuple(i for i in self.inputs if i != "y_true"))
 
     def nbytes(self) -> int:
-        """Bytes of the arrays held (scores, cells, samples): the summary's size in memory."""
+        """Bytes of the arrays stored (scores, cells, samples), 64 a group for its counts.
+
+        A derived attribute (:class:`DerivedGroups`) stores its groups' counts only.
+        """
         total = 0
         for attr in self.attributes.values():
+            if isinstance(attr.groups, DerivedGroups):
+                total += 64 * len(attr.groups)
+                continue
             for g in attr.groups.values():
                 total += 64 + g.sample_keys.nbytes + sum(c.nbytes for c in g.sample.values())
                 if g.scores is not None:
@@ -519,29 +698,18 @@ def _merge_groups(groups: list[GroupSummary], spec: SummarySpec) -> GroupSummary
     """Many groups at once: what folding :func:`_merge_group` gives, in one pass per array."""
     if len(groups) == 1:
         return groups[0]
-    first = groups[0]
-    n = sum(g.n for g in groups)
-    pos = None if first.predicted_positive is None else sum(
-        g.predicted_positive for g in groups)  # type: ignore[misc]
-    conf = None if first.confusion is None else tuple(
-        int(sum(g.confusion[k] for g in groups)) for k in range(4))  # type: ignore[index]
-    moments = scores = cells = None
-    if first.moments is not None:
-        total = squares = 0.0
-        for g in groups:  # left to right, as the pairwise fold adds
-            total += g.moments[0]  # type: ignore[index]
-            squares += g.moments[1]  # type: ignore[index]
-        moments = (total, squares, min(g.moments[2] for g in groups),  # type: ignore[index]
-                   max(g.moments[3] for g in groups))  # type: ignore[index]
+    head = _merge_heads(groups)
+    scores = cells = None
+    if head.moments is not None:
         if all(g.scores is not None for g in groups) and (
-                spec.max_raw is None or n <= spec.max_raw):
+                spec.max_raw is None or head.n <= spec.max_raw):
             scores = np.sort(np.concatenate([g.scores for g in groups]), kind="stable")
         else:
             cells = _merge_many_cells(groups, cell_edges(spec.max_bins))
     keys = np.concatenate([g.sample_keys for g in groups])
     order = np.argsort(keys, kind="stable")[: spec.sample_size]
-    sample = {c: np.concatenate([g.sample[c] for g in groups])[order] for c in first.sample}
-    return GroupSummary(n, pos, conf, moments, scores, cells, keys[order], sample)
+    sample = {c: np.concatenate([g.sample[c] for g in groups])[order] for c in head.sample}
+    return replace(head, scores=scores, cells=cells, sample_keys=keys[order], sample=sample)
 
 
 def merge_all(summaries: list[WindowSummary]) -> WindowSummary:
@@ -559,15 +727,11 @@ def merge_all(summaries: list[WindowSummary]) -> WindowSummary:
     first = summaries[0]
     for other in summaries[1:]:
         _check_compatible(first, other)
-    attributes = {}
-    for name in first.attributes:
-        by_label: dict[Any, list[GroupSummary]] = {}
-        for s in summaries:
-            for label, g in s.attributes[name].groups.items():
-                by_label.setdefault(label, []).append(g)
-        attributes[name] = AttributeSummary(name, {
-            label: _merge_groups(groups, first.spec)
-            for label, groups in sorted(by_label.items())})
+    attributes: dict[str, AttributeSummary] = {}
+    for name in _parents_first(first.attributes):
+        attributes[name] = _merge_attributes(name, [s.attributes[name] for s in summaries],
+                                             attributes, first.spec)
+    attributes = {name: attributes[name] for name in first.attributes}
     starts = [s.start for s in summaries if s.start is not None]
     ends = [s.end for s in summaries if s.end is not None]
     return replace(first, n_rows=sum(s.n_rows for s in summaries), attributes=attributes,
@@ -674,9 +838,63 @@ def summarize(
     attributes = {name: _summarize_attribute(name, g, pred, true, score, keys, sampled, spec,
                                              edges)
                   for name, g in groups.items()}
+    for name, parent in _derivable(groups).items():
+        attributes[name] = _as_derived(attributes[name], attributes, parent, spec)
     inputs = tuple(k for k, v in (("y_true", true), ("y_pred", pred), ("y_score", score))
                    if v is not None)
     return WindowSummary(spec, n, attributes, inputs, tuple(features), model, version, start, end)
+
+
+def _derivable(groups: Mapping[str, Groups]) -> dict[str, tuple[str, int]]:
+    """Find the attributes whose groups are unions of the intersection's: ``{name: (inter, i)}``.
+
+    With several attributes and their intersection (the last, named after them), attribute
+    ``i`` is derived from it when every row's group is the ``i``-th part of its intersection
+    group's label (rows left out, code -1, left out of both): checked on the codes, one
+    pass, so groups passed in from elsewhere (``groups=``) are never derived wrongly.
+    """
+    from .._kernels.groups import signed_codes
+
+    names = list(groups)
+    parent = names[-1]
+    others = names[:-1]
+    if len(others) < 2 or parent != INTERSECTION_SEPARATOR.join(others):
+        return {}
+    inter = groups[parent]
+    if any(not isinstance(label, tuple) or len(label) != len(others) for label in inter.labels):
+        return {}
+    inter_codes = signed_codes(inter.codes)
+    out = {}
+    for i, name in enumerate(others):
+        where = {label: j for j, label in enumerate(groups[name].labels)}
+        if any(label[i] not in where for label in inter.labels):
+            continue
+        codes = signed_codes(groups[name].codes)
+        # position -1 (the last) maps a left-out row (code -1) to -1; in the codes' own dtype
+        # (a byte a row for < 128 groups: no 8-byte temporary of every row)
+        lookup = np.array([where[label[i]] for label in inter.labels] + [-1], dtype=codes.dtype)
+        if np.array_equal(lookup[inter_codes], codes):
+            out[name] = (parent, i)
+    return out
+
+
+def _as_derived(attr: AttributeSummary, attributes: Mapping[str, AttributeSummary],
+                parent: tuple[str, int], spec: SummarySpec) -> AttributeSummary:
+    """``attr`` as derived from its intersection, keeping the groups it would derive the same.
+
+    A group whose cells are all raw derives the very arrays summarizing its rows gave (kept,
+    no work on read); one with a cell above ``max_raw`` derives the merge of the cells, which
+    the summary then gives too, so a summary and its stored bytes give the same numbers.
+    """
+    source = attributes[parent[0]]
+    raw_cells = {label: g.moments is None or g.scores is not None
+                 for label, g in source.groups.items()}
+    same = {label[parent[1]]: True for label in source.groups}
+    for label, raw in raw_cells.items():
+        same[label[parent[1]]] &= raw
+    cache = {label: g for label, g in attr.groups.items() if same.get(label, False)}
+    return _derived(attr.name, {label: _head(g) for label, g in attr.groups.items()},
+                    attributes, parent, spec, cache)
 
 
 def _checked_outputs(y_pred: Any, y_score: Any, y_true: Any, threshold: float, n: int
