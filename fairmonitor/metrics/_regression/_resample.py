@@ -115,16 +115,20 @@ def _gaussian_sums(mean: NDArray[np.float64], cov: NDArray[np.float64], size: in
 
 def sum_intervals(statistic: Callable[[NDArray[np.float64]], Any], values: NDArray[np.float64],
                   codes: NDArray[np.intp], n_groups: int, *, level: float,
-                  n_resamples: int = N_RESAMPLES, random_state: Any = None) -> list[Interval]:
+                  n_resamples: int = N_RESAMPLES, random_state: Any = None,
+                  vectorized: bool = False) -> list[Interval]:
     """Intervals and chance levels of statistics of per-group sums, without row draws.
 
     ``values`` (rows x d, weights included) are summed per group; ``statistic(sums)`` reads
-    the (groups x d) sums. The Poisson bootstrap's group sums are ``sum_i P_i v_i`` with
-    independent Poisson(1) ``P_i``: mean ``sum_i v_i``, covariance ``sum_i v_i v_i^T``; they
-    are drawn from that Gaussian (the bootstrap's central-limit form), in O(groups x d^2) a
-    draw. The chance level reads the permutation null the same way: a group of ``n_g`` of the
-    ``N`` rows drawn without replacement has sum mean ``n_g mu`` and covariance
-    ``n_g (1 - n_g / N) C`` (``mu``, ``C`` the pooled rows' mean and covariance).
+    the (groups x d) sums, or with ``vectorized=True`` every draw's at once (draws x groups x
+    d, returning draws x statistics: one array pass instead of a Python call a draw).
+
+    The Poisson bootstrap's group sums are ``sum_i P_i v_i`` with independent Poisson(1)
+    ``P_i``: mean ``sum_i v_i``, covariance ``sum_i v_i v_i^T``; they are drawn from that
+    Gaussian (the bootstrap's central-limit form), in O(groups x d^2) a draw. The chance
+    level reads the permutation null the same way: a group of ``n_g`` of the ``N`` rows
+    drawn without replacement has sum mean ``n_g mu`` and covariance ``n_g (1 - n_g / N) C``
+    (``mu``, ``C`` the pooled rows' mean and covariance).
 
     Examples
     --------
@@ -152,8 +156,12 @@ def sum_intervals(statistic: Callable[[NDArray[np.float64]], Any], values: NDArr
         null[:, g] = _gaussian_sums(counts[g] * mu, counts[g] * (1 - counts[g] / n)
                                     * pooled_cov, n_resamples, rng)
     with np.errstate(invalid="ignore", divide="ignore"):
-        b = np.array([np.atleast_1d(statistic(x)) for x in boot], dtype=float)
-        z = np.array([np.atleast_1d(statistic(x)) for x in null], dtype=float)
+        if vectorized:
+            b = np.asarray(statistic(boot), dtype=float).reshape(n_resamples, -1)
+            z = np.asarray(statistic(null), dtype=float).reshape(n_resamples, -1)
+        else:
+            b = np.array([np.atleast_1d(statistic(x)) for x in boot], dtype=float)
+            z = np.array([np.atleast_1d(statistic(x)) for x in null], dtype=float)
     return [_interval(b[:, k], z[:, k], level, n_resamples, SUM_METHOD)
             for k in range(b.shape[1])]
 
