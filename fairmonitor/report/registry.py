@@ -367,6 +367,16 @@ _SPECS += [
                       "prediction_ks_distance or prediction_wasserstein instead",
           help="MADD of the predictions mapped to [0, 1] by a fixed value_range (0 is parity, "
                "2 disjoint)."),
+    # CFair's matching on a regressor: one counterpart_prediction_gap call per attribute feeds
+    # both (the report shares it); options (value_range, caliper, matcher...) reach both
+    _spec("counterpart_prediction_gap", m.counterpart_prediction_gap, ("X", "y_pred"),
+          task="regression", field="value", upper=_INF, unit="prediction units",
+          help="CFair on a regressor: mean |prediction difference| between look-alike "
+               "individuals of two groups, in prediction units (0 is parity)."),
+    _spec("counterpart_prediction_gap_scaled", m.counterpart_prediction_gap, ("X", "y_pred"),
+          task="regression", field="scaled", upper=_INF, unit="share of value_range",
+          help="counterpart_prediction_gap divided by the width of a configured value_range "
+               "(default: the window's min to max)."),
 ]
 
 #: Registry name -> spec, in table order. Read-only.

@@ -90,8 +90,11 @@ def build_regression_window(dataset: Any, model: Any, config: FairnessConfig, *,
     if wrong:
         raise ConfigError(f"metrics: {wrong} {_NOT_REGRESSION}; the regression metrics are "
                           f"{[n for n, s in METRICS.items() if s.task == 'regression']}.")
+    # the counterpart gap's features: `features`, else the model's inputs (never sensitive)
+    features = list(config.features or [c for c in model_columns if c not in sensitive])
     window = Window(sensitive, y_pred=y_pred, y_true=y_true, missing=config.missing,
-                    sample_weight=weights)
+                    sample_weight=weights, X=frame[features] if features else None)
+    sources["X"] = f"columns {features}" if features else "none"
     sources["robustness"] = f"skipped: robustness {_NOT_REGRESSION}"
     skipped = {n: _NOT_REGRESSION for n, s in METRICS.items() if s.task != "regression"}
     return BuiltWindow(window=window, robust_window=None, robust_options={}, sources=sources,

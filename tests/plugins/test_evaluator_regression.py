@@ -15,7 +15,7 @@ from mlflow.tracking import MlflowClient
 from sklearn.metrics import mean_absolute_error
 
 from fairmonitor.metrics import prediction_ks_distance, prediction_wasserstein
-from fairmonitor.report.registry import task_metrics
+from fairmonitor.report.registry import METRICS, task_metrics
 
 Store = Any
 
@@ -65,8 +65,8 @@ def test_a_regressor_gets_the_regression_metrics(regressor: Any) -> None:
     # the model never saw the group: its limits are too high for b, by ~1.5 on average
     assert m["fairness/mean_residual_difference/group"] == pytest.approx(1.5, abs=0.3)
     assert {k.split("/")[1] for k in m if k.count("/") == 2 and k.startswith("fairness/")
-            and not k.startswith(("fairness/ci_", "fairness/chance"))} == set(task_metrics(
-                "regression"))
+            and not k.startswith(("fairness/ci_", "fairness/chance"))} == {
+        n for n in task_metrics("regression") if not METRICS[n].needs_features}  # CFair opt-in
     assert m["fairness/ci_lower/mean_residual_difference/group"] > 1.0
     assert not any("demographic_parity" in k for k in m)
     logged = MlflowClient().get_run(result.run_id).data
@@ -110,3 +110,25 @@ def test_a_classifier_metric_on_a_regressor_is_a_config_error(regressor: Any) ->
     with pytest.raises((MlflowException, ValueError), match="applies to classifiers"):
         evaluate(uri, data, {"sensitive_features": ["group"],
                              "metrics": ["demographic_parity_difference"]})
+
+
+def test_the_counterpart_gap_is_opt_in_and_reads_the_model_inputs(regressor: Any) -> None:
+    from fairmonitor.metrics import counterpart_prediction_gap
+
+    model, data, uri = regressor
+    default = evaluate(uri, data, {"sensitive_features": ["group"], "min_group_size": 30})
+    assert "fairness/counterpart_prediction_gap/group" not in default.metrics  # opt-in
+    names = ["counterpart_prediction_gap", "counterpart_prediction_gap_scaled"]
+    result = evaluate(uri, data, {"sensitive_features": ["group"], "min_group_size": 30,
+                                  "metrics": names,
+                                  "options": {"counterpart_prediction_gap":
+                                              {"value_range": [0, 20]}}})
+    pred = model.predict(data[["income", "tenure"]])
+    direct = counterpart_prediction_gap(data[["income", "tenure"]], pred,
+                                        sensitive_features=data["group"], min_group_size=30,
+                                        value_range=(0, 20))
+    m = result.metrics
+    assert m["fairness/counterpart_prediction_gap/group"] == pytest.approx(direct.value,
+                                                                           rel=1e-12)
+    assert m["fairness/counterpart_prediction_gap_scaled/group"] == pytest.approx(
+        direct.value / 20, rel=1e-12)
