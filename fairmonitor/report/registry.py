@@ -31,6 +31,7 @@ from typing import Any, Literal
 from .. import metrics as m
 from ..metrics.shared import parity_from_rates
 from ..robustness.ratio import robustness_ratio  # --- robustness ---
+from ..robustness.regression import regression_robustness
 from ..summaries import compute as _summary
 
 __all__ = ["CLASS_SEPARATOR", "CONDITIONS", "INPUTS", "METRICS", "TASKS", "MetricSpec",
@@ -377,6 +378,27 @@ _SPECS += [
           task="regression", field="scaled", upper=_INF, unit="share of value_range",
           help="counterpart_prediction_gap divided by the width of a configured value_range "
                "(default: the window's min to max)."),
+    # noise robustness of a regressor: one regression_robustness call per attribute feeds all
+    # four (the report shares it), each a summary over the noise levels of one followed gap
+    _spec("robustness_mae_gap_ratio_max", regression_robustness, ("predict", "X"),
+          optional_inputs=("y_true",), task="regression", field="mae_ratio_max", ideal=1.0,
+          upper=_INF, unit="ratio",
+          help="Largest ratio of a regressor's MAE gap under input noise to its clean MAE gap "
+               "over the noise levels (1 is stable, > 1 less fair under noise)."),
+    _spec("robustness_mae_gap_delta_max", regression_robustness, ("predict", "X"),
+          optional_inputs=("y_true",), task="regression", field="mae_delta_max",
+          lower=-_INF, upper=_INF, unit="target units",
+          help="Largest increase of a regressor's MAE gap under input noise over the clean "
+               "gap, in target units; alert on this rather than on the ratio."),
+    _spec("robustness_ks_gap_ratio_max", regression_robustness, ("predict", "X"),
+          optional_inputs=("y_true",), task="regression", field="ks_ratio_max", ideal=1.0,
+          upper=_INF, unit="ratio",
+          help="Largest ratio of a regressor's prediction KS gap under input noise to its "
+               "clean KS gap over the noise levels (1 is stable)."),
+    _spec("robustness_ks_gap_delta_max", regression_robustness, ("predict", "X"),
+          optional_inputs=("y_true",), task="regression", field="ks_delta_max", lower=-1.0,
+          help="Largest increase of a regressor's prediction KS gap under input noise over "
+               "the clean gap (0: noise does not separate the groups' predictions)."),
 ]
 
 #: Registry name -> spec, in table order. Read-only.

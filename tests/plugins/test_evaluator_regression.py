@@ -132,3 +132,23 @@ def test_the_counterpart_gap_is_opt_in_and_reads_the_model_inputs(regressor: Any
                                                                            rel=1e-12)
     assert m["fairness/counterpart_prediction_gap_scaled/group"] == pytest.approx(
         direct.value / 20, rel=1e-12)
+
+
+def test_noise_robustness_of_a_regressor_is_opt_in_and_calls_the_model(regressor: Any) -> None:
+    from fairmonitor.robustness.regression import regression_robustness
+
+    model, data, uri = regressor
+    names = ["robustness_mae_gap_delta_max", "robustness_ks_gap_delta_max"]
+    options = {"levels": [0.5, 1.0], "n_repeats": 3}
+    result = evaluate(uri, data, {"sensitive_features": ["group"], "min_group_size": 30,
+                                  "metrics": names,
+                                  "options": {"robustness_mae_gap_delta_max": options}})
+    direct = regression_robustness(model, data[["income", "tenure"]],
+                                   sensitive_features=data["group"].to_numpy(),
+                                   y_true=data["limit"].to_numpy(), min_group_size=30,
+                                   random_state=0, **options)
+    m = result.metrics
+    assert m["fairness/robustness_mae_gap_delta_max/group"] == pytest.approx(
+        direct.mae_delta_max, rel=1e-9)
+    assert m["fairness/robustness_ks_gap_delta_max/group"] == pytest.approx(
+        direct.ks_delta_max, rel=1e-9, abs=1e-12)
