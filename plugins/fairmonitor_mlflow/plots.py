@@ -31,10 +31,14 @@ def _figure(width: float = 7.0, height: float = 4.2) -> Any:
 
 
 def save_png(fig: Any, path: str) -> None:
-    """Write ``fig`` as a PNG (Agg renderer, 100 dpi)."""
+    """Write ``fig`` as a PNG (Agg renderer, the figure's dpi, fast zlib level).
+
+    Level 1 instead of PIL's 6: a plot's flat colours compress about as well, and encoding
+    was a tenth of each figure's time.
+    """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    FigureCanvasAgg(fig).print_png(path)
+    FigureCanvasAgg(fig).print_png(path, pil_kwargs={"compress_level": 1})
 
 
 def _label(label: Any) -> str:
