@@ -103,20 +103,30 @@ def build_regression_window(dataset: Any, model: Any, config: FairnessConfig, *,
     if wrong:
         raise ConfigError(f"metrics: {wrong} {_NOT_REGRESSION}; the regression metrics are "
                           f"{[n for n, s in METRICS.items() if s.task == 'regression']}.")
-    # the counterpart gap's features: `features`, else the model's inputs (never sensitive)
-    features = list(config.features or [c for c in model_columns if c not in sensitive])
-    # the noise-robustness metrics perturb X and call the model on it: X must be its inputs
-    row_predict = (functools.partial(_predict_rows, predict, list(model_columns))
-                   if predict is not None and features == model_columns else None)
+    X, row_predict = _row_inputs(frame, config, sensitive, model_columns, predict, sources)
     window = Window(sensitive, y_pred=y_pred, y_true=y_true, missing=config.missing,
-                    sample_weight=weights, X=frame[features] if features else None,
-                    predict=row_predict)
-    sources["X"] = f"columns {features}" if features else "none"
-    sources["robustness"] = ("opt-in: the robustness_*_gap_* metrics" if row_predict is not None
-                             else "skipped: needs a model whose inputs are the features")
+                    sample_weight=weights, X=X, predict=row_predict)
     skipped = {n: _NOT_REGRESSION for n, s in METRICS.items() if s.task != "regression"}
     return BuiltWindow(window=window, robust_window=None, robust_options={}, sources=sources,
                        skipped=skipped, task="regression")
+
+
+def _row_inputs(frame: Any, config: FairnessConfig, sensitive: Mapping[str, Any],
+                model_columns: list[str], predict: Any, sources: dict[str, str]
+                ) -> tuple[Any, Any]:
+    """Return the row metrics' features and the model's row predict (None when it cannot).
+
+    The counterpart gap reads ``features``, else the model's inputs (never sensitive); the
+    noise metrics perturb those features and call the model on them, so they must be its
+    inputs.
+    """
+    features = list(config.features or [c for c in model_columns if c not in sensitive])
+    row_predict = (functools.partial(_predict_rows, predict, list(model_columns))
+                   if predict is not None and features == model_columns else None)
+    sources["X"] = f"columns {features}" if features else "none"
+    sources["robustness"] = ("opt-in: the robustness_*_gap_* metrics" if row_predict is not None
+                             else "skipped: needs a model whose inputs are the features")
+    return (frame[features] if features else None), row_predict
 
 
 def _groups_of(columns: Mapping[str, Any], n: int) -> Any:
