@@ -17,6 +17,7 @@ from ._abpc_abcc.areas import abcc, abpc
 from ._calibration import calibration_difference
 from ._cfair.cfair import CounterpartResult, counterpart_fairness
 from ._cfair.matcher import CounterpartMatcher, PairMatcher, fit_matcher
+from ._cfair.regression import CounterpartPredictionGap, counterpart_prediction_gap
 from ._cfair.stats import CounterpartComparison
 
 # --- hfm ---
@@ -64,6 +65,7 @@ from ._regression import (
 __all__ = [
     "CounterpartComparison",
     "CounterpartMatcher",
+    "CounterpartPredictionGap",
     "CounterpartResult",
     "ErrorParity",
     "GroupRates",
@@ -82,6 +84,7 @@ __all__ = [
     "bounded_group_loss",
     "calibration_difference",
     "counterpart_fairness",
+    "counterpart_prediction_gap",
     "demographic_parity_difference",
     "demographic_parity_ratio",
     "encode_groups",

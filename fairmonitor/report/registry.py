@@ -31,6 +31,7 @@ from typing import Any, Literal
 from .. import metrics as m
 from ..metrics.shared import parity_from_rates
 from ..robustness.ratio import robustness_ratio  # --- robustness ---
+from ..robustness.regression import regression_robustness
 from ..summaries import compute as _summary
 
 __all__ = ["CLASS_SEPARATOR", "CONDITIONS", "INPUTS", "METRICS", "TASKS", "MetricSpec",
@@ -329,6 +330,10 @@ _REGRESSION = {"task": "regression", "weighted": True, "interval": _RESAMPLED}
 _ERRORS = {**_REGRESSION, "func": m.regression_errors, "inputs": ("y_true", "y_pred")}
 _DISTRIBUTION = {**_REGRESSION, "func": m.prediction_distribution, "inputs": ("y_pred",)}
 _INF = float("inf")
+_NO_CG_INTERVAL = ("the matching is fitted on the window's rows; the paired interval of the "
+                   "signed mean is in the result's cfair comparisons")
+_NO_NOISE_INTERVAL = ("a maximum over noise levels; each level's standard error over the "
+                      "noisy copies is in the result's gap_se")
 
 
 def _family(name: str, family: Mapping[str, Any], **kw: Any) -> MetricSpec:
@@ -367,6 +372,43 @@ _SPECS += [
                       "prediction_ks_distance or prediction_wasserstein instead",
           help="MADD of the predictions mapped to [0, 1] by a fixed value_range (0 is parity, "
                "2 disjoint)."),
+    # CFair's matching on a regressor: one counterpart_prediction_gap call per attribute feeds
+    # both (the report shares it); options (value_range, caliper, matcher...) reach both
+    _spec("counterpart_prediction_gap", m.counterpart_prediction_gap, ("X", "y_pred"),
+          task="regression", field="value", upper=_INF, unit="prediction units",
+          no_interval=_NO_CG_INTERVAL,
+          help="CFair on a regressor: mean |prediction difference| between look-alike "
+               "individuals of two groups, in prediction units (0 is parity)."),
+    _spec("counterpart_prediction_gap_scaled", m.counterpart_prediction_gap, ("X", "y_pred"),
+          task="regression", field="scaled", upper=_INF, unit="share of value_range",
+          no_interval=_NO_CG_INTERVAL,
+          help="counterpart_prediction_gap divided by the width of a configured value_range "
+               "(default: the window's min to max)."),
+    # noise robustness of a regressor: one regression_robustness call per attribute feeds all
+    # four (the report shares it), each a summary over the noise levels of one followed gap
+    _spec("robustness_mae_gap_ratio_max", regression_robustness, ("predict", "X"),
+          optional_inputs=("y_true",), task="regression", no_interval=_NO_NOISE_INTERVAL,
+          field="mae_ratio_max", ideal=1.0,
+          upper=_INF, unit="ratio",
+          help="Largest ratio of a regressor's MAE gap under input noise to its clean MAE gap "
+               "over the noise levels (1 is stable, > 1 less fair under noise)."),
+    _spec("robustness_mae_gap_delta_max", regression_robustness, ("predict", "X"),
+          optional_inputs=("y_true",), task="regression", no_interval=_NO_NOISE_INTERVAL,
+          field="mae_delta_max",
+          lower=-_INF, upper=_INF, unit="target units",
+          help="Largest increase of a regressor's MAE gap under input noise over the clean "
+               "gap, in target units; alert on this rather than on the ratio."),
+    _spec("robustness_ks_gap_ratio_max", regression_robustness, ("predict", "X"),
+          optional_inputs=("y_true",), task="regression", no_interval=_NO_NOISE_INTERVAL,
+          field="ks_ratio_max", ideal=1.0,
+          upper=_INF, unit="ratio",
+          help="Largest ratio of a regressor's prediction KS gap under input noise to its "
+               "clean KS gap over the noise levels (1 is stable)."),
+    _spec("robustness_ks_gap_delta_max", regression_robustness, ("predict", "X"),
+          optional_inputs=("y_true",), task="regression", no_interval=_NO_NOISE_INTERVAL,
+          field="ks_delta_max", lower=-1.0,
+          help="Largest increase of a regressor's prediction KS gap under input noise over "
+               "the clean gap (0: noise does not separate the groups' predictions)."),
 ]
 
 #: Registry name -> spec, in table order. Read-only.

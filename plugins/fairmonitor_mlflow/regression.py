@@ -11,6 +11,7 @@ JSON/HTML as a classifier's. The model's inputs are chosen as for a classifier
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -41,8 +42,12 @@ _NOT_REGRESSION = "applies to classifiers; this evaluation is of a regressor"
 
 def _predictions(dataset: Any, model: Any, frame: Any, model_columns: list[str],
                  config: FairnessConfig, predictions: str | None,
-                 sources: dict[str, str]) -> NDArray[np.float64]:
-    """Return the regressor's predictions: ``model.predict`` or the static column."""
+                 sources: dict[str, str]) -> tuple[NDArray[np.float64], Any]:
+    """Return the regressor's predictions and its predict function (None without a model).
+
+    The predictions are ``model.predict``'s, or the static column's.
+    """
+    predict = None
     if model is None:
         if dataset.predictions_data is None:
             raise ConfigError("the evaluation has no model and no predictions: pass a model, "
@@ -58,8 +63,15 @@ def _predictions(dataset: Any, model: Any, frame: Any, model_columns: list[str],
         predict = raw.predict if raw is not None and hasattr(raw, "predict") else model.predict
         output = _predict_output(predict, frame, model_columns, predictions)
         sources["y_pred"] = "model.predict"
-    return check_continuous(np.asarray(output).reshape(len(frame), -1)[:, 0]
-                            if np.ndim(output) == 2 else output, "the model's predictions")
+    output = (np.asarray(output).reshape(len(frame), -1)[:, 0] if np.ndim(output) == 2
+              else output)
+    return check_continuous(output, "the model's predictions"), predict
+
+
+def _predict_rows(predict: Any, columns: list[str], X: Any) -> NDArray[np.float64]:
+    """Return the model's predictions of the rows ``X`` (the robustness metrics' copies)."""
+    out = np.asarray(predict(X[columns]))
+    return out.reshape(len(X), -1)[:, 0] if out.ndim == 2 else out
 
 
 def build_regression_window(dataset: Any, model: Any, config: FairnessConfig, *,
@@ -81,7 +93,8 @@ def build_regression_window(dataset: Any, model: Any, config: FairnessConfig, *,
         sources["sample_weight"] = f"column {config.sample_weight!r}"
     model_columns = [c for c in frame.columns if c != config.sample_weight
                      and (config.model_uses_sensitive or c not in config.sensitive_features)]
-    y_pred = _predictions(dataset, model, frame, model_columns, config, predictions, sources)
+    y_pred, predict = _predictions(dataset, model, frame, model_columns, config, predictions,
+                                   sources)
     y_true = None
     if dataset.labels_data is not None:
         y_true = check_continuous(np.asarray(dataset.labels_data), "the targets")
@@ -90,12 +103,30 @@ def build_regression_window(dataset: Any, model: Any, config: FairnessConfig, *,
     if wrong:
         raise ConfigError(f"metrics: {wrong} {_NOT_REGRESSION}; the regression metrics are "
                           f"{[n for n, s in METRICS.items() if s.task == 'regression']}.")
+    X, row_predict = _row_inputs(frame, config, sensitive, model_columns, predict, sources)
     window = Window(sensitive, y_pred=y_pred, y_true=y_true, missing=config.missing,
-                    sample_weight=weights)
-    sources["robustness"] = f"skipped: robustness {_NOT_REGRESSION}"
+                    sample_weight=weights, X=X, predict=row_predict)
     skipped = {n: _NOT_REGRESSION for n, s in METRICS.items() if s.task != "regression"}
     return BuiltWindow(window=window, robust_window=None, robust_options={}, sources=sources,
                        skipped=skipped, task="regression")
+
+
+def _row_inputs(frame: Any, config: FairnessConfig, sensitive: Mapping[str, Any],
+                model_columns: list[str], predict: Any, sources: dict[str, str]
+                ) -> tuple[Any, Any]:
+    """Return the row metrics' features and the model's row predict (None when it cannot).
+
+    The counterpart gap reads ``features``, else the model's inputs (never sensitive); the
+    noise metrics perturb those features and call the model on them, so they must be its
+    inputs.
+    """
+    features = list(config.features or [c for c in model_columns if c not in sensitive])
+    row_predict = (functools.partial(_predict_rows, predict, list(model_columns))
+                   if predict is not None and features == model_columns else None)
+    sources["X"] = f"columns {features}" if features else "none"
+    sources["robustness"] = ("opt-in: the robustness_*_gap_* metrics" if row_predict is not None
+                             else "skipped: needs a model whose inputs are the features")
+    return (frame[features] if features else None), row_predict
 
 
 def _groups_of(columns: Mapping[str, Any], n: int) -> Any:

@@ -95,10 +95,11 @@ def _rule_notes(config: FairnessConfig) -> tuple[str, str]:
 def compute_report(built: BuiltWindow, config: FairnessConfig) -> WindowReport:
     """Evaluate every requested (or, by default, every available) metric; return one report."""
     if built.task == "regression":  # its own metric set, on the one window (no robustness)
-        report = evaluate_window(built.window, metrics=config.metrics,
+        metrics, opt_in = _regression_selection(config)
+        report = evaluate_window(built.window, metrics=metrics,
                                  evaluation=config.evaluation.replace(task="regression"))
         return dataclasses.replace(
-            report, skipped=MappingProxyType({**report.skipped, **built.skipped}),
+            report, skipped=MappingProxyType({**report.skipped, **built.skipped, **opt_in}),
             notes=(_rule_notes(config)[0], *report.notes))
     if config.metrics is None:
         main, robust, skipped = _default_selection(built, config)
@@ -119,6 +120,19 @@ def compute_report(built: BuiltWindow, config: FairnessConfig) -> WindowReport:
             built.robust_window, metrics=robust,
             evaluation=config.evaluation.replace(options=options)))
     return report
+
+
+def _regression_selection(config: FairnessConfig) -> tuple[list[str] | None, dict[str, str]]:
+    """Return a regressor's metrics, and the opt-in ones left out of the default set.
+
+    The counterpart gap (a CFair matching per attribute) is opt-in as CFair is for a
+    classifier: by name in ``metrics``, or ``metrics="all"``.
+    """
+    if config.metrics is not None or config.all_metrics:
+        return config.metrics, {}
+    names = [n for n, s in METRICS.items() if s.task == "regression"]
+    return ([n for n in names if not METRICS[n].needs_features],
+            {n: _OPT_IN for n in names if METRICS[n].needs_features})
 
 
 #: above this many rows exact HFM (quadratic in the rows) takes minutes: say so before it runs

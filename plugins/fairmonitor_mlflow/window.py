@@ -283,8 +283,12 @@ def _about_columns(exc: Exception) -> bool:
 
 
 def model_metrics() -> list[str]:
-    """Registry names of the metrics that call the model (the robustness ones)."""
-    return [s.name for s in METRICS.values() if "predict" in s.inputs]
+    """Registry names of a classifier's metrics that call the model (the robustness ones).
+
+    A regressor's (``task="regression"``) run on its own window (:mod:`.regression`).
+    """
+    return [s.name for s in METRICS.values() if "predict" in s.inputs
+            and s.task != "regression"]
 
 
 def _check_requested(config: FairnessConfig, windows: tuple[Window, Window | None],

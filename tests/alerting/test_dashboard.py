@@ -75,10 +75,15 @@ def exported_names(example_config):
         duration_seconds=0.5, metrics=tuple(fairmonitor.METRICS)))
     # the regression metrics (issue 29) come from a regressor's window: a second model
     target = 40 + 10 * X[:, 0]
-    regression = evaluate_window(
-        Window(sensitive_features={"sex": sex}, y_pred=target + 2.0 * (sex == "M"),
-               y_true=target + rng.normal(size=n), model="credit", version="3"),
-        task="regression", rng=0)
+    # (features and a continuous predict: the counterpart gap and the noise metrics too)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        regression = evaluate_window(
+            Window(sensitive_features={"sex": sex}, y_pred=target + 2.0 * (sex == "M"),
+                   y_true=target + rng.normal(size=n), X=X,
+                   predict=lambda a: 40 + 10 * np.asarray(a)[:, 0], model="credit",
+                   version="3"),
+            task="regression", rng=0)
     assert all(np.isfinite(v) for v in regression.values.values())
     collector.observe(WindowResult(
         model="credit", version="3", index=2, start=now, end=now, phase="full",

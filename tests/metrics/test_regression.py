@@ -210,3 +210,25 @@ def test_the_interval_cells_read_the_values_the_rows_give() -> None:
                                    abs=tol)
         assert w1 == pytest.approx(float(prediction_wasserstein(p, sensitive_features=g)),
                                    rel=tol)
+
+
+@pytest.mark.parametrize(("bound", "loss"),
+                         [(None, "mae"), (2.0, "rmse"), (None, "mean_residual")])
+def test_the_error_draws_read_at_once_equal_each_draw_alone(bound: Any, loss: Any) -> None:
+    # the interval evaluates every bootstrap draw in one array pass: each draw's six values
+    # must be bit for bit what that draw's sums give alone (a group of zero weight included)
+    from fairmonitor.metrics._regression import errors as e
+
+    rng = np.random.default_rng(3)
+    sums = rng.gamma(2.0, size=(50, 4, 4))
+    sums[..., 3] -= 0.5 * sums[..., 0]  # signed residual sums
+    sums[::7, 2] = 0.0  # a group without weight in some draws: its losses NaN
+    at_once = e._statistics(e._losses(sums), bound, loss)
+    alone = np.array([e._statistics(e._losses(s), bound, loss) for s in sums])
+    np.testing.assert_array_equal(at_once, alone)
+    # and each alone is the plain definition: max - min of the defined group losses
+    for s, row in zip(sums, alone, strict=True):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mae = s[:, 1] / s[:, 0]
+        defined = mae[np.isfinite(mae)]
+        assert row[0] == pytest.approx(defined.max() - defined.min(), rel=1e-15)

@@ -301,3 +301,25 @@ def test_a_corrupt_or_lost_regression_summary_is_re_made_from_the_rows() -> None
     (want,) = [r for r in fresh if r.rollup]
     for k, v in want.report.values.items():
         assert six.report.values[k] == pytest.approx(v, rel=1e-12, abs=1e-12), k
+
+
+def test_the_counterpart_gap_reads_the_feature_columns() -> None:
+    from fairmonitor.metrics import counterpart_prediction_gap
+
+    frame = regression_frame(n_hours=1, rows=400)
+    rng = np.random.default_rng(5)
+    frame["income"] = rng.normal(50, 10, len(frame))
+    cfg = config(metrics="[mean_residual_difference, counterpart_prediction_gap, "
+                         "counterpart_prediction_gap_scaled]",
+                 extra="    features: [income]\n    options:\n"
+                       "      counterpart_prediction_gap: {value_range: [0, 40]}\n")
+    (result,) = run_once(cfg, {"limits": MemorySource(frame)}, MemoryCheckpoint(),
+                         now=T0 + H)
+    direct = counterpart_prediction_gap(frame[["income"]], frame["prediction"].astype(float),
+                                        sensitive_features=frame["sex"], value_range=(0, 40),
+                                        min_group_size=30, random_state=0)
+    values = result.report.values
+    assert values[("counterpart_prediction_gap", "sex")] == pytest.approx(direct.value,
+                                                                          rel=1e-12)
+    assert values[("counterpart_prediction_gap_scaled", "sex")] == pytest.approx(
+        direct.value / 40, rel=1e-12)

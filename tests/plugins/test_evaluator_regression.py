@@ -15,7 +15,7 @@ from mlflow.tracking import MlflowClient
 from sklearn.metrics import mean_absolute_error
 
 from fairmonitor.metrics import prediction_ks_distance, prediction_wasserstein
-from fairmonitor.report.registry import task_metrics
+from fairmonitor.report.registry import METRICS, task_metrics
 
 Store = Any
 
@@ -65,8 +65,8 @@ def test_a_regressor_gets_the_regression_metrics(regressor: Any) -> None:
     # the model never saw the group: its limits are too high for b, by ~1.5 on average
     assert m["fairness/mean_residual_difference/group"] == pytest.approx(1.5, abs=0.3)
     assert {k.split("/")[1] for k in m if k.count("/") == 2 and k.startswith("fairness/")
-            and not k.startswith(("fairness/ci_", "fairness/chance"))} == set(task_metrics(
-                "regression"))
+            and not k.startswith(("fairness/ci_", "fairness/chance"))} == {
+        n for n in task_metrics("regression") if not METRICS[n].needs_features}  # CFair opt-in
     assert m["fairness/ci_lower/mean_residual_difference/group"] > 1.0
     assert not any("demographic_parity" in k for k in m)
     logged = MlflowClient().get_run(result.run_id).data
@@ -110,3 +110,45 @@ def test_a_classifier_metric_on_a_regressor_is_a_config_error(regressor: Any) ->
     with pytest.raises((MlflowException, ValueError), match="applies to classifiers"):
         evaluate(uri, data, {"sensitive_features": ["group"],
                              "metrics": ["demographic_parity_difference"]})
+
+
+def test_the_counterpart_gap_is_opt_in_and_reads_the_model_inputs(regressor: Any) -> None:
+    from fairmonitor.metrics import counterpart_prediction_gap
+
+    model, data, uri = regressor
+    default = evaluate(uri, data, {"sensitive_features": ["group"], "min_group_size": 30})
+    assert "fairness/counterpart_prediction_gap/group" not in default.metrics  # opt-in
+    names = ["counterpart_prediction_gap", "counterpart_prediction_gap_scaled"]
+    result = evaluate(uri, data, {"sensitive_features": ["group"], "min_group_size": 30,
+                                  "metrics": names,
+                                  "options": {"counterpart_prediction_gap":
+                                              {"value_range": [0, 20]}}})
+    pred = model.predict(data[["income", "tenure"]])
+    direct = counterpart_prediction_gap(data[["income", "tenure"]], pred,
+                                        sensitive_features=data["group"], min_group_size=30,
+                                        value_range=(0, 20))
+    m = result.metrics
+    assert m["fairness/counterpart_prediction_gap/group"] == pytest.approx(direct.value,
+                                                                           rel=1e-12)
+    assert m["fairness/counterpart_prediction_gap_scaled/group"] == pytest.approx(
+        direct.value / 20, rel=1e-12)
+
+
+def test_noise_robustness_of_a_regressor_is_opt_in_and_calls_the_model(regressor: Any) -> None:
+    from fairmonitor.robustness.regression import regression_robustness
+
+    model, data, uri = regressor
+    names = ["robustness_mae_gap_delta_max", "robustness_ks_gap_delta_max"]
+    options = {"levels": [0.5, 1.0], "n_repeats": 3}
+    result = evaluate(uri, data, {"sensitive_features": ["group"], "min_group_size": 30,
+                                  "metrics": names,
+                                  "options": {"robustness_mae_gap_delta_max": options}})
+    direct = regression_robustness(model, data[["income", "tenure"]],
+                                   sensitive_features=data["group"].to_numpy(),
+                                   y_true=data["limit"].to_numpy(), min_group_size=30,
+                                   random_state=0, **options)
+    m = result.metrics
+    assert m["fairness/robustness_mae_gap_delta_max/group"] == pytest.approx(
+        direct.mae_delta_max, rel=1e-9)
+    assert m["fairness/robustness_ks_gap_delta_max/group"] == pytest.approx(
+        direct.ks_delta_max, rel=1e-9, abs=1e-12)

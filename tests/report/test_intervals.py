@@ -103,7 +103,13 @@ def test_merged_summaries_give_the_raw_rows_intervals(window, report):
 def test_metrics_without_an_interval_say_why(report):
     no_interval = [name for name, spec in METRICS.items() if spec.interval is None]
     assert set(no_interval) == {"hfm", "robustness_ratio_auc", "robustness_robust",
-                                "robustness_flip_rate_gap_max", "madd", "prediction_madd"}
+                                "robustness_flip_rate_gap_max", "madd", "prediction_madd",
+                                # a regressor's row metrics (issue 29), each saying why
+                                "counterpart_prediction_gap", "counterpart_prediction_gap_scaled",
+                                "robustness_mae_gap_ratio_max", "robustness_mae_gap_delta_max",
+                                "robustness_ks_gap_ratio_max", "robustness_ks_gap_delta_max"}
+    assert all(METRICS[n].no_interval for n in no_interval
+               if METRICS[n].task == "regression" and n != "prediction_madd")
     rng = np.random.default_rng(0)
     X = rng.normal(size=(300, 3))
     g = rng.choice(["a", "b"], 300)

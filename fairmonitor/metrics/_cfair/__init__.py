@@ -7,9 +7,11 @@
 
 from .cfair import CounterpartResult, counterpart_fairness
 from .matcher import CounterpartMatcher, PairMatcher, fit_matcher
+from .regression import CounterpartPredictionGap, counterpart_prediction_gap
 from .stats import CounterpartComparison
 
 __all__ = [
-    "CounterpartComparison", "CounterpartMatcher", "CounterpartResult", "PairMatcher",
-    "counterpart_fairness", "fit_matcher",
+    "CounterpartComparison", "CounterpartMatcher", "CounterpartPredictionGap",
+    "CounterpartResult", "PairMatcher", "counterpart_fairness", "counterpart_prediction_gap",
+    "fit_matcher",
 ]

@@ -47,7 +47,12 @@ from ..._validation import (
     y_true_first,
 )
 from ...exceptions import GroupExclusionWarning, InvalidInputError
-from ...utils.groups import Groups, encode_groups, sensitive_columns
+from ...utils.groups import (
+    INTERSECTION_SEPARATOR,
+    Groups,
+    encode_groups,
+    sensitive_columns,
+)
 from .matcher import (
     REST,
     CounterpartMatcher,
@@ -220,6 +225,13 @@ def _result(attribute: str, comparisons: list[CounterpartComparison],
         group=top.group, reference=top.reference, status=top.status,
         comparisons=tuple(comparisons), matcher=matcher,
     )
+
+
+def _sensitive_names(sensitive_features: Any) -> Any:
+    """Return the sensitive columns X must not hold (by name for groups encoded once)."""
+    if isinstance(sensitive_features, Groups):  # the report's (regression path) encoding
+        return dict.fromkeys(sensitive_features.name.split(INTERSECTION_SEPARATOR))
+    return sensitive_columns(sensitive_features)
 
 
 def _resolve_matcher(matcher: Any, attribute: str, options: dict[str, Any]) -> CounterpartMatcher:
@@ -415,7 +427,7 @@ def counterpart_fairness(
             X, groups, n, caliper=caliper, reference=reference, compare=compare,
             propensity_model=propensity_model, learn_metric=learn_metric,
             rng=np.random.default_rng(random_state),
-            exclude=sensitive_columns(sensitive_features))
+            exclude=_sensitive_names(sensitive_features))
     else:
         matcher = _resolve_matcher(matcher, groups.name, {
             "caliper": (caliper, 0.10), "reference": (reference, None),

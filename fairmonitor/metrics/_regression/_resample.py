@@ -122,12 +122,15 @@ def _gaussian_sums(mean: NDArray[np.float64], cov: NDArray[np.float64], size: in
 
 def sum_intervals(statistic: Callable[[NDArray[np.float64]], Any], values: NDArray[np.float64],
                   codes: NDArray[np.intp], n_groups: int, *, level: float,
-                  n_resamples: int = N_RESAMPLES, random_state: Any = None) -> list[Interval]:
+                  n_resamples: int = N_RESAMPLES, random_state: Any = None,
+                  vectorized: bool = False) -> list[Interval]:
     """Intervals and chance levels of statistics of per-group sums, without row draws.
 
     ``values`` (rows x d, weights included) are summed per group; ``statistic(sums)`` reads
-    the (groups x d) sums. The draws read each group's sums and sums of products only
-    (:func:`moment_intervals`, which a window summary calls with its stored sums).
+    the (groups x d) sums, or with ``vectorized=True`` every draw's at once (draws x groups x
+    d, returning draws x statistics: one array pass instead of a Python call a draw). The
+    draws read each group's sums and sums of products only (:func:`moment_intervals`, which
+    a window summary calls with its stored sums).
 
     Examples
     --------
@@ -141,7 +144,8 @@ def sum_intervals(statistic: Callable[[NDArray[np.float64]], Any], values: NDArr
     sums, second = group_moments(values, codes, n_groups)
     return moment_intervals(statistic, sums, second,
                             np.bincount(codes, minlength=n_groups).astype(float), level=level,
-                            n_resamples=n_resamples, random_state=random_state)
+                            n_resamples=n_resamples, random_state=random_state,
+                            vectorized=vectorized)
 
 
 def group_moments(values: NDArray[np.float64], codes: NDArray[np.intp], n_groups: int
@@ -167,9 +171,11 @@ def group_moments(values: NDArray[np.float64], codes: NDArray[np.intp], n_groups
 def moment_intervals(statistic: Callable[[NDArray[np.float64]], Any],
                      sums: NDArray[np.float64], second: NDArray[np.float64],
                      counts: NDArray[np.float64], *, level: float,
-                     n_resamples: int = N_RESAMPLES, random_state: Any = None
-                     ) -> list[Interval]:
+                     n_resamples: int = N_RESAMPLES, random_state: Any = None,
+                     vectorized: bool = False) -> list[Interval]:
     """Intervals and chance levels of ``statistic(sums)`` from group sums and sums of products.
+
+    ``vectorized``: as :func:`sum_intervals`'s (``statistic`` reads every draw at once).
 
     The Poisson bootstrap's group sums are ``sum_i P_i v_i`` with independent Poisson(1)
     ``P_i``: mean ``sum_i v_i`` (``sums[g]``), covariance ``sum_i v_i v_i^T``
@@ -201,8 +207,12 @@ def moment_intervals(statistic: Callable[[NDArray[np.float64]], Any],
         null[:, g] = _gaussian_sums(counts[g] * mu, counts[g] * (1 - counts[g] / n)
                                     * pooled_cov, n_resamples, rng)
     with np.errstate(invalid="ignore", divide="ignore"):
-        b = np.array([np.atleast_1d(statistic(x)) for x in boot], dtype=float)
-        z = np.array([np.atleast_1d(statistic(x)) for x in null], dtype=float)
+        if vectorized:
+            b = np.asarray(statistic(boot), dtype=float).reshape(n_resamples, -1)
+            z = np.asarray(statistic(null), dtype=float).reshape(n_resamples, -1)
+        else:
+            b = np.array([np.atleast_1d(statistic(x)) for x in boot], dtype=float)
+            z = np.array([np.atleast_1d(statistic(x)) for x in null], dtype=float)
     return [_interval(b[:, k], z[:, k], level, n_resamples, SUM_METHOD)
             for k in range(b.shape[1])]
 

@@ -65,11 +65,14 @@ def _row_values(weight: NDArray[np.float64], residual: NDArray[np.float64]
 
 
 def _losses(sums: NDArray[np.float64]) -> dict[str, NDArray[np.float64]]:
-    """Each group's MAE, RMSE and mean residual from its sums (groups x 4), pooled last."""
-    sums = np.vstack([sums, sums.sum(axis=0)])
+    """Each group's MAE, RMSE and mean residual from its sums (... x groups x 4), pooled last.
+
+    Leading axes are resampling draws: every draw at once, each value as one draw alone.
+    """
+    sums = np.concatenate([sums, sums.sum(axis=-2, keepdims=True)], axis=-2)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return {"mae": sums[:, 1] / sums[:, 0], "rmse": np.sqrt(sums[:, 2] / sums[:, 0]),
-                "mean_residual": sums[:, 3] / sums[:, 0]}
+        return {"mae": sums[..., 1] / sums[..., 0], "rmse": np.sqrt(sums[..., 2] / sums[..., 0]),
+                "mean_residual": sums[..., 3] / sums[..., 0]}
 
 
 def error_values(residual: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -81,25 +84,36 @@ def error_values(residual: NDArray[np.float64]) -> NDArray[np.float64]:
     return _row_values(np.ones(residual.size), residual)
 
 
-def _gap(values: NDArray[np.float64], ratio: bool) -> float:
-    defined = values[np.isfinite(values)]
-    if defined.size < 2:
-        return _NAN
-    top = float(defined.max())
-    if ratio:
-        return float(defined.min()) / top if top > 0 else _NAN
-    return top - float(defined.min())
+def _extremes(values: NDArray[np.float64]
+              ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]:
+    """Largest and smallest finite value over the last axis, and whether two are finite."""
+    finite = np.isfinite(values)
+    top = np.where(finite, values, -np.inf).max(axis=-1)
+    low = np.where(finite, values, np.inf).min(axis=-1)
+    return top, low, finite.sum(axis=-1) >= 2
+
+
+def _gap(values: NDArray[np.float64], ratio: bool) -> NDArray[np.float64]:
+    top, low, defined = _extremes(values)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        gap = np.where(top > 0, low / top, _NAN) if ratio else top - low
+    return np.where(defined, gap, _NAN)
 
 
 def _statistics(losses: dict[str, NDArray[np.float64]], bound: float | None,
                 loss: Loss) -> NDArray[np.float64]:
-    """Return the six metrics' values (:data:`ERROR_METRICS` order) from group losses."""
-    out = [_gap(losses[_PER_GROUP[m]][:-1], m.endswith("ratio")) for m in ERROR_METRICS[:-1]]
-    groups = losses[loss][:-1]
-    limit = losses[loss][-1] if bound is None else bound  # default: the pooled loss
-    defined = groups[np.isfinite(groups)]
-    out.append(max(0.0, float(defined.max()) - float(limit)) if defined.size >= 2 else _NAN)
-    return np.array(out)
+    """Return the six metrics' values (:data:`ERROR_METRICS` order, last axis) from losses.
+
+    Leading axes of the losses (before groups) are draws, as in :func:`_losses`.
+    """
+    out = [_gap(losses[_PER_GROUP[m]][..., :-1], m.endswith("ratio"))
+           for m in ERROR_METRICS[:-1]]
+    groups = losses[loss][..., :-1]
+    limit = losses[loss][..., -1] if bound is None else bound  # default: the pooled loss
+    top, _, defined = _extremes(groups)
+    excess = top - limit
+    out.append(np.where(defined, np.where(excess > 0.0, excess, 0.0), _NAN))
+    return np.stack(out, axis=-1)
 
 
 def _reason(metric: str, values: NDArray[np.float64], p: Prepared) -> str | None:
@@ -201,7 +215,7 @@ def _from_sums(p: Prepared, sums: NDArray[np.float64], second: NDArray[np.float6
         intervals = moment_intervals(
             lambda s: _statistics(_losses(s), bound, loss), sums, second,
             p.counts_array().astype(float), level=confidence_level,
-            n_resamples=n_resamples, random_state=random_state)
+            n_resamples=n_resamples, random_state=random_state, vectorized=True)
     detail = {"bound": float(losses[loss][-1]) if bound is None else float(bound),
               "bound_source": "pooled" if bound is None else "option", "loss": loss}
     return ErrorParity(**{m: _gap_result(m, float(values[k]), losses, p, loss, detail,
