@@ -160,8 +160,11 @@ def wheel_round() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         os.chmod(tmp, 0o755)
         wheels = os.path.join(tmp, "wheels")
-        subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", wheels,
-                        root], check=True, capture_output=True)
+        # built in isolation, as the image's first stage builds it
+        built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w",
+                                wheels, root], capture_output=True, text=True)
+        if built.returncode:
+            raise SystemExit(f"pip wheel failed:\n{built.stderr[-3000:]}")
         (wheel,) = os.listdir(wheels)
         site = os.path.join(tmp, "site")
         with zipfile.ZipFile(os.path.join(wheels, wheel)) as zf:
