@@ -15,20 +15,30 @@ DOCS_OUT := build/docs
 
 .PHONY: demo test docs lint venv bench clean
 
-# --no-compile: pip would byte-compile every installed module (~240 MB); Python compiles the
-# ones a run imports, once
+# The installs go through uv (PyPI's `uv`: Astral's installer, written in Rust, with pip's
+# `pip install` interface): it resolves the same requirements from the same index as pip, but
+# downloads and unpacks wheels in parallel and links them from its cache instead of copying, so
+# the demo's install (mlflow and its ~100 dependencies) is what pip took minutes for in well
+# under one (benchmarks/bench_first_use.py measures both; docs/getting-started.md quotes it). It
+# is installed into .venv by pip itself, so nothing is needed beyond Python. Like pip, uv builds
+# the package's Cython kernels in an isolated environment (pyproject's build-system.requires)
+# and does not byte-compile what it installs: Python compiles the modules a run imports, once.
+UV_VERSION := uv>=0.13,<0.14
+UV := $(BIN)/uv pip install --quiet --python $(BIN)/python
+
 $(BASE_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet --no-compile -e .
+	$(BIN)/python -m pip install --quiet '$(UV_VERSION)'
+	$(UV) -e .
 	touch $(BASE_STAMP) $(KERNELS)
 
+# --reinstall-package: rebuild the package (its kernels) even though uv sees it installed
 $(KERNELS): $(BASE_STAMP) setup.py $(wildcard fairmonitor/_kernels/*.pyx)
-	$(BIN)/python -m pip install --quiet --no-compile --no-deps -e .
+	$(UV) --no-deps --reinstall-package fairmonitor -e .
 	touch $(KERNELS)
 
 $(STAMP): $(BASE_STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[test,spark,docs]'
+	$(UV) -e '.[test,spark,docs]'
 	touch $(STAMP)
 
 venv: $(STAMP)
