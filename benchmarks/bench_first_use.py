@@ -158,9 +158,14 @@ def mlflow_alone(venv: Path, env: dict[str, str]) -> None:
     alone = venv.with_name(venv.name + "-mlflow")
     shutil.rmtree(alone, ignore_errors=True)
     subprocess.run([sys.executable, "-m", "venv", str(alone)], check=True)
-    pip = [str(alone / "bin" / "python"), "-m", "pip", "install", "--quiet"]
-    subprocess.run([*pip, "--upgrade", "pip"], check=True, env=env)
-    subprocess.run([*pip, "--no-compile", f"mlflow=={version}"], check=True, env=env)
+    python = str(alone / "bin" / "python")
+    if (venv / "bin" / "uv").exists():  # the same installer as the demo venv's
+        subprocess.run([str(venv / "bin" / "uv"), "pip", "install", "--quiet", "--python", python,
+                        f"mlflow=={version}"], check=True, env=env)
+    else:
+        pip = [python, "-m", "pip", "install", "--quiet"]
+        subprocess.run([*pip, "--upgrade", "pip"], check=True, env=env)
+        subprocess.run([*pip, "--no-compile", f"mlflow=={version}"], check=True, env=env)
     ours, theirs = (int(du(p, "-sm")) for p in (venv, alone))
     print(f"mlflow {version} alone: {theirs} MB; the demo venv (after its run): {ours} MB")
     print(f"TARGET base_install_above_mlflow_mb: {ours - theirs} (target <= 150)")

@@ -169,3 +169,24 @@ def test_the_scan_lets_configured_values_and_quotes_through(line):
 @pytest.mark.parametrize("page", CONVERTED)
 def test_no_hand_typed_figure_in_a_converted_page(page):
     assert hand_typed((ROOT / page).read_text(encoding="utf-8")) == []
+
+
+def _quotes(text: str) -> list[str]:
+    return re.findall(r"\{bench\}`([^`]*)`", _without_code(text))
+
+
+def _without_code(text: str) -> str:
+    """``text`` without its fenced blocks other than ``bench-output`` ones."""
+    return re.sub(r"^```(?!\{bench-output\}).*?^```", "", text, flags=re.M | re.S)
+
+
+@pytest.mark.parametrize("page", sorted(p.name for p in (ROOT / "docs").glob("*.md")))
+def test_every_quoted_figure_of_a_page_is_recorded(page):
+    # the site build fails on a missing figure too (-W); this says which, in seconds
+    text = (ROOT / "docs" / page).read_text(encoding="utf-8")
+    for quote in _quotes(text):
+        bench_figures.resolve(quote)
+    for script, start in re.findall(r"^```\{bench-output\} (\S+)\n:section: (.*)$", text,
+                                    flags=re.M):
+        _, output = bench_figures.read_result(RESULTS / f"{script}.txt")
+        assert bench_figures.section_lines(output, start.strip()), (script, start)
