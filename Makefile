@@ -16,13 +16,14 @@ DOCS_OUT := build/docs
 .PHONY: demo test docs lint venv bench clean
 
 # The installs go through uv (PyPI's `uv`: Astral's installer, written in Rust, with pip's
-# `pip install` interface): it resolves the same requirements from the same index as pip, but
-# downloads and unpacks wheels in parallel and links them from its cache instead of copying, so
-# the demo's install (mlflow and its ~100 dependencies) is what pip took minutes for in well
-# under one (benchmarks/bench_first_use.py measures both; docs/getting-started.md quotes it). It
-# is installed into .venv by pip itself, so nothing is needed beyond Python. Like pip, uv builds
-# the package's Cython kernels in an isolated environment (pyproject's build-system.requires)
-# and does not byte-compile what it installs: Python compiles the modules a run imports, once.
+# `pip install` interface). It resolves the same requirements from the same index as pip, but
+# fetches and unpacks wheels in parallel and links them from its cache instead of copying: pip
+# spent minutes resolving and unpacking mlflow's ~100 dependencies one by one, which uv does in
+# seconds (benchmarks/bench_first_use.py measures the demo install; docs/getting-started.md
+# quotes it). pip installs uv into .venv, so nothing is needed beyond Python. Like pip, uv
+# builds the package's Cython kernels in an isolated environment (pyproject's
+# build-system.requires; setup.py translates and compiles them on every core) and does not
+# byte-compile what it installs: Python compiles the modules a run imports, once.
 UV_VERSION := uv>=0.13,<0.14
 UV := $(BIN)/uv pip install --quiet --python $(BIN)/python
 
