@@ -26,6 +26,7 @@ under a line naming the run, for the tables a script prints itself
 
 from __future__ import annotations
 
+import itertools
 import re
 import sys
 from pathlib import Path
@@ -155,28 +156,45 @@ def section_lines(output: list[str], start: str) -> list[str]:
     """Return the lines from the first one starting with ``start`` to the next ``## `` heading.
 
     ``start`` is matched without the line's leading ``#`` marks: ``Reset`` finds ``## Reset``.
-
     The heading becomes a bold line (a heading would join the page's outline), and every line
-    that is not a table row its own paragraph, so a script's ``TARGET`` lines stay one a line
-    and never join the table above them.
+    that is not a table row its own paragraph, so a script's ``TARGET`` lines stay one a line;
+    one printed between two rows of a table follows the table.
 
-    >>> section_lines(["## A", "| x |", "|---|", "| 1 |", "TARGET t: 1", "x: 2", "## B"], "A")
-    ['**A**', '', '| x |', '|---|', '| 1 |', '', 'TARGET t: 1', '', 'x: 2', '']
+    >>> section_lines(["## A", "| x |", "|---|", "| 1 |", "TARGET t: 1", "| 2 |", "x: 2", "## B"],
+    ...               "A")
+    ['**A**', '', '| x |', '|---|', '| 1 |', '| 2 |', '', 'TARGET t: 1', '', 'x: 2', '']
     """
     for i, line in enumerate(output):
         if re.sub(r"^#+ ", "", line).startswith(start):
             end = next((j for j in range(i + 1, len(output)) if output[j].startswith("## ")),
                        len(output))
-            blocks = [re.sub(r"^#+ (.*)$", r"**\1**", line), ""]
-            for row in output[i + 1:end]:
-                if row.startswith("|"):
-                    blocks.append(row)
-                elif row.strip():
-                    if blocks[-1].startswith("|"):
-                        blocks.append("")
-                    blocks += [row, ""]
-            return blocks
+            return [re.sub(r"^#+ (.*)$", r"**\1**", line), "", *_blocks(output[i + 1:end])]
     return []
+
+
+def _blocks(lines: list[str]) -> list[str]:
+    """Return ``lines`` as Markdown blocks: tables whole, any other line a paragraph."""
+    blocks: list[str] = []
+    deferred: list[str] = []  # lines printed inside a table, shown after it
+    for k, row in enumerate(lines):
+        if row.startswith("|"):
+            blocks.append(row)
+            continue
+        table_goes_on = any(later.startswith("|") for later in
+                            itertools.takewhile(str.strip, lines[k + 1:]))
+        if blocks and blocks[-1].startswith("|") and table_goes_on and row.strip():
+            deferred.append(row)
+            continue
+        if blocks and blocks[-1].startswith("|"):
+            blocks.append("")
+        for text in [*deferred, row] if row.strip() else deferred:
+            blocks += [text, ""]
+        deferred = []
+    if blocks and blocks[-1].startswith("|"):
+        blocks.append("")
+    for text in deferred:
+        blocks += [text, ""]
+    return blocks
 
 
 def setup(app: object) -> dict[str, bool]:
