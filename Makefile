@@ -33,9 +33,12 @@ $(BASE_STAMP): pyproject.toml
 	$(UV) -e .
 	touch $(BASE_STAMP) $(KERNELS)
 
-# --reinstall-package: rebuild the package (its kernels) even though uv sees it installed
+# Rebuild the kernels when setup.py or a .pyx is newer than the last build. A fresh install
+# built them and touched $(KERNELS): make still runs this recipe after remaking $(BASE_STAMP),
+# so the recipe checks the files itself instead of building twice. --reinstall-package: uv
+# skips a package it sees installed unless told.
 $(KERNELS): $(BASE_STAMP) setup.py $(wildcard fairmonitor/_kernels/*.pyx)
-	$(UV) --no-deps --reinstall-package fairmonitor -e .
+	if [ ! -e $@ ] || [ -n "$$(find setup.py fairmonitor/_kernels -newer $@ \( -name setup.py -o -name '*.pyx' \))" ]; then $(UV) --no-deps --reinstall-package fairmonitor -e .; fi
 	touch $(KERNELS)
 
 $(STAMP): $(BASE_STAMP)

@@ -7,7 +7,10 @@ the package index and minutes).
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import time
 from pathlib import Path
 
 MAKEFILE = (Path(__file__).resolve().parents[1] / "Makefile").read_text()
@@ -39,8 +42,8 @@ UV_INSTALL = ".venv/bin/uv pip install --quiet --python .venv/bin/python"
 
 def _installs(recipe: list[str]) -> list[str]:
     """The arguments of the recipe's package installs (uv's), after ``uv pip install``."""
-    return [line.removeprefix(UV_INSTALL).split() for line in recipe
-            if line.startswith(UV_INSTALL)]
+    return [line.split(UV_INSTALL, 1)[1].split(";")[0].split() for line in recipe
+            if UV_INSTALL in line]
 
 
 def test_uv_is_installed_into_the_venv_by_pip_pinned_to_a_minor_series():
@@ -69,6 +72,34 @@ def test_kernels_rebuild_when_a_pyx_changes_without_installing_anything():
     assert "$(wildcard fairmonitor/_kernels/*.pyx)" in " ".join(prerequisites)
     # uv skips an installed package unless told: --reinstall-package rebuilds the kernels
     assert _installs(recipe) == [["--no-deps", "--reinstall-package", "fairmonitor", "-e", "."]]
+
+
+def test_a_fresh_install_builds_the_kernels_once(tmp_path):
+    # make runs the kernels' recipe after remaking the base install, which built them: the
+    # recipe must rebuild only when setup.py or a .pyx is newer than the stamp. Run its guard
+    # in a scratch tree with the install replaced by a marker.
+    _, recipe = _rule("$(KERNELS)")
+    guard = recipe[0].replace("$@", ".venv/.kernels").replace("$$", "$")
+    guard = guard.replace(f"{UV_INSTALL} --no-deps --reinstall-package fairmonitor -e .",
+                          "touch rebuilt")
+    kernels = tmp_path / "fairmonitor" / "_kernels"
+    kernels.mkdir(parents=True)
+    (tmp_path / ".venv").mkdir()
+    for name in ("setup.py", "fairmonitor/_kernels/madd.pyx", ".venv/.kernels"):
+        (tmp_path / name).write_text("")
+    stamp = tmp_path / ".venv" / ".kernels"
+    os.utime(stamp, (time.time() + 5, time.time() + 5))  # the base install's touch, later
+
+    def rebuilt() -> bool:
+        subprocess.run(["sh", "-c", guard], cwd=tmp_path, check=True)
+        return (tmp_path / "rebuilt").exists()
+
+    assert not rebuilt()  # fresh install: the stamp is newer than every source
+    os.utime(kernels / "madd.pyx", (time.time() + 10, time.time() + 10))  # an edited kernel
+    assert rebuilt()
+    (tmp_path / "rebuilt").unlink()
+    stamp.unlink()
+    assert rebuilt()  # no stamp: build
 
 
 def test_test_and_docs_add_the_extras_they_need():
