@@ -15,20 +15,34 @@ DOCS_OUT := build/docs
 
 .PHONY: demo test docs lint venv bench clean
 
-# --no-compile: pip would byte-compile every installed module (~240 MB); Python compiles the
-# ones a run imports, once
+# The installs go through uv (PyPI's `uv`: Astral's installer, written in Rust, with pip's
+# `pip install` interface). It resolves the same requirements from the same index as pip, but
+# fetches and unpacks wheels in parallel and links them from its cache instead of copying: pip
+# spent minutes resolving and unpacking mlflow's ~100 dependencies one by one, which uv does in
+# seconds (benchmarks/bench_first_use.py measures the demo install; docs/getting-started.md
+# quotes it). pip installs uv into .venv, so nothing is needed beyond Python. Like pip, uv
+# builds the package's Cython kernels in an isolated environment (pyproject's
+# build-system.requires; setup.py translates and compiles them on every core) and does not
+# byte-compile what it installs: Python compiles the modules a run imports, once.
+UV_VERSION := uv>=0.13,<0.14
+UV := $(BIN)/uv pip install --quiet --python $(BIN)/python
+
 $(BASE_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet --no-compile -e .
+	$(BIN)/python -m pip install --quiet '$(UV_VERSION)'
+	$(UV) -e .
 	touch $(BASE_STAMP) $(KERNELS)
 
+# Rebuild the kernels when setup.py or a .pyx is newer than the last build. A fresh install
+# built them and touched $(KERNELS): make still runs this recipe after remaking $(BASE_STAMP),
+# so the recipe checks the files itself instead of building twice. --reinstall-package: uv
+# skips a package it sees installed unless told.
 $(KERNELS): $(BASE_STAMP) setup.py $(wildcard fairmonitor/_kernels/*.pyx)
-	$(BIN)/python -m pip install --quiet --no-compile --no-deps -e .
+	if [ ! -e $@ ] || [ -n "$$(find setup.py fairmonitor/_kernels -newer $@ \( -name setup.py -o -name '*.pyx' \))" ]; then $(UV) --no-deps --reinstall-package fairmonitor -e .; fi
 	touch $(KERNELS)
 
 $(STAMP): $(BASE_STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[test,spark,docs]'
+	$(UV) -e '.[test,spark,docs]'
 	touch $(STAMP)
 
 venv: $(STAMP)

@@ -9,12 +9,12 @@ no user's first window waits for a compiler (``ARCHITECTURE.md``, "Compiled code
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
-import numpy
-from Cython.Build import cythonize
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 
 HERE = Path(__file__).parent
 
@@ -40,7 +40,6 @@ def kernel_extensions() -> list[Extension]:
         Extension(
             ".".join(path.with_suffix("").relative_to(HERE).parts),
             [str(path.relative_to(HERE))],
-            include_dirs=[numpy.get_include()],
             define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
             extra_compile_args=COMPILE_ARGS,
         )
@@ -48,4 +47,32 @@ def kernel_extensions() -> list[Extension]:
     ]
 
 
-setup(ext_modules=cythonize(kernel_extensions(), compiler_directives=DIRECTIVES, quiet=True))
+class BuildKernels(build_ext):
+    """Translate the ``.pyx`` to C when the extensions are built, on every core.
+
+    An install runs this file three times (build requirements, metadata, build); translating
+    at import cost each run Cython's full pass, while only the build needs the C. Cython
+    translates the modules in parallel, and the compiler compiles them in parallel.
+    """
+
+    def finalize_options(self) -> None:
+        """Compile as many extensions at once as there are cores, unless told (``-j``)."""
+        super().finalize_options()
+        self.parallel = self.parallel or os.cpu_count() or 1
+
+    def run(self) -> None:
+        """Translate the extensions' ``.pyx`` sources to C, then compile them."""
+        import numpy
+        from Cython.Build import cythonize
+
+        translated = {ext.name: ext.sources for ext in cythonize(
+            self.extensions, compiler_directives=DIRECTIVES, quiet=True,
+            nthreads=os.cpu_count() or 1)}
+        # the same Extension objects, which setuptools has prepared, now on the C sources
+        for ext in self.extensions:
+            ext.sources = translated[ext.name]
+            ext.include_dirs.append(numpy.get_include())
+        super().run()
+
+
+setup(ext_modules=kernel_extensions(), cmdclass={"build_ext": BuildKernels})

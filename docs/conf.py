@@ -8,7 +8,8 @@ git): the metric figures (``_scripts/figures.py``, from the bundled data), the c
 reference (from the monitor's config schema), the benchmarks page's recorded runs (from
 ``benchmarks/results/``, as ``benchmarks/run_all.py --record`` wrote them) and the list of
 ``docs/*.md`` pages that no toctree names yet, so a page added to ``docs/`` shows up in the
-navigation without an edit here.
+navigation without an edit here. A page quotes a recorded benchmark figure with the ``bench``
+role of ``_ext/bench_figures.py`` instead of typing it.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from pathlib import Path
 DOCS = Path(__file__).resolve().parent
 ROOT = DOCS.parent
 GENERATED = DOCS / "_generated"
-for _path in (str(ROOT / "plugins"), str(ROOT)):  # this checkout's package, not an installed one
+# this checkout's package, not an installed one; docs/_ext: the site's own extensions
+for _path in (str(ROOT / "plugins"), str(ROOT), str(DOCS / "_ext")):
     if _path not in sys.path:
         sys.path.insert(0, _path)
 
@@ -34,6 +36,7 @@ extensions = [
     "sphinx.ext.autodoc",
     "numpydoc",
     "sphinx.ext.mathjax",
+    "bench_figures",  # docs/_ext: {bench}`script:name` quotes a recorded benchmark figure
 ]
 source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
 exclude_patterns = ["_build", "_generated/*.md", "_scripts", "Thumbs.db", ".DS_Store"]

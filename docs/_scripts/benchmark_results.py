@@ -28,6 +28,39 @@ def read_result(path: Path) -> tuple[dict[str, str], list[str]]:
     return header, output
 
 
+#: the output lines naming one figure, in the order they are looked for: ``TARGET name: value``
+#: or ``INFO name: value``, then ``name: value`` or ``name=value``, then a table row
+#: ``name   value   value``
+FIGURES = (r"^(?:TARGET|INFO) {name}:\s*(?P<value>\S.*)$",
+           r"^\s*{name}(?::\s*|=)(?P<value>\S.*)$", r"^\s*{name}\s+(?P<value>\S.*)$")
+
+
+def lookup(output: list[str], name: str) -> str | None:
+    """Return the value a recorded output gives ``name`` (the text before `` (``), or None.
+
+    >>> lookup(["TARGET madd_auto_vs_sort: 3.30 (target <= 4) OK", "k=10"], "madd_auto_vs_sort")
+    '3.30'
+    >>> lookup(["cold_first     25.535   0.355", "k=10"], "cold_first"), lookup(["k=10"], "k")
+    ('25.535   0.355', '10')
+    >>> lookup(["x  1  2", "TARGET x: 3 (target <= 4)"], "x"), lookup(["TARGET x: 1"], "y")
+    ('3', None)
+    >>> lookup(["  kill failover: median 2.42 s, max 2.59 s (2.42, 2.59)"], "kill failover")
+    'median 2.42 s, max 2.59 s'
+
+    """
+    for form in FIGURES:
+        pattern = re.compile(form.format(name=re.escape(name)))
+        for line in output:
+            if (match := pattern.match(line)):
+                return match["value"].split(" (")[0].strip()
+    return None
+
+
+def label(script: str) -> str:
+    """Return the label of a script's section (for ``{ref}`` and the ``bench`` role)."""
+    return f"bench-{script}"
+
+
 def summary(script: Path) -> str:
     """Return the first line of a script's docstring: what it measures."""
     if not script.exists():
@@ -50,7 +83,8 @@ def targets_table(output: list[str]) -> list[str]:
 def section(path: Path, scripts: Path) -> list[str]:
     """Return one script's section: what it measures, its run's conditions, targets, output."""
     header, output = read_result(path)
-    lines = [f"### {path.stem}", ""]  # the anchor other pages link: benchmarks.md#bench_madd
+    # the anchor other pages link: benchmarks.md#bench_madd; the label: the `bench` role's target
+    lines = [f"({label(path.stem)})=", f"### {path.stem}", ""]
     if (what := summary(scripts / f"{path.stem}.py")):
         lines += [what, ""]
     lines += [f"- command: `{header.get('command', '?')}`",

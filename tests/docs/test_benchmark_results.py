@@ -68,7 +68,9 @@ def test_a_failing_script_is_reported_and_not_recorded(bench_dir):
 def test_the_page_renders_the_targets_the_conditions_and_the_output(bench_dir):
     run_all.main(["--record", "--only", "bench_toy.py"])
     page = render.markdown(bench_dir / "results", bench_dir)
-    assert page.startswith("### bench_toy\n\nMeasure nothing much: one ratio for the test.\n")
+    # the label before the heading: the target of the bench role's link to this run
+    assert page.startswith("(bench-bench_toy)=\n### bench_toy\n\n"
+                           "Measure nothing much: one ratio for the test.\n")
     assert "| `toy_ratio` | 1.25 (target <= 2) OK |" in page
     assert "| `toy_pipes` | a \\| b (reported) |" in page  # a pipe cannot split the row
     assert "- command: `python benchmarks/bench_toy.py`" in page
