@@ -50,8 +50,10 @@ venv: $(STAMP)
 demo: $(KERNELS)
 	$(BIN)/fairmonitor demo
 
+# -n auto: one pytest-xdist worker per core; each test still starts and stops its own servers
+# on free ports, so the workers never share one
 test: $(STAMP) $(KERNELS)
-	$(BIN)/python -m pytest --doctest-modules --doctest-glob='*.md' fairmonitor plugins tests README.md docs/*.md
+	$(BIN)/python -m pytest -n auto --doctest-modules --doctest-glob='*.md' fairmonitor plugins tests README.md docs/*.md
 
 docs: $(STAMP) $(KERNELS)
 	$(BIN)/python -m sphinx -W --keep-going -q -b html -d $(DOCS_OUT)/doctrees docs $(DOCS_OUT)/html
