@@ -91,7 +91,7 @@ def config_text(path: Path, max_raw: int | None) -> str:
     return f"""
 models:
   credit:
-    source: {{kind: spark, path: "{path}"}}
+    source: {{kind: spark, path: "{path}", timeout: 2h}}
     sensitive_features: [sex, race]
     label: label
     score: score
@@ -201,7 +201,8 @@ def child_tick(path: Path) -> None:
     report = result.report
     out = {"rows": result.n_rows, "wall": wall, "driver_rss_mb": driver,
            "jvm_heap_peak_mb": heap, "jvm_rss_mb": jvm, "workers_rss_mb": peaks.workers / 1024,
-           "errors": dict(result.errors), "group_counts": report.group_counts,
+           "errors": dict(result.errors),
+           "group_counts": {a: dict(g) for a, g in report.group_counts.items()},
            "values": {"|".join(k): v for k, v in report.values.items()}, "exact": exact}
     print("RESULT " + json.dumps(out, default=str))
     spark.stop()
@@ -299,6 +300,7 @@ def main() -> None:
             made = in_child("generate", str(path), str(n))
             print(f"(generated {n:,} rows in {made['seconds']:.0f} s into {path})")
         got[n] = r = in_child("tick", str(path))
+        (Path(args.data_dir) / f"result-{n}.json").write_text(json.dumps(r))  # kept if cut
         assert r["rows"] == n and not r["errors"], (r["rows"], r["errors"])
         gap = check_exact(r)
         dist = "  ".join(f"{_value(r['values'], m, 'sex'):9.5f}" for m in METRICS[2:])
