@@ -49,6 +49,12 @@ KEY = "__fairmonitor_window__"
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
+#: Rows of a partition summarized at once: the partition's Arrow batches are joined up to this
+#: many rows, summarized, and the chunks' summaries merged per window (exact, as any merge).
+#: A Python worker then holds ~150 MB of rows whatever the split size; joining a whole 128 MB
+#: Parquet split (~10^7 rows) took it to gigabytes, above an executor's memory overhead.
+CHUNK_ROWS = 1 << 20
+
 
 @dataclass(frozen=True)
 class PartitionPlan:
@@ -77,6 +83,8 @@ class PartitionPlan:
     #: a multiclass model (``task: multiclass``): its classes and their score columns
     classes: tuple[Any, ...] | None = None
     class_scores: tuple[str, ...] = ()
+    #: rows a partition summarizes at once (:func:`summarize_partition`)
+    chunk_rows: int = CHUNK_ROWS
 
 
 def window_bounds(key: Any, window_us: int | None) -> tuple[datetime | None, datetime | None]:
@@ -231,17 +239,41 @@ def _window_row(plan: PartitionPlan, part: Any, key: Any) -> tuple[Any, ...] | N
 def summarize_partition(plan: PartitionPlan, batches: Iterator[Any]) -> Iterator[Any]:
     """``mapInPandas`` function: this partition's summaries, one row per window.
 
-    The partition's Arrow batches are joined first (one summary per window and partition, not
-    per batch); rows whose window key is null (no timestamp) are counted in one row with a null
-    summary. Per window: ``summary`` of the labelled valid rows (every valid row without a
-    label column), ``unlabelled`` of the valid rows without a label (summarized without
-    labels), ``labelled`` how many rows ``summary`` holds, and the rows dropped as invalid.
+    The partition's Arrow batches are joined into chunks of about ``plan.chunk_rows`` rows,
+    each chunk summarized per window and the chunks' summaries merged per window, so a
+    partition gives one summary per window (not one per batch or chunk) while its worker
+    holds one chunk of rows at a time. Rows whose window key is null (no timestamp) are
+    counted in one row with a null summary. Per window: ``summary`` of the labelled valid rows
+    (every valid row without a label column), ``unlabelled`` of the valid rows without a label
+    (summarized without labels), ``labelled`` how many rows ``summary`` holds, and the rows
+    dropped as invalid.
     """
     import pandas as pd
 
-    frames = [b for b in batches if len(b)]
-    if not frames:
+    rows: list[tuple[Any, ...]] = []
+    pending: list[Any] = []
+    held = 0
+    for batch in batches:
+        if len(batch):
+            pending.append(batch)
+            held += len(batch)
+        if held >= plan.chunk_rows:
+            rows += _chunk_rows(plan, pending)
+            pending, held = [], 0
+    if pending:
+        rows += _chunk_rows(plan, pending)
+    if not rows:
         return
+    out = pd.DataFrame(_combined(rows), columns=list(OUTPUT))
+    if plan.key_is_long:
+        out["window"] = out["window"].astype("Int64")  # nullable: the undated row's key
+    yield out
+
+
+def _chunk_rows(plan: PartitionPlan, frames: list[Any]) -> list[tuple[Any, ...]]:
+    """One chunk's output rows: the undated count, then one row per window in key order."""
+    import pandas as pd
+
     frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
     rows: list[tuple[Any, ...]] = []
     undated = frame[KEY].isna().to_numpy()
@@ -252,10 +284,30 @@ def summarize_partition(plan: PartitionPlan, batches: Iterator[Any]) -> Iterator
         row = _window_row(plan, part.reset_index(drop=True), key)
         if row is not None:
             rows.append(row)
-    out = pd.DataFrame(rows, columns=list(OUTPUT))
-    if plan.key_is_long:
-        out["window"] = out["window"].astype("Int64")  # nullable: the undated row's key
-    yield out
+    return rows
+
+
+def _combined(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """Merge the chunks' rows of each window (and the undated counts) into one row each.
+
+    >>> _combined([(None, 2, None, 0, None, 0, 0), (None, 3, None, 0, None, 0, 0)])
+    [(None, 5, None, 0, None, 0, 0)]
+    """
+    by_key: dict[Any, list[tuple[Any, ...]]] = {}
+    for row in rows:
+        by_key.setdefault(row[0], []).append(row)
+    out = []
+    for key in sorted(by_key, key=lambda k: (k is not None, k)):  # undated first, as before
+        same = by_key[key]
+        if len(same) == 1:
+            out.append(same[0])
+            continue
+        out.append((key, sum(r[1] for r in same),
+                    _merged_blob([r[2] for r in same if r[2] is not None]),
+                    sum(r[3] for r in same),
+                    _merged_blob([r[4] for r in same if r[4] is not None]),
+                    sum(r[5] for r in same), sum(r[6] for r in same)))
+    return out
 
 
 def _merged_blob(blobs: list[Any]) -> bytes | None:
