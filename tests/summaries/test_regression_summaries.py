@@ -22,7 +22,7 @@ from sklearn.metrics import mean_absolute_error
 from fairmonitor.exceptions import InvalidInputError
 from fairmonitor.metrics import madd
 from fairmonitor.report import Window, evaluate_summary, evaluate_window
-from fairmonitor.report.registry import task_metrics
+from fairmonitor.report.registry import get_metric, task_metrics
 from fairmonitor.summaries import (
     RegressionSummary,
     SummarySpec,
@@ -33,7 +33,10 @@ from fairmonitor.summaries import (
     to_bytes,
 )
 
-METRICS = list(task_metrics("regression"))
+# the regression metrics a summary carries: those of the predictions and targets (the row
+# metrics, counterpart gap and noise robustness, read X and the model, which summaries keep not)
+METRICS = [m for m in task_metrics("regression")
+           if not {"X", "predict"} & set(get_metric(m).inputs)]
 OPTIONS = {"prediction_madd": {"value_range": (-3.0, 3.0), "bandwidth": 0.1},
            "prediction_wasserstein_scaled": {"scale": 2.0}}
 
