@@ -346,8 +346,28 @@ def _merge_group(a: GroupSummary, b: GroupSummary, spec: SummarySpec) -> GroupSu
         moments, scores, cells, keys[order], sample)
 
 
+class GroupTable:
+    """What every kind of attribute summary reads off its ``groups`` (labels sorted).
+
+    Shared by :class:`AttributeSummary` and the regression summary's attribute
+    (:mod:`.regression`): a group is anything with its row count ``n``.
+    """
+
+    groups: Mapping[Any, Any]
+
+    @property
+    def labels(self) -> tuple[Any, ...]:
+        """Group labels, sorted as :func:`~fairmonitor.metrics.encode_groups` sorts them."""
+        return tuple(self.groups)
+
+    @property
+    def counts(self) -> NDArray[np.intp]:
+        """Rows per group."""
+        return np.array([g.n for g in self.groups.values()], dtype=np.intp)
+
+
 @dataclass(frozen=True, eq=False)
-class AttributeSummary:
+class AttributeSummary(GroupTable):
     """The groups of one sensitive attribute (or intersection), labels sorted.
 
     ``parent``: ``(intersection, position)`` when the groups are derived from the
@@ -360,16 +380,6 @@ class AttributeSummary:
     name: str
     groups: Mapping[Any, GroupSummary]
     parent: tuple[str, int] | None = None
-
-    @property
-    def labels(self) -> tuple[Any, ...]:
-        """Group labels, sorted as :func:`~fairmonitor.metrics.encode_groups` sorts them."""
-        return tuple(self.groups)
-
-    @property
-    def counts(self) -> NDArray[np.intp]:
-        """Rows per group."""
-        return np.array([g.n for g in self.groups.values()], dtype=np.intp)
 
     @property
     def raw(self) -> bool:

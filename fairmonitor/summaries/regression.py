@@ -61,7 +61,7 @@ from ..utils.groups import Groups, contiguous_groups, encode_attributes, exclude
 from . import compute as _compute
 from . import core as _core
 from . import serialize as _serialize
-from .core import SummarySpec, WindowSummary
+from .core import GroupTable, SummarySpec, WindowSummary
 
 __all__ = ["GRID_BITS", "FloatCells", "RegressionAttribute", "RegressionGroup",
            "RegressionSummary", "from_bytes", "merge_all", "regression_result",
@@ -157,21 +157,11 @@ class RegressionGroup:
 
 
 @dataclass(frozen=True, eq=False)
-class RegressionAttribute:
+class RegressionAttribute(GroupTable):
     """The groups of one sensitive attribute (or intersection), labels sorted."""
 
     name: str
     groups: Mapping[Any, RegressionGroup]
-
-    @property
-    def labels(self) -> tuple[Any, ...]:
-        """Group labels, sorted."""
-        return tuple(self.groups)
-
-    @property
-    def counts(self) -> NDArray[np.intp]:
-        """Rows per group."""
-        return np.array([g.n for g in self.groups.values()], dtype=np.intp)
 
     @property
     def raw(self) -> bool:
