@@ -6,7 +6,9 @@ versions exist (the aliased one, the fixed one, or all of them) and returns thos
 evaluated according to the checkpoint. :func:`evaluate_version` loads a version with
 ``mlflow.pyfunc.load_model`` and evaluates it on the reference rows, with the model itself
 available to the metrics (``predict``, for noise robustness) and its ``predict_proba`` scores
-when the underlying model has one. MLflow is imported inside the functions only.
+when the underlying model has one; a ``task: regression`` version's continuous ``predict`` is
+its predictions and the label column its targets (the regression metrics, noise robustness
+included). MLflow is imported inside the functions only.
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._validation import check_continuous
 from ..report.evaluate import Window, WindowReport, evaluate_window
-from ..report.registry import METRICS
+from ..report.registry import METRICS, metric_task
 from . import multiclass as _multiclass
 from .checkpoint import Checkpoint
 from .merge import merge_reports
@@ -119,10 +122,14 @@ def _binary_predictions(raw: Any, threshold: float) -> np.ndarray[Any, Any]:
     return out.astype(np.int8)
 
 
-def _available(window: Window) -> list[str]:
-    """Registry metrics whose inputs the window has (``evaluate_window``'s default choice)."""
+def _available(window: Window, task: str = "binary") -> list[str]:
+    """Registry metrics of the model's ``task`` whose inputs the window has.
+
+    ``evaluate_window``'s default choice; a metric of another task would be NaN.
+    """
+    kind = metric_task(task)
     return [name for name, spec in METRICS.items()
-            if all(window.get(i) is not None for i in spec.inputs)]
+            if spec.task == kind and all(window.get(i) is not None for i in spec.inputs)]
 
 
 def _inputs(model_cfg: ModelConfig, model: Any, frame: pd.DataFrame, label: str | None,
@@ -180,6 +187,23 @@ def _multiclass_outputs(model_cfg: ModelConfig, model: Any, model_input: pd.Data
                          classes=classes)
 
 
+def _regression_outputs(model: Any, model_input: pd.DataFrame, frame: pd.DataFrame,
+                        label: str | None) -> tuple[Callable[[Any], Any], dict[str, Any]]:
+    """Return a regressor's ``predict`` (continuous, one column) and its window's outputs.
+
+    The targets are the reference's label column (checked continuous), if it has one.
+    """
+    def predict(X: Any) -> np.ndarray[Any, Any]:
+        out = np.asarray(model.predict(X))
+        out = out.reshape(len(X), -1)[:, 0] if out.ndim == 2 else out  # one output column
+        return check_continuous(out, "the model's predictions")
+
+    y_true = None
+    if label is not None and label in frame.columns:
+        y_true = check_continuous(frame[label].to_numpy(), f"reference column {label!r}")
+    return predict, dict(y_pred=predict(model_input), y_true=y_true)
+
+
 def _model_options(model_cfg: ModelConfig, calls_model: list[str],
                    frozen: Mapping[str, str]) -> dict[str, dict[str, Any]]:
     """Return the configured options, with the defaults of the metrics that call the model.
@@ -231,6 +255,8 @@ def evaluate_version(
     if model_cfg.task == "multiclass":  # class labels, every class one-vs-rest
         predict, outputs = _multiclass_outputs(model_cfg, model, model_input, reference_frame,
                                                label)
+    elif model_cfg.task == "regression":  # continuous predictions and targets
+        predict, outputs = _regression_outputs(model, model_input, reference_frame, label)
     else:
         def predict(X: Any) -> np.ndarray[Any, Any]:
             return _binary_predictions(model.predict(X), model_cfg.decision_threshold)
@@ -245,7 +271,8 @@ def evaluate_version(
         model=model_cfg.name, version=version, missing=getattr(model_cfg, "missing", "group"))
     window = Window(**common, X=reference_frame[features] if features else None,
                     predict=predict)
-    metrics = list(ref.metrics) if ref and ref.metrics is not None else _available(window)
+    metrics = (list(ref.metrics) if ref and ref.metrics is not None
+               else _available(window, model_cfg.task))
     calls_model = [m for m in metrics if METRICS[m].needs_model]
     frozen = {c: "frozen" for c in inputs if c in sensitive}
     settings = model_cfg.evaluation.replace(

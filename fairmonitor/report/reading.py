@@ -25,9 +25,10 @@ from .defaults import MIN_CONDITION_SIZE, MIN_GROUP_SIZE
 from .registry import METRICS, metric_task
 from .thresholds import COMPARES, Threshold
 
-__all__ = ["MODEL_TASKS", "ROBUSTNESS_KEYS", "THRESHOLD_KEYS", "Reader", "fail",
-           "fmt_allowed", "read_classes", "read_confidence_level", "read_group_minimums",
-           "read_missing", "read_options", "read_robustness", "read_task", "read_thresholds"]
+__all__ = ["MODEL_TASKS", "ROBUSTNESS_KEYS", "THRESHOLD_KEYS", "Reader",
+           "check_task_metrics", "fail", "fmt_allowed", "read_classes",
+           "read_confidence_level", "read_group_minimums", "read_missing", "read_options",
+           "read_robustness", "read_task", "read_thresholds"]
 
 _TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "true or false"}
 #: The keys of one threshold entry.
@@ -165,15 +166,22 @@ def read_task(r: Reader, raw: Mapping[str, Any], at: str = "",
     one class at a time.
     """
     task = str(r.choice(raw, "task", MODEL_TASKS, "binary", path=at))
+    check_task_metrics(r, task, metrics, _join(at, "metrics"))
+    return task
+
+
+def check_task_metrics(r: Reader, task: str, metrics: Sequence[str], at: str) -> None:
+    """Record an error for each metric of ``metrics`` (at ``at[i]``) that ``task`` cannot use.
+
+    Unknown names are left to the caller's own check (it lists the allowed ones).
+    """
     kind = metric_task(task)
     fitting = [m for m, s in METRICS.items() if s.task == kind]
     for i, metric in enumerate(metrics):
         spec = METRICS.get(metric)
         if spec is not None and spec.task != kind:
-            r.error(_join(at, f"metrics[{i}]"),
-                    f"{metric!r} applies to {spec.task} models and this model's task is "
-                    f"{task}; allowed: {fmt_allowed(fitting)}")
-    return task
+            r.error(f"{at}[{i}]", f"{metric!r} applies to {spec.task} models and this model's "
+                                  f"task is {task}; allowed: {fmt_allowed(fitting)}")
 
 
 def read_confidence_level(r: Reader, raw: Mapping[str, Any], at: str = "") -> float | None:

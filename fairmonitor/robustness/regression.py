@@ -123,7 +123,8 @@ def regression_robustness(predict: Any, X: Any, *, sensitive_features: Any,
                           n_repeats: int = 10, noise: str = "laplace", scale: str = "std",
                           random_state: Any = None, max_rows: int | None = 20_000,
                           column_kinds: Mapping[Any, str] | None = None,
-                          min_group_size: int = 1) -> RegressionRobustness:
+                          min_group_size: int = 1,
+                          round_integers: bool = False) -> RegressionRobustness:
     """Follow a regressor's MAE gap and prediction KS gap as its inputs carry more noise.
 
     Parameters
@@ -139,6 +140,9 @@ def regression_robustness(predict: Any, X: Any, *, sensitive_features: Any,
         Targets (never perturbed); without them the MAE gap is NaN with the reason.
     levels, n_repeats, noise, scale, random_state, max_rows, column_kinds, min_group_size
         As :func:`~fairmonitor.robustness.robustness_ratio`.
+    round_integers : bool, default=False
+        Round noisy integer columns back to their dtype (e.g. for a strict MLflow signature;
+        the monitor's model versions set it).
 
     Returns
     -------
@@ -168,7 +172,8 @@ def regression_robustness(predict: Any, X: Any, *, sensitive_features: Any,
     if y is not None:
         check_same_length(X=X, y_true=y)
     kinds = infer_column_kinds(X, overrides=column_kinds, frozen=frozen)
-    model = build_noise_model(X, kinds, distribution=noise, scale=scale)
+    model = build_noise_model(X, kinds, distribution=noise, scale=scale,
+                              round_integers=round_integers)
     sample_rng, noise_rng, _ = np.random.default_rng(
         0 if random_state is None else random_state).spawn(3)
     X, sf, _, index = subsample(X, sf, None, max_rows, sample_rng)

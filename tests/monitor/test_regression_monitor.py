@@ -102,8 +102,9 @@ def test_the_gauges_carry_the_regression_metrics() -> None:
 @pytest.mark.parametrize(("extra", "metrics", "message"), [
     ("", "[demographic_parity_difference]", "applies to binary models"),
     ("    score: score\n", "[mae_difference]", "reads 'prediction', not 'score'"),
-    ("    reference: {data: ref.csv}\n", "[mae_difference]",
-     "not supported with task: regression"),
+    # a version's reference evaluation predicts with the version itself (no score column)
+    ("    model: models:/limits/1\n    reference: {path: ref.csv, score: s}\n",
+     "[mae_difference]", r"reference.score: task: regression reads 'prediction' \(the "),
 ])
 def test_config_errors(extra: str, metrics: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message):

@@ -72,3 +72,22 @@ def test_without_targets_only_the_ks_gap_is_followed() -> None:
         one = regression_robustness(offset_model(0.5), X, sensitive_features=np.full(400, "a"),
                                     levels=(1.0,), n_repeats=2)
     assert math.isnan(one.ks_ratio_max)
+
+
+def test_round_integers_gives_the_model_integer_copies() -> None:
+    """A model that insists on its integer column's dtype (as an MLflow signature does)."""
+    rng = np.random.default_rng(3)
+    X = pd.DataFrame({"n": rng.integers(0, 100, 500), "g": rng.choice(["a", "b"], 500)})
+    seen: list[np.dtype] = []
+
+    def model(d: pd.DataFrame) -> np.ndarray:
+        seen.append(d["n"].dtype)
+        return d["n"].to_numpy(float) + (d["g"].to_numpy() == "a")
+
+    res = regression_robustness(model, X, sensitive_features="g", levels=(0.5, 1.0),
+                                n_repeats=2, round_integers=True)
+    assert seen and all(dtype == np.int64 for dtype in seen)
+    assert math.isfinite(res.ks_delta_max)
+    seen.clear()
+    regression_robustness(model, X, sensitive_features="g", levels=(0.5,), n_repeats=2)
+    assert seen[0] == np.int64 and seen[1].kind == "f"  # the clean rows, then noisy floats

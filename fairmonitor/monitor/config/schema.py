@@ -17,6 +17,7 @@ from typing import Any
 from ...report.evidence import CALIBRATIONS, Budget
 from ...report.reading import (
     THRESHOLD_KEYS,
+    check_task_metrics,
     read_classes,
     read_confidence_level,
     read_group_minimums,
@@ -177,7 +178,7 @@ def _model(r: Reader, at: str, name: str, raw: Any, base: Path) -> ModelConfig |
                       score=score or next(iter(class_scores.values()), None))
     window, every, mode, labels_after = _timing(r, at, raw, label)
     options = read_options(r, f"{at}.options", raw.get("options"))
-    reference = _reference(r, f"{at}.reference", raw.get("reference"), base)
+    reference = _reference(r, f"{at}.reference", raw.get("reference"), base, task)
     if reference is not None and reg is None:
         r.error(f"{at}.reference", "needs 'model' (the MLflow model whose versions to evaluate)")
     attributes = list(sensitive)
@@ -206,15 +207,20 @@ def _model(r: Reader, at: str, name: str, raw: Any, base: Path) -> ModelConfig |
 
 def _regression_model(r: Reader, at: str, raw: Mapping[str, Any], score: str | None,
                       prediction: str | None) -> None:
-    """Check a regression model: a continuous ``prediction`` column, no reference yet."""
+    """Check a regression model: a continuous ``prediction`` column, no score column.
+
+    A new version's ``reference`` evaluation takes its predictions from the version's own
+    ``predict`` (continuous), so a reference score column is refused too.
+    """
     if prediction is None:
         r.error(f"{at}.prediction", "task: regression needs 'prediction' (the column of "
                                     "continuous predictions)")
     if score is not None:
         r.error(f"{at}.score", "task: regression reads 'prediction', not 'score'; drop 'score'")
-    if raw.get("reference"):
-        r.error(f"{at}.reference", "not supported with task: regression (model versions are "
-                                   "not evaluated for regression yet); drop it")
+    reference = raw.get("reference")
+    if isinstance(reference, Mapping) and reference.get("score") is not None:
+        r.error(f"{at}.reference.score", "task: regression reads 'prediction' (the version's "
+                                         "own predict), not a score; drop 'score'")
 
 
 def _columns(r: Reader, at: str, raw: Mapping[str, Any], *, class_scores: bool = False
@@ -524,7 +530,8 @@ def _source(r: Reader, at: str, raw: Any, base: Path) -> SourceConfig:
                         table=r.get(raw, "table", str, "predictions", path=at), **common)
 
 
-def _reference(r: Reader, at: str, raw: Any, base: Path) -> ReferenceConfig | None:
+def _reference(r: Reader, at: str, raw: Any, base: Path, task: str = "binary"
+               ) -> ReferenceConfig | None:
     if raw is None:
         return None
     if isinstance(raw, str):
@@ -541,6 +548,7 @@ def _reference(r: Reader, at: str, raw: Any, base: Path) -> ReferenceConfig | No
     for i, metric in enumerate(metrics or ()):
         _check_metric(r, f"{at}.metrics[{i}]", metric, label=label or "?", score=None,
                       reference=True)
+    check_task_metrics(r, task, metrics or (), f"{at}.metrics")
     return ReferenceConfig(path=path, metrics=metrics, label=label,
                            score=r.get(raw, "score", str, None, path=at),
                            prediction=r.get(raw, "prediction", str, None, path=at),
