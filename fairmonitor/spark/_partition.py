@@ -131,13 +131,18 @@ def _window_name(key: Any, plan: PartitionPlan) -> str:
         else f"window {key!r}"
 
 
+#: what a binary plan's error on values that are not 0/1 adds: the regression path's name
+_REGRESSION_HINT = ("; continuous targets and predictions are a regression model's: pass "
+                    "task='regression' (task: regression in the monitor's config)")
+
+
 def _binary(values: Any, column: str | None, name: str) -> NDArray[np.float64] | None:
     if values is None:
         return None
     try:
         return check_binary(values, name)
     except InvalidInputError as exc:
-        raise InvalidInputError(f"column '{column}': {exc}") from None
+        raise InvalidInputError(f"column '{column}': {exc}{_REGRESSION_HINT}") from None
 
 
 def _summary_bytes(plan: PartitionPlan, part: Any, key: Any, labels: bool) -> bytes:

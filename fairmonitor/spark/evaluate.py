@@ -76,7 +76,9 @@ def evaluate_spark(
     data : Spark DataFrame, table name or Parquet path
         See :func:`summarize_spark`, which takes ``summarize_kwargs`` (``sensitive_features``,
         ``label``, ``score``, ``prediction``, ``features``, ``timestamp``, ``window``,
-        ``window_column``, ``threshold``, ``spec``, ``missing``, ``spark`` ...).
+        ``window_column``, ``threshold``, ``spec``, ``missing``, ``spark`` ...). A regressor:
+        ``task="regression"`` with its ``prediction`` and ``label`` (targets) columns gives
+        the regression metrics, as ``evaluate_window(..., task="regression")`` on the rows.
     metrics, min_group_size, thresholds, options, predict, rng, errors, evaluation
         As :func:`fairmonitor.report.evaluate_summary` (the decision threshold is
         ``summarize_kwargs``' ``threshold``, else ``evaluation``'s). ``predict`` travels to

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from .._validation import check_option
 from ..exceptions import InvalidInputError
 from ..summaries import SummarySpec, WindowSummary
 from ..summaries.multiclass import from_bytes, merge_all  # multiclass summaries too
@@ -181,6 +182,26 @@ def window_key(df: Any, timestamp: str | None, window: timedelta | str | None,
     return F.lit(0).cast("long"), "long", None, True
 
 
+def _check_task(task: str, score: str | None, prediction: str | None,
+                classes: Sequence[Any] | None) -> None:
+    """Refuse, before any job, a task the executors cannot summarize or its missing columns.
+
+    A multiclass model is given by ``classes`` (binary summaries, one per class).
+    """
+    check_option(task, "task", ("binary", "regression"), func="partial_summaries")
+    if task != "regression":
+        return
+    if classes is not None:
+        raise InvalidInputError("task='regression' takes no classes (a multiclass model is "
+                                "task='binary' with classes=...)")
+    if score is not None:
+        raise InvalidInputError("task='regression' reads 'prediction' (continuous), not a "
+                                "score; drop score=")
+    if prediction is None:
+        raise InvalidInputError("task='regression' needs 'prediction' (the column of "
+                                "continuous predictions)")
+
+
 def partial_summaries(
     data: Any,
     *,
@@ -221,6 +242,7 @@ def partial_summaries(
         sensitive_features = [sensitive_features]
     if not sensitive_features:
         raise InvalidInputError("sensitive_features: name at least one column")
+    _check_task(task, score, prediction, classes)
     if label is None and score is None and prediction is None and not class_scores:
         raise InvalidInputError("give at least one of prediction, score (and label) columns")
     if window is not None and timestamp is None:
@@ -414,6 +436,12 @@ def summarize_spark(data: Any, **kwargs: Any) -> SparkSummaries:
         group, a 256-row sample per group).
     spark : SparkSession, optional
         To read a table name or path (default: the active session).
+    task : {"binary", "regression"}, default="binary"
+        ``"regression"``: a regressor's continuous ``prediction`` and ``label`` (targets),
+        summarized with :func:`fairmonitor.summaries.summarize_regression`; no ``score``.
+    value_range : (float, float), optional
+        With ``task="regression"``, the fixed range ``prediction_madd`` maps predictions from
+        (as its ``value_range`` option), so windows are comparable.
 
     Returns
     -------

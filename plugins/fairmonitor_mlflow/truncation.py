@@ -75,6 +75,7 @@ def truncation_message(dataset: Any, n_rows: int, run_id: str) -> str | None:
             f"EvaluationDataset.SPARK_DATAFRAME_LIMIT = {limit:,} rows, so these fairness values "
             "describe those rows, not the data. For the whole data, use the Spark path: "
             "fairmonitor.spark.evaluate_spark(df, sensitive_features=[...], label=..., "
-            "score=..., run_id=<this run>) summarizes every row on the cluster and logs the same "
+            "score=..., run_id=<this run>) (a regressor: prediction=..., label=<the targets>, "
+            "task='regression') summarizes every row on the cluster and logs the same "
             "fairness/<metric>/<attribute> keys to the run.")
     return None

@@ -64,3 +64,26 @@ def test_a_spark_dataframe_below_the_limit_is_not_called_truncated(
     assert sum(v for k, v in result.metrics.items()
                if k.startswith("fairness/group_count/sex/")) == 2_000
     assert "fairness.truncated" not in mlflow.get_run(result.run_id).data.tags
+
+
+def test_a_cut_spark_dataframe_of_a_regressor_names_the_regression_spark_path(
+        spark, mlflow_store):
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    n = 12_000
+    target = rng.normal(20, 5, n)
+    frame = pd.DataFrame({"sex": rng.choice(["F", "M"], n), "limit": target,
+                          "pred": target + rng.normal(0, 1, n)})
+    with warnings.catch_warnings(record=True) as caught, mlflow.start_run():
+        warnings.simplefilter("always")
+        result = mlflow.models.evaluate(
+            None, spark.createDataFrame(frame), targets="limit", predictions="pred",
+            model_type="regressor", evaluators=["fairness"],
+            evaluator_config={"fairness": {"sensitive_features": ["sex"],
+                                           "metrics": ["mae_difference"]}})
+    assert "fairness/mae_difference/sex" in result.metrics  # the first 10,000 rows' value
+    (ours,) = [w for w in caught if w.category.__name__ == "TruncatedDatasetWarning"]
+    assert "task='regression'" in str(ours.message)
+    assert "prediction=..." in str(ours.message)
