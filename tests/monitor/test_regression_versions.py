@@ -127,6 +127,35 @@ def test_the_version_noise_metrics_equal_the_evaluators(saved):
     assert report.version == "1" and report.n_rows == len(ref)
 
 
+def test_the_version_noise_metrics_equal_the_mlflow_evaluators_report(saved):
+    """The evaluator plugin's own window and report (what ``mlflow.models.evaluate(...,
+    model_type="regressor")`` computes before logging), on the same loaded version."""
+    from types import SimpleNamespace
+
+    import mlflow.pyfunc
+    from fairmonitor_mlflow.config import parse_config
+    from fairmonitor_mlflow.regression import build_regression_window
+    from fairmonitor_mlflow.reporting import compute_report
+
+    root, _, ref = saved
+    cfg = _config(root, f"[{', '.join(NOISE)}]")
+    monitor = evaluate_version(cfg, str(root / "v1"), ref, version="1")
+    features = ref.drop(columns="limit")
+    dataset = SimpleNamespace(  # MLflow's EvaluationDataset: the fields the evaluator reads
+        features_data=features, feature_names=list(features.columns),
+        labels_data=ref["limit"].to_numpy(), targets_name="limit", predictions_data=None,
+        predictions_name=None)
+    config = parse_config({"sensitive_features": ["group"], "min_group_size": 30,
+                           "metrics": list(NOISE),
+                           "options": {"robustness_mae_gap_ratio_max": OPTIONS}})
+    built = build_regression_window(dataset, mlflow.pyfunc.load_model(str(root / "v1")), config)
+    evaluator = compute_report(built, config)
+    for name in NOISE:
+        assert math.isfinite(evaluator.values[(name, "group")])
+        assert monitor.values[(name, "group")] == pytest.approx(
+            evaluator.values[(name, "group")], rel=1e-12, abs=1e-15), name
+
+
 def test_default_reference_metrics_of_a_regressor_are_the_regression_ones(saved):
     root, _, ref = saved
     cfg = _config(root, "null")

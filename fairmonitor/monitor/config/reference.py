@@ -150,7 +150,8 @@ ENTRIES: tuple[tuple[str, str, str, str], ...] = (
     ("models.<name>.reference", "path", "required", "Parquet or CSV file"),
     ("models.<name>.reference", "metrics", "all that apply", "metrics on the reference data"),
     ("models.<name>.reference", "label", "-", "label column"),
-    ("models.<name>.reference", "score", "-", "score column (default: the model's own)"),
+    ("models.<name>.reference", "score", "-",
+     "score column (default: the model's own; none with task: regression)"),
     ("models.<name>.reference", "prediction", "-", "prediction column (default: the model's)"),
     ("models.<name>.reference", "features", "-", "feature columns"),
 )
