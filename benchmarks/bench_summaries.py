@@ -207,6 +207,10 @@ def summary_sizes(rows: list[int]) -> None:
                   f"{t_read * 1e3:.0f} ms")
             print(f"TARGET summary_bytes_ratio_{n:.0e}_{tag}: {ratio:.3f} (target <= {target}) "
                   f"{'OK' if ratio <= target else 'FAIL'}")
+            print(f"bytes_a_row_{n:.0e}_{tag}: {len(blob) / n:.2f}")
+            print(f"format3_ratio_{n:.0e}_{tag}: {before / (8 * n):.2f}")
+            print(f"to_bytes_ms_{n:.0e}_{tag}: {t_write * 1e3:.0f}")
+            print(f"load_merge_read_ms_{n:.0e}_{tag}: {t_read * 1e3:.0f}")
             _certified(summary, blob, sf, score, f"{n:.0e}_{tag}")
 
 

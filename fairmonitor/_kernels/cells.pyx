@@ -287,6 +287,64 @@ def step_bounds(const index_t[::1] index, const int64_t[::1] kmin, const int64_t
     return out_lo, out_hi
 
 
+def decode_cells(const int64_t[::1] gaps, const int64_t[::1] count, const int64_t[::1] ksum,
+                 const uint8_t[::1] qlo2, const uint8_t[::1] qhi2, const int64_t[::1] sizes,
+                 const double[::1] edges, int bits):
+    """The stored cells of an attribute's groups (format 5) back to index and bounds, one pass.
+
+    ``gaps``: per cell the gap from the previous non-empty cell's index (each group from -1);
+    ``qlo2``, ``qhi2``: the bounds of the cells counting two scores or more, in order; a
+    cell of one score gets its step's bounds (:func:`step_bounds`). Returns ``(index, qlo,
+    qhi)``, or None if the arrays do not fit (a gap below 1, an index beyond the grid, a
+    count below 1, more or fewer stored bounds than cells of 2+ scores: corrupted bytes).
+    """
+    cdef Py_ssize_t n = gaps.shape[0], groups = sizes.shape[0], g, m, at = 0, j = 0
+    cdef Py_ssize_t last = edges.shape[0] - 1, stored = qlo2.shape[0]
+    index_ = np.empty(n, dtype=np.int32)
+    qlo_ = np.empty(n, dtype=np.uint8)
+    qhi_ = np.empty(n, dtype=np.uint8)
+    cdef int32_t[::1] index = index_
+    cdef uint8_t[::1] qlo = qlo_, qhi = qhi_
+    cdef int64_t running, k
+    cdef double left, right, step, u, scale = 1.0 / <double>(<int64_t>1 << bits)
+    cdef bint valid = count.shape[0] == n and ksum.shape[0] == n and qhi2.shape[0] == stored
+    if not valid:
+        return None
+    with nogil:
+        for g in range(groups):
+            running = -1
+            if sizes[g] < 0 or at + sizes[g] > n:
+                valid = False
+                break
+            for m in range(at, at + sizes[g]):
+                running += gaps[m]
+                if gaps[m] < 1 or running >= last or count[m] < 1:
+                    valid = False
+                    break
+                index[m] = <int32_t>running
+                if count[m] > 1:
+                    if j >= stored:
+                        valid = False
+                        break
+                    qlo[m], qhi[m] = qlo2[j], qhi2[j]
+                    j += 1
+                else:
+                    left, right = edges[running], edges[running + 1]
+                    step = (right - left) / 255
+                    u = (right - left) * scale
+                    k = ksum[m]
+                    qlo[m] = _quantize_low(_max(left + <double>(k - 1) * u, left), left, right,
+                                           step)
+                    qhi[m] = _quantize_high(_min(left + <double>(k + 2) * u, right), left,
+                                            right, step)
+            if not valid:
+                break
+            at += sizes[g]
+    if not valid or at != n or j != stored:
+        return None
+    return index_, qlo_, qhi_
+
+
 def decode_bounds(const int32_t[::1] index, const uint8_t[::1] qlo, const uint8_t[::1] qhi,
                   const double[::1] edges):
     """Decode bounds ``qlo``, ``qhi`` of cells ``index`` as floats (``_bound``), one pass."""

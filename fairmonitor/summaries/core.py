@@ -205,7 +205,7 @@ class CompactCells:
     ([2, 1], True, True)
     """
 
-    __slots__ = ("_fields", "_total", "count", "edges", "index", "ksum", "qhi", "qlo")
+    __slots__ = ("_error", "_fields", "_total", "count", "edges", "index", "ksum", "qhi", "qlo")
 
     def __init__(self, edges: NDArray[np.float64], index: NDArray[np.integer[Any]],
                  count: NDArray[np.integer[Any]], ksum: NDArray[np.int64],
@@ -214,6 +214,7 @@ class CompactCells:
         self.index = index.astype(np.int32, copy=False)
         self.count, self.ksum, self.qlo, self.qhi = count, ksum, qlo, qhi
         self._total: NDArray[np.float64] | None = None
+        self._error: float | None = None
         self._fields: list[NDArray[Any] | None] = [None] * 5
 
     @property
@@ -245,9 +246,11 @@ class CompactCells:
         Each score is within ``u / 2`` of its step's middle (plus its quotient's rounding):
         ``u`` a score bounds both.
         """
-        widths = self.edges[self.index + 1] - self.edges[self.index]
-        return float(np.ldexp(np.einsum("i,i->", self.count.astype(np.float64), widths),
-                              -STEP_BITS))
+        if self._error is None:  # once: every pair of groups reads it
+            widths = self.edges[self.index + 1] - self.edges[self.index]
+            self._error = float(np.ldexp(np.einsum("i,i->", self.count.astype(np.float64),
+                                                   widths), -STEP_BITS))
+        return self._error
 
     @property
     def nbytes(self) -> int:

@@ -524,30 +524,25 @@ def _read_cells(ref: Any, block: _BlockReader, sizes: list[int], edges: NDArray[
     if ref.get("codec") != "steps":
         raise InvalidInputError(f"window summary codec {ref.get('codec')!r} is not known to this "
                                 "fairmonitor; upgrade fairmonitor, or re-summarize the window")
+    from .._kernels.cells import decode_cells
+
     gaps, count, ksum, qlo2, qhi2 = (block(k) for k in ref["blocks"])
-    if {gaps.size, count.size, ksum.size} != {sum(sizes)} or qlo2.size != qhi2.size:
+    if {gaps.size, count.size, ksum.size} != {sum(sizes)}:
         raise _corrupt_cells()
-    out, at, at2 = [], 0, 0
+    # one compiled pass: indices from the gaps, a single score's bounds from its step
+    decoded = decode_cells(gaps.astype(np.int64), count.astype(np.int64),
+                           ksum.astype(np.int64), qlo2, qhi2, np.array(sizes, dtype=np.int64),
+                           edges, STEP_BITS)
+    if decoded is None:
+        raise _corrupt_cells()
+    index, qlo, qhi = decoded
+    wide = ksum.astype(np.int64, copy=False)
+    out, at = [], 0
     for size in sizes:
-        index = np.cumsum(gaps[at:at + size], dtype=np.int64) - 1
-        c = count[at:at + size]
-        k = ksum[at:at + size].astype(np.int64)
-        if size and (index[-1] >= edges.size - 1 or c.min() < 1):
-            raise _corrupt_cells()
-        several = c > 1
-        m = int(several.sum())
-        if at2 + m > qlo2.size:
-            raise _corrupt_cells()
-        qlo, qhi = np.empty(size, dtype=np.uint8), np.empty(size, dtype=np.uint8)
-        qlo[several], qhi[several] = qlo2[at2:at2 + m], qhi2[at2:at2 + m]
-        # a single score's bounds: its step's (as summarizing made them)
-        single = ~several
-        k1 = k[single]
-        qlo[single], qhi[single] = _step_bounds(index[single], k1, k1, edges)
-        out.append(CompactCells(edges, index, c, k, qlo, qhi))
-        at, at2 = at + size, at2 + m
-    if at2 != qlo2.size:
-        raise _corrupt_cells()
+        part = slice(at, at + size)
+        out.append(CompactCells(edges, index[part], count[part], wide[part], qlo[part],
+                                qhi[part]))
+        at += size
     return out
 
 

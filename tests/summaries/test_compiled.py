@@ -622,3 +622,33 @@ def test_step_bounds_is_quantize_bounds_of_the_steps_floats():
     want = quantize_bounds(index, low, high, edges)
     got = step_bounds(index, kmin, kmax, edges, STEP_BITS)
     assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+
+
+def test_decode_cells_refuses_arrays_that_do_not_fit():
+    """Gaps below 1, indices beyond the grid, counts below 1, more or fewer stored bounds
+    than cells of two scores or more: None (the loader's "corrupted"), nothing read out of
+    bounds; the arrays as stored decode to the cells' index and bounds."""
+    from fairmonitor._kernels.cells import decode_cells
+
+    edges = cell_edges(499)
+    cells = _compact_sorted(np.sort(np.random.default_rng(3).beta(2, 5, 20_000)), edges)
+    gaps = np.diff(cells.index, prepend=-1).astype(np.int64)
+    count, ksum = cells.count.astype(np.int64), cells.ksum
+    several = count > 1
+    args = [gaps, count, ksum, cells.qlo[several], cells.qhi[several],
+            np.array([cells.size], dtype=np.int64)]
+    index, qlo, qhi = decode_cells(*args, edges, STEP_BITS)
+    assert np.array_equal(index, cells.index)
+    assert np.array_equal(qlo, cells.qlo) and np.array_equal(qhi, cells.qhi)
+    for k, bad in ((0, gaps.copy()), (1, count.copy()), (3, args[3][1:]),
+                   (5, np.array([cells.size + 1], dtype=np.int64))):
+        if k == 0:
+            bad[bad.size // 2] = 0 if bad[0] != 0 else -1
+        if k == 1:
+            bad[3] = 0
+        broken = list(args)
+        broken[k] = bad
+        assert decode_cells(*broken, edges, STEP_BITS) is None
+    beyond = gaps.copy()
+    beyond[-1] += edges.size
+    assert decode_cells(beyond, *args[1:], edges, STEP_BITS) is None
