@@ -76,10 +76,12 @@ class SummarySpec:
         Groups with at most this many rows keep their raw sorted scores (8 bytes a score in
         memory, ~6 serialized): every score metric is then the raw-row value. Larger ones
         keep cells (:class:`CompactCells`: ~3-4 bytes serialized per non-empty cell, at most
-        ~96k cells whatever the rows: a group of 10^5 rows costs ~2.3 bytes a row, half its
-        raw scores' bytes), from which ABCC and ABPC come within a certified error (~1e-9 at
-        10^5-10^6 rows a group) and MADD exactly. Lower it to trade exactness for bytes and
-        faster evaluation of merged summaries. None keeps raw scores always.
+        ~96k cells whatever the rows: a group of 10^5 rows costs ~2 bytes a row, a third of
+        its raw scores' bytes), from which MADD comes exactly and ABCC and ABPC within the
+        errors their details certify (the cells' steps add ~1e-9 to ABCC's and ~5e-8 to
+        ABPC's; ABCC's, from cells where two groups' CDFs cross, measured up to ~5e-7 at
+        10^5-10^6 rows a group). Lower it to trade exactness for bytes. None keeps raw
+        scores always.
     max_bins : int, default=499
         MADD ``"auto"``'s grid (the cells reproduce every ``m <= max_bins``).
     sample_size : int, default=256
@@ -444,8 +446,8 @@ class DerivedGroups(Mapping[Any, GroupSummary]):
     - cells, every cell of the group raw: the same sorted array binned, as summarizing does
       (identical bits);
     - cells, some cell of the group holding cells (a cell above ``max_raw`` rows): the cells
-      merged as :func:`merge_all` merges (counts, bounds and so MADD exact, the cell sums
-      equal up to round-off, ABCC within its certified error);
+      merged as :func:`merge_all` merges: the cells the group's own rows give, bit for bit
+      (integer counts and step sums, bounds from the steps);
     - row sample: the smallest keys of the cells' samples, which hold the group's smallest
       keys (each cell keeps its own ``sample_size`` smallest): the group's own sample.
 
@@ -744,8 +746,9 @@ def _merge_groups(groups: list[GroupSummary], spec: SummarySpec) -> GroupSummary
 def merge_all(summaries: list[WindowSummary]) -> WindowSummary:
     """Merge many summaries at once (e.g. the 24 hours of a day).
 
-    The same summary as folding :meth:`WindowSummary.merge` over them (cell sums up to
-    round-off), at the cost of one pass per group instead of one per summary.
+    The same summary as folding :meth:`WindowSummary.merge` over them (moments' float sums
+    up to round-off; cells exactly), at the cost of one pass per group instead of one per
+    summary.
 
     >>> h = [summarize({"g": ["a", "b"]}, y_pred=[1, 0]) for _ in range(3)]
     >>> merge_all(h).attributes["g"].groups["a"].predicted_positive
