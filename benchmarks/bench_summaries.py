@@ -16,8 +16,11 @@ hourly windows.
   and 10^6 rows (``--quick``: 10^5 only), two attributes (sex, race: 10 intersection groups)
   and their intersection, the default ``SummarySpec`` and the monitor's (``max_raw=8192``),
   both with the default row sample: bytes over one copy of the raw scores, beside format 3's
-  bytes (every attribute's groups stored in full, raw scores as float64: before format 4).
-  Targets (issue 30): <= 1 at 10^5 rows, <= 0.5 at 10^6.
+  bytes of its arrays (every attribute's groups stored in full, raw scores as float64,
+  cells 12 bytes each and a bitmap: before formats 4 and 5).
+  Targets (issue 30): <= 1 at 10^5 rows, <= 0.5 at 10^6. Beside each, the certified errors
+  of ABCC and ABPC from the stored summary (``certified_<metric>_error_<rows>_<spec>``: 0
+  where every group keeps raw scores) and their gap to the raw rows' values.
 - The daily values from the merged summaries are checked against the raw-row values: counts
   and MADD equal, ABCC within the certified error, ABPC within 1e-9.
 - ``daily_from_hourly_speedup_monitor_<case>``: the same day as the monitor serves it, end to
@@ -132,22 +135,23 @@ def run(sf, score, label, hour, intersection: bool, max_raw: int | None = None) 
 
 
 def _format3_bytes(summary) -> int:
-    """Bytes of the summary as format 3 stored it: every attribute's groups in full, raw
-    scores as plain float64 blocks (format 4's run-length coding switched off here)."""
-    from dataclasses import replace
-
-    from fairmonitor.summaries import AttributeSummary, serialize
-
-    full = replace(summary, attributes={
-        name: AttributeSummary(name, dict(attr.groups)) for name, attr in
-        summary.attributes.items()})
-    coded = serialize._raw_blocks
-    serialize._raw_blocks = lambda scores, blocks: blocks.add(
-        [np.ascontiguousarray(scores, dtype="<f8")])
-    try:
-        return len(to_bytes(full))
-    finally:
-        serialize._raw_blocks = coded
+    """Bytes of the summary's arrays as format 3 stored them (the header aside): every
+    attribute's groups in full, raw scores as float64, cells as a 12 KB bitmap and a count
+    (narrowest type), float64 sum and two bound bytes a cell."""
+    total = 0
+    for attr in summary.attributes.values():
+        groups = list(attr.groups.values())
+        cells = [g.cells for g in groups if g.cells is not None]
+        top = max((int(c.count.max()) for c in cells if c.size), default=0)
+        count_bytes = next(b for b, t in ((1, 255), (2, 65535), (4, 2**32 - 1), (8, 2**63))
+                           if top <= t)
+        for g in groups:
+            total += g.sample_keys.nbytes + sum(v.nbytes for v in g.sample.values())
+            if g.scores is not None:
+                total += 8 * g.scores.size
+            elif g.cells is not None:
+                total += -(-(g.cells.edges.size - 1) // 8) + (count_bytes + 10) * g.cells.size
+    return total
 
 
 def _read_all(summary):
@@ -156,6 +160,22 @@ def _read_all(summary):
         for _ in attr.groups.values():
             pass
     return summary
+
+
+def _certified(summary, blob, sf, score, tag: str) -> None:
+    """The certified errors of ABCC and ABPC from the stored summary, and the gaps to the
+    raw rows' values (0 where every group keeps raw scores: exact)."""
+    stored = evaluate_summary(from_bytes(blob), metrics=["abcc", "abpc"])
+    rows = evaluate_window(Window(sf, y_score=score), metrics=["abcc", "abpc"])
+    cells = sum(g.cells is not None for g in summary.attributes["sex:race"].groups.values())
+    for metric in ("abcc", "abpc"):
+        errors = [getattr(stored.details.get(k), "error", 0.0) for k in stored.values
+                  if k[0] == metric]
+        gaps = [abs(stored.values[k] - rows.values[k]) for k in stored.values if k[0] == metric]
+        assert all(g <= e + 1e-12 for g, e in zip(gaps, errors, strict=True)), (gaps, errors)
+        print(f"certified_{metric}_error_{tag}: {max(errors):.1e} (largest of the attributes; "
+              f"gap to the raw rows {max(gaps):.1e}; {cells} of 10 intersection groups as "
+              "cells)")
 
 
 def summary_sizes(rows: list[int]) -> None:
@@ -187,6 +207,11 @@ def summary_sizes(rows: list[int]) -> None:
                   f"{t_read * 1e3:.0f} ms")
             print(f"TARGET summary_bytes_ratio_{n:.0e}_{tag}: {ratio:.3f} (target <= {target}) "
                   f"{'OK' if ratio <= target else 'FAIL'}")
+            print(f"bytes_a_row_{n:.0e}_{tag}: {len(blob) / n:.2f}")
+            print(f"format3_ratio_{n:.0e}_{tag}: {before / (8 * n):.2f}")
+            print(f"to_bytes_ms_{n:.0e}_{tag}: {t_write * 1e3:.0f}")
+            print(f"load_merge_read_ms_{n:.0e}_{tag}: {t_read * 1e3:.0f}")
+            _certified(summary, blob, sf, score, f"{n:.0e}_{tag}")
 
 
 def monitor_day(sf, score, label, hour, max_raw: int | None, intersection: bool) -> None:

@@ -236,6 +236,115 @@ def quantize_bounds(const index_t[::1] index, const double[::1] low, const doubl
     return out_lo, out_hi
 
 
+cdef inline uint8_t _quantize_low(double x, double left, double right,
+                                  double step) noexcept nogil:
+    """The largest ``q`` with ``_bound(q) <= x`` (``quantize_bounds``' lower search)."""
+    cdef double guess = floor((x - left) / step)
+    cdef int q = 0 if not guess > 0 else 255 if guess > 255 else <int>guess  # NaN: 0
+    while q > 0 and _bound(q, left, right, step) > x:
+        q -= 1
+    while q < 255 and _bound(q + 1, left, right, step) <= x:
+        q += 1
+    return <uint8_t>q
+
+
+cdef inline uint8_t _quantize_high(double y, double left, double right,
+                                   double step) noexcept nogil:
+    """The smallest ``q`` with ``_bound(q) >= y`` (``quantize_bounds``' upper search)."""
+    cdef double guess = ceil((y - left) / step)
+    cdef int q = 0 if not guess > 0 else 255 if guess > 255 else <int>guess
+    while q < 255 and _bound(q, left, right, step) < y:
+        q += 1
+    while q > 0 and _bound(q - 1, left, right, step) >= y:
+        q -= 1
+    return <uint8_t>q
+
+
+def step_bounds(const index_t[::1] index, const int64_t[::1] kmin, const int64_t[::1] kmax,
+                const double[::1] edges, int bits):
+    """Bounds of cells whose scores lie at steps ``kmin..kmax``, quantized outward, one pass.
+
+    ``low = max(left + (kmin - 1) * u, left)``, ``high = min(left + (kmax + 2) * u,
+    right)`` with ``u = (right - left) * 2**-bits`` (a step more each side: a score's
+    quotient can round it into the next step), then :func:`quantize_bounds`' search; the
+    same steps as ``quantize_bounds`` of those floats (``core._step_bounds`` in numpy).
+    """
+    cdef Py_ssize_t n = index.shape[0], k, c
+    out_lo = np.empty(n, dtype=np.uint8)
+    out_hi = np.empty(n, dtype=np.uint8)
+    cdef uint8_t[::1] qlo = out_lo, qhi = out_hi
+    cdef double left, right, step, u, scale = 1.0 / <double>(<int64_t>1 << bits)
+    with nogil:
+        for k in range(n):
+            c = index[k]
+            left, right = edges[c], edges[c + 1]
+            step = (right - left) / 255
+            u = (right - left) * scale
+            qlo[k] = _quantize_low(_max(left + <double>(kmin[k] - 1) * u, left), left, right,
+                                   step)
+            qhi[k] = _quantize_high(_min(left + <double>(kmax[k] + 2) * u, right), left,
+                                    right, step)
+    return out_lo, out_hi
+
+
+def decode_cells(const int64_t[::1] gaps, const int64_t[::1] count, const int64_t[::1] ksum,
+                 const uint8_t[::1] qlo2, const uint8_t[::1] qhi2, const int64_t[::1] sizes,
+                 const double[::1] edges, int bits):
+    """The stored cells of an attribute's groups (format 5) back to index and bounds, one pass.
+
+    ``gaps``: per cell the gap from the previous non-empty cell's index (each group from -1);
+    ``qlo2``, ``qhi2``: the bounds of the cells counting two scores or more, in order; a
+    cell of one score gets its step's bounds (:func:`step_bounds`). Returns ``(index, qlo,
+    qhi)``, or None if the arrays do not fit (a gap below 1, an index beyond the grid, a
+    count below 1, more or fewer stored bounds than cells of 2+ scores: corrupted bytes).
+    """
+    cdef Py_ssize_t n = gaps.shape[0], groups = sizes.shape[0], g, m, at = 0, j = 0
+    cdef Py_ssize_t last = edges.shape[0] - 1, stored = qlo2.shape[0]
+    index_ = np.empty(n, dtype=np.int32)
+    qlo_ = np.empty(n, dtype=np.uint8)
+    qhi_ = np.empty(n, dtype=np.uint8)
+    cdef int32_t[::1] index = index_
+    cdef uint8_t[::1] qlo = qlo_, qhi = qhi_
+    cdef int64_t running, k
+    cdef double left, right, step, u, scale = 1.0 / <double>(<int64_t>1 << bits)
+    cdef bint valid = count.shape[0] == n and ksum.shape[0] == n and qhi2.shape[0] == stored
+    if not valid:
+        return None
+    with nogil:
+        for g in range(groups):
+            running = -1
+            if sizes[g] < 0 or at + sizes[g] > n:
+                valid = False
+                break
+            for m in range(at, at + sizes[g]):
+                running += gaps[m]
+                if gaps[m] < 1 or running >= last or count[m] < 1:
+                    valid = False
+                    break
+                index[m] = <int32_t>running
+                if count[m] > 1:
+                    if j >= stored:
+                        valid = False
+                        break
+                    qlo[m], qhi[m] = qlo2[j], qhi2[j]
+                    j += 1
+                else:
+                    left, right = edges[running], edges[running + 1]
+                    step = (right - left) / 255
+                    u = (right - left) * scale
+                    k = ksum[m]
+                    qlo[m] = _quantize_low(_max(left + <double>(k - 1) * u, left), left, right,
+                                           step)
+                    qhi[m] = _quantize_high(_min(left + <double>(k + 2) * u, right), left,
+                                            right, step)
+            if not valid:
+                break
+            at += sizes[g]
+    if not valid or at != n or j != stored:
+        return None
+    return index_, qlo_, qhi_
+
+
 def decode_bounds(const int32_t[::1] index, const uint8_t[::1] qlo, const uint8_t[::1] qhi,
                   const double[::1] edges):
     """Decode bounds ``qlo``, ``qhi`` of cells ``index`` as floats (``_bound``), one pass."""
@@ -311,6 +420,90 @@ def cells_of_sorted(const double[::1] scores, const double[::1] edges):
             k += 1
             i = j
     return index_[:k], count_[:k], total_[:k], low_[:k], high_[:k]
+
+
+def steps_of_sorted(const double[::1] scores, const double[::1] edges, int bits):
+    """The non-empty cells of sorted scores in steps: index, count, step sum, min and max step.
+
+    A score ``x`` of cell ``[l, r)`` is at step ``k = floor((x - l) * 2**bits / (r - l))``,
+    clipped to ``[0, 2**bits - 1]``: ``x`` lies within ``(k + 1/2) * u`` of ``l``, ``u = (r -
+    l) / 2**bits``, up to half a step (plus the quotient's rounding, which can move ``k`` by
+    one only where ``x`` is within an ulp of a step's edge). A cell keeps the sum of its
+    scores' steps (an integer: merging adds them exactly) and their smallest and largest
+    step. Cells as :func:`cells_of_sorted` finds them (the same walk).
+    """
+    cdef Py_ssize_t n = scores.shape[0], last = edges.shape[0] - 2
+    cdef Py_ssize_t size = min(n, last + 1)
+    index_ = np.empty(size, dtype=np.int32)
+    count_ = np.empty(size, dtype=np.int64)
+    ksum_ = np.empty(size, dtype=np.int64)
+    kmin_ = np.empty(size, dtype=np.int64)
+    kmax_ = np.empty(size, dtype=np.int64)
+    cdef int32_t[::1] index = index_
+    cdef int64_t[::1] count = count_, ksum = ksum_, kmin = kmin_, kmax = kmax_
+    cdef Py_ssize_t k = 0, cell = 0, i = 0, j, m
+    cdef double x, bound, left, scale, q
+    cdef double top = <double>((<int64_t>1 << bits) - 1)
+    cdef int64_t step, total, low, high
+    with nogil:
+        while i < n:
+            x = scores[i]
+            cell = _cell_of(edges, x, cell, last)
+            j = n  # the run of scores in this cell: up to its right edge (the last: all)
+            if cell < last:
+                j = i + 1
+                bound = edges[cell + 1]
+                while j < n and scores[j] < bound:
+                    j += 1
+            left = edges[cell]
+            scale = <double>(<int64_t>1 << bits) / (edges[cell + 1] - left)
+            total, low, high = 0, <int64_t>top, 0
+            for m in range(i, j):
+                q = floor((scores[m] - left) * scale)
+                step = 0 if not q > 0 else <int64_t>top if q > top else <int64_t>q
+                total += step
+                low = min(low, step)
+                high = max(high, step)
+            index[k] = <int32_t>cell
+            count[k] = j - i
+            ksum[k] = total
+            kmin[k] = low
+            kmax[k] = high
+            k += 1
+            i = j
+    return index_[:k], count_[:k], ksum_[:k], kmin_[:k], kmax_[:k]
+
+
+def add_steps(int64_t[::1] count, int64_t[::1] ksum, uint8_t[::1] qlo, uint8_t[::1] qhi,
+              const int32_t[::1] index, const count_t[::1] c, const int64_t[::1] k,
+              const uint8_t[::1] ql, const uint8_t[::1] qh):
+    """Add one part's cells (:class:`~.core.CompactCells`) into dense arrays, in place.
+
+    Counts and step sums add (integers: exactly, in any order), ``qlo`` takes the min and
+    ``qhi`` the max. Returns the cells read, or -1 if the indices are not ascending within
+    the grid or the arrays' lengths differ (corrupted bytes): nothing is written out of
+    bounds.
+    """
+    cdef Py_ssize_t n = index.shape[0], m, size = count.shape[0]
+    cdef int32_t i, previous = -1
+    cdef bint valid = True
+    if c.shape[0] != n or k.shape[0] != n or ql.shape[0] != n or qh.shape[0] != n:
+        return -1
+    with nogil:
+        for m in range(n):  # checked first: a corrupted part adds nothing
+            i = index[m]
+            valid = valid & (i > previous) & (i < size)
+            previous = i
+    if not valid:
+        return -1
+    with nogil:
+        for m in range(n):
+            i = index[m]
+            count[i] += c[m]
+            ksum[i] += k[m]
+            qlo[i] = min(qlo[i], ql[m])
+            qhi[i] = max(qhi[i], qh[m])
+    return n
 
 
 # --------------------------------------------------------------------------- ABCC's table

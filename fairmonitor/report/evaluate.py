@@ -704,11 +704,11 @@ def evaluate_summary(
 ) -> WindowReport:
     """Evaluate a (possibly merged) window summary: the report :func:`evaluate_window` gives.
 
-    Counts and parity metrics are exact; MADD is exact; ABCC is exact with raw scores and
-    within its certified error from cells (``report.details[("abcc", attr)].error``, at most
-    1e-6 in practice); ABPC from cells is the raw value up to round-off (~1e-12) for KDE grids
-    below ``2**DYADIC_BITS`` cells. HFM, CFair and robustness need rows: they run on the
-    summary's row sample (``sample_size`` rows per group, a deterministic bottom-k hash
+    Counts and parity metrics are exact; MADD is exact; ABCC and ABPC are exact with raw
+    scores and within their certified errors from cells (``report.details[("abcc",
+    attr)].error``, ``report.details[("abpc", attr)].error``, at most 1e-6 in practice; ABPC
+    for KDE grids below ``2**DYADIC_BITS`` cells). HFM, CFair and robustness need rows: they
+    run on the summary's row sample (``sample_size`` rows per group, a deterministic bottom-k hash
     sample), so their values are **estimates** whose error shrinks as 1/sqrt(sample), and
     ``report.notes`` says so; with ``sample_size=0`` they are NaN with the reason. A
     regression model's summary (:func:`~fairmonitor.summaries.summarize_regression`) gives

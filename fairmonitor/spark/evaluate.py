@@ -52,9 +52,9 @@ def evaluate_spark(
     evaluated in parallel over ``spark.sql.shuffle.partitions`` tasks. With ``summaries``
     given, the driver evaluates them (nothing is summarized).
     Counts and the parity metrics are exact; MADD is exact; ABCC and ABPC equal the raw-row
-    values while each group holds at most ``spec.max_raw`` rows (2^19 by default), and above
-    that ABPC is within round-off and ABCC within the error the summary certifies
-    (``report.details[("abcc", attr)].error``).
+    values while each group holds at most ``spec.max_raw`` rows (2^16 by default), and above
+    that within the errors the summary certifies (``report.details[("abcc", attr)].error``,
+    ``report.details[("abpc", attr)].error``).
 
     ``hfm_average`` (with ``features=[...]`` and labels) is by default the sampled estimator
     of ``hfm(..., method="sampled")`` run over **all** rows (:func:`hfm_average_spark`):

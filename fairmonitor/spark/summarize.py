@@ -432,8 +432,8 @@ def summarize_spark(data: Any, **kwargs: Any) -> SparkSummaries:
         ``missing="group"`` makes a non-text column's labels text in every partition (a
         window of ``Window`` does so only when it has a missing value).
     spec : SummarySpec, optional
-        What each summary keeps (default ``SummarySpec()``: raw scores up to 2^19 rows a
-        group, a 256-row sample per group).
+        What each summary keeps (default ``SummarySpec()``: raw scores up to 2^16 rows a
+        group in a window, cells above it, a 256-row sample per group).
     spark : SparkSession, optional
         To read a table name or path (default: the active session).
     task : {"binary", "regression"}, default="binary"

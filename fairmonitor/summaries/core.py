@@ -11,15 +11,18 @@ Score summary of a group (spec: issue 17):
 - **raw**: the group's scores, sorted, while the group has at most ``spec.max_raw`` rows (or
   always, ``max_raw=None``, as ``evaluate_window`` does: the window holds the rows anyway).
   Every score metric is then the raw-row value with every option.
-- **cells**: above ``max_raw``, the count and the sum of the scores in each cell between
-  consecutive edges of the union of ``linspace(0, 1, m + 1)`` for every ``m <= max_bins``
-  (MADD ``"auto"``'s candidates) and the dyadic grid ``k / 2**DYADIC_BITS``, and bounds of
+- **cells**: above ``max_raw``, the count of the scores in each cell between consecutive
+  edges of the union of ``linspace(0, 1, m + 1)`` for every ``m <= max_bins`` (MADD
+  ``"auto"``'s candidates) and the dyadic grid ``k / 2**DYADIC_BITS``, the sum of their
+  positions in the cell to ``1 / 2**STEP_BITS`` of its width (integer steps), and bounds of
   the scores in the cell (:class:`CompactCells`). MADD (auto and every fixed ``m <=
   max_bins``) is then exact: each of its bins is a union of cells. ABCC is exact in every
   cell where the two CDFs cannot cross (count + sum give the integral of a CDF over a cell)
-  and bounded in the others: the summary certifies its error (``AbccFromCells.error``, which the
-  bounds tighten). ABPC's linear binning onto ``2**k`` cells, ``k < DYADIC_BITS``, is exact
-  from counts and sums too (every grid centre is a dyadic edge), up to round-off.
+  up to the sums' steps, and bounded in the others: the summary certifies its error
+  (``AbccFromCells.error``, which the bounds tighten and the steps widen by ~1e-9). ABPC's
+  linear binning onto ``2**k`` cells, ``k < DYADIC_BITS``, follows from counts and sums too
+  (every grid centre is a dyadic edge), within the error the steps can move it (certified
+  too, ``.error`` of its detail). Counts and steps are integers: merging cells is exact.
 
 Row sample: per group, the ``spec.sample_size`` rows with the smallest hash of their content
 (a bottom-k sample: deterministic, and the sample of merged summaries is the sample of the
@@ -46,17 +49,19 @@ from ..metrics.shared import madd_grid as _grid
 from ..utils.groups import INTERSECTION_SEPARATOR, Groups, encode_attributes, outcome_counts
 from ..utils.rowkeys import row_keys as _row_keys
 
-__all__ = ["CONTENT_VERSION", "DYADIC_BITS", "SUMMARY_VERSION", "AttributeSummary",
+__all__ = ["CONTENT_VERSION", "DYADIC_BITS", "STEP_BITS", "SUMMARY_VERSION", "AttributeSummary",
            "CompactCells", "DerivedGroups", "GroupSummary", "SummarySpec", "WindowSummary",
            "cell_edges", "merge_all", "summarize"]
 
 #: Format version of a serialized summary; bumped when the layout of the bytes changes (4: a
 #: coarser attribute's groups stored as their counts only, their scores and row sample
-#: derived from the intersection's groups on read). Format 3 is still read.
-SUMMARY_VERSION = 4
-#: What a summary's numbers mean (the spec's fingerprint hashes it): unchanged by format 4,
-#: which stores the same numbers in fewer bytes, so summaries of both formats merge.
-CONTENT_VERSION = 3
+#: derived from the intersection's groups on read; 5: cells as step sums, compressed).
+#: Formats 3 and 4 are still read (their cells converted to step sums on load).
+SUMMARY_VERSION = 5
+#: What a summary's numbers mean (the spec's fingerprint hashes it): 4 since cells keep their
+#: sums as steps (format 5); a summary of formats 3 and 4 (content 3) is converted on load
+#: and then merges with format 5's.
+CONTENT_VERSION = 4
 #: The cells include every edge ``k / 2**DYADIC_BITS``: ABPC grids up to 2**13 cells bin exactly.
 DYADIC_BITS = 14
 
@@ -67,21 +72,23 @@ class SummarySpec:
 
     Parameters
     ----------
-    max_raw : int or None, default=524288
+    max_raw : int or None, default=65536
         Groups with at most this many rows keep their raw sorted scores (8 bytes a score in
-        memory, ~6 serialized);
-        larger ones keep cells (11-12 bytes serialized per non-empty cell and a 12 KB bitmap,
-        at most ~96k cells, ~1.1 MB: a group of more than ~10^5 rows spread over [0, 1] costs
-        less than its raw scores; and cell metrics cost the same whatever the rows). Lower it
-        to trade bytes for faster evaluation of merged summaries. None keeps raw scores
-        always.
+        memory, ~6 serialized): every score metric is then the raw-row value. Larger ones
+        keep cells (:class:`CompactCells`: ~3-4 bytes serialized per non-empty cell, at most
+        ~96k cells whatever the rows: a group of 10^5 rows costs ~2 bytes a row, a third of
+        its raw scores' bytes), from which MADD comes exactly and ABCC and ABPC within the
+        errors their details certify (the cells' steps add ~1e-9 to ABCC's and ~5e-8 to
+        ABPC's; ABCC's, from cells where two groups' CDFs cross, measured up to ~5e-7 at
+        10^5-10^6 rows a group). Lower it to trade exactness for bytes. None keeps raw
+        scores always.
     max_bins : int, default=499
         MADD ``"auto"``'s grid (the cells reproduce every ``m <= max_bins``).
     sample_size : int, default=256
         Rows kept per group for the row metrics (HFM, CFair, robustness); 0 keeps none.
     """
 
-    max_raw: int | None = 1 << 19
+    max_raw: int | None = 1 << 16
     max_bins: int = 499
     sample_size: int = 256
 
@@ -92,9 +99,16 @@ class SummarySpec:
         >>> SummarySpec().fingerprint == SummarySpec().fingerprint != SummarySpec(500).fingerprint
         True
         """
-        text = json.dumps({"version": CONTENT_VERSION, "max_raw": self.max_raw,
-                           "max_bins": self.max_bins, "sample_size": self.sample_size,
-                           "dyadic_bits": DYADIC_BITS, "hash": "splitmix64-crc32-v1"})
+        return self.fingerprint_of(CONTENT_VERSION)
+
+    def fingerprint_of(self, content: int) -> str:
+        """Return the fingerprint this spec had under content version ``content`` (older ones)."""
+        fields = {"version": content, "max_raw": self.max_raw, "max_bins": self.max_bins,
+                  "sample_size": self.sample_size, "dyadic_bits": DYADIC_BITS,
+                  "hash": "splitmix64-crc32-v1"}
+        if content >= 4:
+            fields["step_bits"] = STEP_BITS
+        text = json.dumps(fields)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -136,90 +150,114 @@ Cells = tuple[NDArray[np.int32], NDArray[np.int64], NDArray[np.float64], NDArray
 
 #: Steps of a cell's width in which :class:`CompactCells` stores its bounds (uint8: 0..255).
 QUANTA = 255
+#: A score's position in its cell is kept to ``1 / 2**STEP_BITS`` of the cell's width (the
+#: cells' sums: :class:`CompactCells`).
+STEP_BITS = 16
+
+
+def _step_bounds(index: NDArray[np.integer[Any]], kmin: NDArray[np.int64],
+                 kmax: NDArray[np.int64], edges: NDArray[np.float64]
+                 ) -> tuple[NDArray[np.uint8], NDArray[np.uint8]]:
+    """Bounds of cells whose scores' steps lie in ``[kmin, kmax]``, quantized outward.
+
+    A score at step ``k`` lies in ``[left + k u, left + (k + 1) u]`` up to its quotient's
+    rounding; a step more on each side covers that (compiled: ``quantize_bounds`` of
+    ``max(left + (kmin - 1) u, left)`` and ``min(left + (kmax + 2) u, right)``). Monotone in
+    ``kmin`` and ``kmax``, so the bounds of merged cells (min of ``qlo``, max of ``qhi``) are
+    those of the union.
+    """
+    from .._kernels.cells import step_bounds
+
+    return step_bounds(np.ascontiguousarray(index), np.ascontiguousarray(kmin, dtype=np.int64),
+                       np.ascontiguousarray(kmax, dtype=np.int64), edges, STEP_BITS)
 
 
 class CompactCells:
     """A group's non-empty cells, compact; reads as the tuple ``(index, count, sum, min, max)``.
 
-    What is stored, per non-empty cell (11 or 12 bytes serialized; format 2 kept 32):
+    What is kept, per non-empty cell:
 
-    - which cells: a bitmap of the grid's cells (:attr:`bitmap`, bit ``k % 8`` of byte
-      ``k // 8``; 12 KB for the ~96k cells) or their indices (:attr:`index`), whichever the
-      summary was made or loaded with, the other derived when asked;
-    - :attr:`count`: the scores in the cell, of any integer dtype (serialized in the narrowest
-      unsigned type that holds the attribute's largest: 1 byte, or 2 once a cell holds 256
-      scores, e.g. scores clipped to 0 or 1);
-    - :attr:`total`: their sum, float64 exactly (ABCC's integral of the CDF over a cell, and
-      ABPC's linear binning, need it to the last bit);
+    - :attr:`index`: which cell (int32, ascending);
+    - :attr:`count`: the scores in the cell, of any integer dtype;
+    - :attr:`ksum`: the sum of the scores' **steps** (int64): a score ``x`` of cell ``[l,
+      r)`` is at step ``floor((x - l) * 2**STEP_BITS / (r - l))``, so the cell's sum is known
+      to within ``u = (r - l) / 2**STEP_BITS`` a score (:attr:`total` decodes it as if
+      each score sat in the middle of its step). Integers: merging adds them exactly, so a
+      merged summary's cells are the whole's, bit for bit, in any order; and they cost ~2
+      bytes a cell serialized instead of a float64's 8;
     - :attr:`qlo`, :attr:`qhi`: bounds of the scores in the cell, uint8 steps of 1/255 of the
-      cell's width, rounded outward at summarize time: the largest ``qlo`` and smallest
-      ``qhi`` with ``left + qlo * (width / 255) <= min`` and ``left + qhi * (width / 255) >=
-      max`` in float64, 0 and 255 the edges exactly (:func:`.cells.quantize_bounds` of
-      :mod:`fairmonitor._kernels`).
-      Why: the exact min and max were half of the 32 bytes a cell, and only ABCC's certified
-      error on cells where two CDFs may cross reads them (the mean absolute deviation of
-      scores lying in [lo, hi]: any [lo, hi] holding the scores keeps it sound, a wider one
-      only loosens it, by at most 4/255 of the cell's width times the group's share of
-      rows in the cell, ~1/255 where the scores there are all equal). The bounds in
-      memory are the ones serialized (a round trip is lossless); merging takes the min of
-      ``qlo`` and the max of ``qhi`` (one grid per cell: exact, and the bounds of the
-      whole's scores quantized, as quantizing is monotone).
+      cell's width, rounded outward from the scores' smallest and largest step
+      (:func:`_step_bounds`; a cell of one score: from its step alone, so they are not
+      stored). Only ABCC's certified error on cells where two CDFs may cross reads them.
 
-    The merge (:func:`_merge_many_cells`) reads these arrays directly, so loading a summary
-    decodes nothing. Indexing, slicing or iterating decodes the tuple form a field at a time
-    (cached): ``index`` int32, ``count`` int64, ``sum`` float64, ``min`` and ``max`` float64
-    (the quantized bounds).
+    The sums' error is certified: ABCC's and ABPC's errors from cells add what it can move
+    them (:attr:`step_error`, the sum of ``count * u`` over the cells, divided by the rows:
+    ~1e-10 of a group's scores). MADD and the counts read :attr:`count` only: exact.
+
+    Indexing, slicing or iterating gives the tuple form a field at a time (cached): ``index``
+    int32, ``count`` int64, ``sum`` float64 (decoded), ``min`` and ``max`` float64 (the
+    quantized bounds).
 
     Examples
     --------
     >>> edges = cell_edges(499)
-    >>> c = _compact(_cells_of(np.array([0.1, 0.1, 0.7]), edges), edges)
+    >>> c = _compact_sorted(np.array([0.1, 0.1, 0.7]), edges)
     >>> index, count, total, low, high = c
-    >>> count.tolist(), total.tolist(), bool(low[0] <= 0.1 <= high[0])
-    ([2, 1], [0.2, 0.7], True)
+    >>> count.tolist(), bool(abs(total[0] - 0.2) <= c.step_error), bool(low[0] <= 0.1 <= high[0])
+    ([2, 1], True, True)
     """
 
-    __slots__ = ("_bitmap", "_fields", "_index", "count", "edges", "qhi", "qlo", "total")
+    __slots__ = ("_error", "_fields", "_total", "count", "edges", "index", "ksum", "qhi", "qlo")
 
-    def __init__(self, edges: NDArray[np.float64], count: NDArray[np.integer[Any]],
-                 total: NDArray[np.float64], qlo: NDArray[np.uint8], qhi: NDArray[np.uint8],
-                 *, index: NDArray[np.integer[Any]] | None = None,
-                 bitmap: NDArray[np.uint8] | None = None) -> None:
-        if index is None and bitmap is None:
-            raise ValueError("CompactCells needs the cells' index or their bitmap")
+    def __init__(self, edges: NDArray[np.float64], index: NDArray[np.integer[Any]],
+                 count: NDArray[np.integer[Any]], ksum: NDArray[np.int64],
+                 qlo: NDArray[np.uint8], qhi: NDArray[np.uint8]) -> None:
         self.edges = edges
-        self.count, self.total, self.qlo, self.qhi = count, total, qlo, qhi
-        self._index = index
-        self._bitmap = bitmap
+        self.index = index.astype(np.int32, copy=False)
+        self.count, self.ksum, self.qlo, self.qhi = count, ksum, qlo, qhi
+        self._total: NDArray[np.float64] | None = None
+        self._error: float | None = None
         self._fields: list[NDArray[Any] | None] = [None] * 5
 
     @property
     def size(self) -> int:
         """Non-empty cells."""
-        return int(self.total.size)
-
-    @property
-    def index(self) -> NDArray[np.int32]:
-        """The non-empty cells' indices, ascending (from the bitmap if loaded)."""
-        if self._index is None:
-            bits = np.unpackbits(self._bitmap, count=self.edges.size - 1, bitorder="little")
-            self._index = np.flatnonzero(bits).astype(np.int32)
-        return self._index.astype(np.int32, copy=False)
+        return int(self.index.size)
 
     @property
     def bitmap(self) -> NDArray[np.uint8]:
         """Bit ``k`` (``k % 8`` of byte ``k // 8``) set where cell ``k`` is not empty."""
-        if self._bitmap is None:
-            mark = np.zeros(self.edges.size - 1, dtype=bool)
-            mark[self._index] = True
-            self._bitmap = np.packbits(mark, bitorder="little")
-        return self._bitmap
+        mark = np.zeros(self.edges.size - 1, dtype=bool)
+        mark[self.index] = True
+        return np.packbits(mark, bitorder="little")
+
+    @property
+    def total(self) -> NDArray[np.float64]:
+        """The cells' sums, decoded: ``count * left + (ksum + count / 2) * u`` (cached)."""
+        if self._total is None:
+            left, right = self.edges[self.index], self.edges[self.index + 1]
+            count = self.count.astype(np.float64)
+            self._total = count * left + (self.ksum + 0.5 * count) * np.ldexp(
+                right - left, -STEP_BITS)
+        return self._total
+
+    @property
+    def step_error(self) -> float:
+        """Largest ``sum |decoded - true|`` over the cells: ``sum(count * u)``.
+
+        Each score is within ``u / 2`` of its step's middle (plus its quotient's rounding):
+        ``u`` a score bounds both.
+        """
+        if self._error is None:  # once: every pair of groups reads it
+            widths = self.edges[self.index + 1] - self.edges[self.index]
+            self._error = float(np.ldexp(np.einsum("i,i->", self.count.astype(np.float64),
+                                                   widths), -STEP_BITS))
+        return self._error
 
     @property
     def nbytes(self) -> int:
         """Bytes held: the stored arrays (not the decoded fields)."""
-        which = self._bitmap if self._bitmap is not None else self._index
-        return int(which.nbytes + self.count.nbytes + self.total.nbytes  # type: ignore
+        return int(self.index.nbytes + self.count.nbytes + self.ksum.nbytes
                    + self.qlo.nbytes + self.qhi.nbytes)
 
     def _field(self, k: int) -> NDArray[Any]:
@@ -255,13 +293,15 @@ class CompactCells:
         return f"CompactCells({self.size} cells)"
 
 
-def _compact(cells: Cells, edges: NDArray[np.float64]) -> CompactCells:
-    """Return the compact form of exact cells (:func:`_cells_of`'s): bounds quantized outward."""
-    from .._kernels.cells import quantize_bounds
+def _compact_sorted(sorted_scores: NDArray[np.float64], edges: NDArray[np.float64]
+                    ) -> CompactCells:
+    """Return the cells of sorted scores: counts, step sums and bounds (one compiled walk)."""
+    from .._kernels.cells import steps_of_sorted
 
-    index, count, total, low, high = cells
-    qlo, qhi = quantize_bounds(index, low, high, edges)
-    return CompactCells(edges, count, total, qlo, qhi, index=index.astype(np.int32, copy=False))
+    index, count, ksum, kmin, kmax = steps_of_sorted(
+        np.ascontiguousarray(sorted_scores, dtype=np.float64), edges, STEP_BITS)
+    qlo, qhi = _step_bounds(index, kmin, kmax, edges)
+    return CompactCells(edges, index, count, ksum, qlo, qhi)
 
 
 @dataclass(frozen=True, eq=False)
@@ -406,8 +446,8 @@ class DerivedGroups(Mapping[Any, GroupSummary]):
     - cells, every cell of the group raw: the same sorted array binned, as summarizing does
       (identical bits);
     - cells, some cell of the group holding cells (a cell above ``max_raw`` rows): the cells
-      merged as :func:`merge_all` merges (counts, bounds and so MADD exact, the cell sums
-      equal up to round-off, ABCC within its certified error);
+      merged as :func:`merge_all` merges: the cells the group's own rows give, bit for bit
+      (integer counts and step sums, bounds from the steps);
     - row sample: the smallest keys of the cells' samples, which hold the group's smallest
       keys (each cell keeps its own ``sample_size`` smallest): the group's own sample.
 
@@ -467,7 +507,7 @@ def _derive_group(head: GroupSummary, cells: list[GroupSummary], spec: SummarySp
                              kind="stable")
             if spec.max_raw is not None and head.n > spec.max_raw:
                 edges = cell_edges(spec.max_bins)
-                scores, merged = None, _compact(_cells_of(scores, edges), edges)
+                scores, merged = None, _compact_sorted(scores, edges)
         else:
             merged = _merge_many_cells(cells, cell_edges(spec.max_bins))
     keys = np.concatenate([c.sample_keys for c in cells])
@@ -649,59 +689,40 @@ def _check_compatible(a: WindowSummary, b: WindowSummary) -> None:
 def _merge_many_cells(groups: list[GroupSummary], edges: NDArray[np.float64]) -> CompactCells:
     """Merge many groups' cells (and raw scores) at once, on dense per-cell arrays.
 
-    Every part adds into dense per-cell arrays, part after part, left to right: one compiled
-    pass per part that walks its bitmap and reads its compact arrays as stored
-    (:func:`fairmonitor._kernels.cells.add_compact`: narrow counts, uint8 bounds, ~12 bytes a
-    cell; the sums add in the parts' order), so a day's merge runs at the speed of reading
-    its parts, and a loaded summary is merged without being decoded.
+    Every part adds into dense per-cell arrays, part after part: one compiled pass per part
+    (:func:`fairmonitor._kernels.cells.add_steps`) that reads its arrays as stored or loaded
+    (narrow counts, uint8 bounds). Counts and step sums are integers and the bounds a min and
+    a max of steps quantized monotonically, so the merge is exact: the cells of merged parts
+    are the cells of their rows summarized at once, bit for bit, in any order.
 
-    Raw parts come last: binned one by one (sorted already: no sort of the union) or, if they
-    hold fewer scores than there are cells, sorted together and binned once
-    (:func:`_cells_of`), added with their exact min and max (``add_cells``), whose bounds
-    are quantized once at the end: quantizing is monotone, so that is quantizing each
-    part's (as :func:`summarize` does) and combining, at one pass per group instead of one
-    per part.
+    Raw parts are binned into cells first (:func:`_compact_sorted`; sorted already), or, if
+    they hold fewer scores than there are cells, sorted together and binned once.
 
     Raises
     ------
     InvalidInputError
-        A part's bitmap does not match its arrays (corrupted bytes).
+        A part's indices do not match its arrays (corrupted bytes).
     """
-    from .._kernels.cells import BIT_COUNTS as _BIT_COUNTS
-    from .._kernels.cells import BIT_POSITIONS as _BIT_POSITIONS
-    from .._kernels.cells import (
-        add_cells,
-        add_compact,
-        cells_of_sorted,
-        quantize_bounds,
-    )
+    from .._kernels.cells import add_steps
 
     size = edges.size - 1
     count = np.zeros(size, dtype=np.int64)
-    total = np.zeros(size)
+    ksum = np.zeros(size, dtype=np.int64)
     qlo = np.full(size, QUANTA, dtype=np.uint8)
     qhi = np.zeros(size, dtype=np.uint8)
-    scratch = np.empty(8 * (-(-size // 8)) + 8, dtype=np.uint32)  # a part's cell indices
-    for p in (g.cells for g in groups if g.cells is not None):
-        if add_compact(count, total, qlo, qhi, p.bitmap, p.count, p.total, p.qlo, p.qhi,
-                       _BIT_POSITIONS, _BIT_COUNTS, scratch) != p.size:
-            raise InvalidInputError(
-                "a summary's cells do not match their bitmap: the data is corrupted; "
-                "re-summarize the window")
+    parts = [g.cells for g in groups if g.cells is not None]
     raw = [g.scores for g in groups if g.cells is None]
-    if raw:
-        if sum(r.size for r in raw) <= size:  # few scores: sort them together, bin once
-            raw = [np.sort(np.concatenate(raw))]
-        low, high = np.full(size, np.inf), np.full(size, -np.inf)
-        for r in raw:
-            add_cells(count, total, low, high, *cells_of_sorted(r, edges))
-        touched = np.flatnonzero(low <= high)
-        raw_lo, raw_hi = quantize_bounds(touched, low[touched], high[touched], edges)
-        qlo[touched] = np.minimum(qlo[touched], raw_lo)
-        qhi[touched] = np.maximum(qhi[touched], raw_hi)
+    if raw and sum(r.size for r in raw) <= size:  # few scores: sort them together, bin once
+        raw = [np.sort(np.concatenate(raw))]
+    parts += [_compact_sorted(r, edges) for r in raw]
+    for p in parts:
+        if add_steps(count, ksum, qlo, qhi, p.index, p.count, p.ksum.astype(np.int64,
+                     copy=False), p.qlo, p.qhi) != p.size:
+            raise InvalidInputError(
+                "a summary's cells do not match their indices: the data is corrupted; "
+                "re-summarize the window")
     index = np.flatnonzero(count)
-    return CompactCells(edges, count[index], total[index], qlo[index], qhi[index],
-                        index=index.astype(np.int32))
+    return CompactCells(edges, index, count[index], ksum[index], qlo[index], qhi[index])
 
 
 def _merge_groups(groups: list[GroupSummary], spec: SummarySpec) -> GroupSummary:
@@ -725,8 +746,9 @@ def _merge_groups(groups: list[GroupSummary], spec: SummarySpec) -> GroupSummary
 def merge_all(summaries: list[WindowSummary]) -> WindowSummary:
     """Merge many summaries at once (e.g. the 24 hours of a day).
 
-    The same summary as folding :meth:`WindowSummary.merge` over them (cell sums up to
-    round-off), at the cost of one pass per group instead of one per summary.
+    The same summary as folding :meth:`WindowSummary.merge` over them (moments' float sums
+    up to round-off; cells exactly), at the cost of one pass per group instead of one per
+    summary.
 
     >>> h = [summarize({"g": ["a", "b"]}, y_pred=[1, 0]) for _ in range(3)]
     >>> merge_all(h).attributes["g"].groups["a"].predicted_positive
@@ -983,4 +1005,4 @@ def _score_summary(part: NDArray[np.float64], spec: SummarySpec,
                float(part[-1]))
     if spec.max_raw is None or part.size <= spec.max_raw:
         return moments, (part if raw_only else part.copy()), None
-    return moments, None, _compact(_cells_of(part, edges), edges)  # type: ignore[arg-type]
+    return moments, None, _compact_sorted(part, edges)  # type: ignore[arg-type]

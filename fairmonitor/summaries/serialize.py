@@ -1,30 +1,41 @@
 """Summaries as bytes: versioned, with the spec's fingerprint, no pickle.
 
-Format 4 (format 3 is still read): an 8-byte magic, the length of a JSON header
+Format 5 (formats 3 and 4 are still read): an 8-byte magic, the length of a JSON header
 (little-endian uint64), the header (format version, spec, fingerprint, attributes, group labels,
 counts, moments, and where each array block lies), then the blocks, each 8-byte aligned. An
 attribute's arrays are stored as a few contiguous blocks, every group's part one after the
 other: its raw scores, its cells, its sample keys and each sample column. Loading is then a
-handful of ``np.frombuffer`` calls per attribute (no copy but the raw scores' decoding; each
-group's other arrays are read-only views of the blocks), not one archive member per group
-(format 1, an ``.npz``: its per-member parsing cost more than the day's merge).
+handful of ``np.frombuffer`` calls (or decompressions) per attribute, not one archive member
+per group (format 1, an ``.npz``: its per-member parsing cost more than the day's merge).
 
-Raw scores (format 4), exactly: each score's low 48 bits (6 bytes) and the runs of the high 16
-(sign, exponent, 4 bits of the mantissa; a uint16 value and a uint32 length a run): a group's
-scores are sorted, so those change ~16 times a binade (~100 runs for 10^4 scores in [0, 1]),
-~6 bytes a score instead of 8; a block whose runs would not pay stays plain float64. Loading
-decodes them (numpy, a copy: ~1 ms per 10^5 scores); format 3 stored plain float64 blocks.
+Raw scores (formats 4 and 5), exactly: each score's low 48 bits (6 bytes) and the runs of the
+high 16 (sign, exponent, 4 bits of the mantissa; a uint16 value and a uint32 length a run): a
+group's scores are sorted, so those change ~16 times a binade (~100 runs for 10^4 scores in
+[0, 1]), ~6 bytes a score instead of 8; a block whose runs would not pay stays plain float64.
+Loading decodes them (numpy, a copy: ~1 ms per 10^5 scores); format 3 stored plain float64.
 
-A group's cells (:class:`~fairmonitor.summaries.core.CompactCells`), 11 or 12 bytes a
-non-empty cell (format 2: 32, an int32 index, a uint32 count and a float64 sum, min and max):
+A group's cells (:class:`~fairmonitor.summaries.core.CompactCells`), format 5: ~3.5 bytes a
+non-empty cell (format 4: 11-12 and a 12 KB bitmap a group; format 2: 32). Five blocks per
+attribute, each a *packed* block (its table entry ends with the stored length of each byte
+plane): the values' bytes shuffled (every value's byte 0, then byte 1, ...) and each plane
+compressed with zlib at level 1, or stored (level 0) where a probe of its first 4 KB says it
+does not compress (the low bytes of the step sums: a score's position within its step is
+noise). The blocks:
 
-- a bitmap of the grid's cells, ``ceil(cells / 8)`` bytes (12 KB), bit ``k % 8`` of byte
-  ``k // 8`` set where cell ``k`` is not empty;
-- the counts, in the narrowest of uint8 / uint16 / uint32 / int64 that holds the attribute's
-  largest (uint8, or uint16 once a cell holds 256 scores in an hour);
-- the sums, float64;
-- the bounds ``qlo`` and ``qhi``, uint8: the scores' min and max quantized outward to 1/255
-  of the cell's width when summarized (the same numbers in memory: lossless).
+- the gap from the previous non-empty cell's index (the first: index + 1), narrowest type;
+- the counts, narrowest type;
+- the step sums (:attr:`CompactCells.ksum`), narrowest type;
+- the bounds ``qlo`` and ``qhi`` (uint8) of the cells holding two scores or more only: a
+  cell of one score has the bounds of its step (:func:`~.core._step_bounds`), re-made on load
+  exactly as summarizing made them.
+
+Loading decompresses them into the same arrays the summary held in memory (a round trip is
+lossless, and re-serializing gives the same bytes). Formats 3 and 4 stored per cell a bitmap
+bit, the count, the float64 sum and the bounds; their cells are converted on load
+(:func:`_converted_cells`: a cell of one score gets its score's step, as summarizing it now
+does; of several, the step sum nearest the float sum and the stored bounds), so they merge
+with format 5's: their fingerprint is checked as content version 3 and then becomes the
+current one.
 
 An attribute derived from the intersection (:class:`~fairmonitor.summaries.core.
 DerivedGroups`: with several attributes and their intersection, each attribute's group is a
@@ -33,12 +44,12 @@ block: its scores and row sample are the intersection's groups', merged on read.
 groups are stored once, not once per attribute (format 3 stored each attribute's groups in
 full: an hour with two attributes and their intersection three copies of its scores).
 
-Loaded cells stay in that form (views of the blocks); merging reads it directly, and the
-tuple form is decoded only when read (no per-group decoding when loading).
+Loaded cells' sums and bounds are decoded to floats only when read (merging reads the
+integers as they are).
 
-Loading checks the format version: format 3 (every attribute stored in full) is read as it is,
-and merges with format 4 (same fingerprint: the numbers mean the same); an older or a newer
-format is refused with the fix (re-summarize, or upgrade fairmonitor).
+Loading checks the format version: formats 3 (every attribute stored in full) and 4 are read
+(cells converted, above) and merge with format 5; an older or a newer format is refused with
+the fix (re-summarize, or upgrade fairmonitor).
 
 Checksum: the header says ``"checksum": "crc32"`` and an 8-byte trailer follows the data
 (``FMCK`` and the CRC-32 of every byte before it, little-endian uint32), so a changed count in
@@ -65,6 +76,7 @@ from numpy.typing import NDArray
 
 from ..exceptions import InvalidInputError
 from .core import (
+    STEP_BITS,
     SUMMARY_VERSION,
     AttributeSummary,
     CompactCells,
@@ -72,6 +84,7 @@ from .core import (
     GroupSummary,
     SummarySpec,
     WindowSummary,
+    _step_bounds,
     cell_edges,
 )
 
@@ -80,8 +93,9 @@ __all__ = ["from_bytes", "to_bytes"]
 _MAGIC = b"FMWSUM\x00\x00"
 _FORMAT = "fairmonitor-window-summary"
 _TRAILER = b"FMCK"
-#: Formats this fairmonitor reads (3: every attribute's groups stored in full).
-_READABLE = (3, SUMMARY_VERSION)
+#: Formats this fairmonitor reads (3: every attribute's groups stored in full; 3 and 4: cells
+#: with float sums, converted to step sums on load).
+_READABLE = (3, 4, SUMMARY_VERSION)
 
 
 def _label(value: Any) -> Any:
@@ -127,6 +141,39 @@ class _Blocks:
                 self.parts.append(b"\x00" * pad)
             self.size += arr.nbytes + pad
         return len(self.table) - 1
+
+    def add_packed(self, parts: list[NDArray[Any]]) -> int:
+        """Add one block, its bytes shuffled and each byte plane compressed; return its number.
+
+        Byte ``i`` of every value, then byte ``i + 1``...: the high bytes of small counts and
+        steps, mostly zero, cost almost nothing under zlib. A plane that does not compress
+        (a probe of its first 4 KB saves < 10%: the low bytes of the step sums) is stored
+        (zlib's level 0, as fast as a copy). The table gives each plane's stored length.
+        """
+        arr = np.ascontiguousarray(parts[0] if len(parts) == 1 else np.concatenate(parts))
+        planes = arr.view(np.uint8).reshape(-1, arr.dtype.itemsize).T
+        packed = [_pack(np.ascontiguousarray(plane).tobytes()) for plane in planes]
+        self.table.append([arr.dtype.str, self.size, int(arr.size), [len(p) for p in packed]])
+        stored = sum(len(p) for p in packed)
+        self.parts.extend(packed)
+        pad = -stored % 8
+        if pad:
+            self.parts.append(b"\x00" * pad)
+        self.size += stored + pad
+        return len(self.table) - 1
+
+
+def _pack(plane: bytes) -> bytes:
+    """Compress a byte plane (zlib level 1), or store it (level 0) if a probe says so."""
+    probe = plane[:_PROBE]
+    level = _LEVEL if len(zlib.compress(probe, _LEVEL)) < 0.9 * len(probe) else 0
+    return zlib.compress(plane, level)
+
+
+#: Bytes of a plane compressed to decide whether to compress it.
+_PROBE = 4096
+#: zlib's level for the cells' blocks: the fastest (level 6 saves ~3% more, at 4x the time).
+_LEVEL = 1
 
 
 def _sample_column(col: NDArray[Any]) -> NDArray[Any]:
@@ -242,18 +289,29 @@ def _read_raw(ref: Any, block: _BlockReader) -> NDArray[np.float64]:
     return scores
 
 
-def _cell_blocks(cells: list[Any], blocks: _Blocks) -> list[int]:
-    """Add the groups' cell arrays to ``blocks``; return their block numbers."""
-    # the narrowest count type the block needs (most cells of an hour hold a few
-    # scores: 1 byte); the merge reads any
-    top = max(int(c.count.max()) if c.size else 0 for c in cells)
-    dtype = next((t for t in (np.uint8, np.uint16, np.uint32)
-                  if top <= np.iinfo(t).max), np.int64)
-    return [blocks.add([c.bitmap for c in cells]),
-            blocks.add([c.count.astype(dtype, copy=False) for c in cells]),
-            blocks.add([c.total.astype(np.float64, copy=False) for c in cells]),
-            blocks.add([c.qlo for c in cells]),
-            blocks.add([c.qhi for c in cells])]
+def _narrow(values: NDArray[Any]) -> NDArray[Any]:
+    """``values`` (non-negative integers) in the narrowest unsigned type that holds them."""
+    top = int(values.max()) if values.size else 0
+    dtype = next((t for t in (np.uint8, np.uint16, np.uint32) if top <= np.iinfo(t).max),
+                 np.int64)
+    return values.astype(dtype, copy=False)
+
+
+def _cell_blocks(cells: list[Any], blocks: _Blocks) -> dict[str, Any]:
+    """Add the groups' cells to ``blocks`` (format 5); return the header's reference.
+
+    Per cell: the gap to the previous non-empty cell's index, the count and the step sum,
+    each in the narrowest type, shuffled and compressed; the bounds of cells holding two
+    or more scores only (a single score's are its step's, derived on load).
+    """
+    gaps = [np.diff(c.index, prepend=np.int32(-1)) for c in cells]
+    several = [c.count > 1 for c in cells]
+    return {"codec": "steps", "blocks": [
+        blocks.add_packed([_narrow(np.concatenate(gaps))]),
+        blocks.add_packed([_narrow(np.concatenate([c.count for c in cells]))]),
+        blocks.add_packed([_narrow(np.concatenate([c.ksum for c in cells]))]),
+        blocks.add_packed([c.qlo[m] for c, m in zip(cells, several, strict=True)]),
+        blocks.add_packed([c.qhi[m] for c, m in zip(cells, several, strict=True)])]}
 
 
 def _head_entry(label: Any, g: Any) -> dict[str, Any]:
@@ -355,18 +413,19 @@ def from_bytes(data: bytes) -> WindowSummary:
     data = bytes(data) if not isinstance(data, bytes) else data
     header = _header(data)
     spec = SummarySpec(**header["spec"])
-    if spec.fingerprint != header["fingerprint"]:
+    # formats 3 and 4 hold content version 3 (float cell sums), converted below
+    expected = spec.fingerprint_of(3) if header["version"] < 5 else spec.fingerprint
+    if expected != header["fingerprint"]:
         raise InvalidInputError(
             f"window summary fingerprint {header['fingerprint']} does not match its spec "
-            f"({spec.fingerprint}); the data is corrupted: re-summarize the window")
+            f"({expected}); the data is corrupted: re-summarize the window")
     block = _BlockReader(data, header["_data"], header["blocks"])
     edges = cell_edges(spec.max_bins)
-    width = -(-(edges.size - 1) // 8)  # bytes of a group's bitmap
     attributes: dict[str, AttributeSummary] = {}
     # the intersection first: the attributes derived from it read its groups
     for attr in sorted(header["attributes"], key=lambda a: "parent" in a):
         attributes[attr["name"]] = (_read_derived(attr, attributes, spec) if "parent" in attr
-                                    else _read_attribute(attr, block, edges, width))
+                                    else _read_attribute(attr, block, edges))
     attributes = {attr["name"]: attributes[attr["name"]] for attr in header["attributes"]}
 
     def when(text: str | None) -> datetime | None:
@@ -384,12 +443,39 @@ class _BlockReader:
         self.data, self.base, self.table = data, base, table
 
     def __call__(self, k: int) -> NDArray[Any]:
-        dtype, offset, count = self.table[k]
-        if self.base + offset + count * np.dtype(dtype).itemsize > len(self.data):
+        dtype, offset, count, *packed = self.table[k]
+        size = count * np.dtype(dtype).itemsize
+        stored = sum(packed[0]) if packed else size
+        if self.base + offset + stored > len(self.data):
             raise InvalidInputError("window summary is truncated: re-summarize the window")
         if not count:
             return np.zeros(0, dtype=dtype)
-        return np.frombuffer(self.data, dtype=dtype, count=count, offset=self.base + offset)
+        if not packed:
+            return np.frombuffer(self.data, dtype=dtype, count=count, offset=self.base + offset)
+        return self._unpacked(np.dtype(dtype), self.base + offset, count, packed[0])
+
+    def _unpacked(self, dtype: np.dtype[Any], start: int, count: int, lengths: list[int]
+                  ) -> NDArray[Any]:
+        """Return a block of byte planes, each compressed (:meth:`_Blocks.add_packed`)."""
+        if len(lengths) != dtype.itemsize:
+            raise _corrupt_block()
+        out = np.empty((count, dtype.itemsize), dtype=np.uint8)
+        view = memoryview(self.data)
+        for plane, length in enumerate(lengths):
+            try:
+                raw = zlib.decompress(view[start:start + length])
+            except zlib.error:
+                raise _corrupt_block() from None
+            if len(raw) != count:
+                raise _corrupt_block()
+            out[:, plane] = np.frombuffer(raw, dtype=np.uint8)
+            start += length
+        return out.view(dtype).ravel()
+
+
+def _corrupt_block() -> InvalidInputError:
+    return InvalidInputError("window summary block does not decompress to its size: the data "
+                             "is corrupted; re-summarize the window")
 
 
 def _read_derived(attr: Mapping[str, Any], attributes: Mapping[str, AttributeSummary],
@@ -422,53 +508,111 @@ class _Cursor:
     """Where the next group's part starts in each of an attribute's blocks."""
 
     raw: int = 0
-    cells: int = 0
-    bitmap: int = 0
     keys: int = 0
 
 
-def _read_attribute(attr: Mapping[str, Any], block: _BlockReader, edges: NDArray[Any],
-                    width: int) -> AttributeSummary:
+def _corrupt_cells() -> InvalidInputError:
+    return InvalidInputError("window summary cells are inconsistent: the data is corrupted; "
+                             "re-summarize the window")
+
+
+def _read_cells(ref: Any, block: _BlockReader, sizes: list[int], edges: NDArray[Any]
+                ) -> list[CompactCells]:
+    """Return the groups' cells a header's reference points to (format 5, or 3 and 4)."""
+    if not isinstance(ref, dict):  # formats 3 and 4: bitmaps, float sums; converted
+        return _converted_cells([block(k) for k in ref], sizes, edges)
+    if ref.get("codec") != "steps":
+        raise InvalidInputError(f"window summary codec {ref.get('codec')!r} is not known to this "
+                                "fairmonitor; upgrade fairmonitor, or re-summarize the window")
+    from .._kernels.cells import decode_cells
+
+    gaps, count, ksum, qlo2, qhi2 = (block(k) for k in ref["blocks"])
+    if {gaps.size, count.size, ksum.size} != {sum(sizes)}:
+        raise _corrupt_cells()
+    # one compiled pass: indices from the gaps, a single score's bounds from its step
+    decoded = decode_cells(gaps.astype(np.int64), count.astype(np.int64),
+                           ksum.astype(np.int64), qlo2, qhi2, np.array(sizes, dtype=np.int64),
+                           edges, STEP_BITS)
+    if decoded is None:
+        raise _corrupt_cells()
+    index, qlo, qhi = decoded
+    wide = ksum.astype(np.int64, copy=False)
+    out, at = [], 0
+    for size in sizes:
+        part = slice(at, at + size)
+        out.append(CompactCells(edges, index[part], count[part], wide[part], qlo[part],
+                                qhi[part]))
+        at += size
+    return out
+
+
+def _converted_cells(blocks: list[NDArray[Any]], sizes: list[int], edges: NDArray[Any]
+                     ) -> list[CompactCells]:
+    """Return formats 3 and 4's cells (bitmap, count, float sum, bounds) as step sums.
+
+    A cell of one score: its step, from the score (its sum), exactly as summarizing it now
+    gives; of several: the sum's nearest step sum (within half a step of the float sum,
+    inside the certified ``count * u``), the stored bounds kept.
+    """
+    bitmap, count, total, qlo, qhi = blocks
+    width = -(-(edges.size - 1) // 8)
+    if bitmap.size != len(sizes) * width or {b.size for b in blocks[1:]} != {sum(sizes)}:
+        raise _corrupt_cells()
+    out, at = [], 0
+    top = (1 << STEP_BITS) - 1
+    for k, size in enumerate(sizes):
+        bits = np.unpackbits(bitmap[k * width:(k + 1) * width], count=edges.size - 1,
+                             bitorder="little")
+        index = np.flatnonzero(bits)
+        if index.size != size:
+            raise _corrupt_cells()
+        c = count[at:at + size].astype(np.int64)
+        t = total[at:at + size]
+        left, right = edges[index], edges[index + 1]
+        one = np.floor((t - left) * (np.ldexp(1.0, STEP_BITS) / (right - left)))
+        several = np.rint((t - c * left) / np.ldexp(right - left, -STEP_BITS) - 0.5 * c)
+        ksum = np.where(c == 1, np.clip(one, 0, top), np.clip(several, 0, c * top))
+        ksum = ksum.astype(np.int64)
+        low, high = _step_bounds(index, ksum, ksum, edges)
+        single = c == 1
+        lo, hi = qlo[at:at + size].copy(), qhi[at:at + size].copy()
+        lo[single], hi[single] = low[single], high[single]
+        out.append(CompactCells(edges, index, c, ksum, lo, hi))
+        at += size
+    return out
+
+
+def _read_attribute(attr: Mapping[str, Any], block: _BlockReader, edges: NDArray[Any]
+                    ) -> AttributeSummary:
     """Return one attribute of a summary from its header entry and blocks."""
     entries = attr["groups"]
     scores = _read_raw(attr["scores"], block) if "scores" in attr else None
-    cells = None
+    cells: Any = iter(())
     if "cells" in attr:
-        cells = [block(k) for k in attr["cells"]]
-        groups_ = [g["size"] for g in entries if g["mode"] == "cells"]
-        if cells[0].size != len(groups_) * width or {c.size for c in cells[1:]} != {
-                sum(groups_)}:
-            raise InvalidInputError(
-                "window summary cells are inconsistent: the data is corrupted; "
-                "re-summarize the window")
+        cells = iter(_read_cells(attr["cells"], block,
+                                 [g["size"] for g in entries if g["mode"] == "cells"], edges))
     keys = block(attr["keys"])
     columns = {c: block(k) for c, k in attr["sample"].items()}
     at = _Cursor()
     groups = {}
     for g in entries:
-        groups[_unlabel(g["label"])] = _read_group(g, scores, cells, keys, columns, edges,
-                                                   width, at)
+        groups[_unlabel(g["label"])] = _read_group(g, scores, cells, keys, columns, at)
     return AttributeSummary(attr["name"], groups)
 
 
-def _read_group(g: Mapping[str, Any], scores: NDArray[Any] | None,
-                cells: list[NDArray[Any]] | None, keys: NDArray[Any],
-                columns: Mapping[str, NDArray[Any]], edges: NDArray[Any], width: int,
-                at: _Cursor) -> GroupSummary:
+def _read_group(g: Mapping[str, Any], scores: NDArray[Any] | None, cells: Any,
+                keys: NDArray[Any], columns: Mapping[str, NDArray[Any]], at: _Cursor
+                ) -> GroupSummary:
     """Return one group from its header entry and its attribute's blocks; move ``at`` on."""
     size, mode = g["size"], g["mode"]
     raw_part = cell_part = None
     if mode == "raw":
         raw_part = scores[at.raw:at.raw + size]  # type: ignore[index]
         at.raw += size
-    elif mode == "cells":  # views of the blocks: the merge reads them as they are
-        count, total, qlo, qhi = (c[at.cells:at.cells + size]
-                                  for c in cells[1:])  # type: ignore[index]
-        cell_part = CompactCells(
-            edges, count, total, qlo, qhi,
-            bitmap=cells[0][at.bitmap:at.bitmap + width])  # type: ignore[index]
-        at.cells += size
-        at.bitmap += width
+    elif mode == "cells":
+        cell_part = next(cells, None)
+        if cell_part is None:
+            raise _corrupt_cells()
     m = g["keys"]
     sample = {}
     for (c, col), dtype in zip(columns.items(), g["dtypes"], strict=True):

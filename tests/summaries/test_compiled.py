@@ -16,16 +16,20 @@ import numpy as np
 import pytest
 
 from fairmonitor._kernels.cells import (
-    _BIT_COUNTS,
-    _BIT_POSITIONS,
     add_cells,
-    add_compact,
+    add_steps,
     linear_binning_cells,
+    steps_of_sorted,
 )
 from fairmonitor.metrics import madd
 from fairmonitor.summaries import SummarySpec, cell_edges, merge_all, summarize
 from fairmonitor.summaries.compute import _AbccTable, _binned, madd_from_summary
-from fairmonitor.summaries.core import _cells_of, _compact, _merge_many_cells
+from fairmonitor.summaries.core import (
+    STEP_BITS,
+    _cells_of,
+    _compact_sorted,
+    _merge_many_cells,
+)
 
 from ._oracles import cells_of as _cells_of_numpy
 from ._oracles import spread as _spread
@@ -162,9 +166,9 @@ def test_merge_many_cells_from_blobs_equals_the_numpy_merge():
             parts = [g.cells for g in groups if g.cells is not None]
             raw = [g.scores for g in groups if g.cells is None]
             if raw and sum(r.size for r in raw) <= edges.size - 1:
-                parts.append(_compact(_cells_of(np.sort(np.concatenate(raw)), edges), edges))
+                parts.append(_compact_sorted(np.sort(np.concatenate(raw)), edges))
             else:
-                parts += [_compact(_cells_of(r, edges), edges) for r in raw]
+                parts += [_compact_sorted(r, edges) for r in raw]
             count, total, low, high = _merge_numpy(parts, edges.size - 1)
             index = np.flatnonzero(count)
             assert np.array_equal(got[0], index) and np.array_equal(got[1], count[index])
@@ -357,77 +361,99 @@ def _decoded_parts(seed=0, n_parts=24):
         scores = np.sort(rng.beta(2, 5, rng.integers(1, 40_000)))
         if k % 4 == 1:  # scores on edges, at 0 and at 1, rounded: many per cell
             scores = np.sort(np.r_[np.round(scores, 2), rng.choice(edges, 50), 0.0, 1.0])
-        part = _compact(_cells_of(scores, edges), edges)
+        part = _compact_sorted(scores, edges)
         dtype = (np.uint8, np.uint16, np.uint32, np.int64)[k % 4]
         if part.count.max() <= np.iinfo(dtype).max:
             part.count = part.count.astype(dtype)
-        if k % 3 == 0:  # as loaded: read-only, only the bitmap
-            arrays = [part.bitmap, part.count, part.total, part.qlo, part.qhi]
+        if k % 3 == 0:  # read-only arrays
+            arrays = [part.index, part.count, part.ksum, part.qlo, part.qhi]
             for a in arrays:
                 a.flags.writeable = False
-            part = type(part)(edges, *arrays[1:], bitmap=arrays[0])
+            part = type(part)(edges, *arrays)
         parts.append(part)
     return parts, edges
 
 
 @pytest.mark.parametrize("seed", [0, 1])
-def test_add_compact_is_the_former_add_cells_on_decoded_cells(seed):
-    """The compact merge (bitmap, narrow counts, uint8 bounds) gives the bits of the former
-    kernel on the decoded cells: the same counts and sums, and its min / max are the decoded
-    min of ``qlo`` / max of ``qhi``."""
+def test_add_steps_is_numpys_indexed_loops_and_the_merge_decodes_alike(seed):
+    """The cells' merge (narrow counts, int64 step sums, uint8 bounds) is ``np.add.at`` of
+    counts and step sums, ``np.minimum.at`` / ``np.maximum.at`` of the bounds; and the merged
+    cells decode to the former merge of the decoded cells (sums added, bounds min / max)."""
     parts, edges = _decoded_parts(seed)
     size = edges.size - 1
-    count, total = np.zeros(size, dtype=np.int64), np.zeros(size)
-    low, high = np.full(size, np.inf), np.full(size, -np.inf)
-    for index, c, t, lo, hi in parts:  # decoded: the format-2 tuple
-        add_cells(count, total, low, high, index, c, t, lo, hi)
-    got = [np.zeros(size, dtype=np.int64), np.zeros(size), np.full(size, 255, dtype=np.uint8),
-           np.zeros(size, dtype=np.uint8)]
-    scratch = np.empty(size + 16, dtype=np.uint32)
+    want = [np.zeros(size, dtype=np.int64), np.zeros(size, dtype=np.int64),
+            np.full(size, 255, dtype=np.uint8), np.zeros(size, dtype=np.uint8)]
+    got = [a.copy() for a in want]
     for p in parts:
-        assert add_compact(*got, p.bitmap, p.count, p.total, p.qlo, p.qhi, _BIT_POSITIONS,
-                           _BIT_COUNTS, scratch) == p.size
-    assert np.array_equal(got[0], count)
-    assert_close(got[1], total)
+        np.add.at(want[0], p.index, p.count.astype(np.int64))
+        np.add.at(want[1], p.index, p.ksum)
+        np.minimum.at(want[2], p.index, p.qlo)
+        np.maximum.at(want[3], p.index, p.qhi)
+        assert add_steps(*got, p.index, p.count, p.ksum, p.qlo, p.qhi) == p.size
+    for g, w in zip(got, want, strict=True):
+        assert np.array_equal(g, w)
     assert {p.count.dtype for p in parts} == {np.dtype(t) for t in ("u1", "u2", "u4", "i8")}
-    # and _merge_many_cells' result decodes to the same cells
     groups = [type("G", (), {"cells": p, "scores": None})() for p in parts]
     merged = _merge_many_cells(groups, edges)
+    count, total, low, high = _merge_numpy(parts, size)
     index = np.flatnonzero(count)
     assert np.array_equal(merged[0], index) and np.array_equal(merged[1], count[index])
     for g, w in zip(merged[2:], (total, low, high), strict=True):
         assert_close(g, w[index])
 
 
-def test_add_compact_refuses_a_bitmap_that_does_not_match_its_arrays():
+def test_steps_of_sorted_is_the_numpy_formula():
+    """Each score's step ``floor((x - left) * 2**bits / width)`` (clipped), summed, min and
+    max per cell; the cells those ``cells_of_sorted`` finds; the decoded sum within ``count *
+    u`` of the exact one."""
+    rng = np.random.default_rng(5)
+    edges = cell_edges(499)
+    scores = np.sort(np.r_[rng.beta(2, 5, 30_000), np.round(rng.random(5_000), 2),
+                           rng.choice(edges, 200), np.nextafter(edges[1:400], 0), 0.0, 1.0])
+    index, count, ksum, kmin, kmax = steps_of_sorted(scores, edges, STEP_BITS)
+    exact = _cells_of(scores, edges)
+    assert np.array_equal(index, exact[0]) and np.array_equal(count, exact[1])
+    cell = np.repeat(index, count)
+    left, right = edges[cell], edges[cell + 1]
+    step = np.floor((scores - left) * (np.ldexp(1.0, STEP_BITS) / (right - left)))
+    step = np.clip(step, 0, (1 << STEP_BITS) - 1).astype(np.int64)
+    starts = np.r_[0, np.cumsum(count)[:-1]]
+    assert np.array_equal(ksum, np.add.reduceat(step, starts))
+    assert np.array_equal(kmin, np.minimum.reduceat(step, starts))
+    assert np.array_equal(kmax, np.maximum.reduceat(step, starts))
+    cells = _compact_sorted(scores, edges)
+    u = np.ldexp(edges[index + 1] - edges[index], -STEP_BITS)
+    # (plus round-off: cells one ulp wide hold scores whose sums round by more than u)
+    assert np.all(np.abs(cells.total - exact[2]) <= count * (u + 4e-16 * exact[2]))
+    assert np.all((cells[3] <= exact[3]) & (cells[4] >= exact[4]))  # bounds hold the scores
+
+
+def test_add_steps_refuses_parts_that_do_not_match():
     from fairmonitor import InvalidInputError
 
     parts, edges = _decoded_parts(2, n_parts=1)
     p = parts[0]
     size = edges.size - 1
-    dense = [np.zeros(size, dtype=np.int64), np.zeros(size), np.full(size, 255, np.uint8),
-             np.zeros(size, np.uint8)]
-    tables = (_BIT_POSITIONS, _BIT_COUNTS, np.empty(size + 16, dtype=np.uint32))
-    short = p.count[:-1]
-    assert add_compact(*dense, p.bitmap, short, p.total, p.qlo, p.qhi, *tables) == -1
-    beyond = p.bitmap.copy()
-    beyond[-1] |= 0x80  # a padding bit past the grid's last cell
-    assert add_compact(*dense, beyond, p.count, p.total, p.qlo, p.qhi, *tables) == -1
-    fewer = p.bitmap.copy()
-    fewer[np.flatnonzero(fewer)[0]] = 0  # fewer cells marked than the arrays hold
-    assert add_compact(*dense, fewer, p.count, p.total, p.qlo, p.qhi, *tables) == -1
-    small = (*tables[:2], np.empty(size // 2, dtype=np.uint32))  # too small a scratch
-    assert add_compact(*dense, p.bitmap, p.count, p.total, p.qlo, p.qhi, *small) == -1
-    bad = type(p)(edges, short, p.total[:-1], p.qlo[:-1], p.qhi[:-1], bitmap=p.bitmap)
+    dense = [np.zeros(size, dtype=np.int64), np.zeros(size, dtype=np.int64),
+             np.full(size, 255, np.uint8), np.zeros(size, np.uint8)]
+    before = [a.copy() for a in dense]
+    assert add_steps(*dense, p.index, p.count[:-1], p.ksum, p.qlo, p.qhi) == -1
+    beyond = p.index.copy()
+    beyond[-1] = size  # past the grid's last cell
+    assert add_steps(*dense, beyond, p.count, p.ksum, p.qlo, p.qhi) == -1
+    unsorted = p.index.copy()
+    unsorted[[0, 1]] = unsorted[[1, 0]]
+    assert add_steps(*dense, unsorted, p.count, p.ksum, p.qlo, p.qhi) == -1
+    assert all(np.array_equal(a, b) for a, b in zip(dense, before, strict=True))  # untouched
+    bad = type(p)(edges, beyond, p.count, p.ksum, p.qlo, p.qhi)
     with pytest.raises(InvalidInputError, match="corrupted"):
         _merge_many_cells([type("G", (), {"cells": bad, "scores": None})()], edges)
 
 
 @pytest.mark.parametrize("raw_sizes", [(40_000, 50_000, 30_000), (500, 20, 3_000)])
 def test_merge_many_cells_of_compact_and_raw_parts_equals_the_former_merge(raw_sizes):
-    """Compact parts then raw ones (many scores: binned one by one; few: sorted together),
-    whose exact bounds are quantized once at the end: the former merge of the parts each
-    quantized as summarize quantizes them."""
+    """Compact parts then raw ones (many scores: binned one by one; few: sorted together):
+    the former merge of the parts each binned as summarize bins them."""
     parts, edges = _decoded_parts(3, n_parts=6)
     rng = np.random.default_rng(4)
     raw = [np.sort(np.r_[rng.beta(2, 5, k - 2), 0.0, 1.0]) for k in raw_sizes]
@@ -438,7 +464,7 @@ def test_merge_many_cells_of_compact_and_raw_parts_equals_the_former_merge(raw_s
     got = _merge_many_cells(groups, edges)
     if sum(raw_sizes) <= edges.size - 1:
         raw = [np.sort(np.concatenate(raw))]
-    want = _merge_numpy([*parts, *(_compact(_cells_of(r, edges), edges) for r in raw)],
+    want = _merge_numpy([*parts, *(_compact_sorted(r, edges) for r in raw)],
                         edges.size - 1)
     index = np.flatnonzero(want[0])
     assert np.array_equal(got[0], index) and np.array_equal(got[1], want[0][index])
@@ -554,9 +580,12 @@ def test_abcc_from_cells_decodes_no_bounds_but_the_ambiguous_cells():
     assert all(g.cells._fields[3] is None for g in attr.groups.values() if g.cells is not None)
     groups = list(attr.groups.values())
     oracle = _NumpyTable(groups, cell_edges(499))
-    pairs = {(i, j): oracle.pair(i, j) for i in range(len(groups))
-             for j in range(i + 1, len(groups))}
-    assert got.error == pytest.approx(max(e for _, e in pairs.values()), rel=RTOL)
+    from fairmonitor.summaries.compute import _steps
+
+    # the table's error, and three times what the cells' step sums can move it
+    pairs = {(i, j): oracle.pair(i, j)[1] + 3 * (_steps(groups[i]) + _steps(groups[j]))
+             for i in range(len(groups)) for j in range(i + 1, len(groups))}
+    assert got.error == pytest.approx(max(pairs.values()), rel=RTOL)
 
 
 def test_binned_cells_in_any_order_are_the_numpy_bincounts():
@@ -572,3 +601,54 @@ def test_binned_cells_in_any_order_are_the_numpy_bincounts():
     for cells in (2, 64, 4096):
         assert_close(linear_binning_cells(index, count, total, edges, cells),
                      _binned_numpy(g, edges, cells))
+
+
+def test_step_bounds_is_quantize_bounds_of_the_steps_floats():
+    """The compiled bounds of steps are ``quantize_bounds`` of the numpy floats a step
+    beyond each side, clipped to the cell; and they hold every score of the cell."""
+    from fairmonitor._kernels.cells import quantize_bounds, step_bounds
+
+    rng = np.random.default_rng(9)
+    edges = cell_edges(499)
+    index = np.sort(rng.choice(edges.size - 1, 5_000, replace=False)).astype(np.int32)
+    top = (1 << STEP_BITS) - 1
+    kmin = rng.integers(0, top + 1, index.size)
+    kmax = np.minimum(kmin + rng.integers(0, 3_000, index.size), top)
+    kmin[:5], kmax[:5] = 0, top  # the edges exactly
+    left, right = edges[index], edges[index + 1]
+    u = np.ldexp(right - left, -STEP_BITS)
+    low = np.maximum(left + (kmin - 1) * u, left)
+    high = np.minimum(left + (kmax + 2) * u, right)
+    want = quantize_bounds(index, low, high, edges)
+    got = step_bounds(index, kmin, kmax, edges, STEP_BITS)
+    assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+
+
+def test_decode_cells_refuses_arrays_that_do_not_fit():
+    """Gaps below 1, indices beyond the grid, counts below 1, more or fewer stored bounds
+    than cells of two scores or more: None (the loader's "corrupted"), nothing read out of
+    bounds; the arrays as stored decode to the cells' index and bounds."""
+    from fairmonitor._kernels.cells import decode_cells
+
+    edges = cell_edges(499)
+    cells = _compact_sorted(np.sort(np.random.default_rng(3).beta(2, 5, 20_000)), edges)
+    gaps = np.diff(cells.index, prepend=-1).astype(np.int64)
+    count, ksum = cells.count.astype(np.int64), cells.ksum
+    several = count > 1
+    args = [gaps, count, ksum, cells.qlo[several], cells.qhi[several],
+            np.array([cells.size], dtype=np.int64)]
+    index, qlo, qhi = decode_cells(*args, edges, STEP_BITS)
+    assert np.array_equal(index, cells.index)
+    assert np.array_equal(qlo, cells.qlo) and np.array_equal(qhi, cells.qhi)
+    for k, bad in ((0, gaps.copy()), (1, count.copy()), (3, args[3][1:]),
+                   (5, np.array([cells.size + 1], dtype=np.int64))):
+        if k == 0:
+            bad[bad.size // 2] = 0 if bad[0] != 0 else -1
+        if k == 1:
+            bad[3] = 0
+        broken = list(args)
+        broken[k] = bad
+        assert decode_cells(*broken, edges, STEP_BITS) is None
+    beyond = gaps.copy()
+    beyond[-1] += edges.size
+    assert decode_cells(beyond, *args[1:], edges, STEP_BITS) is None
