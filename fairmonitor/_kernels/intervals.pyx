@@ -151,7 +151,10 @@ cdef void _poisson_rows(const double[::1] lam, const double[::1] mode, const dou
 
 
 def poisson_counts(lam, uniforms):
-    """Poisson(``lam[b]``) draws by inversion of ``uniforms`` (draws, R), as float32 counts.
+    """Poisson(``lam[..., b]``) draws by inversion of ``uniforms`` (..., draws, R), float32.
+
+    ``lam`` (R,) with ``uniforms`` (draws, R), or ``lam`` (G, R) with ``uniforms`` (G, draws,
+    R): several groups in one call, the same counts as one call per group.
 
     Each bin's CDF table is built once, from the mode (where the pmf and CDF are exact:
     log-gamma and the regularized incomplete gamma) down and up to the bin's extreme
@@ -165,19 +168,23 @@ def poisson_counts(lam, uniforms):
 
     lam = np.ascontiguousarray(lam, dtype=np.float64)
     uniforms = np.ascontiguousarray(uniforms, dtype=np.float64)
-    mode = np.floor(lam)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        pmf = np.exp(mode * np.log(lam) - lam - special.gammaln(mode + 1.0))
-    cdf = np.ascontiguousarray(special.pdtr(mode, lam), dtype=np.float64)
     out = np.empty(uniforms.shape, dtype=np.float32)
-    finite = lam[np.isfinite(lam)]
+    lams, us, outs = (lam[None], uniforms[None], out[None]) if lam.ndim == 1 else \
+        (lam, uniforms, out)
+    mode = np.floor(lams)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pmf = np.exp(mode * np.log(lams) - lams - special.gammaln(mode + 1.0))
+    cdf = np.ascontiguousarray(special.pdtr(mode, lams), dtype=np.float64)
+    finite = lams[np.isfinite(lams)]
     # the table spans at most 16 sqrt(lam) + 82 counts (bottom clipped at 0: below that)
     table = np.empty(int(16.0 * math.sqrt(max(finite.max(initial=0.0), 0.0))) + 100)
-    guide = np.empty(max(uniforms.shape[0], table.size), dtype=np.intp)
+    guide = np.empty(max(uniforms.shape[uniforms.ndim - 2], table.size), dtype=np.intp)
     cdef double[::1] t = table
     cdef Py_ssize_t[::1] g = guide
-    if uniforms.shape[0]:
-        _poisson_rows(lam, mode, pmf, cdf, uniforms, &t[0], &g[0], out)
+    cdef Py_ssize_t k
+    if uniforms.shape[uniforms.ndim - 2]:
+        for k in range(lams.shape[0]):
+            _poisson_rows(lams[k], mode[k], pmf[k], cdf[k], us[k], &t[0], &g[0], outs[k])
     return out
 
 
@@ -562,6 +569,31 @@ def cell_histogram(count, total, res):
     return out
 
 
+cdef void _pair_max_cols(const double[:, ::1] e, const Py_ssize_t[::1] left,
+                         const Py_ssize_t[::1] right, const double[::1] inv_se,
+                         const double[::1] shift, double[::1] near, double[::1] far
+                         ) noexcept nogil:
+    """Pair by pair, over the draws: ``e`` (cells, draws), each cell's errors contiguous.
+
+    The inner loop runs over the draws (independent, ``a > b ? a : b``: vectorized). The
+    maxima are the same numbers in any order; NaN is excluded by the caller.
+    """
+    cdef Py_ssize_t d, k, n_draws = e.shape[1]
+    cdef const double* a
+    cdef const double* b
+    cdef double t, s, w, h
+    for d in range(n_draws):
+        near[d] = -INFINITY
+        far[d] = -INFINITY
+    for k in range(left.shape[0]):
+        a, b, w, h = &e[left[k], 0], &e[right[k], 0], inv_se[k], shift[k]
+        for d in range(n_draws):
+            t = (a[d] - b[d]) * w
+            s = t - h
+            near[d] = t if t > near[d] else near[d]
+            far[d] = s if s > far[d] else far[d]
+
+
 cdef void _pair_max_rows(const double[:, ::1] z, const double[::1] scale,
                          const Py_ssize_t[::1] left, const Py_ssize_t[::1] right,
                          const double[::1] inv_se, const double[::1] shift, double* e,
@@ -606,6 +638,17 @@ def pair_maxima(z, scale, left, right, se, shift):
     near, far = np.empty(z.shape[0]), np.empty(z.shape[0])
     with np.errstate(divide="ignore"):  # se 0: an infinite T, as numpy's quotient gives
         inv_se = np.ascontiguousarray(1.0 / np.asarray(se, dtype=np.float64))
+    scale = np.ascontiguousarray(scale, dtype=np.float64)
+    shift = np.ascontiguousarray(shift, dtype=np.float64)
+    left = np.ascontiguousarray(left, dtype=np.intp)
+    right = np.ascontiguousarray(right, dtype=np.intp)
+    if (np.isfinite(scale).all() and np.isfinite(inv_se).all() and np.isfinite(shift).all()
+            and np.isfinite(z).all()):
+        # no NaN can arise: a pass per pair over each cell's contiguous errors (the same
+        # products, differences and maxima as the rows' loop)
+        e_cols = np.ascontiguousarray(z.T) * scale[:, None]
+        _pair_max_cols(e_cols, left, right, inv_se, shift, near, far)
+        return near, far
     errors = np.empty(max(z.shape[1], 1))
     cdef double[::1] e = errors
     _pair_max_rows(z, np.ascontiguousarray(scale, dtype=np.float64),

@@ -279,3 +279,22 @@ def test_a_group_left_out_for_few_conditioning_rows_is_ignored_silently():
     cleaned = rate_gap_interval(np.where(trials > 0, successes, 0), trials)
     assert (got.lower, got.upper) == (cleaned.lower, cleaned.upper)
     assert got.lower <= 3 / 20 <= got.upper  # the value: 3/20 - 0/20 in the TPR family
+
+
+def test_joint_maxima_kernel_is_the_product_by_the_reciprocal_either_path():
+    # issue 25: finite inputs take a pass per pair over the draws; the maxima are those of
+    # (e_l - e_r) * (1 / se) (the kernel's documented arithmetic) to the bit; an se of 0
+    # (an infinite T) takes the draw-by-draw path, with numpy's maxima
+    from fairmonitor._kernels.intervals import pair_maxima
+
+    rng = np.random.default_rng(25)
+    z, scale = rng.standard_normal((300, 6)), rng.uniform(0.01, 0.1, 6)
+    left, right = rng.integers(0, 6, 40), rng.integers(0, 6, 40)
+    se, shift = rng.uniform(0.01, 0.2, 40), rng.uniform(0, 3, 40)
+    e = z * scale
+    for s in (se, np.where(np.arange(40) == 3, 0.0, se)):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = (e[:, left] - e[:, right]) * (1.0 / s)
+        near, far = pair_maxima(z, scale, left, right, s, shift)
+        assert np.array_equal(near, t.max(axis=1))
+        assert np.array_equal(far, (t - shift).max(axis=1))
