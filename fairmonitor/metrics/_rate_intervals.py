@@ -83,6 +83,13 @@ def wilson_interval(successes: ArrayLike, trials: ArrayLike, z: float | ArrayLik
     (0.0, 0.4345)
     """
     x, n = np.asarray(successes, dtype=float), np.asarray(trials, dtype=float)
+    if np.ndim(z) == 0 and x.ndim and x.shape == n.shape:
+        # compiled, the same arithmetic element by element; the numpy path for rare counts
+        from .._kernels.intervals import wilson_bounds
+
+        lo, hi, rare = wilson_bounds(x, n, float(z))
+        if not rare:
+            return lo, hi
     z = np.asarray(z, dtype=float)
     z2 = z ** 2
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -234,7 +241,8 @@ def _normal(rng: Any, n_draws: int, size: int) -> _F:
 def _mirrored(fam: NDArray[np.intp], i: NDArray[np.intp], j: NDArray[np.intp]) -> bool:
     """Whether some pair's mirror (the same groups in the other order) is among the pairs."""
     size = int(max(i.max(), j.max())) + 1
-    return bool(np.isin((fam * size + i) * size + j, (fam * size + j) * size + i).any())
+    forward = ((fam * size + i) * size + j).tolist()
+    return not set(forward).isdisjoint(((fam * size + j) * size + i).tolist())
 
 
 def _critical(sd: _F, fam: NDArray[np.intp], i: NDArray[np.intp], j: NDArray[np.intp],
