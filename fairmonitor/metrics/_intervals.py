@@ -321,6 +321,15 @@ class _Curves:
                 self._cache[key] = errors(self._curve(k, m, boot), self("hat", k, pair, hat))
         return self._cache[key]  # type: ignore[no-any-return]
 
+    def segments(self, m: int) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+        """MADD at ``m`` bins: the first fine bin of each coarse bin's run, and its coarse bin."""
+        if m not in self._segments:
+            r = self.resolution
+            index = np.minimum(((np.arange(r) + 0.5) * m / r).astype(np.intp), m - 1)
+            starts = np.flatnonzero(np.r_[True, np.diff(index) > 0])
+            self._segments[m] = (starts, index[starts])
+        return self._segments[m]
+
     def _curve(self, k: int, m: int, counts: NDArray[np.floating]) -> NDArray[np.floating]:
         from .._kernels import intervals as kernels
 
@@ -328,12 +337,7 @@ class _Curves:
         if self.kind == "abcc":  # the CDF at the interior edges
             curve = kernels.cdf_curves(rows)
         elif self.kind == "madd":  # the histogram at the pair's m bins, as probabilities
-            if m not in self._segments:
-                r = self.resolution
-                index = np.minimum(((np.arange(r) + 0.5) * m / r).astype(np.intp), m - 1)
-                starts = np.flatnonzero(np.r_[True, np.diff(index) > 0])
-                self._segments[m] = (starts, index[starts])
-            curve = kernels.coarse_curves(rows, *self._segments[m], m)
+            curve = kernels.coarse_curves(rows, *self.segments(m), m)
         else:
             curve = _smooth(rows, float(self.bandwidths[k]))
         return curve[0] if counts.ndim == 1 else curve
@@ -403,9 +407,13 @@ class ScoreBootstrap:
 
     def null(self, g: int) -> NDArray[np.float32]:
         """(draws, R) counts of group ``g``'s size drawn from the pooled histogram."""
+        return self.nulls()[g]
+
+    def nulls(self) -> NDArray[np.float32]:
+        """(K, draws, R): :meth:`null` of every group (drawn together, on first use)."""
         if self._null is None:
             self._null = _permutation_null(self.hist, NULL_DRAWS, self._gen)
-        return self._null[g]
+        return self._null
 
 
 def _poisson(lam: NDArray[np.float64], n_draws: int,
@@ -673,14 +681,15 @@ def _null_gaps(sample: ScoreBootstrap, curves: _Curves,
     Counts are never negative, so every draw's gap is within the metric's range (the clip
     only guards float round-off).
     """
-    from .._kernels.intervals import pair_gap_maxima, pair_gaps
+    from .._kernels.intervals import coarse_gap_maxima, pair_gap_maxima
 
     n = sample.hist.sum(axis=1)
     smallest = sorted(pairs, key=lambda q: -(n[q[0]] ** -0.5 + n[q[1]] ** -0.5))[:MAX_PAIRS]
-    if curves.kind == "madd":  # a curve per pair (its bins): a kernel call per pair
-        gaps = np.stack([pair_gaps(curves("null", p[0], p, sample.null(p[0])),
-                                   curves("null", p[1], p, sample.null(p[1])))
-                         * curves.weight(p) for p in smallest], axis=1).max(axis=1)
+    if curves.kind == "madd":  # a curve per pair (its bins): every pair's segments, one call
+        segments = [curves.segments(curves.pair_bins[p])[0] for p in smallest]
+        first = np.cumsum([0] + [len(starts) for starts in segments])
+        gaps = coarse_gap_maxima(sample.nulls(), [i for i, _ in smallest],
+                                 [j for _, j in smallest], first, np.concatenate(segments))
     else:  # a curve per group: every pair's gap and their max in one call
         groups = list(dict.fromkeys(g for p in smallest for g in p))
         at = {g: k for k, g in enumerate(groups)}

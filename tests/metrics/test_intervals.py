@@ -658,3 +658,24 @@ def test_a_window_has_the_intervals_of_the_per_group_code(monkeypatch, seed, n):
     for key in got:
         np.testing.assert_allclose(got[key], want[key], rtol=1e-12, atol=1e-15,
                                    equal_nan=True, err_msg=str(key))
+
+
+def test_madd_null_gap_kernel_equals_coarse_curves_and_their_l1_gaps():
+    # every pair's coarse histograms at its own bins (numpy's reduceat over the fine bins,
+    # over the draw's total), their L1 gap, the largest per draw: one kernel call
+    from fairmonitor._kernels.intervals import coarse_gap_maxima
+    from fairmonitor.metrics._intervals import _Curves
+
+    rng = np.random.default_rng(25)
+    counts = rng.poisson(rng.uniform(0, 6, (4, 1, 128)), (4, 60, 128)).astype(np.float32)
+    pairs, bins = [(0, 1), (2, 3), (1, 3), (0, 2)], [7, 128, 1, 33]
+    curves = _Curves("madd", 128, None, None)
+    segments = [curves.segments(m)[0] for m in bins]
+    got = coarse_gap_maxima(counts, [i for i, _ in pairs], [j for _, j in pairs],
+                            np.cumsum([0] + [s.size for s in segments]),
+                            np.concatenate(segments))
+    gaps = []
+    for (i, j), m in zip(pairs, bins, strict=True):
+        want = [_numpy_curve("madd", counts[g].astype(np.float64), m, 0.0) for g in (i, j)]
+        gaps.append(np.abs(want[0] - want[1]).sum(axis=1))
+    np.testing.assert_allclose(got, np.max(gaps, axis=0), rtol=1e-12, atol=0.0)
