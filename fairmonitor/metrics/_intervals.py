@@ -31,6 +31,7 @@ jitter from one evaluation to the next.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from statistics import NormalDist
@@ -237,6 +238,16 @@ def _smooth(counts: NDArray[np.floating], h: float | NDArray[np.float64], *,
                           ).reshape(dens.shape)
 
 
+@functools.lru_cache(maxsize=1024)
+def _segments(r: int, m: int) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+    """:meth:`_Curves.segments` (read-only arrays; a window's pairs share a handful of ``m``)."""
+    index = np.minimum(((np.arange(r) + 0.5) * m / r).astype(np.intp), m - 1)
+    starts = np.flatnonzero(np.concatenate(([True], np.diff(index) > 0)))
+    slots = index[starts]
+    starts.flags.writeable = slots.flags.writeable = False
+    return starts, slots
+
+
 class _Curves:
     """Each group's curve (CDF, histogram or density) whose pairwise L1 distance is the metric.
 
@@ -251,7 +262,6 @@ class _Curves:
         self.kind, self.resolution = kind, resolution
         self.pair_bins, self.bandwidths = pair_bins, bandwidths
         self._cache: dict[tuple[Any, ...], Any] = {}
-        self._segments: dict[int, tuple[NDArray[np.intp], NDArray[np.intp]]] = {}
 
     @property
     def upper(self) -> float:
@@ -323,12 +333,7 @@ class _Curves:
 
     def segments(self, m: int) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
         """MADD at ``m`` bins: the first fine bin of each coarse bin's run, and its coarse bin."""
-        if m not in self._segments:
-            r = self.resolution
-            index = np.minimum(((np.arange(r) + 0.5) * m / r).astype(np.intp), m - 1)
-            starts = np.flatnonzero(np.r_[True, np.diff(index) > 0])
-            self._segments[m] = (starts, index[starts])
-        return self._segments[m]
+        return _segments(self.resolution, int(m))
 
     def _curve(self, k: int, m: int, counts: NDArray[np.floating]) -> NDArray[np.floating]:
         from .._kernels import intervals as kernels
