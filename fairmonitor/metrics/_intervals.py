@@ -96,6 +96,29 @@ def _z(level: float) -> float:
     return NormalDist().inv_cdf(0.5 + level / 2.0)
 
 
+def _quantile(values: NDArray[np.float64], q: float) -> float:
+    """``np.quantile(values, q)`` of a 1-D array (its linear method, the same number).
+
+    One partition at the two neighbours, then numpy's interpolation (``_lerp``: from the
+    upper neighbour when the weight is at least a half); NaN if any value is. Without
+    ``np.quantile``'s set-up (~40 us a call, ~40 calls a window).
+
+    >>> _quantile(np.array([3.0, 1.0, 2.0, 4.0]), 0.975) == np.quantile([3, 1, 2, 4], 0.975)
+    True
+    """
+    n = values.size
+    virtual = (n - 1) * q
+    lo = min(max(math.floor(virtual), 0), n - 1)
+    hi = min(lo + 1, n - 1)
+    part = np.partition(values, [lo, hi, n - 1] if hi < n - 1 else [lo, hi])
+    if math.isnan(part[n - 1]):  # NaN sorts last
+        return float("nan")
+    t = virtual - lo
+    below, above = part[lo], part[hi]
+    diff = above - below
+    return float(above - diff * (1 - t) if t >= 0.5 else below + diff * t)
+
+
 def _rng(rng: Any) -> np.random.Generator:
     return np.random.default_rng(_SEED if rng is None else rng)
 
@@ -636,8 +659,8 @@ def _bounds(sample: ScoreBootstrap, curves: _Curves, pairs: list[tuple[int, int]
     worst, moved, binned = _pair_draws(sample, curves, pairs, value)
     # one-sided at (1 + level) / 2 each: at parity the derivative is >= 0 (|h| folded), and the
     # former symmetric |derivative| quantile made the lower bound a one-sided test at `level`
-    below = max(float(np.quantile(worst, 0.5 + level / 2.0)), 0.0)
-    above = max(float(np.quantile(moved, 0.5 + level / 2.0) - moved.mean() / 2.0), 0.0)
+    below = max(_quantile(worst, 0.5 + level / 2.0), 0.0)
+    above = max(float(_quantile(moved, 0.5 + level / 2.0) - moved.mean() / 2.0), 0.0)
     return max(value - below, 0.0), min(value + above, curves.upper), binned
 
 

@@ -50,7 +50,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._intervals import MAX_RATE_GROUPS, N_DRAWS, Interval, _rng, _undefined, _z
+from ._intervals import MAX_RATE_GROUPS, N_DRAWS, Interval, _quantile, _rng, _undefined, _z
 
 __all__ = ["mover_ratio", "newcombe_difference", "rate_gap_interval", "wilson_interval"]
 
@@ -276,10 +276,10 @@ def _critical(sd: _F, fam: NDArray[np.intp], i: NDArray[np.intp], j: NDArray[np.
     se = np.hypot(sd[fam, i], sd[fam, j])
     top, top_shifted = pair_maxima(_normal(rng, n_draws, cells.size), sd.ravel()[cells],
                                    where[:fam.size], where[fam.size:], se, shift)
-    near = float(np.quantile(top, 1.0 - tail))
+    near = _quantile(top, 1.0 - tail)
     if not settled:
         return near, z
-    far = -float(np.quantile(top_shifted, tail))
+    far = -_quantile(top_shifted, tail)
     return near, min(max(far, 0.0), z)
 
 

@@ -679,3 +679,21 @@ def test_madd_null_gap_kernel_equals_coarse_curves_and_their_l1_gaps():
         want = [_numpy_curve("madd", counts[g].astype(np.float64), m, 0.0) for g in (i, j)]
         gaps.append(np.abs(want[0] - want[1]).sum(axis=1))
     np.testing.assert_allclose(got, np.max(gaps, axis=0), rtol=1e-12, atol=0.0)
+
+
+@pytest.mark.parametrize("n", [1, 2, 60, 100, 2000])
+def test_quantile_is_numpys_linear_quantile_to_the_bit(n):
+    # issue 25: the bounds' quantiles by one partition, numpy's interpolation
+    from fairmonitor.metrics._intervals import _quantile
+
+    rng = np.random.default_rng(n)
+    for k in range(300):
+        values = rng.standard_normal(n) * rng.uniform(0.01, 5)
+        if k % 3 == 0:
+            values = np.round(values, 1)  # ties
+        if k == 7:
+            values[0] = np.nan
+        q = float(rng.choice([0.975, 0.025, 0.5, 0.0, 1.0, rng.uniform()]))
+        want = np.quantile(values, q)
+        got = _quantile(values, q)
+        assert got == want or (math.isnan(got) and math.isnan(want)), (values, q)
