@@ -205,19 +205,34 @@ def _ordered_pairs(defined: NDArray[np.bool_], rates: _F, ratio: bool
     For a ratio ``p_i / p_j``, not both 0 (``p_i / 0`` is infinite, never the smallest ratio, but
     it is the mirror of ``0 / p_i``: at parity the two orders share the tail).
     """
+    # the pairs depend on which groups are defined (and, for a ratio, which rates are > 0):
+    # the same for a window's metrics and attributes of one shape, so formed once
+    positive = np.asarray(rates > 0) if ratio else np.zeros(0, dtype=bool)
+    return _pairs_of(defined.shape, defined.tobytes(), positive.tobytes(), ratio)
+
+
+@functools.lru_cache(maxsize=256)
+def _pairs_of(shape: tuple[int, ...], defined_bytes: bytes, positive_bytes: bytes, ratio: bool
+              ) -> tuple[NDArray[np.intp], NDArray[np.intp], NDArray[np.intp]]:
+    """:func:`_ordered_pairs` from the masks' bytes (read-only arrays)."""
+    defined = np.frombuffer(defined_bytes, dtype=bool).reshape(shape)
+    positive = np.frombuffer(positive_bytes, dtype=bool).reshape(shape) if ratio else None
     fam, left, right = [], [], []
     for f, row in enumerate(defined):
         keep = np.flatnonzero(row)
         a, b = np.meshgrid(keep, keep, indexing="ij")
         off = a != b
         a, b = a[off], b[off]
-        if ratio:
-            some = (rates[f, a] > 0) | (rates[f, b] > 0)
+        if positive is not None:
+            some = positive[f, a] | positive[f, b]
             a, b = a[some], b[some]
         fam.append(np.full(a.size, f))
         left.append(a)
         right.append(b)
-    return np.concatenate(fam), np.concatenate(left), np.concatenate(right)
+    found = np.concatenate(fam), np.concatenate(left), np.concatenate(right)
+    for index in found:
+        index.flags.writeable = False
+    return found
 
 
 @functools.lru_cache(maxsize=32)
