@@ -38,9 +38,9 @@ ctypedef fused real:
     float
     double
 
-__all__ = ["cdf_curves", "cell_histogram", "coarse_curves", "density_curves",
+__all__ = ["cdf_curves", "cell_histogram", "coarse_curves", "coarse_gap_maxima", "density_curves",
            "errors", "pair_derivatives", "pair_gap_maxima", "pair_gaps", "pair_maxima",
-           "poisson_counts", "scaled"]
+           "poisson_counts", "scaled", "wilson_bounds"]
 
 cdef double _BIG = DBL_MAX  # np.nan_to_num's replacement of +inf
 
@@ -128,9 +128,11 @@ cdef void _poisson_bin(double rate, double mode, double pmf, double cdf,
         j = min(max(<Py_ssize_t>((u - u_min) / step), 0), n_guide - 1)
         k = guide[j]
         # exact whatever the rounding of the bucket: down while the step below still holds
-        # u, up while this step is below it
+        # u, up while this step is below it. The first step up is taken without a branch
+        # (a bucket spans about one table step: 0 or 1 step, unpredictably); table[high] >= u
         while k > low and u <= table[k - 1]:
             k -= 1
+        k += <Py_ssize_t>(k < high and u > table[k])
         while k < high and u > table[k]:
             k += 1
         out[d, b] = <float>(bottom + k)
@@ -151,7 +153,10 @@ cdef void _poisson_rows(const double[::1] lam, const double[::1] mode, const dou
 
 
 def poisson_counts(lam, uniforms):
-    """Poisson(``lam[b]``) draws by inversion of ``uniforms`` (draws, R), as float32 counts.
+    """Poisson(``lam[..., b]``) draws by inversion of ``uniforms`` (..., draws, R), float32.
+
+    ``lam`` (R,) with ``uniforms`` (draws, R), or ``lam`` (G, R) with ``uniforms`` (G, draws,
+    R): several groups in one call, the same counts as one call per group.
 
     Each bin's CDF table is built once, from the mode (where the pmf and CDF are exact:
     log-gamma and the regularized incomplete gamma) down and up to the bin's extreme
@@ -165,19 +170,23 @@ def poisson_counts(lam, uniforms):
 
     lam = np.ascontiguousarray(lam, dtype=np.float64)
     uniforms = np.ascontiguousarray(uniforms, dtype=np.float64)
-    mode = np.floor(lam)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        pmf = np.exp(mode * np.log(lam) - lam - special.gammaln(mode + 1.0))
-    cdf = np.ascontiguousarray(special.pdtr(mode, lam), dtype=np.float64)
     out = np.empty(uniforms.shape, dtype=np.float32)
-    finite = lam[np.isfinite(lam)]
+    lams, us, outs = (lam[None], uniforms[None], out[None]) if lam.ndim == 1 else \
+        (lam, uniforms, out)
+    mode = np.floor(lams)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pmf = np.exp(mode * np.log(lams) - lams - special.gammaln(mode + 1.0))
+    cdf = np.ascontiguousarray(special.pdtr(mode, lams), dtype=np.float64)
+    finite = lams[np.isfinite(lams)]
     # the table spans at most 16 sqrt(lam) + 82 counts (bottom clipped at 0: below that)
     table = np.empty(int(16.0 * math.sqrt(max(finite.max(initial=0.0), 0.0))) + 100)
-    guide = np.empty(max(uniforms.shape[0], table.size), dtype=np.intp)
+    guide = np.empty(max(uniforms.shape[uniforms.ndim - 2], table.size), dtype=np.intp)
     cdef double[::1] t = table
     cdef Py_ssize_t[::1] g = guide
-    if uniforms.shape[0]:
-        _poisson_rows(lam, mode, pmf, cdf, uniforms, &t[0], &g[0], out)
+    cdef Py_ssize_t k
+    if uniforms.shape[uniforms.ndim - 2]:
+        for k in range(lams.shape[0]):
+            _poisson_rows(lams[k], mode[k], pmf[k], cdf[k], us[k], &t[0], &g[0], outs[k])
     return out
 
 
@@ -562,6 +571,31 @@ def cell_histogram(count, total, res):
     return out
 
 
+cdef void _pair_max_cols(const double[:, ::1] e, const Py_ssize_t[::1] left,
+                         const Py_ssize_t[::1] right, const double[::1] inv_se,
+                         const double[::1] shift, double[::1] near, double[::1] far
+                         ) noexcept nogil:
+    """Pair by pair, over the draws: ``e`` (cells, draws), each cell's errors contiguous.
+
+    The inner loop runs over the draws (independent, ``a > b ? a : b``: vectorized). The
+    maxima are the same numbers in any order; NaN is excluded by the caller.
+    """
+    cdef Py_ssize_t d, k, n_draws = e.shape[1]
+    cdef const double* a
+    cdef const double* b
+    cdef double t, s, w, h
+    for d in range(n_draws):
+        near[d] = -INFINITY
+        far[d] = -INFINITY
+    for k in range(left.shape[0]):
+        a, b, w, h = &e[left[k], 0], &e[right[k], 0], inv_se[k], shift[k]
+        for d in range(n_draws):
+            t = (a[d] - b[d]) * w
+            s = t - h
+            near[d] = t if t > near[d] else near[d]
+            far[d] = s if s > far[d] else far[d]
+
+
 cdef void _pair_max_rows(const double[:, ::1] z, const double[::1] scale,
                          const Py_ssize_t[::1] left, const Py_ssize_t[::1] right,
                          const double[::1] inv_se, const double[::1] shift, double* e,
@@ -606,6 +640,17 @@ def pair_maxima(z, scale, left, right, se, shift):
     near, far = np.empty(z.shape[0]), np.empty(z.shape[0])
     with np.errstate(divide="ignore"):  # se 0: an infinite T, as numpy's quotient gives
         inv_se = np.ascontiguousarray(1.0 / np.asarray(se, dtype=np.float64))
+    scale = np.ascontiguousarray(scale, dtype=np.float64)
+    shift = np.ascontiguousarray(shift, dtype=np.float64)
+    left = np.ascontiguousarray(left, dtype=np.intp)
+    right = np.ascontiguousarray(right, dtype=np.intp)
+    if (np.isfinite(scale).all() and np.isfinite(inv_se).all() and np.isfinite(shift).all()
+            and np.isfinite(z).all()):
+        # no NaN can arise: a pass per pair over each cell's contiguous errors (the same
+        # products, differences and maxima as the rows' loop)
+        e_cols = np.ascontiguousarray(z.T) * scale[:, None]
+        _pair_max_cols(e_cols, left, right, inv_se, shift, near, far)
+        return near, far
     errors = np.empty(max(z.shape[1], 1))
     cdef double[::1] e = errors
     _pair_max_rows(z, np.ascontiguousarray(scale, dtype=np.float64),
@@ -613,3 +658,123 @@ def pair_maxima(z, scale, left, right, se, shift):
                    np.ascontiguousarray(right, dtype=np.intp), inv_se,
                    np.ascontiguousarray(shift, dtype=np.float64), &e[0], near, far)
     return near, far
+
+
+# ------------------------------------------------------------------------ Wilson's bounds
+
+cdef inline double _np_min(double a, double b) noexcept nogil:
+    """``np.minimum``: NaN if either is."""
+    if a != a:
+        return a
+    if b != b:
+        return b
+    return a if a <= b else b
+
+
+cdef inline double _np_max(double a, double b) noexcept nogil:
+    """``np.maximum``: NaN if either is."""
+    if a != a:
+        return a
+    if b != b:
+        return b
+    return a if a >= b else b
+
+
+cdef inline double _np_clip01(double a) noexcept nogil:
+    """``np.clip(a, 0, 1)``: NaN stays NaN."""
+    if a < 0.0:
+        return 0.0
+    if a > 1.0:
+        return 1.0
+    return a
+
+
+cdef inline bint _rare(double x, double n) noexcept nogil:
+    """The rare-count test of ``_rate_intervals._rare_bound`` (Clopper-Pearson's bound)."""
+    return x >= 1 and ((x <= 10 and x <= 0.1 * n) or x <= 2 or (x <= 3 and n > 50))
+
+
+cdef bint _wilson_rows(const double[::1] x, const double[::1] n, double z, double[::1] lo,
+                       double[::1] hi) noexcept nogil:
+    cdef Py_ssize_t k
+    cdef double z2 = z * z, p, centre, half, xk, nk
+    cdef bint rare = False
+    for k in range(x.shape[0]):
+        xk, nk = x[k], n[k]
+        p = xk / nk
+        centre = (xk + z2 / 2.0) / (nk + z2)
+        half = z * sqrt(xk * (nk - xk) / nk + z2 / 4.0) / (nk + z2)
+        lo[k] = _np_clip01(0.0 if xk <= 0 else _np_min(centre - half, p))
+        hi[k] = _np_clip01(1.0 if xk >= nk else _np_max(centre + half, p))
+        rare = rare or _rare(xk, nk) or _rare(nk - xk, nk)
+    return rare
+
+
+def wilson_bounds(x, n, double z):
+    """Wilson's score bounds of ``x / n`` at one normal quantile ``z``, and whether any count
+    is rare (then :func:`~fairmonitor.metrics._rate_intervals.wilson_interval` applies its
+    exact-bound fix and these bounds are not final).
+
+    The arithmetic of ``wilson_interval``'s numpy expressions, element by element (the same
+    IEEE operations in the same order: the same bounds), without its ~25 array temporaries.
+
+    >>> lo, hi, rare = wilson_bounds(np.array([20.0]), np.array([40.0]), 1.959964)
+    >>> round(float(lo[0]), 4), round(float(hi[0]), 4), rare
+    (0.352, 0.648, False)
+    """
+    x = np.ascontiguousarray(x, dtype=np.float64)
+    n = np.ascontiguousarray(n, dtype=np.float64)
+    lo, hi = np.empty(x.shape), np.empty(x.shape)
+    rare = _wilson_rows(x.reshape(-1), n.reshape(-1), z, lo.reshape(-1), hi.reshape(-1))
+    return lo, hi, bool(rare)
+
+
+# ------------------------------------------------------------------ MADD's null pair gaps
+
+cdef void _coarse_gap_max_rows(const float[:, :, ::1] counts, const double[:, ::1] totals,
+                               const Py_ssize_t[::1] left, const Py_ssize_t[::1] right,
+                               const Py_ssize_t[::1] first, const Py_ssize_t[::1] starts,
+                               double[::1] out) noexcept nogil:
+    cdef Py_ssize_t d, k, s, lo, n, r = counts.shape[2]
+    cdef double acc, top, a, b
+    cdef const float* x
+    cdef const float* y
+    for d in range(counts.shape[1]):
+        top = -INFINITY
+        for k in range(left.shape[0]):
+            x, y = &counts[left[k], d, 0], &counts[right[k], d, 0]
+            acc = 0.0
+            for s in range(first[k], first[k + 1]):  # the pair's segments, in slot order
+                lo = starts[s]
+                n = (starts[s + 1] if s + 1 < first[k + 1] else r) - lo
+                a = <double>(<float>_sum(x + lo, n)) / totals[left[k], d]
+                b = <double>(<float>_sum(y + lo, n)) / totals[right[k], d]
+                acc += fabs(a - b)
+            if acc > top or acc != acc:  # np.max: NaN wins
+                top = acc
+        out[d] = top
+
+
+def coarse_gap_maxima(counts, left, right, first, starts):
+    """Per draw, the largest L1 gap of the pairs' coarse histograms (MADD's null gaps).
+
+    ``counts`` (K, draws, R) float32; pair ``k`` compares groups ``left[k]`` and ``right[k]``
+    over the segments ``starts[first[k]:first[k + 1]]`` of the fine bins (its bins, in
+    order). What ``coarse_curves`` of each group, ``pair_gaps`` of each pair and the maximum
+    over the pairs compute, with the same float operations (an empty coarse bin adds 0).
+
+    >>> c = np.array([[[1.0, 1.0, 2.0]], [[2.0, 1.0, 1.0]]], dtype=np.float32)
+    >>> coarse_gap_maxima(c, [0], [1], [0, 2], [0, 2]).tolist()
+    [0.5]
+    """
+    counts = np.ascontiguousarray(counts, dtype=np.float32)
+    totals = np.empty(counts.shape[:2])
+    cdef Py_ssize_t g
+    for g in range(counts.shape[0]):
+        _row_totals[float](counts[g], totals[g])
+    out = np.empty(counts.shape[1])
+    _coarse_gap_max_rows(counts, totals, np.ascontiguousarray(left, dtype=np.intp),
+                         np.ascontiguousarray(right, dtype=np.intp),
+                         np.ascontiguousarray(first, dtype=np.intp),
+                         np.ascontiguousarray(starts, dtype=np.intp), out)
+    return out

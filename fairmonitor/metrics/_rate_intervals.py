@@ -50,7 +50,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._intervals import MAX_RATE_GROUPS, N_DRAWS, Interval, _rng, _undefined, _z
+from ._intervals import MAX_RATE_GROUPS, N_DRAWS, Interval, _quantile, _rng, _undefined, _z
 
 __all__ = ["mover_ratio", "newcombe_difference", "rate_gap_interval", "wilson_interval"]
 
@@ -83,6 +83,13 @@ def wilson_interval(successes: ArrayLike, trials: ArrayLike, z: float | ArrayLik
     (0.0, 0.4345)
     """
     x, n = np.asarray(successes, dtype=float), np.asarray(trials, dtype=float)
+    if np.ndim(z) == 0 and x.ndim and x.shape == n.shape:
+        # compiled, the same arithmetic element by element; the numpy path for rare counts
+        from .._kernels.intervals import wilson_bounds
+
+        lo, hi, rare = wilson_bounds(x, n, float(z))
+        if not rare:
+            return lo, hi
     z = np.asarray(z, dtype=float)
     z2 = z ** 2
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -198,19 +205,34 @@ def _ordered_pairs(defined: NDArray[np.bool_], rates: _F, ratio: bool
     For a ratio ``p_i / p_j``, not both 0 (``p_i / 0`` is infinite, never the smallest ratio, but
     it is the mirror of ``0 / p_i``: at parity the two orders share the tail).
     """
+    # the pairs depend on which groups are defined (and, for a ratio, which rates are > 0):
+    # the same for a window's metrics and attributes of one shape, so formed once
+    positive = np.asarray(rates > 0) if ratio else np.zeros(0, dtype=bool)
+    return _pairs_of(defined.shape, defined.tobytes(), positive.tobytes(), ratio)
+
+
+@functools.lru_cache(maxsize=256)
+def _pairs_of(shape: tuple[int, ...], defined_bytes: bytes, positive_bytes: bytes, ratio: bool
+              ) -> tuple[NDArray[np.intp], NDArray[np.intp], NDArray[np.intp]]:
+    """:func:`_ordered_pairs` from the masks' bytes (read-only arrays)."""
+    defined = np.frombuffer(defined_bytes, dtype=bool).reshape(shape)
+    positive = np.frombuffer(positive_bytes, dtype=bool).reshape(shape) if ratio else None
     fam, left, right = [], [], []
     for f, row in enumerate(defined):
         keep = np.flatnonzero(row)
         a, b = np.meshgrid(keep, keep, indexing="ij")
         off = a != b
         a, b = a[off], b[off]
-        if ratio:
-            some = (rates[f, a] > 0) | (rates[f, b] > 0)
+        if positive is not None:
+            some = positive[f, a] | positive[f, b]
             a, b = a[some], b[some]
         fam.append(np.full(a.size, f))
         left.append(a)
         right.append(b)
-    return np.concatenate(fam), np.concatenate(left), np.concatenate(right)
+    found = np.concatenate(fam), np.concatenate(left), np.concatenate(right)
+    for index in found:
+        index.flags.writeable = False
+    return found
 
 
 @functools.lru_cache(maxsize=32)
@@ -234,7 +256,8 @@ def _normal(rng: Any, n_draws: int, size: int) -> _F:
 def _mirrored(fam: NDArray[np.intp], i: NDArray[np.intp], j: NDArray[np.intp]) -> bool:
     """Whether some pair's mirror (the same groups in the other order) is among the pairs."""
     size = int(max(i.max(), j.max())) + 1
-    return bool(np.isin((fam * size + i) * size + j, (fam * size + j) * size + i).any())
+    forward = ((fam * size + i) * size + j).tolist()
+    return not set(forward).isdisjoint(((fam * size + j) * size + i).tolist())
 
 
 def _critical(sd: _F, fam: NDArray[np.intp], i: NDArray[np.intp], j: NDArray[np.intp],
@@ -268,10 +291,10 @@ def _critical(sd: _F, fam: NDArray[np.intp], i: NDArray[np.intp], j: NDArray[np.
     se = np.hypot(sd[fam, i], sd[fam, j])
     top, top_shifted = pair_maxima(_normal(rng, n_draws, cells.size), sd.ravel()[cells],
                                    where[:fam.size], where[fam.size:], se, shift)
-    near = float(np.quantile(top, 1.0 - tail))
+    near = _quantile(top, 1.0 - tail)
     if not settled:
         return near, z
-    far = -float(np.quantile(top_shifted, tail))
+    far = -_quantile(top_shifted, tail)
     return near, min(max(far, 0.0), z)
 
 

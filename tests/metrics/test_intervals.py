@@ -10,6 +10,7 @@ metrics at 5 groups, is printed by ``benchmarks/bench_intervals.py``.)
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -584,3 +585,115 @@ def test_score_interval_upper_end_is_corrected_by_half_the_bootstrap_bias():
     # subtracted put the truth above the upper end in 4-6% of such windows (coverage 0.925)
     coverage, ratio = _abcc_windows(stats.beta(2.5, 5))
     assert 0.93 <= coverage <= 0.975 + allowance and ratio <= 1.2
+
+
+# --------------------------------------------- issue 25, item 7: the same draws, fewer calls
+
+
+def test_draws_of_several_groups_at_once_are_those_of_one_group_at_a_time():
+    # the batched Poisson calls (one array of uniforms for several groups, the null's runs of
+    # large groups) consume the generator as a call per group in turn: the same counts as
+    # scipy's quantile of each group's uniforms, drawn in that order (the oracle's)
+    rng = np.random.default_rng(25)
+    sizes = [900, 60, 1500, 130, 40, 700]  # small groups (multinomial) between large ones
+    hist = np.stack([fine_histogram(rng.beta(2, 2 + k, n)) for k, n in enumerate(sizes)])
+    shared, oracle = ScoreBootstrap(hist), _NumpyBootstrap(hist)
+    for g in range(len(sizes)):  # the null first, as score_gap_interval reads it
+        assert np.array_equal(shared.null(g), oracle.get("null", g))
+    got = shared.boots([4, 0, 2, 0])
+    want = [oracle.get("boot", g) for g in (4, 0, 2, 0)]
+    assert all(np.array_equal(a, b) for a, b in zip(got, want, strict=True))
+    assert np.array_equal(shared.boot(1), oracle.get("boot", 1))  # the stream goes on alike
+
+
+def _one_group_at_a_time(monkeypatch):
+    """Route the batched draws and curves through the per-group code they replaced."""
+    from fairmonitor.metrics import _intervals
+
+    def many(self, tag, groups, counts):
+        return [self(tag, g, (g, g), c) for g, c in zip(groups, counts, strict=True)]
+
+    def errors(self, groups, hats, boots):
+        return [self.error(g, (g, g), h, b) for g, h, b in zip(groups, hats, boots,
+                                                               strict=True)]
+
+    def boots(self, groups):
+        for g in groups:
+            if g not in self._boot:
+                self._boot[g] = _intervals._poisson(self.hist[g], self.n_draws, self._gen)
+        return [self._boot[g] for g in groups]
+
+    monkeypatch.setattr(_intervals._Curves, "many", many)
+    monkeypatch.setattr(_intervals._Curves, "errors", errors)
+    monkeypatch.setattr(_intervals.ScoreBootstrap, "boots", boots)
+
+
+@pytest.mark.parametrize("seed, n", [(0, 400), (1, 3000), (2, 20000)])
+def test_a_window_has_the_intervals_of_the_per_group_code(monkeypatch, seed, n):
+    # the default metric set on two attributes and their intersection: every bound and
+    # chance level as the per-group draws, smoothing and errors give them
+    from fairmonitor.report import Window, evaluate_window
+
+    rng = np.random.default_rng(seed)
+    sex = rng.choice(np.array(["F", "M"], dtype=object), n)
+    race = rng.choice(np.array(list("abcde"), dtype=object), n, p=[.5, .2, .15, .1, .05])
+    score = np.clip(rng.beta(2, 2, n) + np.where(sex == "F", -0.04 * seed, 0.04), 0, 1)
+    window = Window({"sex": sex, "race": race}, y_score=score,
+                    y_true=(rng.random(n) < score).astype(np.int64))
+    metrics = ["demographic_parity_difference", "equal_opportunity_difference", "abcc",
+               "abpc", "madd"]
+
+    def intervals():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            report = evaluate_window(window, metrics=metrics, confidence_level=0.95)
+        return {key: (iv.lower, iv.upper, iv.chance) for key, iv in report.intervals.items()}
+
+    got = intervals()
+    with monkeypatch.context() as m:
+        _one_group_at_a_time(m)
+        want = intervals()
+    assert got.keys() == want.keys()
+    assert sum(math.isfinite(v[0]) for v in got.values()) >= 10  # bounds, not only NaNs
+    for key in got:
+        np.testing.assert_allclose(got[key], want[key], rtol=1e-12, atol=1e-15,
+                                   equal_nan=True, err_msg=str(key))
+
+
+def test_madd_null_gap_kernel_equals_coarse_curves_and_their_l1_gaps():
+    # every pair's coarse histograms at its own bins (numpy's reduceat over the fine bins,
+    # over the draw's total), their L1 gap, the largest per draw: one kernel call
+    from fairmonitor._kernels.intervals import coarse_gap_maxima
+    from fairmonitor.metrics._intervals import _Curves
+
+    rng = np.random.default_rng(25)
+    counts = rng.poisson(rng.uniform(0, 6, (4, 1, 128)), (4, 60, 128)).astype(np.float32)
+    pairs, bins = [(0, 1), (2, 3), (1, 3), (0, 2)], [7, 128, 1, 33]
+    curves = _Curves("madd", 128, None, None)
+    segments = [curves.segments(m)[0] for m in bins]
+    got = coarse_gap_maxima(counts, [i for i, _ in pairs], [j for _, j in pairs],
+                            np.cumsum([0] + [s.size for s in segments]),
+                            np.concatenate(segments))
+    gaps = []
+    for (i, j), m in zip(pairs, bins, strict=True):
+        want = [_numpy_curve("madd", counts[g].astype(np.float64), m, 0.0) for g in (i, j)]
+        gaps.append(np.abs(want[0] - want[1]).sum(axis=1))
+    np.testing.assert_allclose(got, np.max(gaps, axis=0), rtol=1e-12, atol=0.0)
+
+
+@pytest.mark.parametrize("n", [1, 2, 60, 100, 2000])
+def test_quantile_is_numpys_linear_quantile_to_the_bit(n):
+    # issue 25: the bounds' quantiles by one partition, numpy's interpolation
+    from fairmonitor.metrics._intervals import _quantile
+
+    rng = np.random.default_rng(n)
+    for k in range(300):
+        values = rng.standard_normal(n) * rng.uniform(0.01, 5)
+        if k % 3 == 0:
+            values = np.round(values, 1)  # ties
+        if k == 7:
+            values[0] = np.nan
+        q = float(rng.choice([0.975, 0.025, 0.5, 0.0, 1.0, rng.uniform()]))
+        want = np.quantile(values, q)
+        got = _quantile(values, q)
+        assert got == want or (math.isnan(got) and math.isnan(want)), (values, q)

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from fairmonitor.metrics._rate_intervals import rate_gap_interval
+from fairmonitor.metrics._rate_intervals import rate_gap_interval, wilson_interval
 
 Z95 = float(stats.norm.ppf(0.975))
 #: the two orders of one pair share 2.5%: each at 1.25% (the lower bound of |p1 - p2|)
@@ -279,3 +279,47 @@ def test_a_group_left_out_for_few_conditioning_rows_is_ignored_silently():
     cleaned = rate_gap_interval(np.where(trials > 0, successes, 0), trials)
     assert (got.lower, got.upper) == (cleaned.lower, cleaned.upper)
     assert got.lower <= 3 / 20 <= got.upper  # the value: 3/20 - 0/20 in the TPR family
+
+
+def test_joint_maxima_kernel_is_the_product_by_the_reciprocal_either_path():
+    # issue 25: finite inputs take a pass per pair over the draws; the maxima are those of
+    # (e_l - e_r) * (1 / se) (the kernel's documented arithmetic) to the bit; an se of 0
+    # (an infinite T) takes the draw-by-draw path, with numpy's maxima
+    from fairmonitor._kernels.intervals import pair_maxima
+
+    rng = np.random.default_rng(25)
+    z, scale = rng.standard_normal((300, 6)), rng.uniform(0.01, 0.1, 6)
+    left, right = rng.integers(0, 6, 40), rng.integers(0, 6, 40)
+    se, shift = rng.uniform(0.01, 0.2, 40), rng.uniform(0, 3, 40)
+    e = z * scale
+    for s in (se, np.where(np.arange(40) == 3, 0.0, se)):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = (e[:, left] - e[:, right]) * (1.0 / s)
+        near, far = pair_maxima(z, scale, left, right, s, shift)
+        assert np.array_equal(near, t.max(axis=1))
+        assert np.array_equal(far, (t - shift).max(axis=1))
+
+
+def test_compiled_wilson_bounds_are_the_score_formula_and_flag_rare_counts():
+    # issue 25: Wilson's bounds compiled, element by element; checked against the score
+    # interval written out here (Wilson 1927), to the bit, and the rare counts (Brown, Cai &
+    # DasGupta's fix, applied by wilson_interval in numpy) flagged
+    from fairmonitor._kernels.intervals import wilson_bounds
+
+    rng = np.random.default_rng(25)
+    n = rng.integers(60, 5000, (2, 9)).astype(float)
+    x = np.floor(rng.uniform(0.2, 0.8, n.shape) * n)
+    x[0, 0], x[1, 1] = 0.0, n[1, 1]  # the exact endpoints 0 and 1
+    z = 2.241403
+    centre = (x + z * z / 2.0) / (n + z * z)
+    half = z * np.sqrt(x * (n - x) / n + z * z / 4.0) / (n + z * z)
+    lo, hi, rare = wilson_bounds(x, n, z)
+    assert not rare
+    assert np.array_equal(lo, np.where(x <= 0, 0.0, np.minimum(centre - half, x / n)))
+    assert np.array_equal(hi, np.where(x >= n, 1.0, np.maximum(centre + half, x / n)))
+    assert all(wilson_bounds(np.array([a]), np.array([b]), z)[2]
+               for a, b in [(2.0, 30.0), (9.0, 100.0), (3.0, 60.0), (58.0, 60.0)])
+    got = wilson_interval(np.array([2.0, 30.0]), np.array([30.0, 60.0]), z)  # numpy's fix
+    want = stats.beta.ppf(stats.norm.sf(z), 2, 29)  # Clopper-Pearson where further out
+    assert got[0][0] == pytest.approx(min(want, float(wilson_bounds(
+        np.array([2.0]), np.array([30.0]), z)[0][0])), rel=1e-12)
