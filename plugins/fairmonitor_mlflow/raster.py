@@ -189,27 +189,30 @@ class Axes:
 
     def decorate(self, xlabel: str = "", ylabel: str = "", title: str = "",
                  yticks: bool = True) -> None:
-        """Grid, frame, x (and y) ticks with their labels, axis labels and title."""
+        """Draw the grid, frame, x (and y) ticks with their labels, axis labels, title."""
         r = self.raster
         xt, xd = nice_ticks(*self.xlim)
         for t in xt:
             self.vline(float(t), _GRID)
             px = self._px([t], [0.0])[0, 0] / _SCALE
             r.text((px, self.bottom + 4), f"{t:.{xd}f}", size=8, anchor="mt")
+        widest = 0.0
         if yticks:
             yt, yd = nice_ticks(*self.ylim)
             for t in yt:
                 self.hline(float(t), _GRID)
                 py = self._px([0.0], [t])[0, 1] / _SCALE
                 r.text((self.left - 4, py), f"{t:.{yd}f}", size=8, anchor="rm")
+                widest = max(widest, r.text_width(f"{t:.{yd}f}", 8))
         box = [v * _SCALE for v in (self.left, self.top, self.right, self.bottom)]
         r.draw.rectangle(box, outline=_INK, width=_SCALE)
         mid = (self.left + self.right) / 2
         if xlabel:
             r.text((mid, self.bottom + 18), xlabel, size=9, anchor="mt")
         if ylabel:
-            r.text((self.left - 40, (self.top + self.bottom) / 2), ylabel, size=9,
-                   vertical=True)
+            # clear of the widest tick label (a salary's 250000 is wider than a share's 0.25)
+            r.text((max(8.0, self.left - widest - 14), (self.top + self.bottom) / 2), ylabel,
+                   size=9, vertical=True)
         for k, line in enumerate(reversed(title.splitlines())):
             r.text((mid, self.top - 6 - 14 * k), line, size=10, anchor="md")
 
