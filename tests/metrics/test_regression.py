@@ -253,3 +253,6 @@ def test_the_w1_pairs_in_chunks_are_the_one_array_products(groups: int) -> None:
     np.testing.assert_array_equal(d._pair_distances(lead[0], dx), whole[0])  # no draw axis
     assert chunked[5, 0, 1] == pytest.approx(float(np.sum(np.abs(lead[5, 0] - lead[5, 1])
                                                           * dx)), rel=1e-13)
+    # one bin: no step between bins, every distance 0 (as the one array gives)
+    np.testing.assert_array_equal(d._pair_distances(lead[:, :, :0], dx[:0]),
+                                  np.zeros((37, groups, groups)))

@@ -128,7 +128,8 @@ def _pair_distances(lead: NDArray[np.float64], dx: NDArray[np.float64]
     in chunks of ~1 MB they stay in cache (3-6x faster). Each (draw, group) row is the same
     matrix-vector product as in one call, so the values are bit for bit the same.
     """
-    flat = lead.reshape(-1, *lead.shape[-2:])
+    # explicit sizes: one bin leaves no CDF step (0 columns), where -1 is ambiguous
+    flat = lead.reshape(int(np.prod(lead.shape[:-2])), *lead.shape[-2:])
     g = flat.shape[-2]
     out = np.empty((*flat.shape[:-1], g))
     step = max(1, 2 ** 17 // max(g * g * flat.shape[-1], 1))
