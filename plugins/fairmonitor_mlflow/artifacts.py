@@ -484,10 +484,12 @@ def write_artifacts(report: WindowReport, built: BuiltWindow, config: FairnessCo
         def plot(path: str = path, make: Callable[[], Any] = make, title: str = title) -> None:
             full = os.path.join(outdir, path)
             os.makedirs(os.path.dirname(full), exist_ok=True)
-            plots.save_png(make(), full)
-            with Image.open(full) as img:
-                img.load()
-                written.append(Written(path, "png", img.copy(), title))
+            image = plots.save_png(make(), full)
+            if image is None:  # a matplotlib figure: read the PNG back
+                with Image.open(full) as img:
+                    img.load()
+                    image = img.copy()
+            written.append(Written(path, "png", image, title))
 
         _guard(failures, path, plot)
     data = _guard(failures, "fairness_report.json",

@@ -1,8 +1,11 @@
-"""PNG plots of a fairness report (matplotlib's object API: no pyplot, no global backend).
+"""PNG plots of a fairness report.
 
-Each function returns a :class:`matplotlib.figure.Figure`; :func:`save_png` writes it with the
-Agg renderer. Figures are built from the window's data and the report's values and details;
-nothing here computes a metric.
+The score CDFs, MADD histograms and robustness curves return a
+:class:`matplotlib.figure.Figure` (the object API: no pyplot, no global backend); the
+figures every run draws, each value's interval and a regressor's prediction CDFs and
+residuals, return a :class:`.raster.Raster` (drawn with Pillow in a few milliseconds).
+:func:`save_png` writes either. Figures are built from the window's data and the report's
+values and details; nothing here computes a metric.
 """
 
 from __future__ import annotations
@@ -16,8 +19,8 @@ from numpy.typing import NDArray
 
 from fairmonitor.metrics import encode_groups
 
-__all__ = ["madd_histograms", "metric_intervals", "regression_panels", "robustness_curve",
-           "save_png", "score_cdfs"]
+__all__ = ["madd_histograms", "metric_intervals", "regression_panels", "regression_series",
+           "robustness_curve", "save_png", "score_cdfs"]
 
 # a plot with more lines than this is unreadable; the largest groups are shown
 _MAX_GROUPS = 10
@@ -30,15 +33,20 @@ def _figure(width: float = 7.0, height: float = 4.2) -> Any:
     return Figure(figsize=(width, height), layout="constrained")
 
 
-def save_png(fig: Any, path: str) -> None:
-    """Write ``fig`` as a PNG (Agg renderer, the figure's dpi, fast zlib level).
+def save_png(fig: Any, path: str) -> Any:
+    """Write ``fig`` as a PNG at the fast zlib level; return the image of a ``Raster``.
 
-    Level 1 instead of PIL's 6: a plot's flat colours compress about as well, and encoding
-    was a tenth of each figure's time.
+    A matplotlib figure goes through the Agg renderer at its dpi; level 1 instead of PIL's 6:
+    a plot's flat colours compress about as well, and encoding was a tenth of each figure's
+    time. A :class:`.raster.Raster` writes itself and returns its ``PIL.Image`` (None for a
+    matplotlib figure).
     """
+    if hasattr(fig, "save"):
+        return fig.save(path)
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     FigureCanvasAgg(fig).print_png(path, pil_kwargs={"compress_level": 1})
+    return None
 
 
 def _label(label: Any) -> str:
@@ -173,57 +181,58 @@ def robustness_curve(attribute: str, detail: Any) -> Any:
     return fig
 
 
+def _interval_rows(report: Any) -> list[tuple[str, float, float, float, float]]:
+    """``(label, value, lower, upper, chance)`` of each finite value, NaN where unknown."""
+    rows = []
+    for (metric, attr), v in report.values.items():
+        if _finite(v):
+            iv = report.intervals.get((metric, attr))
+            lo, hi, chance = ((float(iv.lower), float(iv.upper), float(iv.chance))
+                              if iv is not None else (np.nan, np.nan, np.nan))
+            rows.append((f"{metric} · {attr}", float(v), lo, hi, chance))
+    return rows
+
+
 def metric_intervals(report: Any) -> Any:
-    """Every value with its confidence interval (error bars) and chance level (a tick).
+    """Every value with its confidence interval (error bars) and chance level (a red tick).
 
     One row per (metric, attribute), grouped by metric. A value without an interval is a
-    plain dot; the chance level is what a fair model reads at these group sizes, so a value
-    near it is noise whatever its size.
+    grey dot; the chance level is what a fair model reads at these group sizes, so a value
+    near it is noise whatever its size. Drawn with :mod:`.raster` (a few ms, not ~0.1 s).
     """
-    from matplotlib.figure import Figure
+    from .raster import TAB10, Raster
 
-    rows = [(metric, attr, float(v), report.intervals.get((metric, attr)))
-            for (metric, attr), v in report.values.items() if _finite(v)]
-    height = max(2.0, 0.32 * len(rows) + 1.2)
-    fig = Figure(figsize=(7.0, height))
-    # fixed margins sized to the longest label instead of the constrained layout (which
-    # draws the figure once more to measure it): ~0.05 in a character at 7 pt
-    longest = max((len(f"{m} · {a}") for m, a, _, _ in rows), default=0)
-    fig.subplots_adjust(left=min(0.6, (0.05 * longest + 0.2) / 7.0), right=0.97,
-                        bottom=0.75 / height, top=1 - 0.2 / height)
-    ax = fig.add_subplot()
+    rows = _interval_rows(report)
+    width, height = 760, max(180, 26 * len(rows) + 84)
+    fig = Raster(width, height)
     if not rows:
-        ax.text(0.5, 0.5, "no defined value", ha="center", va="center")
-        ax.set_axis_off()
+        fig.text((width / 2, height / 2), "no defined value", size=10, anchor="mm")
         return fig
+    left = min(0.6 * width, max(fig.text_width(r[0], 8) for r in rows) + 14)
+    data = np.array([r[1:] for r in rows], dtype=float)
+    finite = data[np.isfinite(data)]
+    lo, hi = float(finite.min()), float(finite.max())
+    pad = 0.05 * (hi - lo) if hi > lo else max(abs(hi), 1.0) * 0.05
     y = np.arange(len(rows))[::-1].astype(float)
-    value = np.array([r[2] for r in rows])
-    lower, upper, chance = (np.array([getattr(r[3], k, np.nan) if r[3] is not None else np.nan
-                                      for r in rows], dtype=float)
-                            for k in ("lower", "upper", "chance"))
-    # one artist per kind, not one per row: drawing cost grows with artists, not points
-    bars = np.isfinite(lower) & np.isfinite(upper)
-    if bars.any():
-        # error bars are distances from the value, so never negative: an interval that does
-        # not hold its value (rounding, or a method that misses it) is drawn to its bounds
-        # from wherever the value is, not refused by matplotlib
-        xerr = np.vstack([np.maximum(value - lower, 0.0), np.maximum(upper - value, 0.0)])
-        ax.errorbar(value[bars], y[bars], xerr=xerr[:, bars], fmt="o", color="tab:blue",
-                    ecolor="tab:blue", capsize=3, markersize=4)
-        outside = bars & ~((lower <= value) & (value <= upper))
-        if outside.any():
-            ax.hlines(y[outside], lower[outside], upper[outside], color="tab:blue",
-                      linewidth=1)
-    if (~bars).any():
-        ax.plot(value[~bars], y[~bars], "o", color="tab:gray", markersize=4)
-    has_chance = np.isfinite(chance)
-    if has_chance.any():
-        ax.plot(chance[has_chance], y[has_chance], "|", color="tab:red", markersize=10,
-                linestyle="none")
-    ax.set_yticks(y, [f"{metric} · {attr}" for metric, attr, _, _ in rows], fontsize=7)
-    ax.set_xlabel("value (bars: 95% interval; red tick: chance level of a fair model)",
-                  fontsize=8)
-    ax.grid(axis="x", alpha=0.3)
+    ax = fig.axes((left, 12, width - 18, height - 52), (lo - pad, hi + pad),
+                  (-0.7, len(rows) - 0.3))
+    ax.decorate(xlabel="value (bars: 95% interval; red tick: chance level of a fair model)",
+                yticks=False)
+    value, lower, upper, chance = data.T
+    for k, row in enumerate(rows):
+        fig.text((left - 6, float(ax._px([0.0], [y[k]])[0, 1]) / 2), row[0], size=8,
+                 anchor="rm")
+        # an interval that does not hold its value (rounding, or a method that misses it)
+        # is drawn to its bounds all the same
+        if np.isfinite(lower[k]) and np.isfinite(upper[k]):
+            ax.line([lower[k], upper[k]], [y[k], y[k]], TAB10[0], 1.2)
+            for end in (lower[k], upper[k]):
+                ax.line([end, end], [y[k] - 0.15, y[k] + 0.15], TAB10[0], 1.2)
+            ax.dots([value[k]], [y[k]], TAB10[0])
+        else:
+            ax.dots([value[k]], [y[k]], TAB10[7])
+        if np.isfinite(chance[k]):
+            ax.line([chance[k], chance[k]], [y[k] - 0.3, y[k] + 0.3], TAB10[3], 1.6)
     return fig
 
 
@@ -235,40 +244,6 @@ def _cdf_points(values: NDArray[np.float64], points: int = 256
         keep = np.unique(np.linspace(0, x.size - 1, points).round().astype(int))
         return x[keep], (keep + 1) / x.size
     return x, np.arange(1, x.size + 1) / max(x.size, 1)
-
-
-def _prediction_panel(ax: Any, attribute: str, parts: list[tuple[str, NDArray[np.float64]]],
-                      pred: NDArray[np.float64], value: float | None) -> None:
-    ax.step(*_cdf_points(pred), where="post", lw=1.0, color="black", ls="--",
-            label=f"pooled (n={pred.size})")
-    for label, v in parts:
-        ax.step(*_cdf_points(v), where="post", lw=1.6, label=f"{label} (n={v.size})")
-    title = f"Prediction CDFs by {attribute}"
-    if _finite(value):
-        title += f"\n(KS to pooled = {value:.4f})"
-    ax.set(ylim=(0, 1.02), xlabel="prediction", ylabel="share with prediction <= x",
-           title=title)
-
-
-def _residual_panel(ax: Any, attribute: str, parts: list[tuple[str, NDArray[np.float64]]],
-                    residual: NDArray[np.float64], value: float | None,
-                    bins: int = 40) -> None:
-    edges = np.histogram_bin_edges(residual, bins=bins)
-    widths = np.diff(edges)
-    means = []
-    for k, (label, v) in enumerate(parts):
-        counts, _ = np.histogram(v, bins=edges)
-        # ax.stairs: one path per group (ax.hist builds a patch and updates limits per bin)
-        ax.stairs(counts / (max(v.size, 1) * widths), edges, lw=1.6, color=f"C{k % 10}",
-                  label=f"{label} (mean {v.mean():+.3g})")
-        means.append(float(v.mean()))
-    ax.vlines(means, 0, 1, transform=ax.get_xaxis_transform(), lw=1.0, ls=":",
-              colors=[f"C{k % 10}" for k in range(len(means))])
-    ax.axvline(0.0, color="black", lw=0.8)
-    title = f"Residuals by {attribute}"
-    if _finite(value):
-        title += f"\n(mean residual gap = {value:.4g})"
-    ax.set(xlabel="prediction - target (> 0: over-predicted)", ylabel="density", title=title)
 
 
 def _split_groups(columns: Mapping[str, NDArray[Any]], arrays: Sequence[NDArray[Any]],
@@ -284,28 +259,97 @@ def _split_groups(columns: Mapping[str, NDArray[Any]], arrays: Sequence[NDArray[
     return [[(labels[i], split[i]) for i in order] for split in splits]
 
 
+def regression_series(columns: Mapping[str, NDArray[Any]], y_pred: NDArray[Any],
+                      residual: NDArray[Any] | None, *, min_group_size: int = 1,
+                      bins: int = 40) -> dict[str, Any]:
+    """Return what :func:`regression_panels` draws, as numbers (largest groups first).
+
+    At most 10 groups. ``cdf``: ``{group: (x, share <= x)}`` in at most 256 steps,
+    ``"pooled"`` included; ``counts``: ``{group: rows}``; with residuals, ``edges`` (shared
+    bins), ``density`` ``{group: per-bin density}`` and ``mean_residual`` ``{group: mean}``.
+
+    >>> s = regression_series({"g": np.array(list("aab"))}, np.array([1.0, 2.0, 3.0]),
+    ...                       np.array([0.5, -0.5, 1.0]))
+    >>> s["counts"], s["mean_residual"]
+    ({'a': 2, 'b': 1}, {'a': 0.0, 'b': 1.0})
+    """
+    pred = np.asarray(y_pred, dtype=float)
+    arrays = [pred] if residual is None else [pred, np.asarray(residual, dtype=float)]
+    parts = _split_groups(columns, arrays, min_group_size)
+    out: dict[str, Any] = {
+        "cdf": {"pooled": _cdf_points(pred), **{g: _cdf_points(v) for g, v in parts[0]}},
+        "counts": {g: int(v.size) for g, v in parts[0]}}
+    if residual is not None:
+        edges = np.histogram_bin_edges(arrays[1], bins=bins)
+        widths = np.diff(edges)
+        out["edges"] = edges
+        out["density"] = {g: np.histogram(v, bins=edges)[0] / (max(v.size, 1) * widths)
+                          for g, v in parts[1]}
+        out["mean_residual"] = {g: float(v.mean()) if v.size else float("nan")
+                                for g, v in parts[1]}
+    return out
+
+
+def _prediction_panel(ax: Any, series: dict[str, Any], colors: dict[str, str]) -> None:
+    for group in series["counts"]:
+        ax.step(*series["cdf"][group], color=colors[group])
+    ax.step(*series["cdf"]["pooled"], color="#000000", width=1.0)  # last: on top, thin
+
+
+def _residual_panel(ax: Any, series: dict[str, Any], colors: dict[str, str]) -> None:
+    for group, density in series["density"].items():
+        ax.stairs(density, series["edges"], color=colors[group])
+    for group, mean in series["mean_residual"].items():
+        if np.isfinite(mean):
+            ax.vline(mean, colors[group], dash=True)
+    ax.vline(0.0, "#000000", width=0.8)
+
+
+def _limits(lo: float, hi: float, margin: float = 0.03) -> tuple[float, float]:
+    pad = (hi - lo) * margin if hi > lo else max(abs(hi), 1.0) * 0.05
+    return lo - pad, hi + pad
+
+
 def regression_panels(attribute: str, columns: Mapping[str, NDArray[Any]],
                       y_pred: NDArray[Any], residual: NDArray[Any] | None, *,
                       min_group_size: int = 1, ks: float | None = None,
                       residual_gap: float | None = None) -> Any:
     """One figure per attribute: prediction CDFs, and residual distributions beside them.
 
-    One figure, not two, with fixed margins instead of the constrained layout (which draws
-    the figure again to place it): rendering dominates the evaluator's time on a regressor.
+    The numbers are :func:`regression_series`'s; drawn with :mod:`.raster` (a few ms: with
+    matplotlib this figure was a third of the evaluator's time on a regressor), one legend
+    for both panels on the right.
     """
-    from matplotlib.figure import Figure
+    from .raster import TAB10, Raster, legend
 
-    fig = Figure(figsize=(10.0 if residual is not None else 6.0, 4.0), dpi=90)
-    fig.subplots_adjust(left=0.07, right=0.98, bottom=0.13, top=0.86, wspace=0.25)
-    axes = fig.subplots(1, 2 if residual is not None else 1, squeeze=False)[0]
-    pred = np.asarray(y_pred, dtype=float)
-    arrays = [pred] if residual is None else [pred, np.asarray(residual, dtype=float)]
-    parts = _split_groups(columns, arrays, min_group_size)
-    _prediction_panel(axes[0], attribute, parts[0], pred, ks)
+    series = regression_series(columns, y_pred, residual, min_group_size=min_group_size)
+    colors = {g: TAB10[k % 10] for k, g in enumerate(series["counts"])}
+    panel = 350
+    width = 60 + panel + (80 + panel if residual is not None else 0) + 230
+    fig = Raster(width, 340)
+    x, _ = series["cdf"]["pooled"]
+    title = f"Prediction CDFs by {attribute}"
+    if _finite(ks):
+        title += f"\n(KS to pooled = {ks:.4f})"
+    ax = fig.axes((60, 46, 60 + panel, 290), _limits(float(x[0]), float(x[-1])), (0.0, 1.02))
+    ax.decorate("prediction", "share with prediction <= x", title)
+    _prediction_panel(ax, series, colors)
+    entries = [("#000000", f"pooled (n={np.size(y_pred)})")]
+    entries += [(colors[g], f"{g} (n={n})") for g, n in series["counts"].items()]
     if residual is not None:
-        _residual_panel(axes[1], attribute, parts[1], arrays[1], residual_gap)
-    for ax in axes:
-        ax.locator_params(nbins=5)  # fewer ticks: each is a few artists to lay out and draw
-        ax.grid(alpha=0.3)
-        _legend(ax)
+        edges = series["edges"]
+        top = max((float(d.max()) for d in series["density"].values() if d.size), default=1.0)
+        left = 60 + panel + 80
+        title = f"Residuals by {attribute}"
+        if _finite(residual_gap):
+            title += f"\n(mean residual gap = {residual_gap:.4g})"
+        ax = fig.axes((left, 46, left + panel, 290), (float(edges[0]), float(edges[-1])),
+                      (0.0, top * 1.08 or 1.0))
+        ax.decorate("prediction - target (> 0: over-predicted)", "density", title)
+        _residual_panel(ax, series, colors)
+        means = series["mean_residual"]
+        entries = entries[:1] + [(c, f"{label}, mean residual {means[g]:+.3g}")
+                                 for (c, label), g in zip(entries[1:], series["counts"],
+                                                          strict=True)]
+    legend(fig, (width - 220, 50), entries)
     return fig

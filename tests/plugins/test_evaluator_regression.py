@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 from typing import Any
 
@@ -152,3 +153,33 @@ def test_noise_robustness_of_a_regressor_is_opt_in_and_calls_the_model(regressor
         direct.mae_delta_max, rel=1e-9)
     assert m["fairness/robustness_ks_gap_delta_max/group"] == pytest.approx(
         direct.ks_delta_max, rel=1e-9, abs=1e-12)
+
+
+def test_logged_metrics_are_the_reports_values_once_each(regressor: Any, tmp_path: Any) -> None:
+    from fairmonitor import Window, evaluate_window
+
+    model, data, uri = regressor
+    result = evaluate(uri, data, {"sensitive_features": ["group"], "min_group_size": 30})
+    client = MlflowClient()
+    logged = client.get_run(result.run_id).data.metrics
+    assert set(logged) == set(result.metrics)  # every returned key logged with its value
+    for key, value in result.metrics.items():
+        assert logged[key] == value or (math.isnan(value) and math.isnan(logged[key]))
+    for key in ("fairness/mae_difference/group", "fairness/ci_lower/mae_difference/group"):
+        history = client.get_metric_history(result.run_id, key)
+        assert len(history) == 1  # MLflow logs the returned metrics; the evaluator does not
+    window = Window({"group": data["group"]}, y_pred=model.predict(data[["income", "tenure"]]),
+                    y_true=data["limit"].to_numpy())
+    report = evaluate_window(window, task="regression", min_group_size=30,
+                             confidence_level=None)
+    for (metric, attr), value in report.values.items():
+        assert result.metrics[f"fairness/{metric}/{attr}"] == pytest.approx(
+            value, rel=1e-12, abs=1e-15, nan_ok=True)
+    # and the figures of the run: the intervals and one per attribute, each group drawn
+    mlflow.artifacts.download_artifacts(run_id=result.run_id, artifact_path="fairness",
+                                        dst_path=str(tmp_path))
+    from PIL import Image
+
+    for name in ("fairness_intervals.png", "fairness_regression__group.png"):
+        with Image.open(tmp_path / "fairness" / "plots" / name) as png:
+            assert png.format == "PNG" and min(png.size) >= 180
