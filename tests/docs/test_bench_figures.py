@@ -58,8 +58,33 @@ def test_a_template_and_a_table_field():
     assert bench_figures.resolve("bench_cold_start:kernel_import")[0] == unit
 
 
+def _block(script: str, start: str) -> str:
+    """The recorded lines after the one starting with ``start``, up to the next ``k = ``."""
+    text = (RESULTS / f"{script}.txt").read_text(encoding="utf-8")
+    return text.split(f"\n{start}", 1)[1].split("\nk = ", 1)[0]
+
+
+def test_a_scoped_name_reads_its_own_block():
+    # bench_many_groups prints the same rows once per K; `all` is not `all - madd`
+    block = _block("bench_many_groups", "k = 100 ")
+    expected = re.search(r"^\s+all\s+(\d\S* s)$", block, flags=re.M)[1]
+    assert bench_figures.resolve("bench_many_groups:all@k = 100")[0] == expected
+    first = re.search(r"^\s+all\s+(\d\S* s)$", _block("bench_many_groups", "k = 2 "), flags=re.M)
+    assert bench_figures.resolve("bench_many_groups:all")[0] == first[1]
+
+
+def test_a_name_with_punctuation_and_comparisons():
+    parity = _recorded("bench_coverage", r"^coverage, >= 50 rows, parity:\s+(.*?) \(target")
+    assert bench_figures.resolve("bench_coverage:coverage, ≥ 50 rows, parity")[0] == parity
+    width = _recorded("bench_coverage", r"^width / reference, 2 groups:\s+(.*?) \(target")
+    assert bench_figures.resolve("bench_coverage:width / reference, 2 groups")[0] == width
+    failing = _recorded("bench_coverage", r"^cells: \d+, failing targets: (\d+)$")
+    assert bench_figures.resolve("bench_coverage:cells[3]")[0] == failing
+
+
 @pytest.mark.parametrize("text, message", [
     ("bench_madd:no_such_figure", "has no figure 'no_such_figure'"),
+    ("bench_many_groups:all@k = 7", "has no figure 'all' after 'k = 7'"),
     ("bench_nothing:x", "no recorded run"),
     ("bench_cold_start:cold_first[9]", "has no field 9"),
     ("madd_auto_vs_sort", "is not 'script:name'"),
@@ -82,8 +107,16 @@ MADD costs {{bench}}`{{}}× one sort <bench_madd:madd_auto_vs_sort>`.
 ```{{bench-output}} bench_madd
 :section: {_loop_section()}
 ```
+
+```{{bench-output}} bench_coverage
+:section: cell
+:until: == summary
+:grep: coverage:FAIL
+:literal:
+```
 """
-RUNS = "# Runs\n\n(bench-bench_madd)=\n## bench_madd\n\nthe run.\n"
+RUNS = ("# Runs\n\n(bench-bench_madd)=\n## bench_madd\n\nthe run.\n\n"
+        "(bench-bench_coverage)=\n## bench_coverage\n\nthe run.\n")
 
 
 def _build(src: Path, page: str) -> tuple[int, Path]:
@@ -114,6 +147,14 @@ def test_the_role_renders_the_value_linked_to_its_run(tmp_path):
     loop = _recorded("bench_madd", rf"^{re.escape(_loop_section())}: histogram loop (\S+ s)")
     assert f"histogram loop {loop}" in html
     assert "python benchmarks/bench_madd.py" in html
+    # a literal excerpt: the table's header, then only its failing rows, as printed
+    pre = re.findall(r"<pre>(.*?)</pre>", html, flags=re.S)
+    assert len(pre) == 1, html
+    rows = re.sub(r"<[^>]+>", "", pre[0]).splitlines()
+    text = (RESULTS / "bench_coverage.txt").read_text(encoding="utf-8")
+    failing = [row for row in text.split("\n== summary")[0].splitlines()
+               if row.endswith(("coverage:FAIL", "coverage:FAIL width:PASS"))]
+    assert rows[0].startswith("cell ") and rows[1:] == failing
 
 
 def test_a_missing_figure_fails_the_build(tmp_path):
@@ -126,7 +167,11 @@ def test_a_missing_figure_fails_the_build(tmp_path):
 # pages are converted by their owners and join this list then.
 CONVERTED = ["README.md", *(f"docs/{name}.md" for name in (
     "alert-modes", "alert-routing", "alerting", "configuration", "high-availability", "monitor",
-    "reliability", "runbook", "statistics", "getting-started", "evaluator"))]
+    "reliability", "runbook", "statistics", "getting-started", "evaluator", "multiclass",
+    "metrics", "intervals", "intervals_scores"))]
+#: sections of a converted page that another branch converts: left out of the scan until it
+#: lands (then drop the entry)
+NOT_YET = {"docs/intervals.md": "## Cost"}
 
 NUMBER = r"\d[\d,]*(?:\.\d+)?"
 #: what a measured figure looks like: a decimal duration, a timed run, a ratio, a size, a
@@ -172,9 +217,20 @@ def test_the_scan_lets_configured_values_and_quotes_through(line):
     assert hand_typed(line) == []
 
 
+def _without_section(text: str, heading: str | None) -> str:
+    """``text`` without the section under ``heading`` (to the next heading of its level)."""
+    if heading is None or f"\n{heading}\n" not in text:
+        return text
+    before, rest = text.split(f"\n{heading}\n", 1)
+    level = heading.split()[0] + " "
+    after = re.search(rf"^{level}", rest, flags=re.M)
+    return before + "\n" + (rest[after.start():] if after else "")
+
+
 @pytest.mark.parametrize("page", CONVERTED)
 def test_no_hand_typed_figure_in_a_converted_page(page):
-    assert hand_typed((ROOT / page).read_text(encoding="utf-8")) == []
+    text = _without_section((ROOT / page).read_text(encoding="utf-8"), NOT_YET.get(page))
+    assert hand_typed(text) == []
 
 
 def _quotes(text: str) -> list[str]:
