@@ -252,3 +252,11 @@ def test_every_quoted_figure_of_a_page_is_recorded(page):
                                     flags=re.M):
         _, output = bench_figures.read_result(RESULTS / f"{script}.txt")
         assert bench_figures.section_lines(output, start.strip()), (script, start)
+
+
+def test_the_examples_in_the_parsers_docstrings():
+    # the suite's --doctest-modules covers fairmonitor/ and plugins/ only, not docs/
+    import doctest
+
+    for module in (bench_figures, sys.modules["benchmark_results"]):
+        assert doctest.testmod(module).failed == 0, module.__name__
