@@ -12,16 +12,23 @@ Syntax (the text of the role):
 - ``script:name``: the value of the output line ``TARGET name: value (...)`` (also ``INFO``,
   then untagged ``name: value`` and ``name=value`` lines, indented or not, then table rows
   ``name  value ...``), that is the text up to `` (`` or the end; a name may hold spaces
-  (``bench_failover:kill failover``);
+  and punctuation (``bench_failover:kill failover``, ``bench_coverage:coverage, 20 rows``),
+  with ``≥`` and ``≤`` for ``>=`` and ``<=``;
 - ``script:name[i]``: the ``i``-th whitespace-separated field of that value (0-based), for
   table rows such as ``cold_first   25.535   0.355``;
+- ``script:name@scope`` (or ``script:name[i]@scope``): the name within the block that starts
+  at the line beginning with ``scope`` and ends at the next line with the same first word,
+  for a script that prints one table per case (``bench_many_groups:all@k = 400``);
 - ``template <script:name>``: the template with ``{}`` replaced by the value, e.g.
   ``{bench}`{}× faster <bench_madd:madd_auto_vs_histogram_loop>```.
 
 The ``bench-output`` directive includes one Markdown section of a recorded output (from the
-line starting with its ``:section:`` option, ``#`` marks aside, to the next ``## `` heading)
-under a line naming the run, for the tables a script prints itself
-(``bench_alert_budget.py``).
+line starting with its ``:section:`` option, ``#`` marks aside, to the next ``## `` heading,
+or to the line starting with its ``:until:`` option) under a line naming the run, for the
+tables a script prints itself (``bench_alert_budget.py``). With the ``:literal:`` flag the
+excerpt is shown as printed, in a code block (a whitespace-aligned table such as
+``bench_coverage_scores.py``'s); ``:grep:`` keeps, after the first line, only the lines that
+match a regular expression (one metric's rows of a long table).
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ import sys
 from pathlib import Path
 
 from docutils import nodes
+from docutils.parsers.rst import directives
 from docutils.statemachine import StringList
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective, SphinxRole
@@ -46,7 +54,8 @@ logger = logging.getLogger(__name__)
 
 #: ``template <script:name>`` or ``script:name``, with an optional ``[i]`` field index
 ROLE_TEXT = re.compile(r"^(?:(?P<template>.*?)\s*<(?P<ref1>[^<>]+)>|(?P<ref2>[^<>]+))$", re.S)
-REFERENCE = re.compile(r"^(?P<script>bench_\w+):(?P<name>[\w .:+=-]+?)(?:\[(?P<field>\d+)\])?$")
+REFERENCE = re.compile(r"^(?P<script>bench_\w+):(?P<name>[^@\[\]]+?)(?:\[(?P<field>\d+)\])?"
+                       r"(?:@(?P<scope>[^@\[\]]+))?$")
 
 
 def run_title(header: dict[str, str]) -> str:
@@ -72,9 +81,10 @@ def resolve(text: str, results: Path = RESULTS) -> tuple[str, str, dict[str, str
     if not path.exists():
         raise LookupError(f"no recorded run {path} (run_all.py --record --only ...)")
     header, output = read_result(path)
-    value = lookup(output, parts["name"])
+    value = lookup(output, parts["name"], (parts["scope"] or "").strip())
     if value is None:
-        raise LookupError(f"{path.name} has no figure {parts['name']!r}")
+        where = f" after {parts['scope']!r}" if parts["scope"] else ""
+        raise LookupError(f"{path.name} has no figure {parts['name']!r}{where}")
     if parts["field"] is not None:
         fields = value.split()
         if int(parts["field"]) >= len(fields):
@@ -125,10 +135,13 @@ def link_to_run(app: object, doctree: nodes.document, docname: str) -> None:
 
 
 class BenchOutput(SphinxDirective):
-    """``bench-output script``, option ``:section:``: a section of a recorded output, as is."""
+    """``bench-output script``: a section of a recorded output, as is.
+
+    Options: ``:section:``, ``:until:``, ``:literal:``, ``:grep:`` (the module's docstring).
+    """
 
     required_arguments = 1
-    option_spec = {"section": str}
+    option_spec = {"section": str, "until": str, "literal": directives.flag, "grep": str}
 
     def run(self) -> list[nodes.Node]:
         """Return the section parsed as Markdown; warn (fail under -W) if none."""
@@ -138,7 +151,11 @@ class BenchOutput(SphinxDirective):
         lines = []
         if path.exists():
             header, output = read_result(path)
-            lines = section_lines(output, start)
+            shown = excerpt(output, start, self.options.get("until"), self.options.get("grep"))
+            if "literal" in self.options:
+                lines = ["```text", *shown, "```"] if shown else []
+            else:
+                lines = _section(shown)
         if not lines:
             logger.warning("bench-output: %s holds no section %r", path, start,
                            location=self.get_location())
@@ -152,8 +169,8 @@ class BenchOutput(SphinxDirective):
         return [container]
 
 
-def section_lines(output: list[str], start: str) -> list[str]:
-    """Return the lines from the first one starting with ``start`` to the next ``## `` heading.
+def section_lines(output: list[str], start: str, until: str | None = None) -> list[str]:
+    """Return the section starting with ``start`` (:func:`excerpt`) as Markdown.
 
     ``start`` is matched without the line's leading ``#`` marks: ``Reset`` finds ``## Reset``.
     The heading becomes a bold line (a heading would join the page's outline), and every line
@@ -163,13 +180,46 @@ def section_lines(output: list[str], start: str) -> list[str]:
     >>> section_lines(["## A", "| x |", "|---|", "| 1 |", "TARGET t: 1", "| 2 |", "x: 2", "## B"],
     ...               "A")
     ['**A**', '', '| x |', '|---|', '| 1 |', '| 2 |', '', 'TARGET t: 1', '', 'x: 2', '']
+    >>> section_lines(["## S", "a: 1", "b: 2", "12 s"], "S", until="12 s")
+    ['**S**', '', 'a: 1', '', 'b: 2', '']
     """
+    return _section(excerpt(output, start, until))
+
+
+def excerpt(output: list[str], start: str, until: str | None = None,
+            grep: str | None = None) -> list[str]:
+    """Return the lines from the first one starting with ``start`` to the section's end.
+
+    ``start`` is matched without the line's indentation and leading ``#`` marks (so is
+    ``until``: a directive's option loses its leading spaces); the section ends before the
+    next ``## `` heading, or before the next line starting with ``until``. With ``grep``, only
+    the later lines matching that regular expression are kept. Empty if no line starts with
+    ``start``.
+
+    >>> excerpt(["x", "metric n", "abcc 50", "abpc 50", "abcc 99", "  cells: 2", "## B"],
+    ...         "metric", until="cells", grep=r"^abcc")
+    ['metric n', 'abcc 50', 'abcc 99']
+    """
+    def bare(line: str) -> str:
+        return re.sub(r"^#+ ", "", line.lstrip())
+
     for i, line in enumerate(output):
-        if re.sub(r"^#+ ", "", line).startswith(start):
-            end = next((j for j in range(i + 1, len(output)) if output[j].startswith("## ")),
-                       len(output))
-            return [re.sub(r"^#+ (.*)$", r"**\1**", line), "", *_blocks(output[i + 1:end])]
+        if bare(line).startswith(start):
+            end = next((j for j in range(i + 1, len(output))
+                        if (bare(output[j]).startswith(until) if until
+                            else output[j].startswith("## "))), len(output))
+            rest = output[i + 1:end]
+            if grep:
+                rest = [row for row in rest if re.search(grep, row)]
+            return [line, *rest]
     return []
+
+
+def _section(lines: list[str]) -> list[str]:
+    """Return an excerpt as Markdown: its heading bold, then :func:`_blocks` of the rest."""
+    if not lines:
+        return []
+    return [re.sub(r"^#+ (.*)$", r"**\1**", lines[0]), "", *_blocks(lines[1:])]
 
 
 def _blocks(lines: list[str]) -> list[str]:

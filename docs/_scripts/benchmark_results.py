@@ -30,13 +30,18 @@ def read_result(path: Path) -> tuple[dict[str, str], list[str]]:
 
 #: the output lines naming one figure, in the order they are looked for: ``TARGET name: value``
 #: or ``INFO name: value``, then ``name: value`` or ``name=value``, then a table row
-#: ``name   value   value``
+#: ``name   value   value`` (a padded name first, so ``all`` is not read from ``all - madd  1``)
 FIGURES = (r"^(?:TARGET|INFO) {name}:\s*(?P<value>\S.*)$",
-           r"^\s*{name}(?::\s*|=)(?P<value>\S.*)$", r"^\s*{name}\s+(?P<value>\S.*)$")
+           r"^\s*{name}(?::\s*|=)(?P<value>\S.*)$", r"^\s*{name}\s{{2,}}(?P<value>\S.*)$",
+           r"^\s*{name}\s+(?P<value>\S.*)$")
 
 
-def lookup(output: list[str], name: str) -> str | None:
+def lookup(output: list[str], name: str, scope: str = "") -> str | None:
     """Return the value a recorded output gives ``name`` (the text before `` (``), or None.
+
+    ``≥`` and ``≤`` in ``name`` stand for ``>=`` and ``<=`` (a role's text cannot hold ``<``
+    or ``>``). With ``scope``, the name is looked for in that block only (:func:`block`), for
+    a script that prints the same table once per case.
 
     >>> lookup(["TARGET madd_auto_vs_sort: 3.30 (target <= 4) OK", "k=10"], "madd_auto_vs_sort")
     '3.30'
@@ -46,14 +51,41 @@ def lookup(output: list[str], name: str) -> str | None:
     ('3', None)
     >>> lookup(["  kill failover: median 2.42 s, max 2.59 s (2.42, 2.59)"], "kill failover")
     'median 2.42 s, max 2.59 s'
+    >>> lookup(["k = 2:", "  all - madd  0.1 s", "  all  0.2 s", "k = 9:", "  all  0.5 s"],
+    ...        "all", scope="k = 9"), lookup(["rows >= 50: 97% (target)"], "rows ≥ 50")
+    ('0.5 s', '97%')
 
     """
+    lines = block(output, scope) if scope else output
+    name = name.replace("≥", ">=").replace("≤", "<=")
     for form in FIGURES:
         pattern = re.compile(form.format(name=re.escape(name)))
-        for line in output:
+        for line in lines:
             if (match := pattern.match(line)):
                 return match["value"].split(" (")[0].strip()
     return None
+
+
+def block(output: list[str], scope: str) -> list[str]:
+    """Return the block of lines under the first line starting with ``scope``.
+
+    ``scope`` must end at a word's end (``k = 10`` is not ``k = 100``). The block runs from
+    the line after it (indentation aside) up to the next line that starts
+    with the same first word: the next ``k = ...`` of a script that prints ``k = 2:``,
+    ``k = 10:``, ... Empty if no line starts with ``scope``.
+
+    >>> block(["k = 2:", "  a 1", "k = 100:", "k = 10:", "  a 2", "TARGET t: 3", "k = 5:"],
+    ...       "k = 10")
+    ['  a 2', 'TARGET t: 3']
+    """
+    starts = re.compile(re.escape(scope) + r"(?!\w)")  # "k = 10" is not "k = 100"
+    for i, line in enumerate(output):
+        if starts.match(line.lstrip()):
+            first = line.split()[:1]
+            end = next((j for j in range(i + 1, len(output)) if output[j].split()[:1] == first),
+                       len(output))
+            return output[i + 1:end]
+    return []
 
 
 def label(script: str) -> str:

@@ -58,8 +58,33 @@ def test_a_template_and_a_table_field():
     assert bench_figures.resolve("bench_cold_start:kernel_import")[0] == unit
 
 
+def _block(script: str, start: str) -> str:
+    """The recorded lines after the one starting with ``start``, up to the next ``k = ``."""
+    text = (RESULTS / f"{script}.txt").read_text(encoding="utf-8")
+    return text.split(f"\n{start}", 1)[1].split("\nk = ", 1)[0]
+
+
+def test_a_scoped_name_reads_its_own_block():
+    # bench_many_groups prints the same rows once per K; `all` is not `all - madd`
+    block = _block("bench_many_groups", "k = 100 ")
+    expected = re.search(r"^\s+all\s+(\d\S* s)$", block, flags=re.M)[1]
+    assert bench_figures.resolve("bench_many_groups:all@k = 100")[0] == expected
+    first = re.search(r"^\s+all\s+(\d\S* s)$", _block("bench_many_groups", "k = 2 "), flags=re.M)
+    assert bench_figures.resolve("bench_many_groups:all")[0] == first[1]
+
+
+def test_a_name_with_punctuation_and_comparisons():
+    parity = _recorded("bench_coverage", r"^coverage, >= 50 rows, parity:\s+(.*?) \(target")
+    assert bench_figures.resolve("bench_coverage:coverage, ≥ 50 rows, parity")[0] == parity
+    width = _recorded("bench_coverage", r"^width / reference, 2 groups:\s+(.*?) \(target")
+    assert bench_figures.resolve("bench_coverage:width / reference, 2 groups")[0] == width
+    failing = _recorded("bench_coverage", r"^cells: \d+, failing targets: (\d+)$")
+    assert bench_figures.resolve("bench_coverage:cells[3]")[0] == failing
+
+
 @pytest.mark.parametrize("text, message", [
     ("bench_madd:no_such_figure", "has no figure 'no_such_figure'"),
+    ("bench_many_groups:all@k = 7", "has no figure 'all' after 'k = 7'"),
     ("bench_nothing:x", "no recorded run"),
     ("bench_cold_start:cold_first[9]", "has no field 9"),
     ("madd_auto_vs_sort", "is not 'script:name'"),
@@ -82,8 +107,16 @@ MADD costs {{bench}}`{{}}× one sort <bench_madd:madd_auto_vs_sort>`.
 ```{{bench-output}} bench_madd
 :section: {_loop_section()}
 ```
+
+```{{bench-output}} bench_coverage
+:section: cell
+:until: == summary
+:grep: coverage:FAIL
+:literal:
+```
 """
-RUNS = "# Runs\n\n(bench-bench_madd)=\n## bench_madd\n\nthe run.\n"
+RUNS = ("# Runs\n\n(bench-bench_madd)=\n## bench_madd\n\nthe run.\n\n"
+        "(bench-bench_coverage)=\n## bench_coverage\n\nthe run.\n")
 
 
 def _build(src: Path, page: str) -> tuple[int, Path]:
@@ -114,6 +147,14 @@ def test_the_role_renders_the_value_linked_to_its_run(tmp_path):
     loop = _recorded("bench_madd", rf"^{re.escape(_loop_section())}: histogram loop (\S+ s)")
     assert f"histogram loop {loop}" in html
     assert "python benchmarks/bench_madd.py" in html
+    # a literal excerpt: the table's header, then only its failing rows, as printed
+    pre = re.findall(r"<pre>(.*?)</pre>", html, flags=re.S)
+    assert len(pre) == 1, html
+    rows = re.sub(r"<[^>]+>", "", pre[0]).splitlines()
+    text = (RESULTS / "bench_coverage.txt").read_text(encoding="utf-8")
+    failing = [row for row in text.split("\n== summary")[0].splitlines()
+               if row.endswith(("coverage:FAIL", "coverage:FAIL width:PASS"))]
+    assert rows[0].startswith("cell ") and rows[1:] == failing
 
 
 def test_a_missing_figure_fails_the_build(tmp_path):
@@ -126,8 +167,8 @@ def test_a_missing_figure_fails_the_build(tmp_path):
 # pages are converted by their owners and join this list then.
 CONVERTED = ["README.md", *(f"docs/{name}.md" for name in (
     "alert-modes", "alert-routing", "alerting", "configuration", "high-availability", "monitor",
-    "reliability", "runbook", "statistics", "getting-started", "evaluator",
-    "spark-and-rollups", "regression"))]
+    "reliability", "runbook", "statistics", "getting-started", "evaluator", "multiclass",
+    "metrics", "intervals", "intervals_scores", "spark-and-rollups", "regression"))]
 
 NUMBER = r"\d[\d,]*(?:\.\d+)?"
 #: what a measured figure looks like: a decimal duration, a timed run, a ratio, a size, a
@@ -173,6 +214,7 @@ def test_the_scan_lets_configured_values_and_quotes_through(line):
     assert hand_typed(line) == []
 
 
+
 @pytest.mark.parametrize("page", CONVERTED)
 def test_no_hand_typed_figure_in_a_converted_page(page):
     assert hand_typed((ROOT / page).read_text(encoding="utf-8")) == []
@@ -197,3 +239,11 @@ def test_every_quoted_figure_of_a_page_is_recorded(page):
                                     flags=re.M):
         _, output = bench_figures.read_result(RESULTS / f"{script}.txt")
         assert bench_figures.section_lines(output, start.strip()), (script, start)
+
+
+def test_the_examples_in_the_parsers_docstrings():
+    # the suite's --doctest-modules covers fairmonitor/ and plugins/ only, not docs/
+    import doctest
+
+    for module in (bench_figures, sys.modules["benchmark_results"]):
+        assert doctest.testmod(module).failed == 0, module.__name__
