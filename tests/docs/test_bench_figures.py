@@ -126,7 +126,7 @@ def test_a_missing_figure_fails_the_build(tmp_path):
 # pages are converted by their owners and join this list then.
 CONVERTED = ["README.md", *(f"docs/{name}.md" for name in (
     "alert-modes", "alert-routing", "alerting", "configuration", "high-availability", "monitor",
-    "reliability", "runbook", "statistics", "getting-started", "evaluator"))]
+    "reliability", "runbook", "statistics", "getting-started", "evaluator", "spark"))]
 
 NUMBER = r"\d[\d,]*(?:\.\d+)?"
 #: what a measured figure looks like: a decimal duration, a timed run, a ratio, a size, a
