@@ -247,9 +247,10 @@ def _on_executors(data: Any, metrics: list[str] | None, predict: Any,
     """Merge and evaluate each window on the executors; collect the reports only.
 
     ``partial_summaries``, then one ``groupBy("window").applyInPandas`` of
-    :func:`~fairmonitor.spark._parts.evaluate_group` over the partials hash-partitioned by
-    window into ``spark.sql.shuffle.partitions`` tasks (explicitly: adaptive execution would
-    coalesce such a small shuffle into one task, one executor evaluating every window).
+    :func:`~fairmonitor.spark._parts.evaluate_group` over the partials repartitioned into
+    ``spark.sql.shuffle.partitions`` tasks (explicitly: adaptive execution would coalesce such
+    a small shuffle into one task, one executor evaluating every window), consecutive windows
+    in different tasks (:func:`_spread`).
     """
     frame, plan = evaluated_windows(data, metrics=metrics, predict=predict, settings=settings,
                                     scanned=scanned, failed=failed, hfm_queries=hfm_queries,
