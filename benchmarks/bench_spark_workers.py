@@ -19,9 +19,10 @@ stage's span, and the driver's CPU seconds (its Python process and its JVM). A s
 the executors' work to dominate: with small windows (2,000 rows) the per-task and per-job costs
 (the driver JVM's scheduling, ~1-2 s of CPU a call, on the same 2 cores as the executors) are
 a large share of the call, so the ratio measures the machine's spare core, not the cluster.
-At 10^5 rows a window, summarizing the rows on the executors is most of the work; windows are
-evaluated in parallel on the executors (``groupBy("window").applyInPandas``), never in a loop
-on the driver (the driver's Python CPU is printed: a few hundredths of a second).
+At 10^5 rows a window the executors' tasks are nearly all of a call (summarizing the rows
+and evaluating the windows about half each); windows are evaluated in parallel on the
+executors (``groupBy("window").applyInPandas``, consecutive windows in different tasks),
+never in a loop on the driver (the driver's Python CPU is printed: about a tenth of a second).
 
 The machine must be quiet: the driver's JVM and Python, the master, the two workers and both
 executors with their Python workers share its cores. ``cat /proc/loadavg`` is printed with
