@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import pickle
 import time
@@ -177,9 +178,68 @@ def evaluated_windows(data: Any, *, metrics: list[str] | None = None, predict: A
                         hfm_queries, seed)
     key_type = partials.schema["window"].dataType.simpleString()
     tasks = int(partials.sparkSession.conf.get("spark.sql.shuffle.partitions") or 200)
-    return (partials.repartition(tasks, "window").groupBy("window")
+    return (_spread(partials, plan, tasks)
             .applyInPandas(group_evaluator(job), f"window {key_type}, rows long, report binary"),
             plan)
+
+
+def _spread(partials: Any, plan: Any, tasks: int) -> Any:
+    """Group the partials by window, consecutive windows of a time grid in different tasks.
+
+    Hash-partitioning the keys themselves leaves tasks with several windows and others with
+    none (24 hourly windows in 48 tasks: 16 tasks, one of 4 windows), so an executor can sit
+    idle while another evaluates a crowded task. A window start's index on the grid, modulo
+    ``tasks``, is its slot, and the partials are hash-partitioned by a value whose Spark hash
+    falls in that slot (:func:`_bucket_table`): windows go round robin over the tasks. Other
+    keys (a window column, the whole data) are hash-partitioned by key. Grouping by (bucket,
+    window) keeps that partitioning (no second shuffle).
+    """
+    if plan.window_us is None or not plan.key_is_long:
+        return partials.repartition(tasks, "window").groupBy("window")
+    values = ", ".join(str(v) for v in _bucket_table(tasks))
+    slot = f"CAST(pmod(window div {plan.window_us}, {tasks}) AS INT) + 1"
+    return (partials.withColumn(_BUCKET, _expr(f"element_at(array({values}), {slot})"))
+            .repartition(tasks, _BUCKET).groupBy(_BUCKET, "window"))
+
+
+_BUCKET = "__fairmonitor_bucket__"
+_MASK = 0xFFFFFFFF
+
+
+def _expr(text: str) -> Any:
+    """``pyspark.sql.functions.expr`` (pyspark imported here only)."""
+    from pyspark.sql import functions
+
+    return functions.expr(text)
+
+
+def _spark_hash_int(value: int, seed: int = 42) -> int:
+    """Spark's ``hash`` of an ``int`` (Murmur3 x86 32-bit, ``Murmur3_x86_32.hashInt``)."""
+    def rotl(x: int, r: int) -> int:
+        return ((x << r) | (x >> (32 - r))) & _MASK
+
+    k = rotl((value & _MASK) * 0xCC9E2D51 & _MASK, 15) * 0x1B873593 & _MASK
+    h = (rotl(seed ^ k, 13) * 5 + 0xE6546B64) & _MASK
+    h ^= 4
+    h = ((h ^ (h >> 16)) * 0x85EBCA6B) & _MASK
+    h = ((h ^ (h >> 13)) * 0xC2B2AE35) & _MASK
+    h ^= h >> 16
+    return h - (1 << 32) if h >> 31 else h
+
+
+@functools.lru_cache(maxsize=16)
+def _bucket_table(tasks: int) -> tuple[int, ...]:
+    """For each task k, the smallest non-negative int whose ``pmod(hash(v), tasks)`` is k.
+
+    >>> [_spark_hash_int(v) % 2 for v in _bucket_table(2)]
+    [0, 1]
+    """
+    table: dict[int, int] = {}
+    value = 0
+    while len(table) < tasks:
+        table.setdefault(_spark_hash_int(value) % tasks, value)
+        value += 1
+    return tuple(table[k] for k in range(tasks))
 
 
 def _on_executors(data: Any, metrics: list[str] | None, predict: Any,
@@ -189,9 +249,10 @@ def _on_executors(data: Any, metrics: list[str] | None, predict: Any,
     """Merge and evaluate each window on the executors; collect the reports only.
 
     ``partial_summaries``, then one ``groupBy("window").applyInPandas`` of
-    :func:`~fairmonitor.spark._parts.evaluate_group` over the partials hash-partitioned by
-    window into ``spark.sql.shuffle.partitions`` tasks (explicitly: adaptive execution would
-    coalesce such a small shuffle into one task, one executor evaluating every window).
+    :func:`~fairmonitor.spark._parts.evaluate_group` over the partials repartitioned into
+    ``spark.sql.shuffle.partitions`` tasks (explicitly: adaptive execution would coalesce such
+    a small shuffle into one task, one executor evaluating every window), consecutive windows
+    in different tasks (:func:`_spread`).
     """
     frame, plan = evaluated_windows(data, metrics=metrics, predict=predict, settings=settings,
                                     scanned=scanned, failed=failed, hfm_queries=hfm_queries,

@@ -168,7 +168,7 @@ def test_a_missing_figure_fails_the_build(tmp_path):
 CONVERTED = ["README.md", *(f"docs/{name}.md" for name in (
     "alert-modes", "alert-routing", "alerting", "configuration", "high-availability", "monitor",
     "reliability", "runbook", "statistics", "getting-started", "evaluator", "multiclass",
-    "metrics", "intervals", "intervals_scores", "spark-and-rollups", "regression"))]
+    "metrics", "intervals", "intervals_scores", "spark-and-rollups", "regression", "spark"))]
 
 NUMBER = r"\d[\d,]*(?:\.\d+)?"
 #: what a measured figure looks like: a decimal duration, a timed run, a ratio, a size, a
