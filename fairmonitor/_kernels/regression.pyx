@@ -24,6 +24,7 @@ groups (both (i, j) and (j, i)).
 
 import numpy as np
 
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.pycapsule cimport PyCapsule_GetPointer
 from libc.math cimport NAN, exp, fabs, floor, isnan, log, sqrt
 from libc.stdint cimport int64_t
@@ -64,13 +65,39 @@ cdef struct _Rate:
     double lam, enlam, a, b, vr, loglam, loginv
 
 
-cdef int64_t _ptrs(bitgen_t *bg, _Rate *r) noexcept nogil:
+# Uniforms are read ahead of the sampler in blocks (one tight loop of ``next_double`` calls,
+# then the sampler reads memory): never more than the draws left will certainly consume, so
+# the generator ends exactly where numpy's call leaves it, whatever the bit generator.
+cdef enum:
+    _BLOCK = 2048
+
+
+cdef struct _Stream:
+    bitgen_t *bg
+    Py_ssize_t pos, filled
+    int64_t later  # uniforms the samples after the current one will consume at least
+    double buf[_BLOCK]
+
+
+cdef inline double _next(_Stream *s) noexcept nogil:
+    cdef Py_ssize_t i, n
+    if s.pos == s.filled:
+        # the current sample consumes this uniform; the later ones at least `later`
+        n = <Py_ssize_t>min(<int64_t>_BLOCK, 1 + s.later)
+        for i in range(n):
+            s.buf[i] = s.bg.next_double(s.bg.state)
+        s.pos, s.filled = 0, n
+    s.pos += 1
+    return s.buf[s.pos - 1]
+
+
+cdef int64_t _ptrs(_Stream *bg, _Rate *r) noexcept nogil:
     """numpy's ``random_poisson_ptrs`` with the rate's constants precomputed."""
     cdef double U, V, us
     cdef int64_t k
     while True:
-        U = bg.next_double(bg.state) - 0.5
-        V = bg.next_double(bg.state)
+        U = _next(bg) - 0.5
+        V = _next(bg)
         us = 0.5 - fabs(U)
         k = <int64_t>floor((2 * r.a / us + r.b) * U + r.lam + 0.43)
         if us >= 0.07 and V <= r.vr:
@@ -82,12 +109,12 @@ cdef int64_t _ptrs(bitgen_t *bg, _Rate *r) noexcept nogil:
             return k
 
 
-cdef int64_t _mult(bitgen_t *bg, double enlam) noexcept nogil:
+cdef int64_t _mult(_Stream *bg, double enlam) noexcept nogil:
     """numpy's ``random_poisson_mult`` given ``exp(-lam)``."""
     cdef double prod = 1.0
     cdef int64_t k = 0
     while True:
-        prod *= bg.next_double(bg.state)
+        prod *= _next(bg)
         if prod > enlam:
             k += 1
         else:
@@ -129,23 +156,43 @@ def poisson_scaled(rng, const double[::1] lam, const double[::1] scale, Py_ssize
     rates_arr = np.empty(m * sizeof(_Rate), dtype=np.uint8)
     cdef unsigned char[::1] rates_bytes = rates_arr
     cdef _Rate *rates = <_Rate *>&rates_bytes[0] if m else NULL
-    cdef bitgen_t *bg = <bitgen_t *>PyCapsule_GetPointer(rng.bit_generator.capsule,
-                                                         "BitGenerator")
-    cdef int64_t k
-    if m == 0:
-        return out_arr
-    _rates(lam, rates)
-    with rng.bit_generator.lock, nogil:
-        for d in range(out.shape[0]):
-            for c in range(m):
-                if rates[c].lam >= 10:
-                    k = _ptrs(bg, &rates[c])
-                elif rates[c].lam == 0:
-                    k = 0
-                else:
-                    k = _mult(bg, rates[c].enlam)
-                out[d, c] = scale[c] * <double>k
+    cdef _Stream *stream = <_Stream *>PyMem_Malloc(sizeof(_Stream))
+    if stream == NULL:
+        raise MemoryError()
+    stream.bg = <bitgen_t *>PyCapsule_GetPointer(rng.bit_generator.capsule, "BitGenerator")
+    stream.pos = stream.filled = 0
+    try:
+        if m:
+            _rates(lam, rates)
+            with rng.bit_generator.lock, nogil:
+                _draw(stream, rates, scale, out)
+    finally:
+        PyMem_Free(stream)
     return out_arr
+
+
+cdef inline int64_t _least(double lam) noexcept nogil:
+    """The uniforms a sample at this rate consumes at least (PTRS 2, multiplication 1)."""
+    return 2 if lam >= 10 else (0 if lam == 0 else 1)
+
+
+cdef void _draw(_Stream *stream, _Rate *rates, const double[::1] scale,
+                double[:, ::1] out) noexcept nogil:
+    cdef Py_ssize_t d, c, m = out.shape[1]
+    cdef int64_t k, per_draw = 0
+    for c in range(m):
+        per_draw += _least(rates[c].lam)
+    stream.later = per_draw * out.shape[0]
+    for d in range(out.shape[0]):
+        for c in range(m):
+            stream.later -= _least(rates[c].lam)
+            if rates[c].lam >= 10:
+                k = _ptrs(stream, &rates[c])
+            elif rates[c].lam == 0:
+                k = 0
+            else:
+                k = _mult(stream, rates[c].enlam)
+            out[d, c] = scale[c] * <double>k
 
 
 cdef void _one_draw(const double[:, ::1] mass, const double[::1] dx, double[:, ::1] cdf,
