@@ -14,7 +14,9 @@ groups (both (i, j) and (j, i)).
   numpy's call would: it is numpy's sampler (``random_poisson``: the multiplication method
   below a rate of 10, Hormann's PTRS from 10, numpy's own ``loggam``) reading the generator's
   ``next_double`` in the same order, with each cell's constants computed once (by the same
-  libm functions numpy's C calls) instead of once a draw.
+  libm functions numpy's C calls) instead of once a draw, the uniforms read ahead in blocks
+  (never more than the remaining samples certainly consume) and the cells of rate 0, which
+  read none, set apart from the loop.
 - :func:`cell_statistics` is ``_cell_statistics``'s numpy formulation within rounding (each
   row summed in turn, where numpy's matrix-vector product sums in its own order: a few units
   in the last place), one pass a draw, each unordered pair once.
@@ -156,6 +158,7 @@ def poisson_scaled(rng, const double[::1] lam, const double[::1] scale, Py_ssize
     rates_arr = np.empty(m * sizeof(_Rate), dtype=np.uint8)
     cdef unsigned char[::1] rates_bytes = rates_arr
     cdef _Rate *rates = <_Rate *>&rates_bytes[0] if m else NULL
+    cdef Py_ssize_t[::1] live = np.flatnonzero(np.asarray(lam)).astype(np.intp)
     cdef _Stream *stream = <_Stream *>PyMem_Malloc(sizeof(_Stream))
     if stream == NULL:
         raise MemoryError()
@@ -165,7 +168,7 @@ def poisson_scaled(rng, const double[::1] lam, const double[::1] scale, Py_ssize
         if m:
             _rates(lam, rates)
             with rng.bit_generator.lock, nogil:
-                _draw(stream, rates, scale, out)
+                _draw(stream, rates, scale, live, out)
     finally:
         PyMem_Free(stream)
     return out_arr
@@ -177,19 +180,25 @@ cdef inline int64_t _least(double lam) noexcept nogil:
 
 
 cdef void _draw(_Stream *stream, _Rate *rates, const double[::1] scale,
-                double[:, ::1] out) noexcept nogil:
-    cdef Py_ssize_t d, c, m = out.shape[1]
+                const Py_ssize_t[::1] live, double[:, ::1] out) noexcept nogil:
+    """Each draw's samples in numpy's order; only the ``live`` cells (rate > 0) read uniforms.
+
+    A zero rate's sample is 0 and reads none: its cell is ``scale * 0`` every draw (NaN for a
+    NaN scale, as numpy's product), written first, so the loop branches on live cells only.
+    """
+    cdef Py_ssize_t d, c, j, m = out.shape[1]
     cdef int64_t k, per_draw = 0
-    for c in range(m):
-        per_draw += _least(rates[c].lam)
+    for j in range(live.shape[0]):
+        per_draw += _least(rates[live[j]].lam)
     stream.later = per_draw * out.shape[0]
     for d in range(out.shape[0]):
         for c in range(m):
+            out[d, c] = scale[c] * 0.0
+        for j in range(live.shape[0]):
+            c = live[j]
             stream.later -= _least(rates[c].lam)
             if rates[c].lam >= 10:
                 k = _ptrs(stream, &rates[c])
-            elif rates[c].lam == 0:
-                k = 0
             else:
                 k = _mult(stream, rates[c].enlam)
             out[d, c] = scale[c] * <double>k

@@ -56,11 +56,24 @@ def test_the_poisson_draws_are_numpys_bit_for_bit(seed: int) -> None:
     lam = np.r_[rng.uniform(0, 30, 200), rng.integers(0, 40, 200), 0.0, 10.0,
                 np.nextafter(10.0, 0.0), 1e-9, 500.0, 5000.5]
     scale = rng.uniform(0.5, 2.0, lam.size)
+    scale[[0, 400, 401]] = np.nan, np.inf, np.nan  # a group without rows: NaN x 0 is NaN
+    lam[[0, 400]] = 0.0
     mine, numpys = np.random.default_rng(seed), np.random.default_rng(seed)
     drawn = poisson_scaled(mine, lam, scale, 300)
-    expected = scale * numpys.poisson(lam, size=(300, lam.size))
+    with np.errstate(invalid="ignore"):
+        expected = scale * numpys.poisson(lam, size=(300, lam.size))
     np.testing.assert_array_equal(drawn, expected)
     assert mine.random() == numpys.random()  # the generator left where numpy leaves it
+
+
+@pytest.mark.parametrize("bit_generator", [np.random.MT19937, np.random.Philox,
+                                           np.random.SFC64])
+def test_the_poisson_draws_follow_any_bit_generator(bit_generator: Any) -> None:
+    lam = np.r_[np.linspace(0.0, 25.0, 51), 0.0, 3.5]
+    mine, numpys = (np.random.Generator(bit_generator(7)) for _ in range(2))
+    drawn = poisson_scaled(mine, lam, np.ones(lam.size), 2500)  # several blocks read ahead
+    np.testing.assert_array_equal(drawn, numpys.poisson(lam, size=(2500, lam.size)))
+    assert mine.random() == numpys.random()
 
 
 def test_the_poisson_kernel_refuses_what_numpy_refuses() -> None:
