@@ -11,6 +11,8 @@ their topic's package and import the kernels inside the function that needs them
 - :mod:`.hfm`: HFM ApproxDist's scan (AcceleDist);
 - :mod:`.intervals`: the score bootstrap's Poisson draws, curves, errors and pair sums, the
   cells' fine histogram, and the rate intervals' joint maxima.
+- :mod:`.regression`: the regression intervals' (group, bin) cell draws (numpy's Poisson
+  sampler, the same numbers) and each draw's KS and Wasserstein-1.
 
 **Policy** (``ARCHITECTURE.md``, "Compiled code"). A kernel is a ``.pyx`` file here,
 compiled ahead of time by ``setup.py`` with the machine's C compiler into an extension module

@@ -234,25 +234,3 @@ def test_the_error_draws_read_at_once_equal_each_draw_alone(bound: Any, loss: An
         assert row[0] == pytest.approx(defined.max() - defined.min(), rel=1e-15)
 
 
-@pytest.mark.parametrize("groups", [2, 5, 12])
-def test_the_w1_pairs_in_chunks_are_the_one_array_products(groups: int) -> None:
-    # the resampled W1 pairs are computed a few draws at a time (cache-sized chunks): each
-    # value must be bit for bit the one (draws x groups x groups x bins) array's, and the
-    # plain sum of |F_i - F_j| dx
-    from fairmonitor.metrics._regression import distribution as d
-
-    rng = np.random.default_rng(groups)
-    lead = np.cumsum(rng.random((37, groups, 255)), axis=-1)
-    lead /= lead[..., -1:]
-    lead[3, 1] = np.nan  # a group without weight in one draw
-    dx = rng.random(255)
-    chunked = d._pair_distances(lead, dx)
-    with np.errstate(invalid="ignore"):
-        whole = np.abs(lead[..., :, None, :] - lead[..., None, :, :]) @ dx
-    np.testing.assert_array_equal(chunked, whole)
-    np.testing.assert_array_equal(d._pair_distances(lead[0], dx), whole[0])  # no draw axis
-    assert chunked[5, 0, 1] == pytest.approx(float(np.sum(np.abs(lead[5, 0] - lead[5, 1])
-                                                          * dx)), rel=1e-13)
-    # one bin: no step between bins, every distance 0 (as the one array gives)
-    np.testing.assert_array_equal(d._pair_distances(lead[:, :, :0], dx[:0]),
-                                  np.zeros((37, groups, groups)))
