@@ -382,6 +382,19 @@ cdef inline Py_ssize_t _cell_of(const double[::1] edges, double x, Py_ssize_t ce
     return lo - 1
 
 
+cdef inline Py_ssize_t _run_end(const double[::1] scores, const double[::1] edges, Py_ssize_t i,
+                                Py_ssize_t cell, Py_ssize_t last) noexcept nogil:
+    """The end of the run of sorted scores from ``i`` in ``cell``: up to its right edge (the
+    last cell: every score left)."""
+    cdef Py_ssize_t n = scores.shape[0], j = i + 1
+    if cell >= last:
+        return n
+    cdef double bound = edges[cell + 1]
+    while j < n and scores[j] < bound:
+        j += 1
+    return j
+
+
 def cells_of_sorted(const double[::1] scores, const double[::1] edges):
     """The non-empty cells of sorted scores: index, count, sum, min and max of each.
 
@@ -401,17 +414,12 @@ def cells_of_sorted(const double[::1] scores, const double[::1] edges):
     cdef int64_t[::1] count = count_
     cdef double[::1] total = total_, low = low_, high = high_
     cdef Py_ssize_t k = 0, cell = 0, i = 0, j
-    cdef double x, bound
+    cdef double x
     with nogil:
         while i < n:
             x = scores[i]
             cell = _cell_of(edges, x, cell, last)
-            j = n  # the run of scores in this cell: up to its right edge (the last: all)
-            if cell < last:
-                j = i + 1
-                bound = edges[cell + 1]
-                while j < n and scores[j] < bound:
-                    j += 1
+            j = _run_end(scores, edges, i, cell, last)
             index[k] = <int32_t>cell
             count[k] = j - i
             total[k] = _sum(&scores[i], j - i)
@@ -442,19 +450,14 @@ def steps_of_sorted(const double[::1] scores, const double[::1] edges, int bits)
     cdef int32_t[::1] index = index_
     cdef int64_t[::1] count = count_, ksum = ksum_, kmin = kmin_, kmax = kmax_
     cdef Py_ssize_t k = 0, cell = 0, i = 0, j, m
-    cdef double x, bound, left, scale, q
+    cdef double x, left, scale, q
     cdef double top = <double>((<int64_t>1 << bits) - 1)
     cdef int64_t step, total, low, high
     with nogil:
         while i < n:
             x = scores[i]
             cell = _cell_of(edges, x, cell, last)
-            j = n  # the run of scores in this cell: up to its right edge (the last: all)
-            if cell < last:
-                j = i + 1
-                bound = edges[cell + 1]
-                while j < n and scores[j] < bound:
-                    j += 1
+            j = _run_end(scores, edges, i, cell, last)
             left = edges[cell]
             scale = <double>(<int64_t>1 << bits) / (edges[cell + 1] - left)
             total, low, high = 0, <int64_t>top, 0
