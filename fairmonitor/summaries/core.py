@@ -496,6 +496,15 @@ class DerivedGroups(Mapping[Any, GroupSummary]):
         return f"DerivedGroups({list(self.heads)!r} from {self.source.name!r})"
 
 
+def _merged_sample(head: GroupSummary, groups: list[GroupSummary], spec: SummarySpec
+                   ) -> dict[str, Any]:
+    """Return the row sample of the union of ``groups``: its ``spec.sample_size`` smallest keys."""
+    keys = np.concatenate([g.sample_keys for g in groups])
+    order = np.argsort(keys, kind="stable")[: spec.sample_size]
+    sample = {c: np.concatenate([g.sample[c] for g in groups])[order] for c in head.sample}
+    return {"sample_keys": keys[order], "sample": sample}
+
+
 def _derive_group(head: GroupSummary, cells: list[GroupSummary], spec: SummarySpec
                   ) -> GroupSummary:
     """One group of a derived attribute, from its stored counts and its cells (see above)."""
@@ -510,10 +519,7 @@ def _derive_group(head: GroupSummary, cells: list[GroupSummary], spec: SummarySp
                 scores, merged = None, _compact_sorted(scores, edges)
         else:
             merged = _merge_many_cells(cells, cell_edges(spec.max_bins))
-    keys = np.concatenate([c.sample_keys for c in cells])
-    order = np.argsort(keys, kind="stable")[: spec.sample_size]
-    sample = {c: np.concatenate([g.sample[c] for g in cells])[order] for c in head.sample}
-    return replace(head, scores=scores, cells=merged, sample_keys=keys[order], sample=sample)
+    return replace(head, scores=scores, cells=merged, **_merged_sample(head, cells, spec))
 
 
 def _derived(name: str, heads: Mapping[Any, GroupSummary],
@@ -737,10 +743,7 @@ def _merge_groups(groups: list[GroupSummary], spec: SummarySpec) -> GroupSummary
             scores = np.sort(np.concatenate([g.scores for g in groups]), kind="stable")
         else:
             cells = _merge_many_cells(groups, cell_edges(spec.max_bins))
-    keys = np.concatenate([g.sample_keys for g in groups])
-    order = np.argsort(keys, kind="stable")[: spec.sample_size]
-    sample = {c: np.concatenate([g.sample[c] for g in groups])[order] for c in head.sample}
-    return replace(head, scores=scores, cells=cells, sample_keys=keys[order], sample=sample)
+    return replace(head, scores=scores, cells=cells, **_merged_sample(head, groups, spec))
 
 
 def merge_all(summaries: list[WindowSummary]) -> WindowSummary:
