@@ -26,7 +26,14 @@ from .config import parse_config
 from .multiclass import build_multiclass_window, multiclass_classes
 from .regression import build_regression_window
 from .reporting import compute_report, robustness_status
-from .tracking import ArtifactWarning, log_metrics, result_metrics, status_tags, step_metrics
+from .tracking import (
+    ArtifactWarning,
+    log_metrics,
+    result_metrics,
+    status_tags,
+    step_metrics,
+    sync_active_run,
+)
 from .truncation import TRUNCATED_TAG, TruncatedDatasetWarning, truncation_message
 from .window import build_window
 
@@ -118,4 +125,5 @@ class FairnessEvaluator(ModelEvaluator):
             tags[TRUNCATED_TAG] = f"true: {truncated}"[:5000]
         log_metrics(run_id, {} if model_id else scalars, step_metrics(report), tags,
                     model_id=model_id, dataset=dataset)
+        sync_active_run(run_id)  # else MLflow re-sends the dataset once per returned metric
         return EvaluationResult(metrics=scalars, artifacts=artifacts, run_id=run_id)
