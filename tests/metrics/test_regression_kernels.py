@@ -1,9 +1,10 @@
-"""The regression intervals' compiled kernels against numpy's formulations (the oracles).
+"""The regression intervals' draws and compiled statistics against independent oracles.
 
-``_kernels/regression.pyx`` replaced, in ``cell_intervals``, numpy's ``rng.poisson`` over a
-(draws, groups, bins) array and the (draws, groups, groups, bins) array pass of KS and W1: the
-draws must be the same numbers from the same generator state, and the intervals the same
-endpoints (to 1e-12) as the numpy computation they replaced, which is spelled out here.
+``cell_intervals`` draws each cell's Poisson counts by inverting the generator's uniforms
+(the oracle: ``scipy.stats.poisson.ppf`` of the same uniforms) and reads KS and W1 of every
+draw in ``_kernels/regression.pyx`` (the oracle: the (draws, groups, groups, bins) numpy pass
+it replaced, spelled out here); the intervals must be the same endpoints (to 1e-12) as that
+computation.
 """
 
 from __future__ import annotations
@@ -12,11 +13,17 @@ from typing import Any
 
 import numpy as np
 import pytest
+from scipy import stats
 
-from fairmonitor._kernels.regression import cell_statistics, poisson_scaled
+from fairmonitor._kernels.regression import cell_statistics
 from fairmonitor.metrics._regression import distribution as d
 from fairmonitor.metrics._regression._common import prepare
-from fairmonitor.metrics._regression._resample import CELL_METHOD, N_RESAMPLES, _interval
+from fairmonitor.metrics._regression._resample import (
+    CELL_METHOD,
+    N_RESAMPLES,
+    _interval,
+    _scaled_draws,
+)
 
 
 def _numpy_statistics(mass: np.ndarray, dx: np.ndarray, scale: float) -> np.ndarray:
@@ -35,7 +42,7 @@ def _numpy_statistics(mass: np.ndarray, dx: np.ndarray, scale: float) -> np.ndar
 
 def _numpy_cell_intervals(counts: np.ndarray, mass: np.ndarray, dx: np.ndarray,
                           scale: float, level: float, seed: int) -> list[Any]:
-    """``cell_intervals`` before the kernels: ``rng.poisson`` and the numpy statistics."""
+    """``cell_intervals`` from scipy's Poisson quantiles and the numpy statistics."""
     rng = np.random.default_rng(seed)
     with np.errstate(invalid="ignore", divide="ignore"):
         unit = np.where(counts > 0, mass / counts, 0.0)
@@ -43,44 +50,38 @@ def _numpy_cell_intervals(counts: np.ndarray, mass: np.ndarray, dx: np.ndarray,
     share = counts.sum(axis=0) / counts.sum()
     expected = counts.sum(axis=1)[:, None] * share[None, :]
     shape = (N_RESAMPLES, *counts.shape)
-    b = _numpy_statistics(unit * rng.poisson(counts, size=shape), dx, scale)
-    z = _numpy_statistics(group_unit[:, None] * rng.poisson(expected, size=shape), dx, scale)
+    b = _numpy_statistics(unit * stats.poisson.ppf(rng.random(shape), counts), dx, scale)
+    z = _numpy_statistics(group_unit[:, None] * stats.poisson.ppf(rng.random(shape), expected),
+                          dx, scale)
     return [_interval(b[:, k], z[:, k], level, N_RESAMPLES, CELL_METHOD) for k in range(3)]
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_the_poisson_draws_are_numpys_bit_for_bit(seed: int) -> None:
+def test_the_draws_are_scipys_poisson_quantiles_of_the_uniforms(seed: int) -> None:
     rng = np.random.default_rng(100 + seed)
-    # both samplers (multiplication below 10, PTRS from 10), their boundary, 0, tiny and
-    # large rates, whole and fractional
+    # 0, tiny, small, around 10, large and fractional rates; a (groups x bins) layout
     lam = np.r_[rng.uniform(0, 30, 200), rng.integers(0, 40, 200), 0.0, 10.0,
-                np.nextafter(10.0, 0.0), 1e-9, 500.0, 5000.5]
-    scale = rng.uniform(0.5, 2.0, lam.size)
-    scale[[0, 400, 401]] = np.nan, np.inf, np.nan  # a group without rows: NaN x 0 is NaN
-    lam[[0, 400]] = 0.0
-    mine, numpys = np.random.default_rng(seed), np.random.default_rng(seed)
-    drawn = poisson_scaled(mine, lam, scale, 300)
+                np.nextafter(10.0, 0.0), 1e-9, 500.0, 5000.5].reshape(2, -1)
+    scale = rng.uniform(0.5, 2.0, lam.shape)
+    scale[0, 0], scale[1, 0] = np.nan, np.inf
+    lam[0, 0] = lam[1, 0] = 0.0  # a group without rows: NaN x 0 is NaN
+    drawn = _scaled_draws(np.random.default_rng(seed), lam, scale, 300)
+    u = np.random.default_rng(seed).random((300, lam.size))  # the same uniforms, C order
     with np.errstate(invalid="ignore"):
-        expected = scale * numpys.poisson(lam, size=(300, lam.size))
-    np.testing.assert_array_equal(drawn, expected)
-    assert mine.random() == numpys.random()  # the generator left where numpy leaves it
+        expected = scale.ravel() * stats.poisson.ppf(u, lam.ravel())
+    assert drawn.shape == (300, *lam.shape)
+    np.testing.assert_array_equal(drawn.reshape(300, -1), expected)
 
 
-@pytest.mark.parametrize("bit_generator", [np.random.MT19937, np.random.Philox,
-                                           np.random.SFC64])
-def test_the_poisson_draws_follow_any_bit_generator(bit_generator: Any) -> None:
-    lam = np.r_[np.linspace(0.0, 25.0, 51), 0.0, 3.5]
-    mine, numpys = (np.random.Generator(bit_generator(7)) for _ in range(2))
-    drawn = poisson_scaled(mine, lam, np.ones(lam.size), 2500)  # several blocks read ahead
-    np.testing.assert_array_equal(drawn, numpys.poisson(lam, size=(2500, lam.size)))
-    assert mine.random() == numpys.random()
-
-
-def test_the_poisson_kernel_refuses_what_numpy_refuses() -> None:
-    for lam in ([-1.0], [np.nan]):
-        with pytest.raises(ValueError):
-            poisson_scaled(np.random.default_rng(0), np.array(lam), np.ones(1), 3)
-    assert poisson_scaled(np.random.default_rng(0), np.zeros(0), np.zeros(0), 4).shape == (4, 0)
+def test_the_draws_have_the_poisson_law() -> None:
+    # means and variances of 20,000 draws at each rate within 5 standard errors of the rate
+    lam = np.array([0.2, 3.5, 9.99, 10.0, 40.0, 700.0])
+    drawn = _scaled_draws(np.random.default_rng(5), lam, np.ones(lam.size), 20_000)
+    mean, var = drawn.mean(axis=0), drawn.var(axis=0, ddof=1)
+    np.testing.assert_array_less(np.abs(mean - lam), 5 * np.sqrt(lam / 20_000))
+    # var of a sample variance of a Poisson: (mu_4 - sigma^4 (n-3)/(n-1)) / n, mu_4 = lam + 3 lam^2
+    se_var = np.sqrt((lam + 3 * lam ** 2 - lam ** 2 * (20_000 - 3) / (20_000 - 1)) / 20_000)
+    np.testing.assert_array_less(np.abs(var - lam), 5 * se_var)
 
 
 @pytest.mark.parametrize(("groups", "bins"), [(2, 256), (5, 40), (9, 1)])

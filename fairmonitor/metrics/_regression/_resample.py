@@ -254,18 +254,24 @@ def cell_intervals(statistic: Callable[[NDArray[np.float64]], Any],
 
 def _scaled_draws(rng: np.random.Generator, rate: NDArray[np.float64],
                   scale: NDArray[np.float64], draws: int) -> NDArray[np.float64]:
-    """``scale * rng.poisson(rate, size=(draws, *rate.shape))``, the same numbers bit for bit.
+    """``scale`` times Poisson(``rate``) counts, ``draws`` of each cell: (draws, *rate.shape).
 
-    Compiled (``_kernels/regression.pyx``): numpy's own sampler, each cell's constants
-    computed once instead of at every draw, the product in the same pass.
+    The score intervals' sampler (``_kernels/intervals.poisson_counts``): each cell's counts
+    invert ``rng``'s uniforms, drawn as one (draws, cells) array, through a CDF table built once
+    per cell (the rate is the same in every draw), about twice as fast as ``rng.poisson``,
+    which recomputes a rate's constants at every sample. The counts are
+    ``scipy.stats.poisson.ppf`` of those uniforms; a cell of rate 0 is 0 (NaN for a NaN scale).
 
     >>> rate, scale = np.array([[0.5, 12.0]]), np.array([[2.0, 0.5]])
     >>> a = _scaled_draws(np.random.default_rng(0), rate, scale, 20)
-    >>> bool((a == scale * np.random.default_rng(0).poisson(rate, size=(20, 1, 2))).all())
+    >>> from scipy import stats
+    >>> u = np.random.default_rng(0).random((20, 2))
+    >>> bool((a.reshape(20, 2) == scale.ravel() * stats.poisson.ppf(u, rate.ravel())).all())
     True
     """
-    from ..._kernels.regression import poisson_scaled
+    from ..._kernels.intervals import poisson_counts, scaled
 
-    flat = poisson_scaled(rng, np.ascontiguousarray(rate, dtype=float).ravel(),
-                          np.ascontiguousarray(scale, dtype=float).ravel(), draws)
-    return flat.reshape(draws, *rate.shape)
+    flat = np.ascontiguousarray(rate, dtype=float).ravel()
+    counts = poisson_counts(flat, rng.random((draws, flat.size)))
+    return scaled(counts, np.ascontiguousarray(scale, dtype=float).ravel()).reshape(
+        draws, *rate.shape)
