@@ -306,11 +306,11 @@ def test_ticks_follow_window_ends_on_the_wall_clock(tmp_path, make_predictions):
                          checkpoint=MemoryCheckpoint(), sink=FakeSink(),
                          listen_address="127.0.0.1:0", settle_seconds=0.1,
                          on_tick=lambda n, results: ticks.append((datetime.now(UTC), results)))
-    thread = threading.Thread(target=svc.run, kwargs={"max_ticks": 4}, daemon=True)
+    thread = threading.Thread(target=svc.run, kwargs={"max_ticks": 6}, daemon=True)
     thread.start()
-    thread.join(20)
+    thread.join(30)
     assert not thread.is_alive()
-    assert len(ticks) == 4
+    assert len(ticks) == 6
     lags = []
     for at, results in ticks[1:]:  # the first tick runs at start-up
         # `at` is taken when the tick has finished; the newest window it evaluated had closed
@@ -318,11 +318,13 @@ def test_ticks_follow_window_ends_on_the_wall_clock(tmp_path, make_predictions):
         lag = (at - results[-1].end).total_seconds()
         assert 0.0 <= lag < 1.0, lag
         lags.append(lag)
-    # Ticks wait `settle_seconds` (0.1 s) after a window end. A tick that fires late on a
-    # loaded machine also evaluates the window that closed meanwhile (seen in CI: one lag of
-    # 0.011 s), so the settle shows in the typical tick, not in every one; APScheduler's timer
-    # may wake a few milliseconds early (seen: 0.095 s).
-    assert sorted(lags)[len(lags) // 2] >= 0.09, lags
+    # Ticks wait `settle_seconds` (0.1 s) after a window end (the schedule itself is checked
+    # exactly by test_next_tick_is_the_next_window_end_plus_settle). A tick that fires late on
+    # a loaded machine also evaluates the window that closed meanwhile (seen in CI: a lag of
+    # 0.011 s; under a parallel suite two of three ticks once read 0.05 s), so here the
+    # settle need only show in some tick; APScheduler's timer may wake a few milliseconds
+    # early (seen: 0.095 s).
+    assert max(lags) >= 0.09, lags
     ends = [r.end for _, results in ticks for r in results]
     steps = [(b - a).total_seconds() for a, b in zip(ends, ends[1:], strict=False)]
     assert steps == [1.0] * (len(ends) - 1)
