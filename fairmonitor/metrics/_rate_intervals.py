@@ -52,7 +52,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from ._intervals import MAX_RATE_GROUPS, N_DRAWS, Interval, _quantile, _rng, _undefined, _z
 
-__all__ = ["mover_ratio", "newcombe_difference", "rate_gap_interval", "wilson_interval"]
+__all__ = ["folded_far", "mover_ratio", "newcombe_difference", "rate_gap_interval",
+           "wilson_interval"]
 
 #: Pairs in contention beyond which the critical value is Bonferroni's (conservative) instead
 #: of the simulated maximum: bounds the draws' cost at many tied groups.
@@ -261,9 +262,9 @@ def _mirrored(fam: NDArray[np.intp], i: NDArray[np.intp], j: NDArray[np.intp]) -
 
 
 def _critical(sd: _F, fam: NDArray[np.intp], i: NDArray[np.intp], j: NDArray[np.intp],
-              shift: _F, settled: bool, tail: float, n_draws: int, rng: Any
-              ) -> tuple[float, float]:
-    """(towards parity, away from it): the joint critical values of the pairs in contention.
+              shift: _F, settled: bool, tail: float, n_draws: int, rng: Any,
+              apart: _F | None = None) -> tuple[float, float, float]:
+    """(towards parity, away from it, towards it once settled): the pairs' joint critical values.
 
     With independent Gaussian group errors ``e ~ N(0, sd^2)`` and ``T = (e_i - e_j) / se``:
     towards parity the ``1 - tail`` quantile of ``max T`` (every pair may be the extreme);
@@ -273,17 +274,21 @@ def _critical(sd: _F, fam: NDArray[np.intp], i: NDArray[np.intp], j: NDArray[np.
     their maximum and a single pair's ``z_{1 - tail}`` would over-cover. Never above
     ``z_{1 - tail}`` (one pair's bound, valid whatever the ties), and kept at it unless the
     extreme is ``settled`` (its Bonferroni-level bound excludes parity): near parity the
-    sign is in doubt and the bound must be the folded one's.
+    sign is in doubt and the bound must be the folded one's. The third, towards parity once
+    the extreme is settled: the ``1 - tail`` quantile of ``max (T - apart)``, ``apart`` being
+    each pair's shift less its one-sided ``1 - tail`` margin of error (a pair surely below the
+    extreme no longer counts in full; pairs that may tie with it still do), never above the
+    first (the first where ``apart`` is None).
     """
     normal = NormalDist()
     z = normal.inv_cdf(1.0 - tail)
     mirrored = _mirrored(fam, i, j)
     if fam.size == 1:
-        return z, z
-    if fam.size == 2 and mirrored:
-        return normal.inv_cdf(1.0 - tail / 2.0), z  # the two orders of one pair: |T|
-    if fam.size > MAX_SIMULATED_PAIRS:
-        return normal.inv_cdf(1.0 - tail / fam.size), z  # Bonferroni: conservative
+        return z, z, z
+    if fam.size == 2 and mirrored:  # the two orders of one pair: |T|; settled, one order
+        return normal.inv_cdf(1.0 - tail / 2.0), z, z
+    if fam.size > MAX_SIMULATED_PAIRS:  # Bonferroni: conservative
+        return normal.inv_cdf(1.0 - tail / fam.size), z, normal.inv_cdf(1.0 - tail / fam.size)
     from .._kernels.intervals import pair_maxima  # one pass over draws x pairs
 
     cells, where = np.unique(np.concatenate([fam * sd.shape[1] + i, fam * sd.shape[1] + j]),
@@ -293,9 +298,13 @@ def _critical(sd: _F, fam: NDArray[np.intp], i: NDArray[np.intp], j: NDArray[np.
                                    where[:fam.size], where[fam.size:], se, shift)
     near = _quantile(top, 1.0 - tail)
     if not settled:
-        return near, z
+        return near, z, near
     far = -_quantile(top_shifted, tail)
-    return near, min(max(far, 0.0), z)
+    if apart is None:
+        return near, min(max(far, 0.0), z), near
+    _, top_apart = pair_maxima(_normal(rng, n_draws, cells.size), sd.ravel()[cells],
+                               where[:fam.size], where[fam.size:], se, apart)
+    return near, min(max(far, 0.0), z), min(_quantile(top_apart, 1.0 - tail), near)
 
 
 def _null_rates(gen: np.random.Generator, size: NDArray[np.int64], rate: float,
@@ -481,17 +490,21 @@ def _bounds(x: _F, n: _F, fam: NDArray[np.intp], i: NDArray[np.intp], j: NDArray
     near = lower <= upper.min() if ratio else upper >= lower.max()
     near[best] = True
     extreme = float(upper.min() if ratio else lower.max())
+    # two groups: away from parity, the folded statistic's test (both tails counted)
+    far = _folded_pair(x, n, fam, i, j, tail) if fam.size == 2 and _mirrored(fam, i, j) \
+        else None
     return _contention(x, n, fam[near], i[near], j[near], ratio, extreme, float(est[best]),
-                       tail, n_draws, rng)
+                       tail, n_draws, rng, far)
 
 
 def _contention(x: _F, n: _F, f: NDArray[np.intp], a: NDArray[np.intp], b: NDArray[np.intp],
-                ratio: bool, extreme: float, value: float, tail: float, n_draws: int, rng: Any
-                ) -> tuple[float, float, float]:
+                ratio: bool, extreme: float, value: float, tail: float, n_draws: int, rng: Any,
+                far: float | None = None) -> tuple[float, float, float]:
     """(value, lower, upper) from the pairs in contention ``(f, a, b)``.
 
     ``extreme`` is the extreme over every pair of the bound towards parity at Bonferroni's
-    level (the largest lower bound of a gap, the smallest upper bound of a ratio).
+    level (the largest lower bound of a gap, the smallest upper bound of a ratio); ``far``,
+    two groups' critical value away from parity (:func:`_folded_pair`).
     """
     # Agresti-Caffo standard errors weigh the pairs' joint critical values (never 0); a
     # group left out (0 trials, its successes possibly kept by the caller) is in no pair
@@ -503,13 +516,123 @@ def _contention(x: _F, n: _F, f: NDArray[np.intp], a: NDArray[np.intp], b: NDArr
         sd, gap = np.sqrt(q * (1.0 - q) / (n + 2.0)), x[f, a] / n[f, a] - x[f, b] / n[f, b]
     shift = (gap.max() - gap) / np.hypot(sd[f, a], sd[f, b])
     settled = extreme < 1.0 if ratio else extreme > 0.0
-    c_near, c_far = _critical(sd, f, a, b, shift, settled, tail, n_draws, rng)
+    apart = _apart(sd, f, a, b, gap, shift, tail) if settled else None
+    c_near, c_far, c_settled = _critical(sd, f, a, b, shift, settled, tail, n_draws, rng,
+                                         apart)
+    if far is not None:
+        c_far = min(c_far, far)
+    lower, upper = _combine(x, n, f, a, b, ratio, c_near, c_far, value)
+    if c_settled < c_near and (upper < 1.0 if ratio else lower > 0.0):
+        # parity is excluded at the joint critical value (so, at parity, in at most `tail` of
+        # windows, as before); how far the bound is from parity is then the extreme's business
+        lower, upper = _combine(x, n, f, a, b, ratio, c_settled, c_far, value)
+    return value, lower, upper
+
+
+def _apart(sd: _F, f: NDArray[np.intp], a: NDArray[np.intp], b: NDArray[np.intp], gap: _F,
+           shift: _F, tail: float) -> _F:
+    """Each pair's distance below the extreme in SEs, less its one-sided margin of error.
+
+    The difference of the extreme pair's gap and a pair's, ``(e_a* - e_b*) - (e_a - e_b)``,
+    has the variance of its group terms (a group in both pairs on the same side cancels, on
+    opposite sides doubles); the margin is ``z_{1 - tail}`` of its SE, over the pair's own SE.
+    """
+    top = int(np.argmax(gap))
+    keys = np.stack([f[top] * sd.shape[1] + np.full(f.size, a[top]),
+                     f[top] * sd.shape[1] + np.full(f.size, b[top]),
+                     f * sd.shape[1] + a, f * sd.shape[1] + b], axis=1)
+    coef = np.array([1.0, -1.0, -1.0, 1.0])
+    sds = sd.ravel()[keys]
+    var = np.zeros(f.size)
+    for k in range(4):  # sum over term pairs of the same group: (sum of its coefficients)^2
+        for m in range(4):
+            var += np.where(keys[:, k] == keys[:, m], coef[k] * coef[m] * sds[:, k] ** 2, 0.0)
+    margin = NormalDist().inv_cdf(1.0 - tail) * np.sqrt(np.maximum(var, 0.0))
+    return np.maximum(shift - margin / np.hypot(sd[f, a], sd[f, b]), 0.0)
+
+
+def _combine(x: _F, n: _F, f: NDArray[np.intp], a: NDArray[np.intp], b: NDArray[np.intp],
+             ratio: bool, c_near: float, c_far: float, value: float) -> tuple[float, float]:
+    """Return (lower, upper), the extreme of the pairs' bounds, clipped.
+
+    At the critical values towards parity (``c_near``) and away from it (``c_far``), within the
+    metric's range and holding ``value``.
+    """
     if ratio:
         lower, upper = _pair_bounds(x, n, f, a, b, True, c_far, c_near)
-        return value, float(min(lower.min(), value)), float(min(max(upper.min(), value), 1.0))
+        return float(min(lower.min(), value)), float(min(max(upper.min(), value), 1.0))
     lower, upper = _pair_bounds(x, n, f, a, b, False, c_near, c_far)
-    return (value, float(min(max(lower.max(), 0.0), value)),
-            float(min(max(upper.max(), value), 1.0)))
+    return float(min(max(lower.max(), 0.0), value)), float(min(max(upper.max(), value), 1.0))
+
+
+# ---------------------------------------------------------------------------------------------
+# Two groups: the bound away from parity from inverting the test of the folded statistic
+
+#: Away from parity the folded test's critical value is at least this (in standard errors): the
+#: exact inversion puts the upper bound on the estimate itself within 0.03 SE of parity (an
+#: interval [0, 0] at equal counts); the floor costs coverage only below half an SE of gap.
+FOLDED_FLOOR = 0.5
+#: Critical values on which a pair's distance from parity is first read off its Newcombe bound
+#: (then on a finer grid within the bracket found).
+_FOLD_Z = np.linspace(0.0, 8.0, 129)
+
+
+def folded_far(x: float, tail: float) -> float:
+    """Return the folded test's critical value away from parity at ``x`` standard errors.
+
+    For ``X ~ N(theta, 1)`` and the target ``|theta|``, the upper end of the interval from
+    inverting the test on ``|X|`` at ``|X| = x`` is the ``t`` with ``P_t(|X| <= x) = tail``,
+    both tails of ``X`` counted: ``t = x + z`` with ``Phi(-z) - Phi(-2x - z) = tail``. That
+    bound misses ``|theta|`` in exactly ``tail`` of draws at every ``theta != 0``, where the
+    folded signed bound ``x + z_{1-tail}`` cannot miss while ``|theta| < z_{1-tail}``. The
+    value is at least :data:`FOLDED_FLOOR` (``z`` would be 0 within 0.03 SE of parity at 95%),
+    and exactly ``z_{1-tail}`` where the other tail is below ``1e-12`` of ``tail``.
+
+    Examples
+    --------
+    >>> round(folded_far(0.5, 0.025), 3), folded_far(3.0, 0.025) == folded_far(9.0, 0.025)
+    (1.932, True)
+    """
+    normal = NormalDist()
+    z1 = normal.inv_cdf(1.0 - tail)
+    if normal.cdf(-2.0 * x - z1) < 1e-12 * tail:
+        return z1
+    lo, hi = 0.0, z1  # the left side decreases in z >= 0, and is at most tail at z1
+    for _ in range(60):
+        mid = (lo + hi) / 2.0
+        if normal.cdf(-mid) - normal.cdf(-2.0 * x - mid) > tail:
+            lo = mid
+        else:
+            hi = mid
+    return max(hi, FOLDED_FLOOR)
+
+
+def _folded_pair(x: _F, n: _F, fam: NDArray[np.intp], i: NDArray[np.intp], j: NDArray[np.intp],
+                 tail: float) -> float:
+    """Two groups' critical value away from parity (``(fam, i, j)`` the pair's two orders).
+
+    The distance from parity in standard errors is the critical value at which the pair's
+    Newcombe lower bound of ``|p1 - p2|`` reaches 0 (the score statistic), read at the gap plus
+    half a step of the smaller group's rate, ``0.5 / n``: the continuity correction of
+    ``P(|X| <= x)`` for counts (without it a tie, frequent at small counts, would read as
+    exact parity and get the floor).
+    """
+    p = x / np.where(n > 0, n, 1.0)
+    f, hi, lo = fam[0], i[0], j[0]
+    if p[f, hi] < p[f, lo]:
+        hi, lo = lo, hi
+    gap = p[f, hi] - p[f, lo] + 0.5 / min(n[f, hi], n[f, lo])
+
+    def half_width(z: _F) -> _F:  # Newcombe's lower one, nondecreasing in z (the accumulate
+        l_hi, _ = wilson_interval(x[f, hi], n[f, hi], z)  # guards rounding)
+        _, u_lo = wilson_interval(x[f, lo], n[f, lo], z)
+        return np.maximum.accumulate(np.hypot(p[f, hi] - l_hi, u_lo - p[f, lo]))
+
+    k = int(np.searchsorted(half_width(_FOLD_Z), gap))  # the bracket on the coarse grid
+    if k == 0 or k == _FOLD_Z.size:
+        return folded_far(float(_FOLD_Z[min(k, _FOLD_Z.size - 1)]), tail)
+    z = np.linspace(_FOLD_Z[k - 1], _FOLD_Z[k], 65)  # then 64 steps within it
+    return folded_far(float(np.interp(gap, half_width(z), z)), tail)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -630,7 +753,11 @@ def _gap_in_contention(x: _F, n: _F, defined: NDArray[np.bool_], tail: float, n_
                                      [(f0 * size + i0) * size + j0]]))
     f, rest = np.divmod(keys, size * size)
     a, b = np.divmod(rest, size)
-    return _contention(x, n, f, a, b, False, extreme, value, tail, n_draws, rng)
+    far = None
+    if int((k * (k - 1)).sum()) == 2:  # two groups: as :func:`_bounds`
+        (f2, i2, j2) = (np.array([f0, f0]), np.array([i0, j0]), np.array([j0, i0]))
+        far = _folded_pair(x, n, f2, i2, j2, tail)
+    return _contention(x, n, f, a, b, False, extreme, value, tail, n_draws, rng, far)
 
 
 def _sure_in_contention(p: _F, up: _F, defined: NDArray[np.bool_], extreme: float) -> int:
