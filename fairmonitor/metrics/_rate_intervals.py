@@ -21,14 +21,29 @@ largest (smallest) of the pairs' bounds. Of the two sides:
   keeps the family of those pairs at ``1 - (1 - level) / 2`` jointly: the quantile of the
   largest standardized error over the pairs in contention (those whose Bonferroni-level
   interval reaches the extreme's), from Gaussian draws of the per-group errors (closed form
-  for one pair: ``z_{1 - a/2}``; for the two orders of one pair: ``z_{1 - a/4}``).
+  for one pair: ``z_{1 - a/2}``; for the two orders of one pair: ``z_{1 - a/4}``). Where that
+  bound excludes parity and the extreme is settled, its value uses the same quantile with each
+  pair shifted by its distance below the extreme less that distance's one-sided margin of
+  error (:func:`_apart`): a pair surely below the extreme no longer counts in full, one that
+  may tie with it still does. Which windows exclude parity is unchanged.
 
 So at parity (every pair in contention, both orders) the lower bound of a gap excludes 0 in at
 most ``(1 - level) / 2`` of windows (2.5% at 95%): ``compare: bound`` is then a one-sided test at
 97.5%, as it is away from parity. For two groups whose gap is settled (Newcombe's interval
-at ``z_{1 - a/4}``, 2.24 instead of 1.96 at 95%, excludes 0) the interval is exactly
-Newcombe's; otherwise its lower bound is 0 and its upper bound Newcombe's. Every interval
-holds its point value and stays within the metric's range.
+at ``z_{1 - a/4}``, 2.24 instead of 1.96 at 95%, excludes 0) the lower bound is Newcombe's;
+otherwise it is 0.
+
+Two groups' bound away from parity inverts the test of the folded statistic (issue 25 item 6).
+Folding the signed interval, ``|d| + 1.96 SE`` cannot fall below a true gap under 1.96 SE, so
+near parity it never missed and coverage was 97.5% or more. For ``X ~ N(theta, 1)`` the upper
+end of the interval of ``|theta|`` from ``P_t(|X| <= |x|) = a/2``, both tails of ``X`` counted,
+is ``|x| + z_far(|x|)`` (:func:`folded_far`, ``z_far <= z_{1-a/2}``) and misses ``|theta|`` in
+exactly ``a/2`` of draws at every ``theta != 0``. Carried to the score scale: ``|x|`` is the
+critical value at which the pair's Newcombe lower bound of ``|p1 - p2|`` reaches 0 (at the gap
+plus the continuity correction ``0.5 / n`` of the smaller group), and the bound is Newcombe's
+(MOVER-R's) at ``z_far``, at least :data:`FOLDED_FLOOR`. Two SEs from parity ``z_far`` is
+1.96: the interval is then Newcombe's. Every interval holds its point value and stays within
+the metric's range.
 
 Weighted rates (``sample_weight``): pass Kish's effective number of trials per group,
 ``(sum w)^2 / sum w^2``, as ``effective_trials``; the Wilson intervals then use that ``n`` and
@@ -388,7 +403,7 @@ def rate_gap_interval(
     odds), or with ``ratio=True`` the smallest ``min_k p_k / max_k p_k``. Newcombe's hybrid
     score interval per ordered pair (MOVER-R for a ratio), combined as the module docstring
     says: always inside [0, 1], always containing the point value; for two groups with a
-    settled gap exactly Newcombe's interval.
+    settled gap Newcombe's interval (nearer parity, the folded test's upper bound).
 
     Parameters
     ----------
