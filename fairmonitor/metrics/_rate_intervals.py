@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import math
 import threading
 from statistics import NormalDist
 from typing import Any
@@ -557,11 +558,9 @@ def _apart(sd: _F, f: NDArray[np.intp], a: NDArray[np.intp], b: NDArray[np.intp]
                      f[top] * sd.shape[1] + np.full(f.size, b[top]),
                      f * sd.shape[1] + a, f * sd.shape[1] + b], axis=1)
     coef = np.array([1.0, -1.0, -1.0, 1.0])
-    sds = sd.ravel()[keys]
-    var = np.zeros(f.size)
-    for k in range(4):  # sum over term pairs of the same group: (sum of its coefficients)^2
-        for m in range(4):
-            var += np.where(keys[:, k] == keys[:, m], coef[k] * coef[m] * sds[:, k] ** 2, 0.0)
+    # per group, (the sum of its terms' coefficients)^2 sd^2: over the term pairs of a group
+    same = keys[:, :, None] == keys[:, None, :]
+    var = (same * np.outer(coef, coef) * (sd.ravel()[keys] ** 2)[:, :, None]).sum(axis=(1, 2))
     margin = NormalDist().inv_cdf(1.0 - tail) * np.sqrt(np.maximum(var, 0.0))
     return np.maximum(shift - margin / np.hypot(sd[f, a], sd[f, b]), 0.0)
 
@@ -587,9 +586,9 @@ def _combine(x: _F, n: _F, f: NDArray[np.intp], a: NDArray[np.intp], b: NDArray[
 #: exact inversion puts the upper bound on the estimate itself within 0.03 SE of parity (an
 #: interval [0, 0] at equal counts); the floor costs coverage only below half an SE of gap.
 FOLDED_FLOOR = 0.5
-#: Critical values on which a pair's distance from parity is first read off its Newcombe bound
-#: (then on a finer grid within the bracket found).
-_FOLD_Z = np.linspace(0.0, 8.0, 129)
+#: The largest distance from parity (in SEs) the folded test reads: beyond it ``z_far`` is
+#: ``z_{1-tail}`` (the other tail below 1e-12 of ``tail`` for every ``tail`` above 1e-6).
+_FOLD_TOP = 4.0
 
 
 def folded_far(x: float, tail: float) -> float:
@@ -608,14 +607,17 @@ def folded_far(x: float, tail: float) -> float:
     >>> round(folded_far(0.5, 0.025), 3), folded_far(3.0, 0.025) == folded_far(9.0, 0.025)
     (1.932, True)
     """
-    normal = NormalDist()
-    z1 = normal.inv_cdf(1.0 - tail)
-    if normal.cdf(-2.0 * x - z1) < 1e-12 * tail:
+    z1 = NormalDist().inv_cdf(1.0 - tail)
+
+    def phi(v: float) -> float:  # the normal cdf (math.erfc: NormalDist's, without its calls)
+        return 0.5 * math.erfc(-v / math.sqrt(2.0))
+
+    if phi(-2.0 * x - z1) < 1e-12 * tail:
         return z1
     lo, hi = 0.0, z1  # the left side decreases in z >= 0, and is at most tail at z1
-    for _ in range(60):
+    while hi - lo > 1e-13:
         mid = (lo + hi) / 2.0
-        if normal.cdf(-mid) - normal.cdf(-2.0 * x - mid) > tail:
+        if phi(-mid) - phi(-2.0 * x - mid) > tail:
             lo = mid
         else:
             hi = mid
@@ -637,17 +639,45 @@ def _folded_pair(x: _F, n: _F, fam: NDArray[np.intp], i: NDArray[np.intp], j: ND
     if p[f, hi] < p[f, lo]:
         hi, lo = lo, hi
     gap = p[f, hi] - p[f, lo] + 0.5 / min(n[f, hi], n[f, lo])
+    counts, trials = x[f, [hi, lo]], n[f, [hi, lo]]
 
-    def half_width(z: _F) -> _F:  # Newcombe's lower one, nondecreasing in z (the accumulate
-        l_hi, _ = wilson_interval(x[f, hi], n[f, hi], z)  # guards rounding)
-        _, u_lo = wilson_interval(x[f, lo], n[f, lo], z)
-        return np.maximum.accumulate(np.hypot(p[f, hi] - l_hi, u_lo - p[f, lo]))
+    def excess(z: float) -> float:
+        # Newcombe's lower half-width at z (the higher rate's Wilson lower bound, the lower
+        # rate's upper: both groups in one call), less the gap; nondecreasing in z
+        lower, upper = wilson_interval(counts, trials, z)
+        return math.hypot(p[f, hi] - lower[0], upper[1] - p[f, lo]) - gap
 
-    k = int(np.searchsorted(half_width(_FOLD_Z), gap))  # the bracket on the coarse grid
-    if k == 0 or k == _FOLD_Z.size:
-        return folded_far(float(_FOLD_Z[min(k, _FOLD_Z.size - 1)]), tail)
-    z = np.linspace(_FOLD_Z[k - 1], _FOLD_Z[k], 65)  # then 64 steps within it
-    return folded_far(float(np.interp(gap, half_width(z), z)), tail)
+    return folded_far(_root(excess, 0.0, _FOLD_TOP), tail)
+
+
+def _root(excess: Any, low: float, high: float) -> float:
+    """Return where a nondecreasing ``excess`` crosses 0 in ``[low, high]`` (the end beyond).
+
+    Regula falsi with the Illinois halving (superlinear, a handful of evaluations), kept
+    inside the bracket.
+    """
+    f_low, f_high = excess(low), excess(high)
+    if f_low >= 0.0:
+        return low
+    if f_high <= 0.0:
+        return high
+    side = 0
+    for _ in range(100):
+        mid = high - f_high * (high - low) / (f_high - f_low)
+        f_mid = excess(mid)
+        if f_mid == 0.0 or high - low < 1e-9:
+            return mid
+        if f_mid > 0.0:
+            high, f_high = mid, f_mid
+            if side == 1:
+                f_low /= 2.0
+            side = 1
+        else:
+            low, f_low = mid, f_mid
+            if side == -1:
+                f_high /= 2.0
+            side = -1
+    return mid
 
 
 # ---------------------------------------------------------------------------------------------
