@@ -270,18 +270,25 @@ def why(r: Result) -> str:
     towards, away = (r.below, r.above) if ratio else (r.above, r.below)
     smallest = cell.n * min(cell.rate, 1 - cell.rate)
     reasons = [f"towards parity misses {100 * towards:.1f}%, away {100 * away:.1f}%"]
-    if cell.gap_se < Z and away == 0:
-        reasons.append("folded: the truth of a gap below 1.96 SE cannot lie beyond the bound "
-                       "away from parity, so coverage is 1 - the other bound's misses")
+    several = cell.groups > 2 or cell.metric == "equalized_odds"
+    if several and cell.gap_se < Z and away < 0.005:
+        reasons.append("extreme of several pairs: the pairs without a gap keep the bound away "
+                       "from parity above a truth below ~2 SE, so coverage is about 1 - the "
+                       "other bound's misses")
     if cell.metric == "equalized_odds":
-        reasons.append("equalized odds: the FPR family's pairs (no gap) stay in contention "
-                       "with the TPR pairs, so the joint critical value spans both families")
+        reasons.append("equalized odds: the FPR family's pairs (no gap) count in full towards "
+                       "parity until the TPR gap is clear of them by the margin of error of "
+                       "the two families' difference (2.8 SE)")
     if cell.groups > 2:
-        reasons.append("k > 2: the bound towards parity keeps the joint critical value that "
-                       "holds parity at 2.5%, which one group's small gap exceeds more rarely")
+        reasons.append("k > 2: towards parity, the pairs that may tie with the extreme (the "
+                       "apart group's k - 1 pairs) share the joint critical value")
     if smallest < 10:
-        reasons.append(f"discrete: {smallest:.0f} expected successes in the smallest group "
-                       "(Wilson/Clopper-Pearson tails)")
+        cp = 1 - 0.025 ** (1 / cell.n)  # Clopper-Pearson's 97.5% upper bound of 0 of n
+        reasons.append(f"discrete: {smallest:.0f} expected successes in the smallest group"
+                       + (f"; a 97.5% upper bound of its rate from 0 of {cell.n} rows is "
+                          f"{cp:.3f}, {cp / cell.delta:.1f}x the true gap, so the bound away "
+                          "from parity cannot miss it" if cp > cell.delta else
+                          " (Wilson/Clopper-Pearson tails)"))
     return "; ".join(reasons)
 
 

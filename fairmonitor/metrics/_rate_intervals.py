@@ -21,14 +21,29 @@ largest (smallest) of the pairs' bounds. Of the two sides:
   keeps the family of those pairs at ``1 - (1 - level) / 2`` jointly: the quantile of the
   largest standardized error over the pairs in contention (those whose Bonferroni-level
   interval reaches the extreme's), from Gaussian draws of the per-group errors (closed form
-  for one pair: ``z_{1 - a/2}``; for the two orders of one pair: ``z_{1 - a/4}``).
+  for one pair: ``z_{1 - a/2}``; for the two orders of one pair: ``z_{1 - a/4}``). Where that
+  bound excludes parity and the extreme is settled, its value uses the same quantile with each
+  pair shifted by its distance below the extreme less that distance's one-sided margin of
+  error (:func:`_apart`): a pair surely below the extreme no longer counts in full, one that
+  may tie with it still does. Which windows exclude parity is unchanged.
 
 So at parity (every pair in contention, both orders) the lower bound of a gap excludes 0 in at
 most ``(1 - level) / 2`` of windows (2.5% at 95%): ``compare: bound`` is then a one-sided test at
 97.5%, as it is away from parity. For two groups whose gap is settled (Newcombe's interval
-at ``z_{1 - a/4}``, 2.24 instead of 1.96 at 95%, excludes 0) the interval is exactly
-Newcombe's; otherwise its lower bound is 0 and its upper bound Newcombe's. Every interval
-holds its point value and stays within the metric's range.
+at ``z_{1 - a/4}``, 2.24 instead of 1.96 at 95%, excludes 0) the lower bound is Newcombe's;
+otherwise it is 0.
+
+Two groups' bound away from parity inverts the test of the folded statistic (issue 25 item 6).
+Folding the signed interval, ``|d| + 1.96 SE`` cannot fall below a true gap under 1.96 SE, so
+near parity it never missed and coverage was 97.5% or more. For ``X ~ N(theta, 1)`` the upper
+end of the interval of ``|theta|`` from ``P_t(|X| <= |x|) = a/2``, both tails of ``X`` counted,
+is ``|x| + z_far(|x|)`` (:func:`folded_far`, ``z_far <= z_{1-a/2}``) and misses ``|theta|`` in
+exactly ``a/2`` of draws at every ``theta != 0``. Carried to the score scale: ``|x|`` is the
+critical value at which the pair's Newcombe lower bound of ``|p1 - p2|`` reaches 0 (at the gap
+plus the continuity correction ``0.5 / n`` of the smaller group), and the bound is Newcombe's
+(MOVER-R's) at ``z_far``, at least :data:`FOLDED_FLOOR`. Two SEs from parity ``z_far`` is
+1.96: the interval is then Newcombe's. Every interval holds its point value and stays within
+the metric's range.
 
 Weighted rates (``sample_weight``): pass Kish's effective number of trials per group,
 ``(sum w)^2 / sum w^2``, as ``effective_trials``; the Wilson intervals then use that ``n`` and
@@ -43,6 +58,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import math
 import threading
 from statistics import NormalDist
 from typing import Any
@@ -52,7 +68,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from ._intervals import MAX_RATE_GROUPS, N_DRAWS, Interval, _quantile, _rng, _undefined, _z
 
-__all__ = ["mover_ratio", "newcombe_difference", "rate_gap_interval", "wilson_interval"]
+__all__ = ["folded_far", "mover_ratio", "newcombe_difference", "rate_gap_interval",
+           "wilson_interval"]
 
 #: Pairs in contention beyond which the critical value is Bonferroni's (conservative) instead
 #: of the simulated maximum: bounds the draws' cost at many tied groups.
@@ -261,9 +278,9 @@ def _mirrored(fam: NDArray[np.intp], i: NDArray[np.intp], j: NDArray[np.intp]) -
 
 
 def _critical(sd: _F, fam: NDArray[np.intp], i: NDArray[np.intp], j: NDArray[np.intp],
-              shift: _F, settled: bool, tail: float, n_draws: int, rng: Any
-              ) -> tuple[float, float]:
-    """(towards parity, away from it): the joint critical values of the pairs in contention.
+              shift: _F, settled: bool, tail: float, n_draws: int, rng: Any,
+              apart: _F | None = None) -> tuple[float, float, float]:
+    """(towards parity, away from it, towards it once settled): the pairs' joint critical values.
 
     With independent Gaussian group errors ``e ~ N(0, sd^2)`` and ``T = (e_i - e_j) / se``:
     towards parity the ``1 - tail`` quantile of ``max T`` (every pair may be the extreme);
@@ -273,17 +290,21 @@ def _critical(sd: _F, fam: NDArray[np.intp], i: NDArray[np.intp], j: NDArray[np.
     their maximum and a single pair's ``z_{1 - tail}`` would over-cover. Never above
     ``z_{1 - tail}`` (one pair's bound, valid whatever the ties), and kept at it unless the
     extreme is ``settled`` (its Bonferroni-level bound excludes parity): near parity the
-    sign is in doubt and the bound must be the folded one's.
+    sign is in doubt and the bound must be the folded one's. The third, towards parity once
+    the extreme is settled: the ``1 - tail`` quantile of ``max (T - apart)``, ``apart`` being
+    each pair's shift less its one-sided ``1 - tail`` margin of error (a pair surely below the
+    extreme no longer counts in full; pairs that may tie with it still do), never above the
+    first (the first where ``apart`` is None).
     """
     normal = NormalDist()
     z = normal.inv_cdf(1.0 - tail)
     mirrored = _mirrored(fam, i, j)
     if fam.size == 1:
-        return z, z
-    if fam.size == 2 and mirrored:
-        return normal.inv_cdf(1.0 - tail / 2.0), z  # the two orders of one pair: |T|
-    if fam.size > MAX_SIMULATED_PAIRS:
-        return normal.inv_cdf(1.0 - tail / fam.size), z  # Bonferroni: conservative
+        return z, z, z
+    if fam.size == 2 and mirrored:  # the two orders of one pair: |T|; settled, one order
+        return normal.inv_cdf(1.0 - tail / 2.0), z, z
+    if fam.size > MAX_SIMULATED_PAIRS:  # Bonferroni: conservative
+        return normal.inv_cdf(1.0 - tail / fam.size), z, normal.inv_cdf(1.0 - tail / fam.size)
     from .._kernels.intervals import pair_maxima  # one pass over draws x pairs
 
     cells, where = np.unique(np.concatenate([fam * sd.shape[1] + i, fam * sd.shape[1] + j]),
@@ -293,9 +314,13 @@ def _critical(sd: _F, fam: NDArray[np.intp], i: NDArray[np.intp], j: NDArray[np.
                                    where[:fam.size], where[fam.size:], se, shift)
     near = _quantile(top, 1.0 - tail)
     if not settled:
-        return near, z
+        return near, z, near
     far = -_quantile(top_shifted, tail)
-    return near, min(max(far, 0.0), z)
+    if apart is None:
+        return near, min(max(far, 0.0), z), near
+    _, top_apart = pair_maxima(_normal(rng, n_draws, cells.size), sd.ravel()[cells],
+                               where[:fam.size], where[fam.size:], se, apart)
+    return near, min(max(far, 0.0), z), min(_quantile(top_apart, 1.0 - tail), near)
 
 
 def _null_rates(gen: np.random.Generator, size: NDArray[np.int64], rate: float,
@@ -379,7 +404,7 @@ def rate_gap_interval(
     odds), or with ``ratio=True`` the smallest ``min_k p_k / max_k p_k``. Newcombe's hybrid
     score interval per ordered pair (MOVER-R for a ratio), combined as the module docstring
     says: always inside [0, 1], always containing the point value; for two groups with a
-    settled gap exactly Newcombe's interval.
+    settled gap Newcombe's interval (nearer parity, the folded test's upper bound).
 
     Parameters
     ----------
@@ -481,17 +506,21 @@ def _bounds(x: _F, n: _F, fam: NDArray[np.intp], i: NDArray[np.intp], j: NDArray
     near = lower <= upper.min() if ratio else upper >= lower.max()
     near[best] = True
     extreme = float(upper.min() if ratio else lower.max())
+    # two groups: away from parity, the folded statistic's test (both tails counted)
+    far = _folded_pair(x, n, fam, i, j, tail) if fam.size == 2 and _mirrored(fam, i, j) \
+        else None
     return _contention(x, n, fam[near], i[near], j[near], ratio, extreme, float(est[best]),
-                       tail, n_draws, rng)
+                       tail, n_draws, rng, far)
 
 
 def _contention(x: _F, n: _F, f: NDArray[np.intp], a: NDArray[np.intp], b: NDArray[np.intp],
-                ratio: bool, extreme: float, value: float, tail: float, n_draws: int, rng: Any
-                ) -> tuple[float, float, float]:
+                ratio: bool, extreme: float, value: float, tail: float, n_draws: int, rng: Any,
+                far: float | None = None) -> tuple[float, float, float]:
     """(value, lower, upper) from the pairs in contention ``(f, a, b)``.
 
     ``extreme`` is the extreme over every pair of the bound towards parity at Bonferroni's
-    level (the largest lower bound of a gap, the smallest upper bound of a ratio).
+    level (the largest lower bound of a gap, the smallest upper bound of a ratio); ``far``,
+    two groups' critical value away from parity (:func:`_folded_pair`).
     """
     # Agresti-Caffo standard errors weigh the pairs' joint critical values (never 0); a
     # group left out (0 trials, its successes possibly kept by the caller) is in no pair
@@ -503,13 +532,152 @@ def _contention(x: _F, n: _F, f: NDArray[np.intp], a: NDArray[np.intp], b: NDArr
         sd, gap = np.sqrt(q * (1.0 - q) / (n + 2.0)), x[f, a] / n[f, a] - x[f, b] / n[f, b]
     shift = (gap.max() - gap) / np.hypot(sd[f, a], sd[f, b])
     settled = extreme < 1.0 if ratio else extreme > 0.0
-    c_near, c_far = _critical(sd, f, a, b, shift, settled, tail, n_draws, rng)
+    apart = _apart(sd, f, a, b, gap, shift, tail) if settled else None
+    c_near, c_far, c_settled = _critical(sd, f, a, b, shift, settled, tail, n_draws, rng,
+                                         apart)
+    if far is not None:
+        c_far = min(c_far, far)
+    lower, upper = _combine(x, n, f, a, b, ratio, c_near, c_far, value)
+    if c_settled < c_near and (upper < 1.0 if ratio else lower > 0.0):
+        # parity is excluded at the joint critical value (so, at parity, in at most `tail` of
+        # windows, as before); how far the bound is from parity is then the extreme's business
+        lower, upper = _combine(x, n, f, a, b, ratio, c_settled, c_far, value)
+    return value, lower, upper
+
+
+def _apart(sd: _F, f: NDArray[np.intp], a: NDArray[np.intp], b: NDArray[np.intp], gap: _F,
+           shift: _F, tail: float) -> _F:
+    """Each pair's distance below the extreme in SEs, less its one-sided margin of error.
+
+    The difference of the extreme pair's gap and a pair's, ``(e_a* - e_b*) - (e_a - e_b)``,
+    has the variance of its group terms (a group in both pairs on the same side cancels, on
+    opposite sides doubles); the margin is ``z_{1 - tail}`` of its SE, over the pair's own SE.
+    """
+    top = int(np.argmax(gap))
+    keys = np.stack([f[top] * sd.shape[1] + np.full(f.size, a[top]),
+                     f[top] * sd.shape[1] + np.full(f.size, b[top]),
+                     f * sd.shape[1] + a, f * sd.shape[1] + b], axis=1)
+    coef = np.array([1.0, -1.0, -1.0, 1.0])
+    # per group, (the sum of its terms' coefficients)^2 sd^2: over the term pairs of a group
+    same = keys[:, :, None] == keys[:, None, :]
+    var = (same * np.outer(coef, coef) * (sd.ravel()[keys] ** 2)[:, :, None]).sum(axis=(1, 2))
+    margin = NormalDist().inv_cdf(1.0 - tail) * np.sqrt(np.maximum(var, 0.0))
+    return np.maximum(shift - margin / np.hypot(sd[f, a], sd[f, b]), 0.0)
+
+
+def _combine(x: _F, n: _F, f: NDArray[np.intp], a: NDArray[np.intp], b: NDArray[np.intp],
+             ratio: bool, c_near: float, c_far: float, value: float) -> tuple[float, float]:
+    """Return (lower, upper), the extreme of the pairs' bounds, clipped.
+
+    At the critical values towards parity (``c_near``) and away from it (``c_far``), within the
+    metric's range and holding ``value``.
+    """
     if ratio:
         lower, upper = _pair_bounds(x, n, f, a, b, True, c_far, c_near)
-        return value, float(min(lower.min(), value)), float(min(max(upper.min(), value), 1.0))
+        return float(min(lower.min(), value)), float(min(max(upper.min(), value), 1.0))
     lower, upper = _pair_bounds(x, n, f, a, b, False, c_near, c_far)
-    return (value, float(min(max(lower.max(), 0.0), value)),
-            float(min(max(upper.max(), value), 1.0)))
+    return float(min(max(lower.max(), 0.0), value)), float(min(max(upper.max(), value), 1.0))
+
+
+# ---------------------------------------------------------------------------------------------
+# Two groups: the bound away from parity from inverting the test of the folded statistic
+
+#: Away from parity the folded test's critical value is at least this (in standard errors): the
+#: exact inversion puts the upper bound on the estimate itself within 0.03 SE of parity (an
+#: interval [0, 0] at equal counts); the floor costs coverage only below half an SE of gap.
+FOLDED_FLOOR = 0.5
+#: The largest distance from parity (in SEs) the folded test reads: beyond it ``z_far`` is
+#: ``z_{1-tail}`` (the other tail below 1e-12 of ``tail`` for every ``tail`` above 1e-6).
+_FOLD_TOP = 4.0
+
+
+def folded_far(x: float, tail: float) -> float:
+    """Return the folded test's critical value away from parity at ``x`` standard errors.
+
+    For ``X ~ N(theta, 1)`` and the target ``|theta|``, the upper end of the interval from
+    inverting the test on ``|X|`` at ``|X| = x`` is the ``t`` with ``P_t(|X| <= x) = tail``,
+    both tails of ``X`` counted: ``t = x + z`` with ``Phi(-z) - Phi(-2x - z) = tail``. That
+    bound misses ``|theta|`` in exactly ``tail`` of draws at every ``theta != 0``, where the
+    folded signed bound ``x + z_{1-tail}`` cannot miss while ``|theta| < z_{1-tail}``. The
+    value is at least :data:`FOLDED_FLOOR` (``z`` would be 0 within 0.03 SE of parity at 95%),
+    and exactly ``z_{1-tail}`` where the other tail is below ``1e-12`` of ``tail``.
+
+    Examples
+    --------
+    >>> round(folded_far(0.5, 0.025), 3), folded_far(3.0, 0.025) == folded_far(9.0, 0.025)
+    (1.932, True)
+    """
+    z1 = NormalDist().inv_cdf(1.0 - tail)
+
+    def phi(v: float) -> float:  # the normal cdf (math.erfc: NormalDist's, without its calls)
+        return 0.5 * math.erfc(-v / math.sqrt(2.0))
+
+    if phi(-2.0 * x - z1) < 1e-12 * tail:
+        return z1
+    lo, hi = 0.0, z1  # the left side decreases in z >= 0, and is at most tail at z1
+    while hi - lo > 1e-13:
+        mid = (lo + hi) / 2.0
+        if phi(-mid) - phi(-2.0 * x - mid) > tail:
+            lo = mid
+        else:
+            hi = mid
+    return max(hi, FOLDED_FLOOR)
+
+
+def _folded_pair(x: _F, n: _F, fam: NDArray[np.intp], i: NDArray[np.intp], j: NDArray[np.intp],
+                 tail: float) -> float:
+    """Two groups' critical value away from parity (``(fam, i, j)`` the pair's two orders).
+
+    The distance from parity in standard errors is the critical value at which the pair's
+    Newcombe lower bound of ``|p1 - p2|`` reaches 0 (the score statistic), read at the gap plus
+    half a step of the smaller group's rate, ``0.5 / n``: the continuity correction of
+    ``P(|X| <= x)`` for counts (without it a tie, frequent at small counts, would read as
+    exact parity and get the floor).
+    """
+    p = x / np.where(n > 0, n, 1.0)
+    f, hi, lo = fam[0], i[0], j[0]
+    if p[f, hi] < p[f, lo]:
+        hi, lo = lo, hi
+    gap = p[f, hi] - p[f, lo] + 0.5 / min(n[f, hi], n[f, lo])
+    counts, trials = x[f, [hi, lo]], n[f, [hi, lo]]
+
+    def excess(z: float) -> float:
+        # Newcombe's lower half-width at z (the higher rate's Wilson lower bound, the lower
+        # rate's upper: both groups in one call), less the gap; nondecreasing in z
+        lower, upper = wilson_interval(counts, trials, z)
+        return math.hypot(p[f, hi] - lower[0], upper[1] - p[f, lo]) - gap
+
+    return folded_far(_root(excess, 0.0, _FOLD_TOP), tail)
+
+
+def _root(excess: Any, low: float, high: float) -> float:
+    """Return where a nondecreasing ``excess`` crosses 0 in ``[low, high]`` (the end beyond).
+
+    Regula falsi with the Illinois halving (superlinear, a handful of evaluations), kept
+    inside the bracket.
+    """
+    f_low, f_high = excess(low), excess(high)
+    if f_low >= 0.0:
+        return low
+    if f_high <= 0.0:
+        return high
+    side = 0
+    for _ in range(100):
+        mid = high - f_high * (high - low) / (f_high - f_low)
+        f_mid = excess(mid)
+        if f_mid == 0.0 or high - low < 1e-9:
+            return mid
+        if f_mid > 0.0:
+            high, f_high = mid, f_mid
+            if side == 1:
+                f_low /= 2.0
+            side = 1
+        else:
+            low, f_low = mid, f_mid
+            if side == -1:
+                f_high /= 2.0
+            side = -1
+    return mid
 
 
 # ---------------------------------------------------------------------------------------------
@@ -630,7 +798,11 @@ def _gap_in_contention(x: _F, n: _F, defined: NDArray[np.bool_], tail: float, n_
                                      [(f0 * size + i0) * size + j0]]))
     f, rest = np.divmod(keys, size * size)
     a, b = np.divmod(rest, size)
-    return _contention(x, n, f, a, b, False, extreme, value, tail, n_draws, rng)
+    far = None
+    if int((k * (k - 1)).sum()) == 2:  # two groups: as :func:`_bounds`
+        (f2, i2, j2) = (np.array([f0, f0]), np.array([i0, j0]), np.array([j0, i0]))
+        far = _folded_pair(x, n, f2, i2, j2, tail)
+    return _contention(x, n, f, a, b, False, extreme, value, tail, n_draws, rng, far)
 
 
 def _sure_in_contention(p: _F, up: _F, defined: NDArray[np.bool_], extreme: float) -> int:

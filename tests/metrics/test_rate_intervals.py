@@ -15,8 +15,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
+from scipy.optimize import brentq
 
-from fairmonitor.metrics._rate_intervals import rate_gap_interval, wilson_interval
+from fairmonitor.metrics import _rate_intervals as ri
+from fairmonitor.metrics._rate_intervals import folded_far, rate_gap_interval, wilson_interval
 
 Z95 = float(stats.norm.ppf(0.975))
 #: the two orders of one pair share 2.5%: each at 1.25% (the lower bound of |p1 - p2|)
@@ -63,6 +65,38 @@ def mover_r(x1: int, n1: int, x2: int, n2: int, z: float) -> tuple[float, float]
     upper = (p1 * p2 + math.sqrt((p1 * p2) ** 2 - u1 * l2 * (2 * p1 - u1) * (2 * p2 - l2))) \
         / (l2 * (2 * p2 - l2))
     return lower, upper
+
+
+def folded_z(x: float, tail: float = 0.025, floor: float = 0.5) -> float:
+    """The folded test's critical value away from parity at ``x`` SEs, from scipy's folded
+    normal: ``t = x + z`` with ``P_t(|X| <= x) = tail``, ``|X| ~ foldnorm(t)`` (at least
+    ``floor``; the floor where no ``t >= x`` solves it)."""
+    def excess(z: float) -> float:
+        return stats.foldnorm.cdf(x, x + z) - tail
+
+    return max(brentq(excess, 0.0, 10.0, xtol=1e-12) if excess(0.0) > 0 else 0.0, floor)
+
+
+def distance(x1: int, n1: int, x2: int, n2: int) -> float:
+    """Two groups' distance from parity in SEs, as the score statistic: the z at which
+    Newcombe's lower bound of |p1 - p2| reaches -0.5 / min(n) (the continuity correction)."""
+    if x1 / n1 < x2 / n2:
+        x1, n1, x2, n2 = x2, n2, x1, n1
+    step = 0.5 / min(n1, n2)
+
+    def lower(z: float) -> float:
+        return newcombe(x1, n1, x2, n2, z)[0] + step
+
+    if lower(1e-9) <= 0:
+        return 0.0
+    return brentq(lower, 1e-9, 8.0, xtol=1e-12) if lower(8.0) < 0 else 8.0
+
+
+def folded_upper(x1: int, n1: int, x2: int, n2: int) -> float:
+    """The upper bound of |p1 - p2|: the larger of the two orders' Newcombe upper bounds at
+    the folded critical value."""
+    lo, hi = newcombe(x1, n1, x2, n2, folded_z(distance(x1, n1, x2, n2)))
+    return min(max(hi, -lo, abs(x1 / n1 - x2 / n2)), 1.0)
 
 
 # ------------------------------------------------------------------ the reported cases
@@ -112,23 +146,32 @@ def test_two_groups_match_newcombes_width_within_ten_percent(x1, n1, x2, n2):
     r = rate_gap_interval([x1, x2], [n1, n2])
     lo, hi = newcombe(x1, n1, x2, n2, Z95)
     folded = (max(lo, -hi, 0.0), max(hi, -lo))  # Newcombe's interval of |p1 - p2|
+    if (x1, n1) == (x2, n2):
+        # a tie (issue 25 item 6, deliberately): the folded test's upper bound, 0.085 where
+        # Newcombe's folded interval reads 0.136 (which cannot miss a true gap below 1.96 SE)
+        assert r.upper == pytest.approx(folded_upper(x1, n1, x2, n2), rel=1e-6)
+        assert r.upper - r.lower < folded[1] - folded[0]
+        return
     assert r.upper - r.lower == pytest.approx(folded[1] - folded[0], rel=0.10)
 
 
 def test_the_lower_bound_excludes_parity_as_a_one_sided_975_test():
     # the lower bound of |p1 - p2| is > 0 exactly when Newcombe's interval at z_{1 - 0.0125}
-    # excludes 0 (so at parity in 2 x 1.25% of windows); it is then Newcombe's 95% bound
-    for x1, x2 in [(50, 37), (50, 36), (50, 35), (50, 34), (50, 33)]:
+    # excludes 0 (so at parity in 2 x 1.25% of windows); it is then Newcombe's 95% bound.
+    # The upper bound is the folded test's (Newcombe's 95% bound once 2+ SEs from parity)
+    for x1, x2 in [(50, 37), (50, 36), (50, 35), (50, 34), (50, 33), (50, 48)]:
         r = rate_gap_interval([x1, x2], [100, 100])
         assert (r.lower > 0) == (newcombe(x1, 100, x2, 100, Z_PARITY)[0] > 0)
         lo, hi = newcombe(x1, 100, x2, 100, Z95)
         assert r.lower == (pytest.approx(lo, rel=1e-9) if r.lower > 0 else 0.0)
-        assert r.upper == pytest.approx(hi, rel=1e-9)
+        assert r.upper == pytest.approx(folded_upper(x1, 100, x2, 100), rel=1e-6)
+        assert r.upper <= hi + 1e-12
 
 
 def test_zero_rates_give_a_positive_width_interval_and_the_ratio_of_zeros_is_undefined():
     r = rate_gap_interval([0, 0], [20, 20])
-    assert r.lower == 0.0 and r.upper == pytest.approx(newcombe(0, 20, 0, 20, Z95)[1])
+    assert r.lower == 0.0 and r.upper == pytest.approx(folded_upper(0, 20, 0, 20), rel=1e-6)
+    assert 0.1 < r.upper <= newcombe(0, 20, 0, 20, Z95)[1]
     q = rate_gap_interval([0, 0], [20, 20], ratio=True)
     assert math.isnan(q.lower) and "0/0" in q.reason
 
@@ -191,6 +234,50 @@ def test_equalized_odds_interval_holds_the_value(tpr, fpr):
     assert 0.0 <= r.lower <= value <= r.upper <= 1.0
 
 
+pair = st.tuples(st.integers(0, 80), st.integers(1, 80))
+
+
+@settings(max_examples=100, deadline=None)
+@given(pair, pair)
+def test_two_groups_keep_the_lower_bound_and_narrow_only_the_upper(a, b):
+    # the lower bound is Newcombe's 95% one once Newcombe's at z_{1 - 0.0125} excludes 0,
+    # else 0 (as before: the parity test is unchanged); the upper bound is the folded test's,
+    # never above the folded Newcombe bound and never below the value
+    (x1, n1), (x2, n2) = (min(a), a[1]), (min(b), b[1])
+    r = rate_gap_interval([x1, x2], [n1, n2])
+    lo, hi = newcombe(x1, n1, x2, n2, Z95)
+    plo, phi = newcombe(x1, n1, x2, n2, Z_PARITY)
+    settled = plo > 0 or phi < 0
+    assert r.lower == (pytest.approx(max(lo, -hi), rel=1e-9, abs=1e-12) if settled else 0.0)
+    value = abs(x1 / n1 - x2 / n2)
+    assert value <= r.upper <= min(max(hi, -lo), 1.0) + 1e-12
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(pair, min_size=3, max_size=6), st.booleans())
+def test_many_groups_move_only_a_bound_that_already_excludes_parity(groups, ratio):
+    # the settled critical value (pairs surely below the extreme no longer count in full)
+    # applies only where the joint one already excludes parity: the same windows exclude it,
+    # the bound away from parity is unchanged, and the bound towards parity only tightens
+    x = np.array([min(a, b) for a, b in groups], dtype=float)
+    n = np.array([b for _, b in groups], dtype=float)
+    if ratio and x.max() == 0:
+        return
+    new = rate_gap_interval(x, n, ratio=ratio, chance=False)
+    original = ri._apart
+    try:
+        ri._apart = lambda *args: None  # the joint critical value throughout, as before
+        old = rate_gap_interval(x, n, ratio=ratio, chance=False)
+    finally:
+        ri._apart = original
+    if ratio:
+        assert new.lower == old.lower and (new.upper < 1.0) == (old.upper < 1.0)
+        assert new.upper <= old.upper
+    else:
+        assert new.upper == old.upper and (new.lower > 0.0) == (old.lower > 0.0)
+        assert new.lower >= old.lower
+
+
 # --------------------------------------------------- coverage (the benchmark's smoke test)
 
 
@@ -222,6 +309,57 @@ def test_at_parity_zero_is_excluded_in_at_most_2_5_percent(p, n, ratio):
 def test_a_real_gap_is_covered_at_the_nominal_rate(p, n, ratio):
     coverage, _ = _coverage(p, n, ratio=ratio)
     assert 0.93 <= coverage <= 0.975
+
+
+@pytest.mark.parametrize("ratio", [False, True], ids=["difference", "ratio"])
+def test_a_small_gap_among_five_groups_is_covered_below_97_5_percent(ratio):
+    # issue 25 item 6: one group 0.1 (2.1 SE) above four alike was covered in 99.45% of these
+    # 2,000 windows (ratio 99.5%): the bound towards parity kept the joint critical value of
+    # all 20 ordered pairs, which holds parity at 2.5%, once the extreme was settled too.
+    # The 97.5% cap is read as the benchmark reads it, with 1.96 binomial SEs (98.2%)
+    coverage, _ = _coverage([0.4, 0.3, 0.3, 0.3, 0.3], [200] * 5, ratio=ratio, reps=2000)
+    assert 0.93 <= coverage <= 0.975 + 1.96 * math.sqrt(0.025 * 0.975 / 2000)
+
+
+# ------------------------------------------- two groups: the folded statistic's test
+
+
+@pytest.mark.parametrize("x", [0.04, 0.1, 0.3, 0.5, 1.0, 1.5, 2.0])
+def test_folded_far_is_the_folded_normal_quantile(x):
+    # scipy's folded normal: the upper end t = x + z has P_t(|X| <= x) = 0.025
+    z = folded_far(x, 0.025)
+    assert z == pytest.approx(folded_z(x), abs=1e-9)
+    if z > ri.FOLDED_FLOOR:
+        assert stats.foldnorm.cdf(x, x + z) == pytest.approx(0.025, abs=1e-9)
+    assert folded_far(0.01, 0.025) == ri.FOLDED_FLOOR  # no t >= x: the floor
+    assert folded_far(6.0, 0.025) == pytest.approx(Z95, abs=1e-12)  # one pair's bound
+
+
+def test_the_folded_upper_bound_misses_a_small_gap_at_the_nominal_rate():
+    # X ~ N(theta, 1), theta 1 SE from parity: |X| + 1.96 (the signed bound folded) never
+    # falls below |theta| < 1.96; the folded test's |X| + z_far(|X|) does, in 2.5% of draws
+    x = np.abs(np.random.default_rng(7).standard_normal(40_000) + 1.0)
+    old = x + Z95
+    new = x + np.array([folded_far(v, 0.025) for v in x])
+    assert (old < 1.0).mean() == 0.0
+    assert (new < 1.0).mean() == pytest.approx(0.025, abs=0.003)
+    assert (new <= old).all()
+
+
+@pytest.mark.parametrize("x1, n1, x2, n2", [(0, 50, 0, 50), (1, 50, 2, 50), (30, 100, 27, 100),
+                                           (27, 100, 30, 100), (3, 40, 4, 40),
+                                           (120, 1000, 100, 1000), (2, 30, 40, 1500)])
+def test_two_group_upper_bound_is_newcombes_at_the_folded_critical_value(x1, n1, x2, n2):
+    r = rate_gap_interval([x1, x2], [n1, n2])
+    assert r.upper == pytest.approx(folded_upper(x1, n1, x2, n2), rel=1e-6)
+    lo, hi = newcombe(x1, n1, x2, n2, Z95)
+    assert abs(x1 / n1 - x2 / n2) <= r.upper <= max(hi, -lo) + 1e-12
+    if x1 * x2 > 0:  # the ratio's bound away from parity, MOVER-R's at the same value
+        (a, na), (b, nb) = sorted([(x1, n1), (x2, n2)], key=lambda c: c[0] / c[1])
+        q = rate_gap_interval([x1, x2], [n1, n2], ratio=True)
+        z = folded_z(distance(x1, n1, x2, n2))
+        assert q.lower == pytest.approx(min(mover_r(a, na, b, nb, z)[0], a / na / (b / nb)),
+                                        rel=1e-6)
 
 
 def test_shared_chance_draws_give_the_values_of_a_cold_start():
