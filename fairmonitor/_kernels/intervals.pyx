@@ -399,18 +399,16 @@ def errors(curves, hat, counts=None):
 cdef void _pairs_rows(const double[:, ::1] hats, const double[:, ::1] var,
                       const float[:, :, ::1] err, const Py_ssize_t[::1] left,
                       const Py_ssize_t[::1] right, double kappa, double* sign,
-                      double[:, ::1] deriv, double[:, ::1] moved,
-                      double[::1] values) noexcept nogil:
-    cdef Py_ssize_t k, a, c, d, b, bins = hats.shape[1]
-    cdef double dh, se, floor_, fold, lin, mv, value
-    cdef float x
-    cdef const float* ea
-    cdef const float* ec
+                      double* fold_mask, double* dhs, double[:, ::1] deriv,
+                      double[:, ::1] moved, double[::1] values) noexcept nogil:
+    cdef Py_ssize_t k, a, c, d, b, bins = hats.shape[1], n_draws = err.shape[1]
+    cdef double dh, se, floor_, value
     for k in range(left.shape[0]):
         a, c = left[k], right[k]
         value = 0.0
         for b in range(bins):  # each bin's sign, 0 where |d| is within kappa SEs of 0
             dh = hats[a, b] - hats[c, b]
+            dhs[b] = dh
             value += fabs(dh)
             se = sqrt(var[a, b] + var[c, b])
             floor_ = se if (se != se or se > 1e-12) else 1e-12
@@ -418,20 +416,67 @@ cdef void _pairs_rows(const double[:, ::1] hats, const double[:, ::1] var,
                 sign[b] = 0.0
             else:
                 sign[b] = 1.0 if dh > 0 else (-1.0 if dh < 0 else (0.0 if dh == 0 else dh))
+            fold_mask[b] = 1.0 if sign[b] == 0.0 else 0.0  # a sign of 0 folds, whatever made it
         values[k] = value
-        for d in range(err.shape[1]):
-            ea, ec = &err[a, d, 0], &err[c, d, 0]
-            fold, lin, mv = 0.0, 0.0, 0.0
-            for b in range(bins):
-                x = ea[b] - ec[b]  # the noise, in float32 as the errors are
-                dh = hats[a, b] - hats[c, b]
-                if sign[b] == 0.0:
-                    fold += fabsf(x)
-                else:
-                    lin += sign[b] * x
-                mv += fabs(dh + <double>x) - fabs(dh)
-            deriv[d, k] = fold + lin
-            moved[d, k] = mv
+        d = 0
+        while d + 4 <= n_draws:  # four draws at once: independent sums, each in bin order
+            _pair_draws4(&err[a, d, 0], &err[c, d, 0], bins, sign, fold_mask, dhs,
+                         &deriv[d, k], &moved[d, k], deriv.shape[1])
+            d += 4
+        while d < n_draws:
+            _pair_draw(&err[a, d, 0], &err[c, d, 0], bins, sign, fold_mask, dhs,
+                       &deriv[d, k], &moved[d, k])
+            d += 1
+
+
+cdef inline void _pair_draw(const float* ea, const float* ec, Py_ssize_t bins,
+                            const double* sign, const double* fold_mask, const double* dhs,
+                            double* deriv, double* moved) noexcept nogil:
+    """One draw's derivative and change: a folded bin adds |x| to ``fold``, a settled one
+    ``sign x`` to ``lin``; the other sum adds +0.0, which leaves it unchanged (neither sum is
+    ever -0.0): the same sums as a branch, without its mispredictions."""
+    cdef Py_ssize_t b
+    cdef double fold = 0.0, lin = 0.0, mv = 0.0
+    cdef float x
+    for b in range(bins):
+        x = ea[b] - ec[b]  # the noise, in float32 as the errors are
+        fold += fabsf(x) if fold_mask[b] != 0.0 else 0.0
+        lin += 0.0 if fold_mask[b] != 0.0 else sign[b] * x
+        mv += fabs(dhs[b] + <double>x) - fabs(dhs[b])
+    deriv[0] = fold + lin
+    moved[0] = mv
+
+
+cdef inline void _pair_draws4(const float* ea, const float* ec, Py_ssize_t bins,
+                              const double* sign, const double* fold_mask, const double* dhs,
+                              double* deriv, double* moved, Py_ssize_t stride) noexcept nogil:
+    """:func:`_pair_draw` of four consecutive draws (rows ``bins`` apart), interleaved."""
+    cdef Py_ssize_t b
+    cdef double f0 = 0.0, f1 = 0.0, f2 = 0.0, f3 = 0.0, l0 = 0.0, l1 = 0.0, l2 = 0.0
+    cdef double l3 = 0.0, m0 = 0.0, m1 = 0.0, m2 = 0.0, m3 = 0.0, s, dh, adh
+    cdef bint folded
+    cdef float x0, x1, x2, x3
+    for b in range(bins):
+        s, folded, dh = sign[b], fold_mask[b] != 0.0, dhs[b]
+        adh = fabs(dh)
+        x0 = ea[b] - ec[b]
+        x1 = ea[bins + b] - ec[bins + b]
+        x2 = ea[2 * bins + b] - ec[2 * bins + b]
+        x3 = ea[3 * bins + b] - ec[3 * bins + b]
+        f0 += fabsf(x0) if folded else 0.0
+        f1 += fabsf(x1) if folded else 0.0
+        f2 += fabsf(x2) if folded else 0.0
+        f3 += fabsf(x3) if folded else 0.0
+        l0 += 0.0 if folded else s * x0
+        l1 += 0.0 if folded else s * x1
+        l2 += 0.0 if folded else s * x2
+        l3 += 0.0 if folded else s * x3
+        m0 += fabs(dh + <double>x0) - adh
+        m1 += fabs(dh + <double>x1) - adh
+        m2 += fabs(dh + <double>x2) - adh
+        m3 += fabs(dh + <double>x3) - adh
+    deriv[0], deriv[stride], deriv[2 * stride], deriv[3 * stride] = f0 + l0, f1 + l1, f2 + l2, f3 + l3
+    moved[0], moved[stride], moved[2 * stride], moved[3 * stride] = m0, m1, m2, m3
 
 
 def pair_derivatives(hats, variances, err, left, right, kappa):
@@ -457,9 +502,10 @@ def pair_derivatives(hats, variances, err, left, right, kappa):
     deriv = np.empty((err.shape[1], left.shape[0]))
     moved = np.empty((err.shape[1], left.shape[0]))
     values = np.empty(left.shape[0])
-    signs = np.empty(max(hats.shape[1], 1))
-    cdef double[::1] sg = signs
-    _pairs_rows(hats, variances, err, left, right, float(kappa), &sg[0], deriv, moved, values)
+    signs = np.empty((3, max(hats.shape[1], 1)))
+    cdef double[:, ::1] sg = signs
+    _pairs_rows(hats, variances, err, left, right, float(kappa), &sg[0, 0], &sg[1, 0],
+                &sg[2, 0], deriv, moved, values)
     return deriv, moved, values
 
 
