@@ -745,14 +745,19 @@ def _candidates(h: NDArray[np.float64], curves: _Curves, pairs: list[tuple[int, 
     with np.errstate(invalid="ignore", divide="ignore"):
         q = h / n[:, None]
         err = np.sqrt(q * (1 - q) / n[:, None]).sum(axis=1)
-    kind = "abcc" if curves.kind == "abcc" else "fine"
-    fine = {g: (np.cumsum(q[g])[:-1] / h.shape[1] if kind == "abcc" else q[g])
-            for g in {g for p in pairs for g in p}}
+    groups = list(dict.fromkeys(g for p in pairs for g in p))
+    at = {g: k for k, g in enumerate(groups)}
     if curves.kind == "abpc":
-        hats = curves.many("hat", list(fine), [h[g] for g in fine])
-        fine = {g: hat / h.shape[1] for g, hat in zip(fine, hats, strict=True)}
-    reach = np.array([np.abs(fine[i] - fine[j]).sum() + KAPPA * (err[i] + err[j])
-                      for i, j in pairs])
+        fine = np.stack(curves.many("hat", groups, [h[g] for g in groups])) / h.shape[1]
+    elif curves.kind == "abcc":
+        fine = np.cumsum(q[groups], axis=1)[:, :-1] / h.shape[1]
+    else:
+        fine = q[groups]
+    # every pair's L1 distance in one expression: each row summed as its own 1-D sum would be
+    left = np.array([at[i] for i, _ in pairs])
+    right = np.array([at[j] for _, j in pairs])
+    reach = np.abs(fine[left] - fine[right]).sum(axis=1) + KAPPA * (
+        err[[i for i, _ in pairs]] + err[[j for _, j in pairs]])
     order = np.argsort(-reach, kind="stable")[:MAX_PAIRS]
     keep = [pairs[k] for k in order if reach[k] >= value] or [pairs[int(order[0])]]
     return keep
