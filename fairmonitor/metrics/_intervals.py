@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any
@@ -401,6 +402,8 @@ class ScoreBootstrap:
     Shared by every score metric of one attribute (ABCC, MADD's chance level, ABPC read the
     same draws), so their intervals cost one bootstrap, not three. Draws are made on first
     use, from one generator (a fixed seed by default): the same window gives the same bounds.
+    An attribute whose groups are unions of an intersection's cells can read the cells' draws
+    instead of its own (:meth:`coarsened`): each interval's law is the same.
 
     Parameters
     ----------
@@ -416,6 +419,54 @@ class ScoreBootstrap:
         self._gen = _rng(rng)
         self._boot: dict[int, NDArray[np.float32]] = {}
         self._null: NDArray[np.float32] | None = None
+        # coarsened: the bootstrap whose cells these groups unite, and each group's cells
+        self._cells: ScoreBootstrap | None = None
+        self._members: list[list[int]] = []
+
+    def coarsened(self, members: Sequence[Sequence[int]], hist: ArrayLike | None = None
+                  ) -> ScoreBootstrap | None:
+        """Return the bootstrap of coarser groups, group ``g`` the union of cells ``members[g]``.
+
+        Its draws are sums of these cells' draws, made (and kept) here: a sum of independent
+        Poisson(``c_k``) counts is Poisson(``sum c_k``), so each group's bootstrap has the law
+        of its own, and the groups (disjoint cells) stay independent. Its null draws are the
+        sums of the cells' when that is the same law too: the cells cover every row (the
+        same pooled histogram) and both are drawn alike, an exact permutation of at most
+        :data:`EXACT_NULL_ROWS` rows (summing the cells of a random partition gives a random
+        partition at the groups' sizes) or Poisson counts (every cell of more than ``R``
+        rows); otherwise its own (a multinomial cell summed with others is not the group's
+        Poisson draw). An attribute and its intersection then cost one set of draws.
+
+        Parameters
+        ----------
+        members : sequence of sequences of int
+            Each coarse group's rows of this bootstrap's ``hist``, disjoint.
+        hist : array-like of shape (G, R), optional
+            The coarse groups' own histograms: None is returned unless they are the
+            members' sums exactly (cells binned apart from their group's bins do not add up).
+
+        Returns
+        -------
+        ScoreBootstrap or None
+
+        Examples
+        --------
+        >>> cells = ScoreBootstrap([[3.0, 1.0], [0.0, 2.0], [5.0, 0.0]])
+        >>> coarse = cells.coarsened([[0, 2], [1]])
+        >>> coarse.hist.tolist()
+        [[8.0, 1.0], [0.0, 2.0]]
+        >>> bool((coarse.boot(0) == cells.boot(0) + cells.boot(2)).all())
+        True
+        >>> cells.coarsened([[0, 2], [1]], hist=[[8.0, 1.0], [1.0, 1.0]]) is None
+        True
+        """
+        members = [[int(c) for c in m] for m in members]
+        summed = np.stack([self.hist[m].sum(axis=0) for m in members])
+        if hist is not None and not np.array_equal(np.asarray(hist, dtype=float), summed):
+            return None
+        out = ScoreBootstrap(summed, self.n_draws)
+        out._cells, out._members = self, members
+        return out
 
     def boot(self, g: int) -> NDArray[np.float32]:
         """(draws, R) bootstrap counts of group ``g``: Poisson(count) per bin."""
@@ -428,10 +479,33 @@ class ScoreBootstrap:
         holds what a call per group, in this order, would have drawn.
         """
         new = [g for g in dict.fromkeys(groups) if g not in self._boot]
-        if new:
+        if new and self._cells is not None:  # the sums of the cells' draws (exact: counts)
+            self._cells.boots([c for g in new for c in self._members[g]])
+            self._boot.update((g, self._cells._sum(self._cells._boot, self._members[g]))
+                              for g in new)
+        elif new:
             drawn = _poisson(self.hist[new], self.n_draws, self._gen)
             self._boot.update(zip(new, drawn, strict=True))
         return [self._boot[g] for g in groups]
+
+    @staticmethod
+    def _sum(drawn: Any, cells: list[int]) -> NDArray[np.float32]:
+        """Return the sum of ``drawn[c]`` over ``cells`` (a single cell's own array)."""
+        if len(cells) == 1:
+            return drawn[cells[0]]  # type: ignore[no-any-return]
+        total = drawn[cells[0]] + drawn[cells[1]]
+        for c in cells[2:]:
+            total += drawn[c]
+        return total  # type: ignore[no-any-return]
+
+    def _shares_null(self) -> bool:
+        """Whether the sums of the cells' null draws have the law of this one's own."""
+        cells = self._cells
+        if cells is None or sorted(c for m in self._members for c in m) != list(
+                range(cells.hist.shape[0])):
+            return False  # not every cell: another pooled histogram
+        sizes = np.rint(cells.hist).sum(axis=1)
+        return bool(sizes.sum() <= EXACT_NULL_ROWS or sizes.min() > cells.hist.shape[1])
 
     def null(self, g: int) -> NDArray[np.float32]:
         """(draws, R) counts of group ``g``'s size drawn from the pooled histogram."""
@@ -439,6 +513,9 @@ class ScoreBootstrap:
 
     def nulls(self) -> NDArray[np.float32]:
         """(K, draws, R): :meth:`null` of every group (drawn together, on first use)."""
+        if self._null is None and self._cells is not None and self._shares_null():
+            cells = self._cells.nulls()
+            self._null = np.stack([self._sum(cells, m) for m in self._members])
         if self._null is None:
             self._null = _permutation_null(self.hist, NULL_DRAWS, self._gen)
         return self._null
