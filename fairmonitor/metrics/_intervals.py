@@ -251,10 +251,8 @@ def _smooth(counts: NDArray[np.floating], h: float | NDArray[np.float64], *,
     from .._kernels.intervals import density_curves, scaled
 
     spectrum = scipy.fft.dct(counts, type=2, axis=-1)
-    if per_group:  # scaled's product (a cast to float64, then times the factor) by group
-        coef = spectrum.astype(np.float64) * (damping / 2.0)[:, None, :]
-    else:
-        coef = scaled(spectrum, damping / 2.0)  # in float64
+    # in float64: a cast, then times the factor (each group's own with a stack)
+    coef = scaled(spectrum, damping / 2.0)
     dens = scipy.fft.dct(coef, type=3, axis=-1)
     if not normalized:
         return dens

@@ -70,11 +70,19 @@ def undefined(reason: str, method: str = "none") -> Interval:
     return Interval(_NAN, _NAN, _NAN, method, reason)
 
 
-def _kept(attr: AttributeSummary, min_group_size: int) -> list[GroupSummary]:
+def _kept(attr: AttributeSummary, min_group_size: int,
+          cache: dict[Any, Any] | None = None) -> list[GroupSummary]:
+    """Return the groups of at least ``min_group_size`` rows (made once per window)."""
+    key = ("kept", attr.name, min_group_size)
+    if cache is not None and key in cache:
+        return cache[key]  # type: ignore[no-any-return]
     with warnings.catch_warnings():  # the value's computation already said it
         warnings.simplefilter("ignore")
         labels = _compute._kept(attr, min_group_size).labels
-    return [attr.groups[label] for label in labels]
+    groups = [attr.groups[label] for label in labels]
+    if cache is not None:
+        cache[key] = groups
+    return groups
 
 
 def _rates(spec: MetricSpec, groups: list[GroupSummary], level: float,
@@ -263,10 +271,10 @@ def interval_of(name: str, field: str | None, value: float, result: Any,
             spec.no_interval or f"{name} has no interval on this window")
     try:
         if spec.summary in ("rates", "counts"):
-            groups = _kept(attr, int(kw.get("min_group_size", 1)))
+            groups = _kept(attr, int(kw.get("min_group_size", 1)), cache)
             return _rates(spec, groups, level, int(kw.get("min_condition_size", 1)))
         if spec.summary == "scores":
-            groups = _kept(attr, int(kw.get("min_group_size", 1)))
+            groups = _kept(attr, int(kw.get("min_group_size", 1)), cache)
             return _scores(name, value, result, attr, groups, kw, level, cache)
         return _rows(name, field, value, result, level)
     except (AttributeError, KeyError, IndexError, TypeError) as exc:  # a result without SEs
