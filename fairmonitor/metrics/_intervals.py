@@ -270,6 +270,19 @@ def _segments(r: int, m: int) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
     return starts, slots
 
 
+def _alike(arrays: list[NDArray[np.floating]]) -> bool:
+    """Whether the arrays share a shape and a dtype (stacking them casts nothing)."""
+    return len({(a.shape, a.dtype) for a in arrays}) == 1
+
+
+def _cdfs(rows: list[NDArray[np.floating]]) -> NDArray[np.floating]:
+    """Return ``cdf_curves`` of each (draws, R) array of ``rows``, stacked: (len, draws, R - 1)."""
+    from .._kernels.intervals import cdf_curves
+
+    stack = np.stack(rows)
+    return cdf_curves(stack.reshape(-1, stack.shape[-1])).reshape(*stack.shape[:2], -1)
+
+
 class _Curves:
     """Each group's curve (CDF, histogram or density) whose pairwise L1 distance is the metric.
 
@@ -314,6 +327,12 @@ class _Curves:
             curves = _smooth(stack, np.array([float(self.bandwidths[g]) for g, _ in todo]))
             for (g, c), curve in zip(todo, curves, strict=True):
                 self._cache[(tag, g, 0)] = curve if c.ndim == 2 else curve[0]
+        elif self.kind == "abcc" and len(todo) > 1 and _alike([c for _, c in todo]):
+            # every group's CDFs in one kernel call over the stacked rows (row by row: the
+            # same numbers as a call per group)
+            curves = _cdfs([c if c.ndim == 2 else c[None, :] for _, c in todo])
+            for (g, c), curve in zip(todo, curves, strict=True):
+                self._cache[(tag, g, 0)] = curve if c.ndim == 2 else curve[0]
         return [self(tag, g, (g, g), c) for g, c in zip(groups, counts, strict=True)]
 
     def errors(self, groups: list[int], hats: list[NDArray[np.float64]],
@@ -334,6 +353,13 @@ class _Curves:
                 g = groups[k]
                 self._cache[("error", g, 0)] = errors(dens[at], self("hat", g, (g, g), hats[k]),
                                                       boots[k])
+        elif self.kind == "abcc" and len(todo) > 1 and _alike([boots[k] for k in todo]):
+            from .._kernels.intervals import errors
+
+            cdfs = _cdfs([boots[k] for k in todo])  # one CDF call, an error call per group
+            for at, k in enumerate(todo):
+                g = groups[k]
+                self._cache[("error", g, 0)] = errors(cdfs[at], self("hat", g, (g, g), hats[k]))
         return [self.error(g, (g, g), hat, boot)  # type: ignore[arg-type]
                 for g, hat, boot in zip(groups, hats, boots, strict=True)]
 
@@ -749,7 +775,7 @@ def _pair_draws(sample: ScoreBootstrap, curves: _Curves, pairs: list[tuple[int, 
     candidate pairs' terms are one kernel call over the groups' stacked errors (no Python
     loop over pairs).
     """
-    from .._kernels.intervals import pair_derivatives
+    from .._kernels.intervals import pair_changes, pair_derivatives
 
     h = sample.hist
     found = _candidates(h, curves, pairs, value)
@@ -760,17 +786,19 @@ def _pair_draws(sample: ScoreBootstrap, curves: _Curves, pairs: list[tuple[int, 
     counts = [h[g] for g in groups]
     hats = curves.many("hat", groups, counts)
     found_errors = curves.errors(groups, counts, sample.boots(groups))
-    deriv, moved, total = pair_derivatives(np.stack(hats),
-                                           np.stack([var for _, var in found_errors]),
-                                           np.stack([err for err, _ in found_errors]),
-                                           [at[i] for i, _ in found],
-                                           [at[j] for _, j in found], BIN_KAPPA)
+    hat_stack, err_stack = np.stack(hats), np.stack([err for err, _ in found_errors])
+    left = np.array([at[i] for i, _ in found], dtype=np.intp)
+    right = np.array([at[j] for _, j in found], dtype=np.intp)
+    deriv, _, total = pair_derivatives(hat_stack, np.stack([var for _, var in found_errors]),
+                                       err_stack, left, right, BIN_KAPPA, changes=False)
     w = curves.weight(found[0])
     deriv, pv = deriv * w, total * w
     # a pair's error scale: RMS of its derivative (its SE when settled, its floor near 0)
     near_max = pv >= pv.max() - KAPPA * np.sqrt((deriv ** 2).mean(axis=0))
     worst = deriv[:, near_max].max(axis=1)
-    moved = ((total + moved) * w)[:, near_max].max(axis=1) - pv.max()
+    # each draw's change only for the pairs near the max (the only ones it is read for)
+    moved = pair_changes(hat_stack, err_stack, left[near_max], right[near_max])
+    moved = ((total[near_max] + moved) * w).max(axis=1) - pv.max()
     return worst, moved, float(pv.max())
 
 

@@ -310,6 +310,12 @@ def test_pair_kernel_sums_each_draw_in_bin_order_bit_for_bit(draws):
                 mv += abs(dh[b] + float(x)) - abs(dh[b])
             assert deriv[d, col] == fold + lin
             assert moved[d, col] == mv
+    # the changes alone (for the pairs near the max), and the derivatives without them
+    from fairmonitor._kernels.intervals import pair_changes
+
+    assert np.array_equal(pair_changes(hats, err, left[1:], right[1:]), moved[:, 1:])
+    alone, _, _ = pair_derivatives(hats, variances, err, left, right, 3.0, changes=False)
+    assert np.array_equal(alone, deriv)
 
 
 def test_cell_histogram_equals_the_weighted_bincount():
