@@ -440,12 +440,19 @@ class ScoreBootstrap:
     def __init__(self, hist: ArrayLike, n_draws: int = SCORE_DRAWS, rng: Any = None) -> None:
         self.hist = np.asarray(hist, dtype=float)
         self.n_draws = n_draws
-        self._gen = _rng(rng)
+        self._rng_arg = rng  # the generator made on first draw (a coarsened one may need none)
+        self._generator: np.random.Generator | None = None
         self._boot: dict[int, NDArray[np.float32]] = {}
         self._null: NDArray[np.float32] | None = None
         # coarsened: the bootstrap whose cells these groups unite, and each group's cells
         self._cells: ScoreBootstrap | None = None
         self._members: list[list[int]] = []
+
+    @property
+    def _gen(self) -> np.random.Generator:
+        if self._generator is None:
+            self._generator = _rng(self._rng_arg)
+        return self._generator
 
     def coarsened(self, members: Sequence[Sequence[int]], hist: ArrayLike | None = None
                   ) -> ScoreBootstrap | None:
@@ -616,6 +623,17 @@ def fine_histogram(scores: ArrayLike, resolution: int = RESOLUTION) -> NDArray[n
                        minlength=resolution).astype(float)
 
 
+#: The interior bin edges ``k / R`` of each resolution, made once (read-only).
+_EDGES: dict[int, NDArray[np.float64]] = {}
+
+
+def _edges(resolution: int) -> NDArray[np.float64]:
+    edges = np.arange(1, resolution) / resolution
+    edges.flags.writeable = False
+    _EDGES[resolution] = edges
+    return edges
+
+
 def fine_histogram_sorted(sorted_scores: NDArray[np.float64], resolution: int = RESOLUTION
                           ) -> NDArray[np.float64]:
     """:func:`fine_histogram` of ascending scores, in O(resolution log n) instead of O(n).
@@ -632,8 +650,14 @@ def fine_histogram_sorted(sorted_scores: NDArray[np.float64], resolution: int = 
     s = np.asarray(sorted_scores, dtype=float)
     if resolution & (resolution - 1):  # not a power of two: s * R may round
         return fine_histogram(s, resolution)
-    first = np.searchsorted(s, np.arange(1, resolution) / resolution, side="left")
-    return np.diff(first, prepend=0, append=s.size).astype(float)
+    if resolution == 1:
+        return np.full(1, float(s.size))
+    edges = _EDGES.get(resolution)
+    first = np.searchsorted(s, _edges(resolution) if edges is None else edges, side="left")
+    counts = np.empty(resolution)  # np.diff(first, prepend=0, append=n), without its concatenate
+    counts[0], counts[-1] = first[0], s.size - first[-1]
+    np.subtract(first[1:], first[:-1], out=counts[1:-1])
+    return counts
 
 
 def score_gap_interval(

@@ -151,7 +151,7 @@ def test_score_gap_interval_errs_on_the_wide_side_between_parity_and_a_settled_g
     assert _score_coverage(dists, 300, kind, reps=300) >= 0.95
 
 
-@pytest.mark.parametrize("resolution", [512, 4, 1024, 500])
+@pytest.mark.parametrize("resolution", [512, 4, 1024, 500, 1, 2])
 def test_fine_histogram_of_sorted_scores_equals_binning_every_row(resolution):
     # the summary's raw scores are sorted: a binary search per bin replaces a pass over rows
     rng = np.random.default_rng(11)
