@@ -838,8 +838,10 @@ def _null_gaps(sample: ScoreBootstrap, curves: _Curves,
     """
     from .._kernels.intervals import coarse_gap_maxima, pair_gap_maxima
 
-    n = sample.hist.sum(axis=1)
-    smallest = sorted(pairs, key=lambda q: -(n[q[0]] ** -0.5 + n[q[1]] ** -0.5))[:MAX_PAIRS]
+    # each group's n^-1/2 as Python floats (the same IEEE power and sum as numpy's scalars,
+    # without a numpy scalar operation per pair)
+    inv = [x ** -0.5 if x > 0 else math.inf for x in sample.hist.sum(axis=1).tolist()]
+    smallest = sorted(pairs, key=lambda q: -(inv[q[0]] + inv[q[1]]))[:MAX_PAIRS]
     if curves.kind == "madd":  # a curve per pair (its bins): every pair's segments, one call
         segments = [curves.segments(curves.pair_bins[p])[0] for p in smallest]
         first = np.cumsum([0] + [len(starts) for starts in segments])
