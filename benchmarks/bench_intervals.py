@@ -179,9 +179,10 @@ def alarms(n_windows: int) -> None:
 
 
 def cost(n: int) -> None:
-    # a warm-up run, then the minimum of 9 alternations (5 at 10^6): on 2 shared cores at load
-    # ~10 the minimum of 3 cold ones moved by ~20 ms between runs
-    without, with_ = interval_cpu(cost_window(n, "scores"), DEFAULT, 9 if n < 10 ** 6 else 5)
+    # a warm-up run, then the minimum of 25 alternations (7 at 10^6): on 2 shared cores at load
+    # ~10 the minimum of 3 cold ones moved by ~20 ms between runs, and the minimum of 9 still
+    # by ~10 ms (a busy sibling core slows a run ~1.5x in bursts of seconds)
+    without, with_ = interval_cpu(cost_window(n, "scores"), DEFAULT, 25 if n < 10 ** 6 else 7)
     added = (with_ - without) * 1e3
     print(f"\n== cost at {n:.0e} rows (2 attributes + intersection, default metric set): "
           f"{without * 1e3:.0f} ms without intervals, {with_ * 1e3:.0f} ms with "

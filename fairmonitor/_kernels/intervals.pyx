@@ -39,8 +39,8 @@ ctypedef fused real:
     double
 
 __all__ = ["cdf_curves", "cell_histogram", "coarse_curves", "coarse_gap_maxima", "density_curves",
-           "errors", "pair_derivatives", "pair_gap_maxima", "pair_gaps", "pair_maxima",
-           "poisson_counts", "scaled", "wilson_bounds"]
+           "errors", "pair_changes", "pair_derivatives", "pair_gap_maxima", "pair_gaps",
+           "pair_maxima", "poisson_counts", "scaled", "wilson_bounds"]
 
 cdef double _BIG = DBL_MAX  # np.nan_to_num's replacement of +inf
 
@@ -195,14 +195,28 @@ def poisson_counts(lam, uniforms):
 def scaled(x, factor):
     """``x * factor`` in float64, for 2-D ``x`` and one factor per column.
 
+    Or 3-D ``x`` (groups, rows, R) with ``factor`` (groups, R): each group's rows times its
+    own factors (``x.astype(float64) * factor[:, None, :]``, without the two temporaries).
     numpy's mixed-type product casts ``x`` through a buffer: ~5x slower.
 
     >>> scaled(np.array([[1.0, 2.0]], dtype=np.float32), np.array([0.5, 3.0])).tolist()
     [[0.5, 6.0]]
+    >>> scaled(np.ones((2, 1, 2), dtype=np.float32), np.array([[1.0, 2.0], [3.0, 4.0]])).tolist()
+    [[[1.0, 2.0]], [[3.0, 4.0]]]
     """
     x = _real(x)
     out = np.empty(x.shape)
     factor = np.ascontiguousarray(factor, dtype=np.float64)
+    cdef Py_ssize_t g
+    if x.ndim == 3:  # a group at a time, its own factors
+        if factor.shape != (x.shape[0], x.shape[2]):
+            raise ValueError("3-D x needs factor of shape (groups, R)")
+        for g in range(x.shape[0]):
+            if x.dtype == np.float32:
+                _scaled_rows[float](x[g], factor[g], out[g])
+            else:
+                _scaled_rows[double](x[g], factor[g], out[g])
+        return out
     if x.dtype == np.float32:
         _scaled_rows[float](x, factor, out)
     else:
@@ -398,19 +412,17 @@ def errors(curves, hat, counts=None):
 
 cdef void _pairs_rows(const double[:, ::1] hats, const double[:, ::1] var,
                       const float[:, :, ::1] err, const Py_ssize_t[::1] left,
-                      const Py_ssize_t[::1] right, double kappa, double* sign,
-                      double[:, ::1] deriv, double[:, ::1] moved,
-                      double[::1] values) noexcept nogil:
-    cdef Py_ssize_t k, a, c, d, b, bins = hats.shape[1]
-    cdef double dh, se, floor_, fold, lin, mv, value
-    cdef float x
-    cdef const float* ea
-    cdef const float* ec
+                      const Py_ssize_t[::1] right, double kappa, bint changes, double* sign,
+                      double* fold_mask, double* dhs, double[:, ::1] deriv,
+                      double[:, ::1] moved, double[::1] values) noexcept nogil:
+    cdef Py_ssize_t k, a, c, d, b, bins = hats.shape[1], n_draws = err.shape[1]
+    cdef double dh, se, floor_, value
     for k in range(left.shape[0]):
         a, c = left[k], right[k]
         value = 0.0
         for b in range(bins):  # each bin's sign, 0 where |d| is within kappa SEs of 0
             dh = hats[a, b] - hats[c, b]
+            dhs[b] = dh
             value += fabs(dh)
             se = sqrt(var[a, b] + var[c, b])
             floor_ = se if (se != se or se > 1e-12) else 1e-12
@@ -418,30 +430,103 @@ cdef void _pairs_rows(const double[:, ::1] hats, const double[:, ::1] var,
                 sign[b] = 0.0
             else:
                 sign[b] = 1.0 if dh > 0 else (-1.0 if dh < 0 else (0.0 if dh == 0 else dh))
+            fold_mask[b] = 1.0 if sign[b] == 0.0 else 0.0  # a sign of 0 folds, whatever made it
         values[k] = value
-        for d in range(err.shape[1]):
-            ea, ec = &err[a, d, 0], &err[c, d, 0]
-            fold, lin, mv = 0.0, 0.0, 0.0
-            for b in range(bins):
-                x = ea[b] - ec[b]  # the noise, in float32 as the errors are
-                dh = hats[a, b] - hats[c, b]
-                if sign[b] == 0.0:
-                    fold += fabsf(x)
-                else:
-                    lin += sign[b] * x
-                mv += fabs(dh + <double>x) - fabs(dh)
-            deriv[d, k] = fold + lin
-            moved[d, k] = mv
+        d = 0
+        while d + 4 <= n_draws:  # four draws at once: independent sums, each in bin order
+            _pair_draws4(&err[a, d, 0], &err[c, d, 0], bins, sign, fold_mask,
+                         &deriv[d, k], deriv.shape[1])
+            if changes:
+                _pair_changes4(&err[a, d, 0], &err[c, d, 0], bins, dhs, &moved[d, k],
+                               moved.shape[1])
+            d += 4
+        while d < n_draws:
+            _pair_draw(&err[a, d, 0], &err[c, d, 0], bins, sign, fold_mask, &deriv[d, k])
+            if changes:
+                _pair_change(&err[a, d, 0], &err[c, d, 0], bins, dhs, &moved[d, k])
+            d += 1
 
 
-def pair_derivatives(hats, variances, err, left, right, kappa):
+cdef inline void _pair_draw(const float* ea, const float* ec, Py_ssize_t bins,
+                            const double* sign, const double* fold_mask,
+                            double* deriv) noexcept nogil:
+    """One draw's derivative: a folded bin adds |x| to ``fold``, a settled one ``sign x`` to
+    ``lin``; the other sum adds +0.0, which leaves it unchanged (neither sum is ever -0.0):
+    the same sums as a branch, without its mispredictions."""
+    cdef Py_ssize_t b
+    cdef double fold = 0.0, lin = 0.0
+    cdef float x
+    for b in range(bins):
+        x = ea[b] - ec[b]  # the noise, in float32 as the errors are
+        fold += fabsf(x) if fold_mask[b] != 0.0 else 0.0
+        lin += 0.0 if fold_mask[b] != 0.0 else sign[b] * x
+    deriv[0] = fold + lin
+
+
+cdef inline void _pair_change(const float* ea, const float* ec, Py_ssize_t bins,
+                              const double* dhs, double* moved) noexcept nogil:
+    """One draw's change of the pair's L1 gap, ``sum_b |d + x| - |d|``, in bin order."""
+    cdef Py_ssize_t b
+    cdef double mv = 0.0
+    cdef float x
+    for b in range(bins):
+        x = ea[b] - ec[b]
+        mv += fabs(dhs[b] + <double>x) - fabs(dhs[b])
+    moved[0] = mv
+
+
+cdef inline void _pair_draws4(const float* ea, const float* ec, Py_ssize_t bins,
+                              const double* sign, const double* fold_mask, double* deriv,
+                              Py_ssize_t stride) noexcept nogil:
+    """:func:`_pair_draw` of four consecutive draws (rows ``bins`` apart), interleaved."""
+    cdef Py_ssize_t b
+    cdef double f0 = 0.0, f1 = 0.0, f2 = 0.0, f3 = 0.0, l0 = 0.0, l1 = 0.0, l2 = 0.0
+    cdef double l3 = 0.0, s
+    cdef bint folded
+    cdef float x0, x1, x2, x3
+    for b in range(bins):
+        s, folded = sign[b], fold_mask[b] != 0.0
+        x0 = ea[b] - ec[b]
+        x1 = ea[bins + b] - ec[bins + b]
+        x2 = ea[2 * bins + b] - ec[2 * bins + b]
+        x3 = ea[3 * bins + b] - ec[3 * bins + b]
+        f0 += fabsf(x0) if folded else 0.0
+        f1 += fabsf(x1) if folded else 0.0
+        f2 += fabsf(x2) if folded else 0.0
+        f3 += fabsf(x3) if folded else 0.0
+        l0 += 0.0 if folded else s * x0
+        l1 += 0.0 if folded else s * x1
+        l2 += 0.0 if folded else s * x2
+        l3 += 0.0 if folded else s * x3
+    deriv[0], deriv[stride], deriv[2 * stride], deriv[3 * stride] = (f0 + l0, f1 + l1,
+                                                                      f2 + l2, f3 + l3)
+
+
+cdef inline void _pair_changes4(const float* ea, const float* ec, Py_ssize_t bins,
+                                const double* dhs, double* moved,
+                                Py_ssize_t stride) noexcept nogil:
+    """:func:`_pair_change` of four consecutive draws, interleaved."""
+    cdef Py_ssize_t b
+    cdef double m0 = 0.0, m1 = 0.0, m2 = 0.0, m3 = 0.0, dh, adh
+    for b in range(bins):
+        dh = dhs[b]
+        adh = fabs(dh)
+        m0 += fabs(dh + <double>(ea[b] - ec[b])) - adh
+        m1 += fabs(dh + <double>(ea[bins + b] - ec[bins + b])) - adh
+        m2 += fabs(dh + <double>(ea[2 * bins + b] - ec[2 * bins + b])) - adh
+        m3 += fabs(dh + <double>(ea[3 * bins + b] - ec[3 * bins + b])) - adh
+    moved[0], moved[stride], moved[2 * stride], moved[3 * stride] = m0, m1, m2, m3
+
+
+def pair_derivatives(hats, variances, err, left, right, kappa, changes=True):
     """Every pair's derivative and change per draw: ``(deriv, moved, values)``.
 
     For groups ``a = left[k]``, ``c = right[k]`` with ``d = hats[a] - hats[c]`` and
     ``noise = err[a] - err[c]`` (float32): ``deriv[:, k]`` is
     ``|noise[:, near]|.sum(1) + noise[:, ~near] @ sign(d[~near])`` with ``near = |d| <= kappa
     max(sqrt(var_a + var_c), 1e-12)``, ``moved[:, k]`` is ``sum_b |d + noise| - |d|`` and
-    ``values[k] = |d|.sum()``, for all pairs in one call (float64 sums).
+    ``values[k] = |d|.sum()``, for all pairs in one call (float64 sums). ``changes=False``
+    leaves ``moved`` unset (:func:`pair_changes` makes it for the pairs that need it).
 
     >>> e = np.array([[[0.5, 0.0]], [[0.0, 0.0]]], dtype=np.float32)
     >>> deriv, moved, values = pair_derivatives(np.array([[0.0, 1.0], [0.0, 0.0]]),
@@ -457,10 +542,48 @@ def pair_derivatives(hats, variances, err, left, right, kappa):
     deriv = np.empty((err.shape[1], left.shape[0]))
     moved = np.empty((err.shape[1], left.shape[0]))
     values = np.empty(left.shape[0])
-    signs = np.empty(max(hats.shape[1], 1))
-    cdef double[::1] sg = signs
-    _pairs_rows(hats, variances, err, left, right, float(kappa), &sg[0], deriv, moved, values)
+    signs = np.empty((3, max(hats.shape[1], 1)))
+    cdef double[:, ::1] sg = signs
+    _pairs_rows(hats, variances, err, left, right, float(kappa), bool(changes), &sg[0, 0],
+                &sg[1, 0], &sg[2, 0], deriv, moved, values)
     return deriv, moved, values
+
+
+def pair_changes(hats, err, left, right):
+    """``moved`` of :func:`pair_derivatives` alone: ``sum_b |d + noise| - |d|`` per draw.
+
+    >>> e = np.array([[[0.5, 0.0]], [[0.0, 0.0]]], dtype=np.float32)
+    >>> pair_changes(np.array([[0.0, 1.0], [0.0, 0.0]]), e, np.array([0]), np.array([1])
+    ...              ).tolist()
+    [[0.5]]
+    """
+    hats = np.ascontiguousarray(hats, dtype=np.float64)
+    err = np.ascontiguousarray(err, dtype=np.float32)
+    left = np.ascontiguousarray(left, dtype=np.intp)
+    right = np.ascontiguousarray(right, dtype=np.intp)
+    moved = np.empty((err.shape[1], left.shape[0]))
+    dh = np.empty(max(hats.shape[1], 1))
+    cdef double[::1] dhs = dh
+    cdef double[:, ::1] mv = moved
+    cdef const float[:, :, ::1] e = err
+    cdef const double[:, ::1] h = hats
+    cdef const Py_ssize_t[::1] lf = left
+    cdef const Py_ssize_t[::1] rt = right
+    cdef Py_ssize_t k, a, c, b, d, bins = hats.shape[1], n_draws = err.shape[1]
+    with nogil:
+        for k in range(lf.shape[0]):
+            a, c = lf[k], rt[k]
+            for b in range(bins):
+                dhs[b] = h[a, b] - h[c, b]
+            d = 0
+            while d + 4 <= n_draws:
+                _pair_changes4(&e[a, d, 0], &e[c, d, 0], bins, &dhs[0], &mv[d, k],
+                               mv.shape[1])
+                d += 4
+            while d < n_draws:
+                _pair_change(&e[a, d, 0], &e[c, d, 0], bins, &dhs[0], &mv[d, k])
+                d += 1
+    return moved
 
 
 cdef void _gap_rows(const real[:, ::1] a, const real[:, ::1] b,

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any
@@ -250,10 +251,8 @@ def _smooth(counts: NDArray[np.floating], h: float | NDArray[np.float64], *,
     from .._kernels.intervals import density_curves, scaled
 
     spectrum = scipy.fft.dct(counts, type=2, axis=-1)
-    if per_group:  # scaled's product (a cast to float64, then times the factor) by group
-        coef = spectrum.astype(np.float64) * (damping / 2.0)[:, None, :]
-    else:
-        coef = scaled(spectrum, damping / 2.0)  # in float64
+    # in float64: a cast, then times the factor (each group's own with a stack)
+    coef = scaled(spectrum, damping / 2.0)
     dens = scipy.fft.dct(coef, type=3, axis=-1)
     if not normalized:
         return dens
@@ -269,6 +268,19 @@ def _segments(r: int, m: int) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
     slots = index[starts]
     starts.flags.writeable = slots.flags.writeable = False
     return starts, slots
+
+
+def _alike(arrays: list[NDArray[np.floating]]) -> bool:
+    """Whether the arrays share a shape and a dtype (stacking them casts nothing)."""
+    return len({(a.shape, a.dtype) for a in arrays}) == 1
+
+
+def _cdfs(rows: list[NDArray[np.floating]]) -> NDArray[np.floating]:
+    """Return ``cdf_curves`` of each (draws, R) array of ``rows``, stacked: (len, draws, R - 1)."""
+    from .._kernels.intervals import cdf_curves
+
+    stack = np.stack(rows)
+    return cdf_curves(stack.reshape(-1, stack.shape[-1])).reshape(*stack.shape[:2], -1)
 
 
 class _Curves:
@@ -315,6 +327,12 @@ class _Curves:
             curves = _smooth(stack, np.array([float(self.bandwidths[g]) for g, _ in todo]))
             for (g, c), curve in zip(todo, curves, strict=True):
                 self._cache[(tag, g, 0)] = curve if c.ndim == 2 else curve[0]
+        elif self.kind == "abcc" and len(todo) > 1 and _alike([c for _, c in todo]):
+            # every group's CDFs in one kernel call over the stacked rows (row by row: the
+            # same numbers as a call per group)
+            curves = _cdfs([c if c.ndim == 2 else c[None, :] for _, c in todo])
+            for (g, c), curve in zip(todo, curves, strict=True):
+                self._cache[(tag, g, 0)] = curve if c.ndim == 2 else curve[0]
         return [self(tag, g, (g, g), c) for g, c in zip(groups, counts, strict=True)]
 
     def errors(self, groups: list[int], hats: list[NDArray[np.float64]],
@@ -335,6 +353,13 @@ class _Curves:
                 g = groups[k]
                 self._cache[("error", g, 0)] = errors(dens[at], self("hat", g, (g, g), hats[k]),
                                                       boots[k])
+        elif self.kind == "abcc" and len(todo) > 1 and _alike([boots[k] for k in todo]):
+            from .._kernels.intervals import errors
+
+            cdfs = _cdfs([boots[k] for k in todo])  # one CDF call, an error call per group
+            for at, k in enumerate(todo):
+                g = groups[k]
+                self._cache[("error", g, 0)] = errors(cdfs[at], self("hat", g, (g, g), hats[k]))
         return [self.error(g, (g, g), hat, boot)  # type: ignore[arg-type]
                 for g, hat, boot in zip(groups, hats, boots, strict=True)]
 
@@ -401,6 +426,8 @@ class ScoreBootstrap:
     Shared by every score metric of one attribute (ABCC, MADD's chance level, ABPC read the
     same draws), so their intervals cost one bootstrap, not three. Draws are made on first
     use, from one generator (a fixed seed by default): the same window gives the same bounds.
+    An attribute whose groups are unions of an intersection's cells can read the cells' draws
+    instead of its own (:meth:`coarsened`): each interval's law is the same.
 
     Parameters
     ----------
@@ -413,9 +440,64 @@ class ScoreBootstrap:
     def __init__(self, hist: ArrayLike, n_draws: int = SCORE_DRAWS, rng: Any = None) -> None:
         self.hist = np.asarray(hist, dtype=float)
         self.n_draws = n_draws
-        self._gen = _rng(rng)
+        self._rng_arg = rng  # the generator made on first draw (a coarsened one may need none)
+        self._generator: np.random.Generator | None = None
         self._boot: dict[int, NDArray[np.float32]] = {}
         self._null: NDArray[np.float32] | None = None
+        # coarsened: the bootstrap whose cells these groups unite, and each group's cells
+        self._cells: ScoreBootstrap | None = None
+        self._members: list[list[int]] = []
+
+    @property
+    def _gen(self) -> np.random.Generator:
+        if self._generator is None:
+            self._generator = _rng(self._rng_arg)
+        return self._generator
+
+    def coarsened(self, members: Sequence[Sequence[int]], hist: ArrayLike | None = None
+                  ) -> ScoreBootstrap | None:
+        """Return the bootstrap of coarser groups, group ``g`` the union of cells ``members[g]``.
+
+        Its draws are sums of these cells' draws, made (and kept) here: a sum of independent
+        Poisson(``c_k``) counts is Poisson(``sum c_k``), so each group's bootstrap has the law
+        of its own, and the groups (disjoint cells) stay independent. Its null draws are the
+        sums of the cells' when that is the same law too: the cells cover every row (the
+        same pooled histogram) and both are drawn alike, an exact permutation of at most
+        :data:`EXACT_NULL_ROWS` rows (summing the cells of a random partition gives a random
+        partition at the groups' sizes) or Poisson counts (every cell of more than ``R``
+        rows); otherwise its own (a multinomial cell summed with others is not the group's
+        Poisson draw). An attribute and its intersection then cost one set of draws.
+
+        Parameters
+        ----------
+        members : sequence of sequences of int
+            Each coarse group's rows of this bootstrap's ``hist``, disjoint.
+        hist : array-like of shape (G, R), optional
+            The coarse groups' own histograms: None is returned unless they are the
+            members' sums exactly (cells binned apart from their group's bins do not add up).
+
+        Returns
+        -------
+        ScoreBootstrap or None
+
+        Examples
+        --------
+        >>> cells = ScoreBootstrap([[3.0, 1.0], [0.0, 2.0], [5.0, 0.0]])
+        >>> coarse = cells.coarsened([[0, 2], [1]])
+        >>> coarse.hist.tolist()
+        [[8.0, 1.0], [0.0, 2.0]]
+        >>> bool((coarse.boot(0) == cells.boot(0) + cells.boot(2)).all())
+        True
+        >>> cells.coarsened([[0, 2], [1]], hist=[[8.0, 1.0], [1.0, 1.0]]) is None
+        True
+        """
+        members = [[int(c) for c in m] for m in members]
+        summed = np.stack([self.hist[m].sum(axis=0) for m in members])
+        if hist is not None and not np.array_equal(np.asarray(hist, dtype=float), summed):
+            return None
+        out = ScoreBootstrap(summed, self.n_draws)
+        out._cells, out._members = self, members
+        return out
 
     def boot(self, g: int) -> NDArray[np.float32]:
         """(draws, R) bootstrap counts of group ``g``: Poisson(count) per bin."""
@@ -428,10 +510,33 @@ class ScoreBootstrap:
         holds what a call per group, in this order, would have drawn.
         """
         new = [g for g in dict.fromkeys(groups) if g not in self._boot]
-        if new:
+        if new and self._cells is not None:  # the sums of the cells' draws (exact: counts)
+            self._cells.boots([c for g in new for c in self._members[g]])
+            self._boot.update((g, self._cells._sum(self._cells._boot, self._members[g]))
+                              for g in new)
+        elif new:
             drawn = _poisson(self.hist[new], self.n_draws, self._gen)
             self._boot.update(zip(new, drawn, strict=True))
         return [self._boot[g] for g in groups]
+
+    @staticmethod
+    def _sum(drawn: Any, cells: list[int]) -> NDArray[np.float32]:
+        """Return the sum of ``drawn[c]`` over ``cells`` (a single cell's own array)."""
+        if len(cells) == 1:
+            return drawn[cells[0]]  # type: ignore[no-any-return]
+        total = drawn[cells[0]] + drawn[cells[1]]
+        for c in cells[2:]:
+            total += drawn[c]
+        return total  # type: ignore[no-any-return]
+
+    def _shares_null(self) -> bool:
+        """Whether the sums of the cells' null draws have the law of this one's own."""
+        cells = self._cells
+        if cells is None or sorted(c for m in self._members for c in m) != list(
+                range(cells.hist.shape[0])):
+            return False  # not every cell: another pooled histogram
+        sizes = np.rint(cells.hist).sum(axis=1)
+        return bool(sizes.sum() <= EXACT_NULL_ROWS or sizes.min() > cells.hist.shape[1])
 
     def null(self, g: int) -> NDArray[np.float32]:
         """(draws, R) counts of group ``g``'s size drawn from the pooled histogram."""
@@ -439,6 +544,9 @@ class ScoreBootstrap:
 
     def nulls(self) -> NDArray[np.float32]:
         """(K, draws, R): :meth:`null` of every group (drawn together, on first use)."""
+        if self._null is None and self._cells is not None and self._shares_null():
+            cells = self._cells.nulls()
+            self._null = np.stack([self._sum(cells, m) for m in self._members])
         if self._null is None:
             self._null = _permutation_null(self.hist, NULL_DRAWS, self._gen)
         return self._null
@@ -515,6 +623,17 @@ def fine_histogram(scores: ArrayLike, resolution: int = RESOLUTION) -> NDArray[n
                        minlength=resolution).astype(float)
 
 
+#: The interior bin edges ``k / R`` of each resolution, made once (read-only).
+_EDGES: dict[int, NDArray[np.float64]] = {}
+
+
+def _edges(resolution: int) -> NDArray[np.float64]:
+    edges = np.arange(1, resolution) / resolution
+    edges.flags.writeable = False
+    _EDGES[resolution] = edges
+    return edges
+
+
 def fine_histogram_sorted(sorted_scores: NDArray[np.float64], resolution: int = RESOLUTION
                           ) -> NDArray[np.float64]:
     """:func:`fine_histogram` of ascending scores, in O(resolution log n) instead of O(n).
@@ -531,8 +650,14 @@ def fine_histogram_sorted(sorted_scores: NDArray[np.float64], resolution: int = 
     s = np.asarray(sorted_scores, dtype=float)
     if resolution & (resolution - 1):  # not a power of two: s * R may round
         return fine_histogram(s, resolution)
-    first = np.searchsorted(s, np.arange(1, resolution) / resolution, side="left")
-    return np.diff(first, prepend=0, append=s.size).astype(float)
+    if resolution == 1:
+        return np.full(1, float(s.size))
+    edges = _EDGES.get(resolution)
+    first = np.searchsorted(s, _edges(resolution) if edges is None else edges, side="left")
+    counts = np.empty(resolution)  # np.diff(first, prepend=0, append=n), without its concatenate
+    counts[0], counts[-1] = first[0], s.size - first[-1]
+    np.subtract(first[1:], first[:-1], out=counts[1:-1])
+    return counts
 
 
 def score_gap_interval(
@@ -674,7 +799,7 @@ def _pair_draws(sample: ScoreBootstrap, curves: _Curves, pairs: list[tuple[int, 
     candidate pairs' terms are one kernel call over the groups' stacked errors (no Python
     loop over pairs).
     """
-    from .._kernels.intervals import pair_derivatives
+    from .._kernels.intervals import pair_changes, pair_derivatives
 
     h = sample.hist
     found = _candidates(h, curves, pairs, value)
@@ -685,17 +810,19 @@ def _pair_draws(sample: ScoreBootstrap, curves: _Curves, pairs: list[tuple[int, 
     counts = [h[g] for g in groups]
     hats = curves.many("hat", groups, counts)
     found_errors = curves.errors(groups, counts, sample.boots(groups))
-    deriv, moved, total = pair_derivatives(np.stack(hats),
-                                           np.stack([var for _, var in found_errors]),
-                                           np.stack([err for err, _ in found_errors]),
-                                           [at[i] for i, _ in found],
-                                           [at[j] for _, j in found], BIN_KAPPA)
+    hat_stack, err_stack = np.stack(hats), np.stack([err for err, _ in found_errors])
+    left = np.array([at[i] for i, _ in found], dtype=np.intp)
+    right = np.array([at[j] for _, j in found], dtype=np.intp)
+    deriv, _, total = pair_derivatives(hat_stack, np.stack([var for _, var in found_errors]),
+                                       err_stack, left, right, BIN_KAPPA, changes=False)
     w = curves.weight(found[0])
     deriv, pv = deriv * w, total * w
     # a pair's error scale: RMS of its derivative (its SE when settled, its floor near 0)
     near_max = pv >= pv.max() - KAPPA * np.sqrt((deriv ** 2).mean(axis=0))
     worst = deriv[:, near_max].max(axis=1)
-    moved = ((total + moved) * w)[:, near_max].max(axis=1) - pv.max()
+    # each draw's change only for the pairs near the max (the only ones it is read for)
+    moved = pair_changes(hat_stack, err_stack, left[near_max], right[near_max])
+    moved = ((total[near_max] + moved) * w).max(axis=1) - pv.max()
     return worst, moved, float(pv.max())
 
 
@@ -711,8 +838,10 @@ def _null_gaps(sample: ScoreBootstrap, curves: _Curves,
     """
     from .._kernels.intervals import coarse_gap_maxima, pair_gap_maxima
 
-    n = sample.hist.sum(axis=1)
-    smallest = sorted(pairs, key=lambda q: -(n[q[0]] ** -0.5 + n[q[1]] ** -0.5))[:MAX_PAIRS]
+    # each group's n^-1/2 as Python floats (the same IEEE power and sum as numpy's scalars,
+    # without a numpy scalar operation per pair)
+    inv = [x ** -0.5 if x > 0 else math.inf for x in sample.hist.sum(axis=1).tolist()]
+    smallest = sorted(pairs, key=lambda q: -(inv[q[0]] + inv[q[1]]))[:MAX_PAIRS]
     if curves.kind == "madd":  # a curve per pair (its bins): every pair's segments, one call
         segments = [curves.segments(curves.pair_bins[p])[0] for p in smallest]
         first = np.cumsum([0] + [len(starts) for starts in segments])
@@ -745,14 +874,19 @@ def _candidates(h: NDArray[np.float64], curves: _Curves, pairs: list[tuple[int, 
     with np.errstate(invalid="ignore", divide="ignore"):
         q = h / n[:, None]
         err = np.sqrt(q * (1 - q) / n[:, None]).sum(axis=1)
-    kind = "abcc" if curves.kind == "abcc" else "fine"
-    fine = {g: (np.cumsum(q[g])[:-1] / h.shape[1] if kind == "abcc" else q[g])
-            for g in {g for p in pairs for g in p}}
+    groups = list(dict.fromkeys(g for p in pairs for g in p))
+    at = {g: k for k, g in enumerate(groups)}
     if curves.kind == "abpc":
-        hats = curves.many("hat", list(fine), [h[g] for g in fine])
-        fine = {g: hat / h.shape[1] for g, hat in zip(fine, hats, strict=True)}
-    reach = np.array([np.abs(fine[i] - fine[j]).sum() + KAPPA * (err[i] + err[j])
-                      for i, j in pairs])
+        fine = np.stack(curves.many("hat", groups, [h[g] for g in groups])) / h.shape[1]
+    elif curves.kind == "abcc":
+        fine = np.cumsum(q[groups], axis=1)[:, :-1] / h.shape[1]
+    else:
+        fine = q[groups]
+    # every pair's L1 distance in one expression: each row summed as its own 1-D sum would be
+    left = np.array([at[i] for i, _ in pairs])
+    right = np.array([at[j] for _, j in pairs])
+    reach = np.abs(fine[left] - fine[right]).sum(axis=1) + KAPPA * (
+        err[[i for i, _ in pairs]] + err[[j for _, j in pairs]])
     order = np.argsort(-reach, kind="stable")[:MAX_PAIRS]
     keep = [pairs[k] for k in order if reach[k] >= value] or [pairs[int(order[0])]]
     return keep

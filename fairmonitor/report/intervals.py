@@ -14,7 +14,9 @@ summaries. Which method serves which metric (the registry's ``interval`` column)
   :func:`~fairmonitor.metrics._intervals.mean_gap_interval` with a bounded variance;
 - ABCC, ABPC: :func:`~fairmonitor.metrics._intervals.score_gap_interval`, a Poisson
   bootstrap of per-group score histograms, one :class:`ScoreBootstrap` per attribute shared by
-  the score metrics; MADD: its chance level only, no bounds (the reason says why);
+  the score metrics, an attribute derived from an intersection reading the sums of the cells'
+  draws (one set of draws for the attributes and their intersection); MADD: its chance level
+  only, no bounds (the reason says why);
 - the chance level of a score metric is the permutation null of the group labels read on the
   same histograms (bandwidths held at the window's): what
   :func:`~fairmonitor.metrics.permutation_test` and ``fairmonitor report`` give as "chance",
@@ -53,7 +55,7 @@ from ..metrics.shared import (
     wald_interval,
 )
 from ..summaries import compute as _compute
-from ..summaries.core import AttributeSummary, GroupSummary
+from ..summaries.core import AttributeSummary, DerivedGroups, GroupSummary
 from .registry import CONDITIONS, METRICS, MetricSpec
 
 __all__ = ["DEFAULT_LEVEL", "interval_of", "undefined"]
@@ -68,11 +70,19 @@ def undefined(reason: str, method: str = "none") -> Interval:
     return Interval(_NAN, _NAN, _NAN, method, reason)
 
 
-def _kept(attr: AttributeSummary, min_group_size: int) -> list[GroupSummary]:
+def _kept(attr: AttributeSummary, min_group_size: int,
+          cache: dict[Any, Any] | None = None) -> list[GroupSummary]:
+    """Return the groups of at least ``min_group_size`` rows (made once per window)."""
+    key = ("kept", attr.name, min_group_size)
+    if cache is not None and key in cache:
+        return cache[key]  # type: ignore[no-any-return]
     with warnings.catch_warnings():  # the value's computation already said it
         warnings.simplefilter("ignore")
         labels = _compute._kept(attr, min_group_size).labels
-    return [attr.groups[label] for label in labels]
+    groups = [attr.groups[label] for label in labels]
+    if cache is not None:
+        cache[key] = groups
+    return groups
 
 
 def _rates(spec: MetricSpec, groups: list[GroupSummary], level: float,
@@ -134,6 +144,54 @@ def _fine(g: GroupSummary) -> NDArray[np.float64]:
     return cell_histogram(g.cells.count, g.cells.total, RESOLUTION)  # type: ignore[union-attr]
 
 
+def _bootstrap(attr: AttributeSummary, groups: list[GroupSummary], labels: list[Any],
+               cache: dict[Any, Any]) -> ScoreBootstrap:
+    """Return the attribute's score bootstrap (its kept groups), made once per window.
+
+    An attribute derived from an intersection (its groups unions of the intersection's
+    cells) reads the sums of the cells' draws, and the intersection itself those cells'
+    draws, when the histograms add up (:meth:`ScoreBootstrap.coarsened`: the same law for
+    each interval): the attributes and their intersection cost one set of Poisson draws.
+    """
+    key = (attr.name, tuple(map(repr, labels)))
+    if key not in cache:
+        hist = np.stack([_fine(g) for g in groups])
+        cells = _cells_of(attr, cache)
+        found = None
+        if cells is not None:
+            source, members = cells
+            index = {label: k for k, label in enumerate(source.groups)}
+            found = _cell_bootstrap(source, cache).coarsened(
+                [[index[m] for m in members(lab)] for lab in labels], hist)
+        cache[key] = found if found is not None else ScoreBootstrap(hist)
+    return cache[key]  # type: ignore[no-any-return]
+
+
+def _cells_of(attr: AttributeSummary, cache: dict[Any, Any]
+              ) -> tuple[AttributeSummary, Any] | None:
+    """Return the intersection whose cells make ``attr``'s groups and each group's cells.
+
+    None if there is none (or its cells have no scores).
+    """
+    if isinstance(attr.groups, DerivedGroups):
+        derived = attr.groups
+        source = derived.source
+        if all(g.scores is not None or g.cells is not None for g in source.groups.values()):
+            return source, derived.members.__getitem__
+        return None
+    if ("cells", attr.name) in cache:  # the intersection, its cells already drawn
+        return attr, lambda label: [label]
+    return None
+
+
+def _cell_bootstrap(source: AttributeSummary, cache: dict[Any, Any]) -> ScoreBootstrap:
+    """Return the bootstrap of every cell of the intersection ``source`` (made once)."""
+    key = ("cells", source.name)
+    if key not in cache:
+        cache[key] = ScoreBootstrap(np.stack([_fine(g) for g in source.groups.values()]))
+    return cache[key]  # type: ignore[no-any-return]
+
+
 def _scores(name: str, value: float, result: Any, attr: AttributeSummary,
             groups: list[GroupSummary], kw: Mapping[str, Any], level: float,
             cache: dict[Any, Any]) -> Interval:
@@ -145,10 +203,7 @@ def _scores(name: str, value: float, result: Any, attr: AttributeSummary,
         return undefined("no scores")
     kept = {id(g) for g in groups}
     labels = [lab for lab, g in attr.groups.items() if id(g) in kept]
-    key = (attr.name, tuple(map(repr, labels)))
-    if key not in cache:
-        cache[key] = ScoreBootstrap(np.stack([_fine(g) for g in groups]))
-    boot = cache[key]
+    boot = _bootstrap(attr, groups, labels, cache)
     if name == "abcc":
         return score_gap_interval(boot, "abcc", value=value, level=level)
     if name == "madd":
@@ -216,10 +271,10 @@ def interval_of(name: str, field: str | None, value: float, result: Any,
             spec.no_interval or f"{name} has no interval on this window")
     try:
         if spec.summary in ("rates", "counts"):
-            groups = _kept(attr, int(kw.get("min_group_size", 1)))
+            groups = _kept(attr, int(kw.get("min_group_size", 1)), cache)
             return _rates(spec, groups, level, int(kw.get("min_condition_size", 1)))
         if spec.summary == "scores":
-            groups = _kept(attr, int(kw.get("min_group_size", 1)))
+            groups = _kept(attr, int(kw.get("min_group_size", 1)), cache)
             return _scores(name, value, result, attr, groups, kw, level, cache)
         return _rows(name, field, value, result, level)
     except (AttributeError, KeyError, IndexError, TypeError) as exc:  # a result without SEs

@@ -20,6 +20,8 @@ from fairmonitor.exceptions import InvalidInputError
 from fairmonitor.metrics import abcc, abpc, madd
 from fairmonitor.metrics._abpc_abcc.kde import density_from_binned
 from fairmonitor.metrics._intervals import (
+    NULL_DRAWS,
+    RESOLUTION,
     ScoreBootstrap,
     fine_histogram,
     fine_histogram_sorted,
@@ -149,7 +151,7 @@ def test_score_gap_interval_errs_on_the_wide_side_between_parity_and_a_settled_g
     assert _score_coverage(dists, 300, kind, reps=300) >= 0.95
 
 
-@pytest.mark.parametrize("resolution", [512, 4, 1024, 500])
+@pytest.mark.parametrize("resolution", [512, 4, 1024, 500, 1, 2])
 def test_fine_histogram_of_sorted_scores_equals_binning_every_row(resolution):
     # the summary's raw scores are sorted: a binary search per bin replaces a pass over rows
     rng = np.random.default_rng(11)
@@ -272,6 +274,48 @@ def test_batched_pair_kernel_equals_the_numpy_terms_of_each_pair():
         change = (np.abs(d_hat + noise.astype(float)) - np.abs(d_hat)).sum(axis=1)
         np.testing.assert_allclose(moved[:, col], change, rtol=1e-6, atol=1e-12)
         assert values[col] == pytest.approx(np.abs(d_hat).sum(), rel=1e-12)
+
+
+@pytest.mark.parametrize("draws", [1, 3, 4, 7, 9])
+def test_pair_kernel_sums_each_draw_in_bin_order_bit_for_bit(draws):
+    # pair_derivatives sums four draws at once (independent sums); each draw's sums must
+    # still be the branchy loop's, bin after bin in float64 (fold |x| where the sign is 0,
+    # sign x elsewhere), to the bit: a plain Python loop is the oracle. A tail of draws that
+    # is not a multiple of four, a bin with d = 0 and a NaN variance (sign 0: folded)
+    from fairmonitor._kernels.intervals import pair_derivatives
+
+    rng = np.random.default_rng(draws)
+    k, bins = 3, 9
+    hats = rng.standard_normal((k, bins)) * 0.01
+    hats[1, :2] = hats[0, :2]
+    variances = rng.uniform(0, 1e-2, (k, bins)) ** 2
+    variances[0, 0] = np.nan
+    err = (rng.standard_normal((k, draws, bins)) * 0.01).astype(np.float32)
+    left, right = np.array([0, 0, 1]), np.array([1, 2, 2])
+    deriv, moved, _ = pair_derivatives(hats, variances, err, left, right, 3.0)
+    for col, (a, c) in enumerate(zip(left, right, strict=True)):
+        dh = [float(hats[a, b] - hats[c, b]) for b in range(bins)]
+        se = [math.sqrt(variances[a, b] + variances[c, b]) for b in range(bins)]
+        sign = [0.0 if abs(dh[b]) <= 3.0 * (se[b] if (se[b] != se[b] or se[b] > 1e-12)
+                                            else 1e-12) else float(np.sign(dh[b]))
+                for b in range(bins)]
+        for d in range(draws):
+            fold = lin = mv = 0.0
+            for b in range(bins):
+                x = err[a, d, b] - err[c, d, b]  # float32
+                if sign[b] == 0.0:
+                    fold += abs(float(x))
+                else:
+                    lin += sign[b] * float(x)
+                mv += abs(dh[b] + float(x)) - abs(dh[b])
+            assert deriv[d, col] == fold + lin
+            assert moved[d, col] == mv
+    # the changes alone (for the pairs near the max), and the derivatives without them
+    from fairmonitor._kernels.intervals import pair_changes
+
+    assert np.array_equal(pair_changes(hats, err, left[1:], right[1:]), moved[:, 1:])
+    alone, _, _ = pair_derivatives(hats, variances, err, left, right, 3.0, changes=False)
+    assert np.array_equal(alone, deriv)
 
 
 def test_cell_histogram_equals_the_weighted_bincount():
@@ -619,7 +663,10 @@ def _one_group_at_a_time(monkeypatch):
 
     def boots(self, groups):
         for g in groups:
-            if g not in self._boot:
+            if g not in self._boot and self._cells is not None:  # an attribute of cells:
+                cells = self._cells.boots(self._members[g])  # the sum of its cells' draws
+                self._boot[g] = np.sum(cells, axis=0, dtype=np.float32)
+            elif g not in self._boot:
                 self._boot[g] = _intervals._poisson(self.hist[g], self.n_draws, self._gen)
         return [self._boot[g] for g in groups]
 
@@ -697,3 +744,87 @@ def test_quantile_is_numpys_linear_quantile_to_the_bit(n):
         want = np.quantile(values, q)
         got = _quantile(values, q)
         assert got == want or (math.isnan(got) and math.isnan(want)), (values, q)
+
+
+# ------------------------------------------------------------ an attribute from its cells
+
+
+def _cell_hists(rng, sizes, resolution=RESOLUTION):
+    """Per cell, the fine histogram of ``size`` Beta(2, 3) scores."""
+    return np.stack([fine_histogram(rng.beta(2, 3, n), resolution) for n in sizes])
+
+
+def test_a_coarsened_bootstrap_sums_its_cells_draws():
+    rng = np.random.default_rng(3)
+    cells = ScoreBootstrap(_cell_hists(rng, [300, 500, 200, 400]))
+    members = [[0, 2], [1, 3]]  # e.g. sex F = (F, a) + (F, b), M = (M, a) + (M, b)
+    coarse = cells.coarsened(members, hist=cells.hist[[0, 1]] + cells.hist[[2, 3]])
+    assert coarse is not None
+    for g, m in enumerate(members):
+        assert np.array_equal(coarse.hist[g], cells.hist[m].sum(axis=0))
+        assert np.array_equal(coarse.boot(g), cells.boot(m[0]) + cells.boot(m[1]))
+        # every cell of more than R rows (Poisson nulls), every row covered: the cells' null
+        assert np.array_equal(coarse.null(g), cells.null(m[0]) + cells.null(m[1]))
+
+
+def test_a_coarsened_bootstrap_keeps_its_own_null_where_the_law_would_differ():
+    rng = np.random.default_rng(4)
+    # a cell of at most R rows in a window of more than EXACT_NULL_ROWS: its null is a
+    # multinomial at its size, the group's a Poisson draw: the group draws its own
+    cells = ScoreBootstrap(_cell_hists(rng, [1500, 60, 900, 800]))
+    coarse = cells.coarsened([[0, 1], [2, 3]])
+    assert not coarse._shares_null()
+    assert coarse.nulls().shape == (2, NULL_DRAWS, RESOLUTION)
+    assert cells._null is None  # the cells' null was never drawn for it
+    # a group of cells not covering every cell: another pooled histogram
+    assert not ScoreBootstrap(_cell_hists(rng, [500, 600, 700])).coarsened(
+        [[0, 1]])._shares_null()
+    # an exact permutation of at most EXACT_NULL_ROWS rows: the sums are a random partition
+    small = ScoreBootstrap(_cell_hists(rng, [300, 50, 200, 100]))
+    exact = small.coarsened([[0, 3], [1, 2]])
+    assert exact._shares_null()
+    totals = exact.nulls().sum(axis=2)
+    assert (totals == [[400.0], [250.0]]).all()  # each group at its size in every draw
+    assert np.array_equal(exact.nulls().sum(axis=0),
+                          np.broadcast_to(small.hist.sum(axis=0), totals.shape[1:] + (128,)))
+
+
+def test_a_coarsened_bootstrap_refuses_cells_that_do_not_add_up():
+    cells = ScoreBootstrap([[3.0, 1.0], [0.0, 2.0]])
+    assert cells.coarsened([[0, 1]], hist=[[3.0, 3.0]]) is not None
+    assert cells.coarsened([[0, 1]], hist=[[2.0, 4.0]]) is None  # binned apart
+
+
+def test_a_coarsened_bootstrap_has_the_poisson_law_of_its_group():
+    # per bin: mean and variance of the summed draws are the group's count (Poisson), with
+    # 4,000 draws: Monte Carlo error of a mean ~sqrt(c / 4000), of a variance ~c sqrt(2/4000)
+    rng = np.random.default_rng(5)
+    hist = _cell_hists(rng, [400, 300, 500], resolution=8)
+    cells = ScoreBootstrap(hist, n_draws=4000)
+    draws = cells.coarsened([[0, 1, 2]]).boot(0).astype(float)
+    want = hist.sum(axis=0)
+    assert np.all(np.abs(draws.mean(axis=0) - want) <= 5 * np.sqrt(want / 4000) + 1e-9)
+    assert np.all(np.abs(draws.var(axis=0) - want) <= 5 * want * np.sqrt(2 / 4000) + 1e-9)
+
+
+def test_bounds_from_cells_have_the_law_of_bounds_from_the_group():
+    # the interval of ABCC for a two-group attribute from its own bootstrap and from the sums
+    # of its cells' draws (each with its own seeds): the same law, so the bounds' means agree
+    # within Monte Carlo error (200 seeds each; the bounds' spread is their draws' noise)
+    rng = np.random.default_rng(6)
+    cells_hist = _cell_hists(rng, [400, 300, 350, 450])
+    members = [[0, 1], [2, 3]]
+    group_hist = np.stack([cells_hist[m].sum(axis=0) for m in members])
+    cdf = np.cumsum(group_hist / group_hist.sum(axis=1, keepdims=True), axis=1)
+    value = float(np.abs(cdf[0] - cdf[1])[:-1].sum() / RESOLUTION)  # ABCC of the histograms
+    own, shared = [], []
+    for seed in range(200):
+        own.append(score_gap_interval(ScoreBootstrap(group_hist, rng=seed), "abcc",
+                                      value=value))
+        coarse = ScoreBootstrap(cells_hist, rng=10_000 + seed).coarsened(members, group_hist)
+        shared.append(score_gap_interval(coarse, "abcc", value=value))
+    for field in ("lower", "upper", "chance"):
+        a = np.array([getattr(iv, field) for iv in own])
+        b = np.array([getattr(iv, field) for iv in shared])
+        se = np.sqrt(a.var() / a.size + b.var() / b.size)
+        assert abs(a.mean() - b.mean()) <= 4 * se + 1e-12, field

@@ -275,3 +275,39 @@ def test_fairmonitor_report_chance_of_madd_auto_is_the_reports():
         floor = chance_floor(METRICS["madd"], window, "g", 1, 300, np.random.default_rng(1))
     se = math.hypot(floor.null_std / math.sqrt(300), floor.null_std / math.sqrt(60))
     assert abs(chance - floor.null_mean) <= 4 * se + 0.03 * floor.null_mean
+
+
+def test_an_attribute_and_its_intersection_share_the_cells_draws():
+    # sex and race are unions of the sex:race cells: their score bootstraps are the sums of
+    # the cells' Poisson draws (one set of draws for the three; the same law, see
+    # tests/metrics/test_intervals.py), in the order the metrics read them; the values
+    # do not move (an interval never changes its value)
+    from fairmonitor.metrics.shared import (
+        ScoreBootstrap,
+        fine_histogram_sorted,
+        score_gap_interval,
+    )
+
+    rng = np.random.default_rng(12)
+    n = 4000
+    groups = {"sex": rng.choice(["F", "M"], n), "race": rng.choice(list("abc"), n)}
+    score = np.clip(rng.beta(2, 3, n) + 0.05 * (groups["sex"] == "M"), 0, 1)
+    summary = summarize(groups, y_score=score, y_true=(rng.random(n) < score).astype(int))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        report = evaluate_summary(summary, metrics=["abcc", "abpc"])
+        plain = evaluate_summary(summary, metrics=["abcc", "abpc"], confidence_level=None)
+    assert report.values == plain.values
+    source = summary.attributes["sex:race"]
+    cells = ScoreBootstrap(np.stack([fine_histogram_sorted(g.scores)
+                                     for g in source.groups.values()]))
+    index = {label: k for k, label in enumerate(source.groups)}
+    for name in ("sex", "race"):  # the order the report reads them: ABCC on sex, then race
+        derived = summary.attributes[name].groups
+        members = [[index[c] for c in derived.members[label]] for label in derived]
+        own = np.stack([fine_histogram_sorted(derived[label].scores) for label in derived])
+        coarse = cells.coarsened(members, own)
+        assert coarse is not None and coarse._shares_null()
+        want = score_gap_interval(coarse, "abcc", value=report.values[("abcc", name)])
+        got = report.intervals[("abcc", name)]
+        assert (got.lower, got.upper, got.chance) == (want.lower, want.upper, want.chance)
