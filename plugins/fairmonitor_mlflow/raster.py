@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["TAB10", "Axes", "Raster", "legend", "nice_ticks"]
+__all__ = ["TAB10", "Axes", "Raster", "legend", "nice_ticks", "png_bytes"]
 
 #: matplotlib's default colour cycle ("tab10"), so colours match the other figures
 TAB10 = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
@@ -109,10 +109,43 @@ class Raster:
         return img
 
     def save(self, path: str) -> Any:
-        """Write the PNG (zlib level 1: flat colours compress as well, faster); return it."""
+        """Write the PNG (:func:`png_bytes`); return the picture (a ``PIL.Image``)."""
         img = self.image()
-        img.save(path, format="PNG", compress_level=1)
+        with open(path, "wb") as fh:
+            fh.write(png_bytes(img))
         return img
+
+
+def png_bytes(img: Any) -> bytes:
+    """Return the PNG file of an RGB ``PIL.Image``: rows unfiltered, deflated at zlib level 1.
+
+    Pillow's PNG encoder picks each row's filter by trying all five, which was most of its
+    time on these figures (about 20 ms for a 760 x 864 one, the same image unfiltered through
+    zlib about 13 ms); on a figure's flat colours filtering saves a fifth of the bytes at
+    most. The file is the standard's minimal one: signature, IHDR (8-bit RGB), one IDAT, IEND.
+
+    >>> from PIL import Image
+    >>> import io
+    >>> img = Image.new("RGB", (3, 2), "#1f77b4")
+    >>> back = Image.open(io.BytesIO(png_bytes(img)))
+    >>> back.format, back.size, back.getpixel((2, 1))
+    ('PNG', (3, 2), (31, 119, 180))
+    """
+    import struct
+    import zlib
+
+    pixels = np.asarray(img.convert("RGB"), dtype=np.uint8)
+    height, width = pixels.shape[:2]
+    rows = np.zeros((height, 1 + 3 * width), dtype=np.uint8)  # filter type 0 (None) a row
+    rows[:, 1:] = pixels.reshape(height, -1)
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return (struct.pack(">I", len(body)) + kind + body
+                + struct.pack(">I", zlib.crc32(kind + body)))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)  # 8-bit truecolour
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header)
+            + chunk(b"IDAT", zlib.compress(rows.tobytes(), 1)) + chunk(b"IEND", b""))
 
 
 def _vertical_text(img: Any, xy: Sequence[float], text: str, font: Any, color: str) -> None:

@@ -87,3 +87,26 @@ def test_interval_figure_of_no_value_and_of_values(tmp_path) -> None:
 def test_ticks_are_round_and_inside(lo: float, hi: float, expected: list[float]) -> None:
     ticks, _ = nice_ticks(lo, hi)
     np.testing.assert_allclose(ticks, expected, atol=1e-12)
+
+
+@pytest.mark.parametrize(("width", "height"), [(1, 1), (7, 3), (760, 181)])
+def test_the_png_writer_gives_pillow_the_same_pixels(width: int, height: int) -> None:
+    import io
+    import zlib
+
+    from fairmonitor_mlflow.raster import png_bytes
+
+    rng = np.random.default_rng(width)
+    pixels = rng.integers(0, 256, (height, width, 3), dtype=np.uint8)
+    pixels[:, : width // 2] = 255  # a plot's flat white beside noise
+    data = png_bytes(Image.fromarray(pixels))
+    with Image.open(io.BytesIO(data)) as png:
+        png.load()  # Pillow checks each chunk's CRC and the stream as it decodes
+        assert (png.format, png.mode, png.size) == ("PNG", "RGB", (width, height))
+        np.testing.assert_array_equal(np.asarray(png), pixels)
+    # one IDAT whose rows all carry filter type 0, as the docstring says
+    assert data.count(b"IDAT") == 1
+    start = data.index(b"IDAT") + 4
+    size = int.from_bytes(data[start - 8:start - 4], "big")
+    raw = np.frombuffer(zlib.decompress(data[start:start + size]), dtype=np.uint8)
+    assert (raw.reshape(height, -1)[:, 0] == 0).all()
