@@ -40,7 +40,7 @@ ctypedef fused real:
 
 __all__ = ["cdf_curves", "cell_histogram", "coarse_curves", "coarse_gap_maxima", "density_curves",
            "errors", "pair_changes", "pair_derivatives", "pair_gap_maxima", "pair_gaps",
-           "pair_maxima", "poisson_counts", "scaled", "wilson_bounds"]
+           "pair_maxima", "pair_maxima_cols", "poisson_counts", "scaled", "wilson_bounds"]
 
 cdef double _BIG = DBL_MAX  # np.nan_to_num's replacement of +inf
 
@@ -781,6 +781,61 @@ def pair_maxima(z, scale, left, right, se, shift):
                    np.ascontiguousarray(right, dtype=np.intp), inv_se,
                    np.ascontiguousarray(shift, dtype=np.float64), &e[0], near, far)
     return near, far
+
+
+cdef void _pair_max_cols2(const double[:, ::1] e, const Py_ssize_t[::1] left,
+                          const Py_ssize_t[::1] right, const double[::1] inv_se,
+                          const double[::1] shift, const double[::1] apart, double[::1] near,
+                          double[::1] far, double[::1] far_apart) noexcept nogil:
+    """:func:`_pair_max_cols` with a second shift: the same ``t`` for both (one pass)."""
+    cdef Py_ssize_t d, k, n_draws = e.shape[1]
+    cdef const double* a
+    cdef const double* b
+    cdef double t, s, u, w, h, g
+    for d in range(n_draws):
+        near[d] = -INFINITY
+        far[d] = -INFINITY
+        far_apart[d] = -INFINITY
+    for k in range(left.shape[0]):
+        a, b, w, h, g = &e[left[k], 0], &e[right[k], 0], inv_se[k], shift[k], apart[k]
+        for d in range(n_draws):
+            t = (a[d] - b[d]) * w
+            s = t - h
+            u = t - g
+            near[d] = t if t > near[d] else near[d]
+            far[d] = s if s > far[d] else far[d]
+            far_apart[d] = u if u > far_apart[d] else far_apart[d]
+
+
+def pair_maxima_cols(z_cols, scale, left, right, inv_se, shift, apart=None):
+    """:func:`pair_maxima` from draws already by cell, ``z_cols`` (cells, draws), finite inputs.
+
+    ``inv_se`` is ``1 / se`` (as :func:`pair_maxima` computes it). The caller checks that
+    every input is finite (then no NaN can arise, as in :func:`pair_maxima`'s column pass):
+    the same products, differences and maxima, so the same numbers. With ``apart`` (a second
+    shift) also ``max_k (T_k - apart_k)``, from the same ``T``: what a second call with the
+    same draws would give, without recomputing ``T``.
+
+    >>> z = np.array([[1.0, -1.0], [0.5, 2.0]])
+    >>> near, far = pair_maxima_cols(np.ascontiguousarray(z.T), np.ones(2), np.array([0, 1]),
+    ...                              np.array([1, 0]), np.full(2, 0.5), np.array([0.0, 1.0]))
+    >>> near.tolist(), far.tolist()
+    ([1.0, 0.75], [1.0, -0.25])
+    """
+    e_cols = np.asarray(z_cols) * np.asarray(scale, dtype=np.float64)[:, None]
+    n_draws = e_cols.shape[1]
+    near, far = np.empty(n_draws), np.empty(n_draws)
+    left = np.ascontiguousarray(left, dtype=np.intp)
+    right = np.ascontiguousarray(right, dtype=np.intp)
+    inv_se = np.ascontiguousarray(inv_se, dtype=np.float64)
+    shift = np.ascontiguousarray(shift, dtype=np.float64)
+    if apart is None:
+        _pair_max_cols(e_cols, left, right, inv_se, shift, near, far)
+        return near, far
+    far_apart = np.empty(n_draws)
+    _pair_max_cols2(e_cols, left, right, inv_se, shift,
+                    np.ascontiguousarray(apart, dtype=np.float64), near, far, far_apart)
+    return near, far, far_apart
 
 
 # ------------------------------------------------------------------------ Wilson's bounds

@@ -298,29 +298,70 @@ def _critical(sd: _F, fam: NDArray[np.intp], i: NDArray[np.intp], j: NDArray[np.
     """
     normal = NormalDist()
     z = normal.inv_cdf(1.0 - tail)
-    mirrored = _mirrored(fam, i, j)
     if fam.size == 1:
         return z, z, z
-    if fam.size == 2 and mirrored:  # the two orders of one pair: |T|; settled, one order
+    if fam.size == 2 and _mirrored(fam, i, j):  # the two orders of one pair: |T|
+        # (settled: one order)
         return normal.inv_cdf(1.0 - tail / 2.0), z, z
     if fam.size > MAX_SIMULATED_PAIRS:  # Bonferroni: conservative
         return normal.inv_cdf(1.0 - tail / fam.size), z, normal.inv_cdf(1.0 - tail / fam.size)
-    from .._kernels.intervals import pair_maxima  # one pass over draws x pairs
-
-    cells, where = np.unique(np.concatenate([fam * sd.shape[1] + i, fam * sd.shape[1] + j]),
-                             return_inverse=True)
+    cells, where = _cells(np.concatenate([fam * sd.shape[1] + i, fam * sd.shape[1] + j]),
+                          sd.size)
     se = np.hypot(sd[fam, i], sd[fam, j])
-    top, top_shifted = pair_maxima(_normal(rng, n_draws, cells.size), sd.ravel()[cells],
-                                   where[:fam.size], where[fam.size:], se, shift)
+    top, top_shifted, top_apart = _maxima(rng, n_draws, sd.ravel()[cells], where[:fam.size],
+                                          where[fam.size:], se, shift,
+                                          apart if settled else None)
     near = _quantile(top, 1.0 - tail)
     if not settled:
         return near, z, near
     far = -_quantile(top_shifted, tail)
     if apart is None:
         return near, min(max(far, 0.0), z), near
-    _, top_apart = pair_maxima(_normal(rng, n_draws, cells.size), sd.ravel()[cells],
-                               where[:fam.size], where[fam.size:], se, apart)
     return near, min(max(far, 0.0), z), min(_quantile(top_apart, 1.0 - tail), near)
+
+
+def _cells(keys: NDArray[np.intp], size: int) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+    """``np.unique(keys, return_inverse=True)`` of indices below ``size`` (the same arrays).
+
+    A mask over the few cells and its running count instead of a sort.
+    """
+    seen = np.zeros(size, dtype=bool)
+    seen[keys] = True
+    return np.flatnonzero(seen), (np.cumsum(seen) - 1)[keys]
+
+
+@functools.lru_cache(maxsize=32)
+def _fixed_normal_cols(n_draws: int, size: int) -> _F:
+    """:func:`_fixed_normal`'s draws by cell, (size, n_draws), made once (read-only)."""
+    cols = np.ascontiguousarray(_fixed_normal(n_draws, size).T)
+    cols.flags.writeable = False
+    return cols
+
+
+def _maxima(rng: Any, n_draws: int, scale: _F, left: NDArray[np.intp], right: NDArray[np.intp],
+            se: _F, shift: _F, apart: _F | None) -> tuple[_F, _F, _F | None]:
+    """:func:`~fairmonitor._kernels.intervals.pair_maxima` at ``shift`` and, if given, ``apart``.
+
+    With the fixed seed and finite inputs (every window's case) one pass for both shifts over
+    the draws already by cell (the same ``T``, so the same maxima as two calls); otherwise two
+    calls, each drawing as :func:`_normal` does (a Generator's second call draws afresh).
+    """
+    from .._kernels.intervals import pair_maxima, pair_maxima_cols  # draws x pairs, one pass
+
+    with np.errstate(divide="ignore"):  # se 0: an infinite T, as pair_maxima's quotient
+        inv_se = 1.0 / se
+    finite = np.isfinite(scale).all() and np.isfinite(inv_se).all() and \
+        np.isfinite(shift).all() and (apart is None or np.isfinite(apart).all())
+    if rng is None and finite:  # the fixed draws are finite: pair_maxima's column pass
+        found = pair_maxima_cols(_fixed_normal_cols(n_draws, scale.size), scale, left, right,
+                                 inv_se, shift, apart)
+        return found if apart is not None else (*found, None)
+    top, top_shifted = pair_maxima(_normal(rng, n_draws, scale.size), scale, left, right, se,
+                                   shift)
+    if apart is None:
+        return top, top_shifted, None
+    return top, top_shifted, pair_maxima(_normal(rng, n_draws, scale.size), scale, left, right,
+                                         se, apart)[1]
 
 
 def _null_rates(gen: np.random.Generator, size: NDArray[np.int64], rate: float,
@@ -344,7 +385,27 @@ _CHANCE_CACHE_SIZE = 64
 _CHANCE_LOCK = threading.Lock()
 
 
-def _extremes(gen: np.random.Generator, key: Any, size: NDArray[np.int64], rate: float,
+class _LazyGenerator:
+    """The chance draws' generator, made (and moved to ``state``) only when a draw needs it.
+
+    A window's later metrics find their draws in :data:`_CHANCE_DRAWS`: they only carry the
+    state a hit leaves, so making the fixed seed's generator (~12 us) is left to a miss.
+    """
+
+    def __init__(self, rng: Any) -> None:
+        self.rng, self.state, self._generator = rng, None, None
+
+    @property
+    def generator(self) -> np.random.Generator:
+        if self._generator is None:
+            self._generator = _rng(self.rng)
+        if self.state is not None:  # where the cached draws left the seed's stream
+            self._generator.bit_generator.state = self.state
+            self.state = None
+        return self._generator
+
+
+def _extremes(gen: _LazyGenerator, key: Any, size: NDArray[np.int64], rate: float,
               n_draws: int, fixed: bool) -> tuple[_F, _F]:
     """Return the (largest, smallest) group rate per chance draw.
 
@@ -355,14 +416,14 @@ def _extremes(gen: np.random.Generator, key: Any, size: NDArray[np.int64], rate:
     with _CHANCE_LOCK:
         found = _CHANCE_DRAWS.get(key) if fixed else None
     if found is not None:
-        gen.bit_generator.state = found[2]
+        gen.state = found[2]
         return found[0], found[1]
-    rates = _null_rates(gen, size, rate, n_draws)
+    rates = _null_rates(gen.generator, size, rate, n_draws)
     hi, lo = rates.max(axis=1), rates.min(axis=1)
     if fixed:
         hi.flags.writeable = lo.flags.writeable = False
         with _CHANCE_LOCK:
-            _CHANCE_DRAWS[key] = (hi, lo, gen.bit_generator.state)
+            _CHANCE_DRAWS[key] = (hi, lo, gen.generator.bit_generator.state)
             while len(_CHANCE_DRAWS) > _CHANCE_CACHE_SIZE:
                 _CHANCE_DRAWS.popitem(last=False)
     return hi, lo
@@ -374,7 +435,7 @@ def _chance(x: _F, n: _F, defined: NDArray[np.bool_], ratio: bool, n_draws: int,
 
     Binomial draws at these group sizes (the small-sample floor a fair model reads).
     """
-    gen, worst, key = _rng(rng), np.full(n_draws, -np.inf), (n_draws,)
+    gen, worst, key = _LazyGenerator(rng), np.full(n_draws, -np.inf), (n_draws,)
     for f in np.flatnonzero(defined.any(axis=1)):
         size = np.rint(n[f, defined[f]]).astype(np.int64)
         pooled = x[f, defined[f]].sum() / n[f, defined[f]].sum()
