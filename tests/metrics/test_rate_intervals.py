@@ -461,3 +461,105 @@ def test_compiled_wilson_bounds_are_the_score_formula_and_flag_rare_counts():
     want = stats.beta.ppf(stats.norm.sf(z), 2, 29)  # Clopper-Pearson where further out
     assert got[0][0] == pytest.approx(min(want, float(wilson_bounds(
         np.array([2.0]), np.array([30.0]), z)[0][0])), rel=1e-12)
+
+
+# --------------------------------------------------------------------------------------------
+# issue 25 item 7: the joint critical value's draws in one pass, by cell, cached
+
+
+def test_one_pass_maxima_are_those_of_two_kernel_calls_to_the_bit():
+    # pair_maxima_cols with a second shift gives what a second pair_maxima call on the same
+    # draws gives (the same T for both shifts), exactly: no result may move
+    from fairmonitor._kernels.intervals import pair_maxima, pair_maxima_cols
+
+    rng = np.random.default_rng(7)
+    z, scale = rng.standard_normal((400, 8)), rng.uniform(0.01, 0.2, 8)
+    left, right = rng.integers(0, 8, 50), rng.integers(0, 8, 50)
+    se = rng.uniform(0.01, 0.3, 50)
+    shift, apart = rng.uniform(0, 3, 50), rng.uniform(0, 2, 50)
+    near, far = pair_maxima(z, scale, left, right, se, shift)
+    _, far_apart = pair_maxima(z, scale, left, right, se, apart)
+    cols = np.ascontiguousarray(z.T)
+    got = pair_maxima_cols(cols, scale, left, right, 1.0 / se, shift, apart)
+    assert [a.tolist() for a in got] == [near.tolist(), far.tolist(), far_apart.tolist()]
+    assert [a.tolist() for a in pair_maxima_cols(cols, scale, left, right, 1.0 / se, shift)] \
+        == [near.tolist(), far.tolist()]
+
+
+def test_cells_are_numpys_unique_and_inverse():
+    rng = np.random.default_rng(8)
+    for size in (2, 5, 20, 60):
+        keys = rng.integers(0, size, rng.integers(1, 40))
+        cells, where = ri._cells(keys, size)
+        want_cells, want_where = np.unique(keys, return_inverse=True)
+        assert cells.tolist() == want_cells.tolist()
+        assert where.tolist() == want_where.tolist()
+
+
+def test_fixed_draws_by_cell_are_cached_per_shape_and_read_only():
+    from fairmonitor.metrics._intervals import _SEED
+
+    first = ri._fixed_normal_cols(300, 4)
+    assert ri._fixed_normal_cols(300, 4) is first  # a hit: the same (read-only) array
+    assert not first.flags.writeable and first.flags.c_contiguous
+    assert first.tolist() == ri._fixed_normal(300, 4).T.tolist()
+    # other shapes never share an entry: each is its own shape and the seed's own draws
+    for n_draws, size in ((300, 5), (301, 4), (2000, 4)):
+        other = ri._fixed_normal_cols(n_draws, size)
+        assert other.shape == (size, n_draws)
+        assert other.tolist() == np.random.default_rng(_SEED).standard_normal(
+            (n_draws, size)).T.tolist()
+
+
+def _critical_by_two_calls(sd, fam, i, j, shift, apart, rng, n_draws=500):
+    """The maxima as integ computed them: two pair_maxima calls, each drawing via _normal."""
+    from fairmonitor._kernels.intervals import pair_maxima
+
+    cells, where = np.unique(np.concatenate([fam * sd.shape[1] + i, fam * sd.shape[1] + j]),
+                             return_inverse=True)
+    se = np.hypot(sd[fam, i], sd[fam, j])
+    args = (sd.ravel()[cells], where[:fam.size], where[fam.size:], se)
+    top, top_shifted = pair_maxima(ri._normal(rng, n_draws, cells.size), *args, shift)
+    return top, top_shifted, pair_maxima(ri._normal(rng, n_draws, cells.size), *args, apart)[1]
+
+
+@pytest.mark.parametrize("rng", [None, 5, "generator"])
+def test_maxima_equal_the_two_call_form_for_every_rng(rng):
+    # the fixed seed takes the one-pass path; an int seed or a Generator the two calls (a
+    # Generator's second call draws afresh): each equals the former code's numbers exactly
+    gen = np.random.default_rng(3)
+    sd = gen.uniform(0.01, 0.1, (2, 5))
+    fam, i, j = ri._ordered_pairs(np.ones((2, 5), dtype=bool), sd, False)
+    shift, apart = gen.uniform(0, 2, fam.size), gen.uniform(0, 1, fam.size)
+    make = (lambda: np.random.default_rng(11)) if rng == "generator" else (lambda: rng)
+    want = _critical_by_two_calls(sd, fam, i, j, shift, apart, make())
+    cells, where = ri._cells(np.concatenate([fam * 5 + i, fam * 5 + j]), 10)
+    got = ri._maxima(make(), 500, sd.ravel()[cells], where[:fam.size], where[fam.size:],
+                     np.hypot(sd[fam, i], sd[fam, j]), shift, apart)
+    assert [a.tolist() for a in got] == [a.tolist() for a in want]
+
+
+def test_concurrent_intervals_equal_serial_ones():
+    # the module's caches (fixed draws, chance draws, pairs) are shared between threads: a
+    # thread pool gives every call's serial result
+    from concurrent.futures import ThreadPoolExecutor
+
+    gen = np.random.default_rng(9)
+    cases = []
+    for k in (2, 3, 5, 8):
+        n = gen.integers(20, 300, (2, k)).astype(float)
+        cases.append((np.floor(n * gen.uniform(0.05, 0.6, (2, k))), n, False))
+        cases.append((np.floor(n[0] * gen.uniform(0.0, 0.6, k)), n[0], True))
+
+    def run(case):
+        x, n, ratio = case
+        r = rate_gap_interval(x, n, ratio=ratio)
+        return (r.lower, r.upper, r.chance)
+
+    ri._CHANCE_DRAWS.clear()
+    serial = [run(c) for c in cases]
+    ri._CHANCE_DRAWS.clear()
+    ri._fixed_normal_cols.cache_clear()
+    with ThreadPoolExecutor(4) as pool:
+        threaded = list(pool.map(run, cases * 4))
+    assert threaded == serial * 4
