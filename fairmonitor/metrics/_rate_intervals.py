@@ -593,7 +593,11 @@ def _contention(x: _F, n: _F, f: NDArray[np.intp], a: NDArray[np.intp], b: NDArr
         sd, gap = np.sqrt(q * (1.0 - q) / (n + 2.0)), x[f, a] / n[f, a] - x[f, b] / n[f, b]
     shift = (gap.max() - gap) / np.hypot(sd[f, a], sd[f, b])
     settled = extreme < 1.0 if ratio else extreme > 0.0
-    apart = _apart(sd, f, a, b, gap, shift, tail) if settled else None
+    # only the simulated critical value reads `apart` (one pair, one pair's two orders and
+    # Bonferroni's do not)
+    draws = f.size > 2 or (f.size == 2 and not _mirrored(f, a, b))
+    apart = _apart(sd, f, a, b, gap, shift, tail) \
+        if settled and draws and f.size <= MAX_SIMULATED_PAIRS else None
     c_near, c_far, c_settled = _critical(sd, f, a, b, shift, settled, tail, n_draws, rng,
                                          apart)
     if far is not None:
@@ -701,14 +705,54 @@ def _folded_pair(x: _F, n: _F, fam: NDArray[np.intp], i: NDArray[np.intp], j: ND
         hi, lo = lo, hi
     gap = p[f, hi] - p[f, lo] + 0.5 / min(n[f, hi], n[f, lo])
     counts, trials = x[f, [hi, lo]], n[f, [hi, lo]]
+    p_hi, p_lo, gap_f = float(p[f, hi]), float(p[f, lo]), float(gap)
+    scalar = all(_plain_wilson(float(c), float(t)) for c, t in zip(counts, trials, strict=True))
 
     def excess(z: float) -> float:
         # Newcombe's lower half-width at z (the higher rate's Wilson lower bound, the lower
-        # rate's upper: both groups in one call), less the gap; nondecreasing in z
+        # rate's upper), less the gap; nondecreasing in z. Python floats where the kernel's
+        # arithmetic applies (the same IEEE operations: the same bits, ~10x cheaper a call)
+        if scalar:
+            lower = _wilson_float(float(counts[0]), float(trials[0]), z)[0]
+            upper = _wilson_float(float(counts[1]), float(trials[1]), z)[1]
+            return math.hypot(p_hi - lower, upper - p_lo) - gap_f
         lower, upper = wilson_interval(counts, trials, z)
         return math.hypot(p[f, hi] - lower[0], upper[1] - p[f, lo]) - gap
 
     return folded_far(_root(excess, 0.0, _FOLD_TOP), tail)
+
+
+def _plain_wilson(x: float, n: float) -> bool:
+    """Whether :func:`_wilson_float` is Wilson's bound here: no rare-count fix, finite counts.
+
+    The rare-count test is :func:`_rare_bound`'s (the compiled kernel's ``_rare``), on the
+    successes and on the failures.
+    """
+    def rare(c: float) -> bool:
+        return c >= 1 and ((c <= 10 and c <= 0.1 * n) or c <= 2 or (c <= 3 and n > 50))
+
+    return math.isfinite(x) and math.isfinite(n) and 0.0 <= x <= n and n > 0.0 and \
+        not rare(x) and not rare(n - x)
+
+
+def _wilson_float(x: float, n: float, z: float) -> tuple[float, float]:
+    """Wilson's bounds of one rate in Python floats, where :func:`_plain_wilson` holds.
+
+    The compiled ``wilson_bounds``' operations in its order (IEEE: the same bits), without
+    the arrays' set-up of :func:`wilson_interval` (two groups' folded test calls it ~10
+    times).
+
+    >>> lo, hi = wilson_interval(np.array([20.0]), np.array([40.0]), 1.959964)
+    >>> _wilson_float(20.0, 40.0, 1.959964) == (float(lo[0]), float(hi[0]))
+    True
+    """
+    z2 = z * z
+    p = x / n
+    centre = (x + z2 / 2.0) / (n + z2)
+    half = z * math.sqrt(x * (n - x) / n + z2 / 4.0) / (n + z2)
+    lo = 0.0 if x <= 0 else min(centre - half, p)
+    hi = 1.0 if x >= n else max(centre + half, p)
+    return min(max(lo, 0.0), 1.0), min(max(hi, 0.0), 1.0)
 
 
 def _root(excess: Any, low: float, high: float) -> float:

@@ -563,3 +563,22 @@ def test_concurrent_intervals_equal_serial_ones():
     with ThreadPoolExecutor(4) as pool:
         threaded = list(pool.map(run, cases * 4))
     assert threaded == serial * 4
+
+
+def test_float_wilson_is_the_kernels_to_the_bit_where_it_applies():
+    # two groups' folded test evaluates Wilson's bounds ~10 times in Python floats: where no
+    # rare-count fix applies they are wilson_interval's numbers exactly, elsewhere not used
+    rng = np.random.default_rng(12)
+    n = np.concatenate([rng.integers(1, 60, 400), rng.integers(60, 10 ** 6, 400)]).astype(float)
+    x = np.floor(n * rng.choice([0.0, 0.01, 0.2, 0.5, 0.97, 1.0], n.size))
+    x = np.concatenate([x[:600], n[600:700] * rng.uniform(0, 1, 100), n[700:]])  # weighted
+    used = 0
+    for xk, nk in zip(x.tolist(), n.tolist(), strict=True):
+        for z in (0.3, 1.959964, float(rng.uniform(0, 4))):
+            lo, hi = wilson_interval(np.array([xk]), np.array([nk]), z)
+            if ri._plain_wilson(xk, nk):
+                used += 1
+                assert ri._wilson_float(xk, nk, z) == (float(lo[0]), float(hi[0]))
+    assert used > 1000
+    assert not ri._plain_wilson(2.0, 40.0) and not ri._plain_wilson(39.0, 40.0)  # rare
+    assert not ri._plain_wilson(5.0, 0.0) and not ri._plain_wilson(float("nan"), 4.0)
