@@ -318,22 +318,31 @@ class _Curves:
              ) -> list[NDArray[np.floating]]:
         """Return several groups' curves (ABCC, ABPC: one per group), ``self(tag, g, (g, g), c)``.
 
-        ABPC smooths the groups not yet cached in one transform (:func:`_smooth` of a stack).
+        The groups not yet cached get theirs from one call when they stack
+        (:meth:`_stacked`); the others one call each.
         """
         todo = [(g, c) for g, c in zip(groups, counts, strict=True)
                 if (tag, g, 0) not in self._cache]
-        if self.kind == "abpc" and len(todo) > 1 and len({c.shape for _, c in todo}) == 1:
-            stack = np.stack([c if c.ndim == 2 else c[None, :] for _, c in todo])
-            curves = _smooth(stack, np.array([float(self.bandwidths[g]) for g, _ in todo]))
-            for (g, c), curve in zip(todo, curves, strict=True):
-                self._cache[(tag, g, 0)] = curve if c.ndim == 2 else curve[0]
-        elif self.kind == "abcc" and len(todo) > 1 and _alike([c for _, c in todo]):
-            # every group's CDFs in one kernel call over the stacked rows (row by row: the
-            # same numbers as a call per group)
-            curves = _cdfs([c if c.ndim == 2 else c[None, :] for _, c in todo])
-            for (g, c), curve in zip(todo, curves, strict=True):
-                self._cache[(tag, g, 0)] = curve if c.ndim == 2 else curve[0]
+        curves = self._stacked(todo) if len(todo) > 1 else None
+        for (g, c), curve in zip(todo, curves if curves is not None else [], strict=False):
+            self._cache[(tag, g, 0)] = curve if c.ndim == 2 else curve[0]
         return [self(tag, g, (g, g), c) for g, c in zip(groups, counts, strict=True)]
+
+    def _stacked(self, todo: list[tuple[int, NDArray[np.floating]]]
+                 ) -> Sequence[NDArray[np.floating]] | None:
+        """Return the curves of ``(group, counts)`` pairs in one call (None: they do not stack).
+
+        ABPC: one smoothing transform of the stack (:func:`_smooth`), counts of one shape;
+        ABCC: every group's CDFs in one kernel call over the stacked rows, row by row (the
+        same numbers as a call per group). A 1-D ``counts`` is stacked as one row.
+        """
+        rows = [c if c.ndim == 2 else c[None, :] for _, c in todo]
+        if self.kind == "abpc" and len({c.shape for _, c in todo}) == 1:
+            return list(_smooth(np.stack(rows),
+                                np.array([float(self.bandwidths[g]) for g, _ in todo])))
+        if self.kind == "abcc" and _alike([c for _, c in todo]):
+            return list(_cdfs(rows))
+        return None
 
     def errors(self, groups: list[int], hats: list[NDArray[np.float64]],
                boots: list[NDArray[np.float32]]
