@@ -125,5 +125,6 @@ class FairnessEvaluator(ModelEvaluator):
             tags[TRUNCATED_TAG] = f"true: {truncated}"[:5000]
         log_metrics(run_id, {} if model_id else scalars, step_metrics(report), tags,
                     model_id=model_id, dataset=dataset)
-        sync_active_run(run_id)  # else MLflow re-sends the dataset once per returned metric
+        if model_id:  # MLflow logs the returned metrics itself: once per metric, the dataset
+            sync_active_run(run_id)  # was re-sent with each (the run object predates it)
         return EvaluationResult(metrics=scalars, artifacts=artifacts, run_id=run_id)
