@@ -121,6 +121,15 @@ def wilson_interval(successes: ArrayLike, trials: ArrayLike, z: float | ArrayLik
     return np.clip(lo, 0.0, 1.0), np.clip(hi, 0.0, 1.0)
 
 
+def _rare(x: Any, n: Any) -> Any:
+    """Whether ``x`` successes of ``n`` are rare enough for the exact bound (arrays or floats).
+
+    1-2 successes (3 above 50 trials), or up to 10 at a rate up to 0.1: the counts where
+    Wilson's bound falls short (:func:`_rare_bound`).
+    """
+    return (x >= 1) & (((x <= 10) & (x <= 0.1 * n)) | (x <= 2) | ((x <= 3) & (n > 50)))
+
+
 def _rare_bound(x: _F, n: _F, z: _F) -> _F:
     """Return Clopper-Pearson's lower bound where Wilson's falls short; 1 elsewhere.
 
@@ -129,7 +138,7 @@ def _rare_bound(x: _F, n: _F, z: _F) -> _F:
     50 successes at a true 0.02: 1.8% of windows beyond a 1.25% bound), so rare counts, up to 10
     successes and a rate of 0.1, take the exact binomial bound when it is further out.
     """
-    small = (x >= 1) & (((x <= 10) & (x <= 0.1 * n)) | (x <= 2) | ((x <= 3) & (n > 50)))
+    small = _rare(x, n)
     if not np.any(small):
         return np.ones(np.broadcast(x, n, z).shape)
     # the beta quantile and normal tail as scipy.stats' beta.ppf and norm.sf compute them
@@ -304,7 +313,8 @@ def _critical(sd: _F, fam: NDArray[np.intp], i: NDArray[np.intp], j: NDArray[np.
         # (settled: one order)
         return normal.inv_cdf(1.0 - tail / 2.0), z, z
     if fam.size > MAX_SIMULATED_PAIRS:  # Bonferroni: conservative
-        return normal.inv_cdf(1.0 - tail / fam.size), z, normal.inv_cdf(1.0 - tail / fam.size)
+        bonferroni = normal.inv_cdf(1.0 - tail / fam.size)
+        return bonferroni, z, bonferroni
     cells, where = _cells(np.concatenate([fam * sd.shape[1] + i, fam * sd.shape[1] + j]),
                           sd.size)
     se = np.hypot(sd[fam, i], sd[fam, j])
@@ -568,8 +578,8 @@ def _bounds(x: _F, n: _F, fam: NDArray[np.intp], i: NDArray[np.intp], j: NDArray
     near[best] = True
     extreme = float(upper.min() if ratio else lower.max())
     # two groups: away from parity, the folded statistic's test (both tails counted)
-    far = _folded_pair(x, n, fam, i, j, tail) if fam.size == 2 and _mirrored(fam, i, j) \
-        else None
+    far = _folded_pair(x, n, int(fam[0]), int(i[0]), int(j[0]), tail) \
+        if fam.size == 2 and _mirrored(fam, i, j) else None
     return _contention(x, n, fam[near], i[near], j[near], ratio, extreme, float(est[best]),
                        tail, n_draws, rng, far)
 
@@ -689,9 +699,8 @@ def folded_far(x: float, tail: float) -> float:
     return max(hi, FOLDED_FLOOR)
 
 
-def _folded_pair(x: _F, n: _F, fam: NDArray[np.intp], i: NDArray[np.intp], j: NDArray[np.intp],
-                 tail: float) -> float:
-    """Two groups' critical value away from parity (``(fam, i, j)`` the pair's two orders).
+def _folded_pair(x: _F, n: _F, f: int, hi: int, lo: int, tail: float) -> float:
+    """Two groups' critical value away from parity: groups ``hi`` and ``lo`` of family ``f``.
 
     The distance from parity in standard errors is the critical value at which the pair's
     Newcombe lower bound of ``|p1 - p2|`` reaches 0 (the score statistic), read at the gap plus
@@ -700,7 +709,6 @@ def _folded_pair(x: _F, n: _F, fam: NDArray[np.intp], i: NDArray[np.intp], j: ND
     exact parity and get the floor).
     """
     p = x / np.where(n > 0, n, 1.0)
-    f, hi, lo = fam[0], i[0], j[0]
     if p[f, hi] < p[f, lo]:
         hi, lo = lo, hi
     gap = p[f, hi] - p[f, lo] + 0.5 / min(n[f, hi], n[f, lo])
@@ -725,14 +733,11 @@ def _folded_pair(x: _F, n: _F, fam: NDArray[np.intp], i: NDArray[np.intp], j: ND
 def _plain_wilson(x: float, n: float) -> bool:
     """Whether :func:`_wilson_float` is Wilson's bound here: no rare-count fix, finite counts.
 
-    The rare-count test is :func:`_rare_bound`'s (the compiled kernel's ``_rare``), on the
+    The rare-count test is :func:`_rare` (the compiled kernel's ``_rare``), on the
     successes and on the failures.
     """
-    def rare(c: float) -> bool:
-        return c >= 1 and ((c <= 10 and c <= 0.1 * n) or c <= 2 or (c <= 3 and n > 50))
-
     return math.isfinite(x) and math.isfinite(n) and 0.0 <= x <= n and n > 0.0 and \
-        not rare(x) and not rare(n - x)
+        not _rare(x, n) and not _rare(n - x, n)
 
 
 def _wilson_float(x: float, n: float, z: float) -> tuple[float, float]:
@@ -905,8 +910,7 @@ def _gap_in_contention(x: _F, n: _F, defined: NDArray[np.bool_], tail: float, n_
     a, b = np.divmod(rest, size)
     far = None
     if int((k * (k - 1)).sum()) == 2:  # two groups: as :func:`_bounds`
-        (f2, i2, j2) = (np.array([f0, f0]), np.array([i0, j0]), np.array([j0, i0]))
-        far = _folded_pair(x, n, f2, i2, j2, tail)
+        far = _folded_pair(x, n, int(f0), int(i0), int(j0), tail)
     return _contention(x, n, f, a, b, False, extreme, value, tail, n_draws, rng, far)
 
 
