@@ -632,14 +632,11 @@ def fine_histogram(scores: ArrayLike, resolution: int = RESOLUTION) -> NDArray[n
                        minlength=resolution).astype(float)
 
 
-#: The interior bin edges ``k / R`` of each resolution, made once (read-only).
-_EDGES: dict[int, NDArray[np.float64]] = {}
-
-
+@functools.lru_cache(maxsize=8)
 def _edges(resolution: int) -> NDArray[np.float64]:
+    """Return the interior bin edges ``k / R`` of a resolution, made once (read-only)."""
     edges = np.arange(1, resolution) / resolution
     edges.flags.writeable = False
-    _EDGES[resolution] = edges
     return edges
 
 
@@ -661,8 +658,7 @@ def fine_histogram_sorted(sorted_scores: NDArray[np.float64], resolution: int = 
         return fine_histogram(s, resolution)
     if resolution == 1:
         return np.full(1, float(s.size))
-    edges = _EDGES.get(resolution)
-    first = np.searchsorted(s, _edges(resolution) if edges is None else edges, side="left")
+    first = np.searchsorted(s, _edges(resolution), side="left")
     counts = np.empty(resolution)  # np.diff(first, prepend=0, append=n), without its concatenate
     counts[0], counts[-1] = first[0], s.size - first[-1]
     np.subtract(first[1:], first[:-1], out=counts[1:-1])
