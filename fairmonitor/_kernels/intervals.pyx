@@ -436,15 +436,24 @@ cdef void _pairs_rows(const double[:, ::1] hats, const double[:, ::1] var,
         while d + 4 <= n_draws:  # four draws at once: independent sums, each in bin order
             _pair_draws4(&err[a, d, 0], &err[c, d, 0], bins, sign, fold_mask,
                          &deriv[d, k], deriv.shape[1])
-            if changes:
-                _pair_changes4(&err[a, d, 0], &err[c, d, 0], bins, dhs, &moved[d, k],
-                               moved.shape[1])
             d += 4
         while d < n_draws:
             _pair_draw(&err[a, d, 0], &err[c, d, 0], bins, sign, fold_mask, &deriv[d, k])
-            if changes:
-                _pair_change(&err[a, d, 0], &err[c, d, 0], bins, dhs, &moved[d, k])
             d += 1
+        if changes:
+            _pair_changes_of(err, a, c, dhs, moved, k)
+
+
+cdef void _pair_changes_of(const float[:, :, ::1] err, Py_ssize_t a, Py_ssize_t c,
+                           const double* dhs, double[:, ::1] moved, Py_ssize_t k) noexcept nogil:
+    """``moved[:, k]``: every draw's change of the pair ``(a, c)``'s gap, four draws a pass."""
+    cdef Py_ssize_t d = 0, bins = err.shape[2], n_draws = err.shape[1]
+    while d + 4 <= n_draws:
+        _pair_changes4(&err[a, d, 0], &err[c, d, 0], bins, dhs, &moved[d, k], moved.shape[1])
+        d += 4
+    while d < n_draws:
+        _pair_change(&err[a, d, 0], &err[c, d, 0], bins, dhs, &moved[d, k])
+        d += 1
 
 
 cdef inline void _pair_draw(const float* ea, const float* ec, Py_ssize_t bins,
@@ -569,20 +578,13 @@ def pair_changes(hats, err, left, right):
     cdef const double[:, ::1] h = hats
     cdef const Py_ssize_t[::1] lf = left
     cdef const Py_ssize_t[::1] rt = right
-    cdef Py_ssize_t k, a, c, b, d, bins = hats.shape[1], n_draws = err.shape[1]
+    cdef Py_ssize_t k, a, c, b, bins = hats.shape[1]
     with nogil:
         for k in range(lf.shape[0]):
             a, c = lf[k], rt[k]
             for b in range(bins):
                 dhs[b] = h[a, b] - h[c, b]
-            d = 0
-            while d + 4 <= n_draws:
-                _pair_changes4(&e[a, d, 0], &e[c, d, 0], bins, &dhs[0], &mv[d, k],
-                               mv.shape[1])
-                d += 4
-            while d < n_draws:
-                _pair_change(&e[a, d, 0], &e[c, d, 0], bins, &dhs[0], &mv[d, k])
-                d += 1
+            _pair_changes_of(e, a, c, &dhs[0], mv, k)
     return moved
 
 
