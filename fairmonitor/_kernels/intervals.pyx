@@ -129,11 +129,15 @@ cdef void _poisson_bin(double rate, double mode, double pmf, double cdf,
         k = guide[j]
         # exact whatever the rounding of the bucket: down while the step below still holds
         # u, up while this step is below it. The first step up is taken without a branch
-        # (a bucket spans about one table step: 0 or 1 step, unpredictably); table[high] >= u
-        while k > low and u <= table[k - 1]:
+        # (a bucket spans about one table step: 0 or 1 step, unpredictably); table[high] >= u.
+        # Each test evaluates both sides (&, not `and`): one branch, almost never taken, where
+        # `k > low and ...` branched on k's value, a misprediction in ~40% of draws at rates
+        # below 1 (2.2 -> 1.3 ms for 128,000 draws at rate 0.5). table[-1] exists for that
+        # (poisson_counts), read at k == low and never used.
+        while (k > low) & (u <= table[k - 1]):
             k -= 1
-        k += <Py_ssize_t>(k < high and u > table[k])
-        while k < high and u > table[k]:
+        k += (k < high) & (u > table[k])
+        while (k < high) & (u > table[k]):
             k += 1
         out[d, b] = <float>(bottom + k)
 
@@ -178,15 +182,16 @@ def poisson_counts(lam, uniforms):
         pmf = np.exp(mode * np.log(lams) - lams - special.gammaln(mode + 1.0))
     cdf = np.ascontiguousarray(special.pdtr(mode, lams), dtype=np.float64)
     finite = lams[np.isfinite(lams)]
-    # the table spans at most 16 sqrt(lam) + 82 counts (bottom clipped at 0: below that)
-    table = np.empty(int(16.0 * math.sqrt(max(finite.max(initial=0.0), 0.0))) + 100)
+    # the table spans at most 16 sqrt(lam) + 82 counts (bottom clipped at 0: below that),
+    # from t[1]: the search reads one entry below its table
+    table = np.empty(int(16.0 * math.sqrt(max(finite.max(initial=0.0), 0.0))) + 101)
     guide = np.empty(max(uniforms.shape[uniforms.ndim - 2], table.size), dtype=np.intp)
     cdef double[::1] t = table
     cdef Py_ssize_t[::1] g = guide
     cdef Py_ssize_t k
     if uniforms.shape[uniforms.ndim - 2]:
         for k in range(lams.shape[0]):
-            _poisson_rows(lams[k], mode[k], pmf[k], cdf[k], us[k], &t[0], &g[0], outs[k])
+            _poisson_rows(lams[k], mode[k], pmf[k], cdf[k], us[k], &t[1], &g[0], outs[k])
     return out
 
 

@@ -120,6 +120,22 @@ def _quantile(values: NDArray[np.float64], q: float) -> float:
     return float(above - diff * (1 - t) if t >= 0.5 else below + diff * t)
 
 
+def _row_extremes(values: NDArray[np.floating]) -> tuple[NDArray[np.floating],
+                                                         NDArray[np.floating]]:
+    """``(values.max(axis=1), values.min(axis=1))`` of a (draws, few) array: the same values.
+
+    Reduced down the columns of its transpose: numpy's reduction along a short last axis
+    pays a step per row (~100 us each for 2,000 draws of 10 groups), the columns' is one
+    elementwise pass per column (~10 us). A max and a min are exact in any order.
+
+    >>> hi, lo = _row_extremes(np.array([[1.0, 3.0, 2.0], [0.5, -1.0, 4.0]]))
+    >>> hi.tolist(), lo.tolist()
+    ([3.0, 4.0], [1.0, -1.0])
+    """
+    columns = np.ascontiguousarray(np.asarray(values).T)
+    return columns.max(axis=0), columns.min(axis=0)
+
+
 def _rng(rng: Any) -> np.random.Generator:
     return np.random.default_rng(_SEED if rng is None else rng)
 
@@ -824,10 +840,10 @@ def _pair_draws(sample: ScoreBootstrap, curves: _Curves, pairs: list[tuple[int, 
     deriv, pv = deriv * w, total * w
     # a pair's error scale: RMS of its derivative (its SE when settled, its floor near 0)
     near_max = pv >= pv.max() - KAPPA * np.sqrt((deriv ** 2).mean(axis=0))
-    worst = deriv[:, near_max].max(axis=1)
+    worst = _row_extremes(deriv[:, near_max])[0]
     # each draw's change only for the pairs near the max (the only ones it is read for)
     moved = pair_changes(hat_stack, err_stack, left[near_max], right[near_max])
-    moved = ((total[near_max] + moved) * w).max(axis=1) - pv.max()
+    moved = _row_extremes((total[near_max] + moved) * w)[0] - pv.max()
     return worst, moved, float(pv.max())
 
 

@@ -66,7 +66,16 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._intervals import MAX_RATE_GROUPS, N_DRAWS, Interval, _quantile, _rng, _undefined, _z
+from ._intervals import (
+    MAX_RATE_GROUPS,
+    N_DRAWS,
+    Interval,
+    _quantile,
+    _rng,
+    _row_extremes,
+    _undefined,
+    _z,
+)
 
 __all__ = ["folded_far", "mover_ratio", "newcombe_difference", "rate_gap_interval",
            "wilson_interval"]
@@ -383,7 +392,10 @@ def _null_rates(gen: np.random.Generator, size: NDArray[np.int64], rate: float,
     """
     if min(rate, 1.0 - rate) * size.min() >= 30:
         sd = np.sqrt(rate * (1.0 - rate) / size)
-        return np.clip(rate + gen.standard_normal((n_draws, size.size)) * sd, 0.0, 1.0)
+        # rate + z sd, clipped, in the draws' own array (numpy's operations in that order)
+        draws = gen.standard_normal((n_draws, size.size))
+        draws *= sd
+        return np.clip(np.add(rate, draws, out=draws), 0.0, 1.0, out=draws)
     return gen.binomial(size, rate, size=(n_draws, size.size)) / np.maximum(size, 1)
 
 
@@ -429,7 +441,7 @@ def _extremes(gen: _LazyGenerator, key: Any, size: NDArray[np.int64], rate: floa
         gen.state = found[2]
         return found[0], found[1]
     rates = _null_rates(gen.generator, size, rate, n_draws)
-    hi, lo = rates.max(axis=1), rates.min(axis=1)
+    hi, lo = _row_extremes(rates)
     if fixed:
         hi.flags.writeable = lo.flags.writeable = False
         with _CHANCE_LOCK:
