@@ -300,9 +300,9 @@ RATE_METRICS = ["demographic_parity_difference", "demographic_parity_ratio",
 def rate_cost(n: int, repeats: int = 7) -> float:
     """Milliseconds the rate metrics' intervals add to one window of ``n`` rows (2 attributes
     of 2 and 5 groups + their intersection: 3 x 5 intervals), the minimum over ``repeats``."""
-    from _interval_cost import cost_window, interval_cpu
+    from _interval_cost import interval_cpu
 
-    without, with_ = interval_cpu(cost_window(n, "predictions"), RATE_METRICS, repeats)
+    without, with_ = interval_cpu(n, "predictions", RATE_METRICS, repeats)
     return 1000 * (with_ - without)
 
 

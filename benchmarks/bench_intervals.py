@@ -25,7 +25,7 @@ import argparse
 import os
 
 import numpy as np
-from _interval_cost import cost_window, interval_cpu
+from _interval_cost import interval_cpu
 from scipy import stats
 
 from fairmonitor import Threshold
@@ -182,7 +182,7 @@ def cost(n: int) -> None:
     # a warm-up run, then the minimum of 25 alternations (7 at 10^6): on 2 shared cores at load
     # ~10 the minimum of 3 cold ones moved by ~20 ms between runs, and the minimum of 9 still
     # by ~10 ms (a busy sibling core slows a run ~1.5x in bursts of seconds)
-    without, with_ = interval_cpu(cost_window(n, "scores"), DEFAULT, 25 if n < 10 ** 6 else 7)
+    without, with_ = interval_cpu(n, "scores", DEFAULT, 25 if n < 10 ** 6 else 7)
     added = (with_ - without) * 1e3
     print(f"\n== cost at {n:.0e} rows (2 attributes + intersection, default metric set): "
           f"{without * 1e3:.0f} ms without intervals, {with_ * 1e3:.0f} ms with "

@@ -26,12 +26,12 @@ SIZES = (10 ** 4, 10 ** 5, 10 ** 6)
 def child(repeats: int) -> None:
     """In the checkout's process: per size, the minimum CPU time without and with intervals."""
     sys.path.insert(0, str(HERE))
-    from _interval_cost import cost_window, interval_cpu
+    from _interval_cost import interval_cpu
     from bench_intervals import DEFAULT
 
     for n in SIZES:
         rounds = repeats if n < 10 ** 6 else max(repeats // 2, 3)
-        without, with_ = interval_cpu(cost_window(n, "scores"), DEFAULT, rounds)
+        without, with_ = interval_cpu(n, "scores", DEFAULT, rounds)
         print(f"n={n} without={without * 1e3:.1f} with={with_ * 1e3:.1f}")
 
 
