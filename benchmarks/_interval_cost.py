@@ -13,10 +13,11 @@ window evaluated again and again found its chance draws cached after the first r
 
 from __future__ import annotations
 
+import statistics
 import time
 import warnings
 from collections.abc import Sequence
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import numpy as np
 
@@ -38,14 +39,25 @@ def cost_window(n: int, inputs: Literal["scores", "predictions"], seed: int = 0)
     return Window(groups, y_score=score, y_true=label)
 
 
+class Cost(NamedTuple):
+    """CPU seconds of a window: the least without and with intervals, and the median added."""
+
+    without: float
+    with_: float
+    added: float
+
+
 def interval_cpu(n: int, inputs: Literal["scores", "predictions"], metrics: Sequence[str],
-                 repeats: int, *, warm: bool = True) -> tuple[float, float]:
-    """Return the minimum CPU seconds of a window of ``n`` rows without and with 95% intervals.
+                 repeats: int, *, warm: bool = True) -> Cost:
+    """Return the CPU time of a window of ``n`` rows without and with 95% intervals.
 
     Each of the ``repeats`` rounds makes a new window (:func:`cost_window`, seed = the round)
     outside the timing and runs it without, then with intervals, so both meet the same machine
     load and no interval reads draws cached from an earlier run of its window; ``warm`` first
     runs another window once with intervals (imports and first-call caches out of the timing).
+    ``added`` is the median over the rounds of each window's with minus without: on this VM,
+    whose speed drifts by up to 1.5x within minutes, the two least times can come from
+    different minutes.
     """
     def run(window: Window, level: float | None) -> float:
         start = time.process_time()
@@ -62,4 +74,5 @@ def interval_cpu(n: int, inputs: Literal["scores", "predictions"], metrics: Sequ
         without.append(run(window, None))
         with_.append(run(window, 0.95))
         del window  # 10^6 rows: one window at a time
-    return min(without), min(with_)
+    added = statistics.median(b - a for a, b in zip(without, with_, strict=True))
+    return Cost(min(without), min(with_), added)

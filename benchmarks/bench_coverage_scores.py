@@ -27,18 +27,23 @@ ratio and the reference's own coverage (``refcov``) on its windows.
 
 Usage: ``nice -n 10 python benchmarks/bench_coverage_scores.py [--quick] [--reps N]
 [--ref-reps N] [--kinds abcc,abpc] [--sizes ...] [--groups 2,5] [--balance 1,50]
-[--dists low,mid]`` (quick: 100 windows, 5 reference windows, sizes 50 and 1,000, 2 groups;
-the full grid at 1,000 windows: ~1.5 min a cell per process at a load average of 15 on 2
-cores, so hours there (an estimated ~40 min idle); the filters split it).
+[--dists low,mid] [--jobs N]`` (quick: 100 windows, 5 reference windows, sizes 50 and
+1,000, 2 groups; the full grid at 1,000 windows: ~1.5 min a cell per process at a load
+average of 15 on 2 cores, so hours there (an estimated ~40 min idle); ``--jobs 2`` runs the
+cells in two processes, the filters split it).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import itertools
+import multiprocessing
 import os
 import time
 import warnings
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy import stats
@@ -183,6 +188,11 @@ def cell(kind: str, n: int, dist: Dist, gap: bool, ratio: int, k: int, reps: int
             "ref_cover": ref_cover / max(min(ref_reps, reps), 1), "reps": reps}
 
 
+def _cell(args: tuple[Any, ...]) -> dict[str, float]:
+    """:func:`cell` of one tuple of its arguments (a process pool's task)."""
+    return cell(*args)
+
+
 def verdict(row: dict[str, float], n: int, gap: bool) -> tuple[bool, str]:
     notes = []
     ok = True
@@ -214,6 +224,9 @@ def main() -> None:
     parser.add_argument("--groups", default="2,5", help="numbers of groups")
     parser.add_argument("--balance", default="1,50", help="size ratios (1: balanced)")
     parser.add_argument("--dists", default=",".join(DISTS))
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="cells computed in this many processes (the same rows: each "
+                             "cell has its own seed)")
     args = parser.parse_args()
     reps, ref_reps = (100, 5) if args.quick else (args.reps, args.ref_reps)
     sizes = [50, 1000] if args.quick else [int(s) for s in args.sizes.split(",")]
@@ -227,31 +240,29 @@ def main() -> None:
           f"{'ref':>7s} {'ratio':>6s} {'refcov':>6s}  verdict")
     summary: dict[str, list[float]] = {"cov": [], "excl": [], "ratio": []}
     failures = 0
-    seed = 0
     started = time.perf_counter()
-    for kind in args.kinds.split(","):
-        for dist in (DISTS[d] for d in args.dists.split(",")):
-            for n in sizes:
-                for ratio in balance:
-                    for k in groups:
-                        for gap in (False, True):
-                            seed += 1
-                            row = cell(kind, n, dist, gap, ratio, k, reps, ref_reps, seed)
-                            ok, why = verdict(row, n, gap)
-                            failures += not ok
-                            if gap and n >= 50:
-                                summary["cov"].append(row["coverage"])
-                            if not gap:
-                                summary["excl"].append(row["exclusion"])
-                            summary["ratio"].append(row["width"] / row["ref"])
-                            print(f"{kind:5s} {dist.name:4s} {n:6d} {'1:' + str(ratio):>4s} "
-                                  f"{k:2d} {'yes' if gap else 'no':>4s} {reps:5d} "
-                                  f"{row['truth']:7.4f} {row['coverage']:6.3f} "
-                                  f"{row['above']:6.3f} {row['below']:6.3f} "
-                                  f"{row['exclusion']:6.3f} "
-                                  f"{row['width']:7.4f} {row['ref']:7.4f} "
-                                  f"{row['width'] / row['ref']:6.2f} {row['ref_cover']:6.2f}  "
-                                  f"{'PASS' if ok else 'FAIL'} ({why})", flush=True)
+    cells = [(kind, n, dist, gap, ratio, k, reps, ref_reps, seed)
+             for seed, (kind, dist, n, ratio, k, gap) in enumerate(itertools.product(
+                 args.kinds.split(","), [DISTS[d] for d in args.dists.split(",")], sizes,
+                 balance, groups, (False, True)), start=1)]
+    with multiprocessing.Pool(args.jobs) if args.jobs > 1 else contextlib.nullcontext() as pool:
+        rows = pool.imap(_cell, cells) if pool is not None else map(_cell, cells)
+        for (kind, n, dist, gap, ratio, k, *_), row in zip(cells, rows, strict=True):
+            ok, why = verdict(row, n, gap)
+            failures += not ok
+            if gap and n >= 50:
+                summary["cov"].append(row["coverage"])
+            if not gap:
+                summary["excl"].append(row["exclusion"])
+            summary["ratio"].append(row["width"] / row["ref"])
+            print(f"{kind:5s} {dist.name:4s} {n:6d} {'1:' + str(ratio):>4s} "
+                  f"{k:2d} {'yes' if gap else 'no':>4s} {reps:5d} "
+                  f"{row['truth']:7.4f} {row['coverage']:6.3f} "
+                  f"{row['above']:6.3f} {row['below']:6.3f} "
+                  f"{row['exclusion']:6.3f} "
+                  f"{row['width']:7.4f} {row['ref']:7.4f} "
+                  f"{row['width'] / row['ref']:6.2f} {row['ref_cover']:6.2f}  "
+                  f"{'PASS' if ok else 'FAIL'} ({why})", flush=True)
     cov, excl, ratio = (np.array(summary[k]) for k in ("cov", "excl", "ratio"))
     if cov.size:
         print(f"coverage with a gap, >= 50 rows: min {cov.min():.3f} max {cov.max():.3f}")

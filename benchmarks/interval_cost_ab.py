@@ -24,15 +24,17 @@ SIZES = (10 ** 4, 10 ** 5, 10 ** 6)
 
 
 def child(repeats: int) -> None:
-    """In the checkout's process: per size, the minimum CPU time without and with intervals."""
+    """In the checkout's process: per size, the least CPU time without and with intervals and
+    the median a window's intervals add."""
     sys.path.insert(0, str(HERE))
     from _interval_cost import interval_cpu
     from bench_intervals import DEFAULT
 
     for n in SIZES:
         rounds = repeats if n < 10 ** 6 else max(repeats // 2, 3)
-        without, with_ = interval_cpu(n, "scores", DEFAULT, rounds)
-        print(f"n={n} without={without * 1e3:.1f} with={with_ * 1e3:.1f}")
+        found = interval_cpu(n, "scores", DEFAULT, rounds)
+        print(f"n={n} without={found.without * 1e3:.1f} with={found.with_ * 1e3:.1f} "
+              f"added={found.added * 1e3:.1f}")
 
 
 def measure(tree: str, repeats: int) -> dict[str, float]:
@@ -40,8 +42,9 @@ def measure(tree: str, repeats: int) -> dict[str, float]:
     out = subprocess.run([sys.executable, __file__, "--child", "--repeats", str(repeats)],
                          env=env, capture_output=True, text=True, check=True).stdout
     got = {}
-    for n, wo, w in re.findall(r"n=(\d+) without=([\d.]+) with=([\d.]+)", out):
-        got[f"without {n}"], got[f"with {n}"] = float(wo), float(w)
+    for n, wo, w, add in re.findall(r"n=(\d+) without=([\d.]+) with=([\d.]+) added=([\d.-]+)",
+                                    out):
+        got[f"without {n}"], got[f"with {n}"], got[f"added {n}"] = float(wo), float(w), float(add)
     rates = subprocess.run([sys.executable, str(HERE / "bench_coverage.py"), "--cost"], env=env,
                            capture_output=True, text=True, check=True).stdout
     for ms, n in re.findall(r"add ([\d.]+) ms per window at (\S+) rows", rates):
@@ -67,13 +70,14 @@ def main() -> None:
             for key, v in measure(tree, args.repeats).items():
                 best[tree][key] = min(best[tree].get(key, float("inf")), v)
     print(f"end {time.strftime('%H:%M UTC', time.gmtime())}; load {os.getloadavg()}")
-    print("| rows | without (before / after) | with, before | with, after | added |")
+    print("| rows | without (before / after) | with, before | with, after | added (median) |")
     print("|---|---|---|---|---|")
     b, a = best[before], best[after]
     for n in SIZES:
         wo_b, wo_a, w_b, w_a = b[f"without {n}"], a[f"without {n}"], b[f"with {n}"], a[f"with {n}"]
         print(f"| {n:.0e} | {wo_b:.1f} / {wo_a:.1f} ms | {w_b:.1f} ms ({w_b / wo_b:.2f}x) | "
-              f"{w_a:.1f} ms ({w_a / wo_a:.2f}x) | +{w_b - wo_b:.0f} -> +{w_a - wo_a:.0f} ms |")
+              f"{w_a:.1f} ms ({w_a / wo_a:.2f}x) | +{b[f'added {n}']:.1f} -> "
+              f"+{a[f'added {n}']:.1f} ms |")
     for n in SIZES[:2]:
         print(f"| rate metrics alone, {n:.0e} | | +{b[f'rates {n}']:.1f} ms | "
               f"+{a[f'rates {n}']:.1f} ms | |")
