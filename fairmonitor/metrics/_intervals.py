@@ -424,6 +424,12 @@ class _Curves:
 #: Resolution of the fine histograms behind the score-distribution bootstrap: the noise of a
 #: curve is carried at this resolution (its value never is: intervals centre on the exact value).
 RESOLUTION = 128
+#: Bins at which ABCC's and ABPC's bootstrap and null curves are carried: pairs of fine bins.
+#: Half the draws, transforms and pair sums of ``RESOLUTION``, for the same intervals: over
+#: the 160 cells of ``bench_coverage_scores.py`` coverage, zero exclusion and mean width stayed
+#: within Monte Carlo error of 128 bins' (docs/intervals_scores.md). MADD's chance level keeps
+#: the fine null: its pairs' bins (28-57 under "auto") need finer bins to be read from.
+CURVE_RESOLUTION = 64
 #: Bootstrap draws of the score distributions (the 95% bound's Monte Carlo error is ~2% of the
 #: half-width) and null draws behind their chance level.
 SCORE_DRAWS, NULL_DRAWS = 100, 60
@@ -472,6 +478,9 @@ class ScoreBootstrap:
         # coarsened: the bootstrap whose cells these groups unite, and each group's cells
         self._cells: ScoreBootstrap | None = None
         self._members: list[list[int]] = []
+        # binned coarser (at_resolution): the fine bootstrap whose null draws are summed here
+        self._fine: ScoreBootstrap | None = None
+        self._coarser: dict[int, ScoreBootstrap] = {}
 
     @property
     def _gen(self) -> np.random.Generator:
@@ -524,6 +533,39 @@ class ScoreBootstrap:
         out._cells, out._members = self, members
         return out
 
+    def at_resolution(self, resolution: int) -> ScoreBootstrap:
+        """Return this bootstrap on ``resolution`` bins, each a run of consecutive fine bins.
+
+        Its bootstrap draws are Poisson draws of the summed counts, its own (the law of summing
+        the fine bins' draws: a sum of independent Poisson counts is Poisson), or, coarsened
+        from cells, the sums of the cells' at ``resolution``; its null draws are the fine
+        null draws summed (the same permutation null, binned coarser, so the chance levels
+        of every score metric read one null). Itself if ``resolution`` is not a proper
+        divisor of its bins. Made once.
+
+        Examples
+        --------
+        >>> fine = ScoreBootstrap([[3.0, 1.0, 0.0, 2.0], [1.0, 1.0, 4.0, 0.0]])
+        >>> half = fine.at_resolution(2)
+        >>> half.hist.tolist(), half is fine.at_resolution(2), fine.at_resolution(3) is fine
+        ([[4.0, 2.0], [2.0, 4.0]], True, True)
+        >>> bool((half.null(1) == fine.null(1).reshape(-1, 2, 2).sum(axis=2)).all())
+        True
+        """
+        bins = self.hist.shape[1]
+        if resolution >= bins or bins % resolution:
+            return self
+        if resolution not in self._coarser:
+            if self._cells is not None:
+                out = self._cells.at_resolution(resolution).coarsened(self._members)
+                assert out is not None  # no histogram to check: the members' sums
+            else:
+                out = ScoreBootstrap(_binned_by(self.hist, bins // resolution), self.n_draws,
+                                     rng=self._gen)
+            out._fine = self
+            self._coarser[resolution] = out
+        return self._coarser[resolution]
+
     def boot(self, g: int) -> NDArray[np.float32]:
         """(draws, R) bootstrap counts of group ``g``: Poisson(count) per bin."""
         return self.boots([g])[0]
@@ -569,12 +611,33 @@ class ScoreBootstrap:
 
     def nulls(self) -> NDArray[np.float32]:
         """(K, draws, R): :meth:`null` of every group (drawn together, on first use)."""
+        if self._null is None and self._fine is not None:  # the fine null, binned coarser
+            fine = self._fine.nulls()
+            self._null = _binned_by(fine, fine.shape[-1] // self.hist.shape[1])
         if self._null is None and self._cells is not None and self._shares_null():
             cells = self._cells.nulls()
             self._null = np.stack([self._sum(cells, m) for m in self._members])
         if self._null is None:
             self._null = _permutation_null(self.hist, NULL_DRAWS, self._gen)
         return self._null
+
+
+def _binned_by(counts: NDArray[Any], factor: int) -> NDArray[Any]:
+    """Return ``counts`` (..., R) summed over runs of ``factor`` consecutive bins: (..., R / f).
+
+    A sum of strided slices, not ``reshape(..., -1, factor).sum(-1)``: numpy's reduction along
+    a short last axis pays a step per row (~1 ms for a window's null draws). Counts are whole
+    numbers, so any order of the sum gives the same values.
+
+    >>> _binned_by(np.array([[1.0, 2.0, 3.0, 4.0]]), 2).tolist()
+    [[3.0, 7.0]]
+    """
+    if factor == 1:
+        return counts
+    total = counts[..., 0::factor] + counts[..., 1::factor]
+    for k in range(2, factor):
+        total += counts[..., k::factor]
+    return total  # type: ignore[no-any-return]
 
 
 def _poisson(lam: NDArray[np.float64], n_draws: int,
@@ -742,6 +805,8 @@ def score_gap_interval(
     method = "poisson-bootstrap"
     _z(level)
     sample = hist if isinstance(hist, ScoreBootstrap) else ScoreBootstrap(hist, rng=rng)
+    if kind != "madd":  # the curves' noise at CURVE_RESOLUTION (MADD reads the fine null)
+        sample = sample.at_resolution(CURVE_RESOLUTION)
     h = sample.hist
     if not np.isfinite(value):
         return _undefined(method, "the metric is undefined on this window")

@@ -364,18 +364,32 @@ def _poisson_oracle(lam, n_draws, gen):
 
 class _NumpyBootstrap:
     """The draws in the generator's order: a group's Poisson counts on first use, the whole
-    permutation null (shuffled rows cut at the group sizes) on the first null read."""
+    permutation null (shuffled rows cut at the group sizes) on the first null read.
 
-    def __init__(self, hist):
+    ``coarse(f)``: the histograms summed over runs of ``f`` bins, drawing its own bootstrap
+    from the same generator and reading the fine null draws summed the same way.
+    """
+
+    def __init__(self, hist, gen=None, fine=None):
         self.hist = np.asarray(hist, dtype=float)
-        self.gen = np.random.default_rng(20261123)
-        self.draws = {}
+        self.gen = np.random.default_rng(20261123) if gen is None else gen
+        self.draws, self.fine, self.coarser = {}, fine, {}
+
+    def coarse(self, factor):
+        if factor not in self.coarser:
+            summed = self.hist.reshape(len(self.hist), -1, factor).sum(axis=2)
+            self.coarser[factor] = _NumpyBootstrap(summed, self.gen, (self, factor))
+        return self.coarser[factor]
 
     def get(self, tag, g):
         from fairmonitor.metrics._intervals import EXACT_NULL_ROWS, NULL_DRAWS, SCORE_DRAWS
 
         if (tag, g) not in self.draws:
-            if tag == "boot":
+            if tag == "null" and self.fine is not None:
+                fine, factor = self.fine
+                null = fine.get("null", g)
+                self.draws[tag, g] = null.reshape(len(null), -1, factor).sum(axis=2)
+            elif tag == "boot":
                 self.draws[tag, g] = _poisson_oracle(self.hist[g], SCORE_DRAWS, self.gen)
             elif self.hist.sum() > EXACT_NULL_ROWS:  # per group: multinomial or Poisson
                 share = self.hist.sum(axis=0) / self.hist.sum()
@@ -419,8 +433,16 @@ def _numpy_curve(kind, counts, m, h):
 
 def _numpy_score_gap_interval(sample, kind, *, value, pairs=None, pair_bins=None,
                               bandwidths=None):
-    from fairmonitor.metrics._intervals import KAPPA, MAX_PAIRS, _candidates, _Curves
+    from fairmonitor.metrics._intervals import (
+        CURVE_RESOLUTION,
+        KAPPA,
+        MAX_PAIRS,
+        _candidates,
+        _Curves,
+    )
 
+    if kind != "madd":  # ABCC's and ABPC's curves at CURVE_RESOLUTION bins
+        sample = sample.coarse(sample.hist.shape[1] // CURVE_RESOLUTION)
     h = sample.hist
     pairs = pairs or [(int(i), int(j)) for i, j in zip(*np.triu_indices(len(h), k=1),
                                                         strict=True)]

@@ -1,0 +1,89 @@
+"""What reading ABCC's and ABPC's curves at 64 bins instead of 128 changed (issue 25, cost).
+
+The score intervals carry their bootstrap and null curves at ``CURVE_RESOLUTION`` bins (pairs of
+the fine histogram's 128) since 2026-11-27. This compares the recorded
+``results/bench_coverage_scores.txt`` with the last record made at 128 bins (the file as of
+commit ``051a0f1``, read with ``git show``), cell by cell. Both runs simulate the same windows
+(each cell and window has its own seed), so a difference is the binning's, plus the two
+bootstraps' own Monte Carlo noise: about one in a hundred windows can flip at a bound.
+
+Targets: coverage within 0.02 of the 128-bin run's in every cell with a gap, zero exclusion
+within 0.02 in every parity cell, the mean width within 5% in every cell. Printed beside them:
+the largest change of power (zero exclusion with a gap), and the cells whose verdict on
+coverage or zero exclusion changed (5-group cells sit at the coverage cap, so a window or two
+can move them across it).
+
+Usage: ``python benchmarks/bench_curve_resolution.py [--before REF] [--after PATH]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+RECORD = "benchmarks/results/bench_coverage_scores.txt"
+BEFORE = "051a0f1"  # the last commit whose record read the curves at 128 bins
+
+
+def cells(text: str) -> dict[tuple[str, ...], dict[str, float | str]]:
+    """The rows of a bench_coverage_scores.py output, by cell."""
+    out: dict[tuple[str, ...], dict[str, float | str]] = {}
+    for line in text.splitlines():
+        part = line.split()
+        if len(part) < 17 or part[0] not in ("abcc", "abpc"):
+            continue
+        out[tuple(part[:6])] = {"cover": float(part[8]), "excl0": float(part[11]),
+                                "width": float(part[12]), "verdict": " ".join(part[16:])}
+    return out
+
+
+def target(name: str, value: float, op: str, bound: float) -> None:
+    ok = value <= bound if op == "<=" else value >= bound
+    print(f"TARGET {name}: {value:.3g} (target {op} {bound:g}) {'OK' if ok else 'FAIL'}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--before", default=BEFORE, help="commit of the 128-bin record")
+    parser.add_argument("--after", default=str(HERE.parent / RECORD))
+    args = parser.parse_args()
+    old = cells(subprocess.run(["git", "show", f"{args.before}:{RECORD}"], cwd=HERE,
+                               capture_output=True, text=True, check=True).stdout)
+    new = cells(Path(args.after).read_text())
+    shared = [k for k in new if k in old]
+    print(f"{len(shared)} cells in both runs (128 bins at {args.before}, 64 bins now)")
+    print(f"{'metric':5s} {'dist':4s} {'n':>6s} {'bal':>4s} {'K':>2s} {'gap':>4s} "
+          f"{'cover':>13s} {'excl0':>13s} {'width':>17s}")
+    d_cover, d_excl, d_power, ratios, moved = [], [], [], [], []
+    for key in shared:
+        a, b = old[key], new[key]
+        ratio = float(b["width"]) / float(a["width"])
+        gap = key[5] == "yes"
+        (d_cover if gap else d_excl).append(abs(float(b["cover"]) - float(a["cover"])) if gap
+                                            else abs(float(b["excl0"]) - float(a["excl0"])))
+        if gap:
+            d_power.append(abs(float(b["excl0"]) - float(a["excl0"])))
+        ratios.append(ratio)
+        for flag in ("COV", "ZERO"):
+            was, now = flag in str(a["verdict"]), flag in str(b["verdict"])
+            if was != now:
+                moved.append(" ".join(key) + f" ({'now' if now else 'no longer'} {flag})")
+        print(f"{' '.join(f'{x:>4s}' for x in key)}  {a['cover']:.3f}->{b['cover']:.3f}  "
+              f"{a['excl0']:.3f}->{b['excl0']:.3f}  {a['width']:.4f}->{b['width']:.4f} "
+              f"({ratio:.2f})")
+    print(f"largest change: coverage (with a gap) {max(d_cover):.3f}, zero exclusion (at "
+          f"parity) {max(d_excl):.3f}, power (zero exclusion with a gap) {max(d_power):.3f}; "
+          f"width ratio {min(ratios):.3f} to {max(ratios):.3f}")
+    print("verdicts on coverage or zero exclusion that changed: "
+          + ("; ".join(moved) if moved else "none"))
+    target("curve_resolution_cells", len(shared), ">=", 160)
+    target("curve_resolution_coverage_change", max(d_cover), "<=", 0.02)
+    target("curve_resolution_exclusion_change", max(d_excl), "<=", 0.02)
+    target("curve_resolution_width_low", min(ratios), ">=", 0.95)
+    target("curve_resolution_width_high", max(ratios), "<=", 1.05)
+
+
+if __name__ == "__main__":
+    main()
