@@ -392,6 +392,44 @@ def test_shared_chance_draws_give_the_values_of_a_cold_start():
     assert cold[2] == pytest.approx(float(worst.mean()), rel=1e-12)
 
 
+def test_gaussian_chance_families_read_fixed_normals_and_leave_the_stream_alone():
+    """With the fixed seed, a family whose groups all expect >= 30 of each outcome reads the
+    fixed normals of its position in the call (TPR first, FPR second); a binomial family after
+    it draws from the seed's stream as if it came first. Cold and warm (cached) agree."""
+    from fairmonitor.metrics import _rate_intervals as r
+    from fairmonitor.metrics._intervals import _SEED
+
+    tp, fn = np.array([400.0, 300.0, 250.0]), np.array([600.0, 500.0, 450.0])  # Gaussian
+    fp, tn = np.array([3.0, 1.0, 2.0]), np.array([90.0, 40.0, 70.0])  # binomial (rare)
+    r._CHANCE_DRAWS.clear()
+    cold = rate_gap_interval(np.stack([tp, fp]), np.stack([tp + fn, fp + tn])).chance
+    warm = rate_gap_interval(np.stack([tp, fp]), np.stack([tp + fn, fp + tn])).chance
+    assert warm == cold
+
+    size, pooled = (tp + fn).astype(np.int64), tp.sum() / (tp + fn).sum()
+    z = np.random.default_rng([_SEED, 1, 3]).standard_normal((r.N_DRAWS, 3))
+    tpr = np.clip(pooled + z * np.sqrt(pooled * (1 - pooled) / size), 0.0, 1.0)
+    fpr = np.random.default_rng(_SEED).binomial(  # the stream untouched by the TPR family
+        (fp + tn).astype(np.int64), fp.sum() / (fp + tn).sum(), size=(r.N_DRAWS, 3)
+    ) / (fp + tn)
+    worst = np.maximum(np.ptp(tpr, axis=1), np.ptp(fpr, axis=1))
+    assert cold == pytest.approx(float(worst.mean()), rel=1e-12)
+
+    # the FPR family Gaussian too: its own normals (position 2), not the TPR family's
+    fp2, tn2 = np.array([90.0, 80.0, 100.0]), np.array([400.0, 420.0, 380.0])
+    both = rate_gap_interval(np.stack([tp, fp2]), np.stack([tp + fn, fp2 + tn2])).chance
+    rate2 = fp2.sum() / (fp2 + tn2).sum()
+    z2 = np.random.default_rng([_SEED, 2, 3]).standard_normal((r.N_DRAWS, 3))
+    fpr2 = np.clip(rate2 + z2 * np.sqrt(rate2 * (1 - rate2) / (fp2 + tn2)), 0.0, 1.0)
+    assert both == pytest.approx(float(np.maximum(np.ptp(tpr, axis=1),
+                                                  np.ptp(fpr2, axis=1)).mean()), rel=1e-12)
+    # an explicit generator still draws every family from it
+    seeded = rate_gap_interval(tp, tp + fn, rng=5).chance
+    z5 = np.random.default_rng(5).standard_normal((r.N_DRAWS, 3))
+    own = np.clip(pooled + z5 * np.sqrt(pooled * (1 - pooled) / size), 0.0, 1.0)
+    assert seeded == pytest.approx(float(np.ptp(own, axis=1).mean()), rel=1e-12)
+
+
 def test_joint_maxima_kernel_equals_numpy_within_rounding():
     from fairmonitor._kernels.intervals import pair_maxima
 
