@@ -761,8 +761,9 @@ def score_gap_interval(
     histograms at each pair's bins) and ABPC (``"abpc"``, the area between reflected KDEs at
     each group's bandwidth) are all ``max over pairs of integral |C_i - C_j|`` for a curve
     ``C`` that is linear in the group's score histogram. The error of ``C_i - C_j`` is drawn
-    by a Poisson bootstrap of the groups' fine histograms (counts times Poisson(1) weights,
-    TFMA's scheme; O(groups x bins x draws), never O(rows)); the derivative of
+    by a Poisson bootstrap of the groups' histograms (counts times Poisson(1) weights,
+    TFMA's scheme; O(groups x bins x draws), never O(rows); ABCC's and ABPC's at
+    :data:`CURVE_RESOLUTION` bins, pairs of the fine ones); the derivative of
     ``integral |D|`` in direction ``h`` is ``integral sign(D) h`` where ``D`` is clearly
     non-zero and ``integral |h|`` where it is within ``KAPPA`` bootstrap standard errors of 0
     (see the module docstring). The interval is centred on the metric's exact ``value``; the

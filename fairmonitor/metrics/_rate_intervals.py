@@ -389,26 +389,30 @@ def _gaussian(size: NDArray[np.int64], rate: float) -> bool:
     return bool(min(rate, 1.0 - rate) * size.min() >= 30)
 
 
-def _null_rates(gen: np.random.Generator | None, size: NDArray[np.int64], rate: float,
-                n_draws: int, position: int = 1) -> _F:
+def _null_rates(gen: np.random.Generator, size: NDArray[np.int64], rate: float,
+                n_draws: int) -> _F:
     """Return (draws, groups) rates of binomial(size, rate) counts.
 
     Gaussian (clipped) where every group expects >= 30 of each outcome (binomial draws cost ~10x
-    more; same result there). Without ``gen`` (the fixed seed) a Gaussian family reads the
-    fixed standard normals of its ``position`` in the call (:func:`_fixed_chance_normal`).
+    more; same result there).
     """
     if _gaussian(size, rate):
-        sd = np.sqrt(rate * (1.0 - rate) / size)
-        # rate + z sd, clipped, in a new array (numpy's operations in that order)
-        if gen is None:
-            draws = np.multiply(_fixed_chance_normal(n_draws, size.size, position), sd)
-        else:
-            draws = gen.standard_normal((n_draws, size.size))
-            draws *= sd
-        return np.clip(np.add(rate, draws, out=draws), 0.0, 1.0, out=draws)
-    if gen is None:
-        raise ValueError("binomial chance draws need a generator")
+        return _gaussian_rates(gen.standard_normal((n_draws, size.size)), size, rate)
     return gen.binomial(size, rate, size=(n_draws, size.size)) / np.maximum(size, 1)
+
+
+def _gaussian(size: NDArray[np.int64], rate: float) -> bool:
+    """Whether every group expects >= 30 of each outcome: its binomial rate is Gaussian enough."""
+    return bool(min(rate, 1.0 - rate) * size.min() >= 30)
+
+
+def _gaussian_rates(normals: _F, size: NDArray[np.int64], rate: float) -> _F:
+    """Return ``rate + z sd`` per group, clipped to [0, 1]: the binomial rate's Gaussian form.
+
+    ``normals`` (draws, groups) are read, not written (the fixed ones are shared).
+    """
+    draws = np.multiply(normals, np.sqrt(rate * (1.0 - rate) / size))
+    return np.clip(np.add(rate, draws, out=draws), 0.0, 1.0, out=draws)
 
 
 #: Up to this many groups a Gaussian family's fixed chance normals are kept (2,000 draws of
@@ -481,7 +485,8 @@ def _extremes(gen: _LazyGenerator, key: Any, size: NDArray[np.int64], rate: floa
         gen.state = found[2]
         return found[0], found[1]
     if fixed and size.size <= _FIXED_CHANCE_GROUPS and _gaussian(size, rate):
-        rates = _null_rates(None, size, rate, n_draws, position=(len(key) - 1) // 2)
+        position = (len(key) - 1) // 2  # the key: draws, then sizes and rate per family
+        rates = _gaussian_rates(_fixed_chance_normal(n_draws, size.size, position), size, rate)
     else:
         rates = _null_rates(gen.generator, size, rate, n_draws)
     hi, lo = _row_extremes(rates)
@@ -500,7 +505,7 @@ def _chance(x: _F, n: _F, defined: NDArray[np.bool_], ratio: bool, n_draws: int,
 
     Binomial draws at these group sizes (the small-sample floor a fair model reads): their
     Gaussian form where every group expects >= 30 of each outcome, from fixed normals with
-    the fixed seed (:func:`_null_rates`).
+    the fixed seed (:func:`_extremes`).
     """
     gen, worst, key = _LazyGenerator(rng), np.full(n_draws, -np.inf), (n_draws,)
     for f in np.flatnonzero(defined.any(axis=1)):
