@@ -789,6 +789,35 @@ def test_a_coarsened_bootstrap_sums_its_cells_draws():
         assert np.array_equal(coarse.null(g), cells.null(m[0]) + cells.null(m[1]))
 
 
+def test_curves_at_fewer_bins_read_the_cells_coarse_draws_and_the_fine_null():
+    # ABCC and ABPC read CURVE_RESOLUTION bins: an attribute of an intersection sums its
+    # cells' coarse bootstrap draws (drawn once, shared by the attributes), and every coarse
+    # null is the fine null summed in pairs of bins (MADD's chance reads the fine one)
+    from fairmonitor.metrics._intervals import CURVE_RESOLUTION
+
+    rng = np.random.default_rng(6)
+    cells = ScoreBootstrap(_cell_hists(rng, [300, 500, 200, 400]))
+    attr = cells.coarsened([[0, 2], [1, 3]])
+    half, cells_half = attr.at_resolution(CURVE_RESOLUTION), cells.at_resolution(CURVE_RESOLUTION)
+    factor = RESOLUTION // CURVE_RESOLUTION
+    assert half.hist.shape == (2, CURVE_RESOLUTION)
+    assert np.array_equal(half.hist, attr.hist.reshape(2, -1, factor).sum(axis=2))
+    for g, m in enumerate([[0, 2], [1, 3]]):
+        assert np.array_equal(half.boot(g), cells_half.boot(m[0]) + cells_half.boot(m[1]))
+        assert np.array_equal(half.null(g), attr.null(g).reshape(NULL_DRAWS, -1, factor
+                                                                 ).sum(axis=2))
+    assert cells._boot == {}  # the fine bootstrap itself is never drawn for the curves
+    assert attr.at_resolution(CURVE_RESOLUTION) is half  # made once
+    # the coarse bootstrap's counts have the Poisson law of the summed bins
+    big = fine_histogram(rng.beta(2, 5, 20_000))[None, :]
+    own = ScoreBootstrap(big, n_draws=4000).at_resolution(CURVE_RESOLUTION)
+    c = own.hist[0]
+    draws = own.boot(0)
+    busy = c > 20
+    assert np.abs(draws.mean(axis=0)[busy] - c[busy]).max() < 5 * np.sqrt(c[busy] / 4000).max()
+    assert np.allclose(draws.var(axis=0)[busy] / c[busy], 1.0, atol=0.15)
+
+
 def test_a_coarsened_bootstrap_keeps_its_own_null_where_the_law_would_differ():
     rng = np.random.default_rng(4)
     # a cell of at most R rows in a window of more than EXACT_NULL_ROWS: its null is a
