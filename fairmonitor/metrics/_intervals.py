@@ -856,29 +856,46 @@ def _bounds(sample: ScoreBootstrap, curves: _Curves, pairs: list[tuple[int, int]
 
     The lower end reads the directional derivative of the max (bins within ``KAPPA`` standard
     errors of 0 folded, ``|h|``), one-sided at ``(1 + level) / 2``. The upper end is the
-    percentile bootstrap's, corrected by half the bootstrap's estimate of the plug-in's
-    bias: with ``M = metric* - metric^`` per draw, ``value + q(M) - mean(M) / 2`` at
-    ``q = (1 + level) / 2``, never below the value. The plug-in is biased upwards
-    (``E integral |D^| >= integral |D|``, more so near parity and with more pairs), so the
-    percentile end ``value + q(M)`` over-covered (no upper miss in most cells, widths
-    1.2-2.1x a stratified bootstrap's). The whole correction, ``q(M) - mean(M)``, missed a
-    true gap of 2-3 standard errors from above in 4-6% of windows: the bootstrap's bias
-    estimate is largest in the windows whose value fell lowest, where the end needs its
-    margin most; half of it, 3.6-4.9%. The basic bootstrap's ``value - q_low(M)`` missed in
-    13-18%, the linear error (every bin at its estimated sign) in 9%
-    (docs/intervals_scores.md).
+    percentile bootstrap's, corrected by the bootstrap's estimate of the plug-in's bias: with
+    ``M = metric* - metric^`` per draw, ``value + q(M) - s mean(M)`` at ``q = (1 + level) /
+    2``, never below the value, ``s`` the share of the estimate removed
+    (:func:`_bias_share`). The plug-in is biased upwards (``E integral |D^| >= integral |D|``,
+    more so near parity and with more pairs), so the percentile end ``value + q(M)``
+    over-covered (no upper miss in most cells, widths 1.2-2.1x a stratified bootstrap's). The
+    basic bootstrap's ``value - q_low(M)`` missed in 13-18%, the linear error (every bin at its
+    estimated sign) in 9% (docs/intervals_scores.md).
     """
-    worst, moved, binned = _pair_draws(sample, curves, pairs, value)
+    worst, moved, binned, contact = _pair_draws(sample, curves, pairs, value)
     # one-sided at (1 + level) / 2 each: at parity the derivative is >= 0 (|h| folded), and the
     # former symmetric |derivative| quantile made the lower bound a one-sided test at `level`
     below = max(_quantile(worst, 0.5 + level / 2.0), 0.0)
-    above = max(float(_quantile(moved, 0.5 + level / 2.0) - moved.mean() / 2.0), 0.0)
+    above = max(float(_quantile(moved, 0.5 + level / 2.0) - _bias_share(contact) * moved.mean()),
+                0.0)
     return max(value - below, 0.0), min(value + above, curves.upper), binned
 
 
+def _bias_share(contact: int) -> float:
+    """Return the share of the bias estimate the upper end removes, by pairs near the max.
+
+    One pair (every 2-group window): half. Its bias is the fold of one ``|D|``, and the
+    bootstrap's estimate of it is largest in the windows whose value fell lowest, where the
+    end needs its margin most: the whole estimate missed a true gap of 2-3 standard errors
+    from above in 4-6% of windows, half of it in 3.6-4.9%. Several pairs within ``KAPPA``
+    errors of the max: the whole. Their bias is mostly the max's over pairs; with half of it
+    the 5-group cells (50 rows or more, a gap) covered 0.943-0.997, the upper end missing in
+    at most 2.9% of windows, at up to 1.67x the reference's width; the whole narrows them by
+    up to an eighth, coverage 0.942-0.997 and the upper end missing in at most 3.8%
+    (bench_coverage_scores.py, 2026-11-27).
+
+    >>> _bias_share(1), _bias_share(4)
+    (0.5, 1.0)
+    """
+    return 0.5 if contact == 1 else 1.0
+
+
 def _pair_draws(sample: ScoreBootstrap, curves: _Curves, pairs: list[tuple[int, int]],
-                value: float) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
-    """Per bootstrap draw, the max's derivative and its change; the metric on the histograms.
+                value: float) -> tuple[NDArray[np.float64], NDArray[np.float64], float, int]:
+    """Per draw, the max's derivative and change; the metric on the histograms; pairs near it.
 
     ``worst``: the directional derivative of the max over the pairs near it (bins within
     ``KAPPA`` standard errors of 0 folded); ``moved``: the draw's metric minus the hat's.
@@ -910,7 +927,7 @@ def _pair_draws(sample: ScoreBootstrap, curves: _Curves, pairs: list[tuple[int, 
     # each draw's change only for the pairs near the max (the only ones it is read for)
     moved = pair_changes(hat_stack, err_stack, left[near_max], right[near_max])
     moved = _row_extremes((total[near_max] + moved) * w)[0] - pv.max()
-    return worst, moved, float(pv.max())
+    return worst, moved, float(pv.max()), int(near_max.sum())
 
 
 def _null_gaps(sample: ScoreBootstrap, curves: _Curves,

@@ -488,9 +488,11 @@ def _numpy_score_gap_interval(sample, kind, *, value, pairs=None, pair_bins=None
     near_max = pv >= pv.max() - KAPPA * np.sqrt((deriv ** 2).mean(axis=0))
     worst = deriv[:, near_max].max(axis=1)
     below = max(float(np.quantile(worst, 0.975)), 0.0)
-    # the upper end: the bootstrap's change at 97.5%, less half its mean (the plug-in's bias)
+    # the upper end: the bootstrap's change at 97.5%, less its mean (the plug-in's bias):
+    # half of it with one pair near the max, all of it with several
     change = np.stack(linear, axis=1)[:, near_max].max(axis=1) - pv.max()
-    above = max(float(np.quantile(change, 0.975) - change.mean() / 2), 0.0)
+    share = 0.5 if near_max.sum() == 1 else 1.0
+    above = max(float(np.quantile(change, 0.975) - share * change.mean()), 0.0)
     lower = max(value - below, 0.0)
     # the permutation test: 0 stays in unless the binned value beats ceil(.975 x 61) = all 60
     if pv.max() <= np.sort(null_max)[min(math.ceil(0.975 * (null_max.size + 1)),
