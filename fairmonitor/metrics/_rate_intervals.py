@@ -71,9 +71,9 @@ from ._intervals import (
     MAX_RATE_GROUPS,
     N_DRAWS,
     Interval,
+    _by_column,
     _quantile,
     _rng,
-    _row_extremes,
     _undefined,
     _z,
 )
@@ -470,14 +470,14 @@ class _LazyGenerator:
 
 
 def _extremes(gen: _LazyGenerator, key: Any, size: NDArray[np.int64], rate: float,
-              n_draws: int, fixed: bool) -> tuple[_F, _F]:
+              n_draws: int, fixed: bool, position: int) -> tuple[_F, _F]:
     """Return the (largest, smallest) group rate per chance draw.
 
     With the fixed seed (``fixed``), the
     draws of the families ``key`` names (this one and those drawn before it from ``gen``)
     are made once: a hit leaves ``gen`` where the draws would have left it. There a
-    Gaussian family of at most :data:`_FIXED_CHANCE_GROUPS` groups reads fixed normals
-    (:func:`_fixed_chance_normal`) and draws nothing from ``gen``.
+    Gaussian family of at most :data:`_FIXED_CHANCE_GROUPS` groups reads the fixed normals of
+    its ``position`` in the call (:func:`_fixed_chance_normal`) and draws nothing from ``gen``.
     """
     with _CHANCE_LOCK:
         found = _CHANCE_DRAWS.get(key) if fixed else None
@@ -485,11 +485,11 @@ def _extremes(gen: _LazyGenerator, key: Any, size: NDArray[np.int64], rate: floa
         gen.state = found[2]
         return found[0], found[1]
     if fixed and size.size <= _FIXED_CHANCE_GROUPS and _gaussian(size, rate):
-        position = (len(key) - 1) // 2  # the key: draws, then sizes and rate per family
         rates = _gaussian_rates(_fixed_chance_normal(n_draws, size.size, position), size, rate)
     else:
         rates = _null_rates(gen.generator, size, rate, n_draws)
-    hi, lo = _row_extremes(rates)
+    columns = _by_column(rates)
+    hi, lo = columns.max(axis=0), columns.min(axis=0)
     if fixed:
         hi.flags.writeable = lo.flags.writeable = False
         with _CHANCE_LOCK:
@@ -508,11 +508,11 @@ def _chance(x: _F, n: _F, defined: NDArray[np.bool_], ratio: bool, n_draws: int,
     the fixed seed (:func:`_extremes`).
     """
     gen, worst, key = _LazyGenerator(rng), np.full(n_draws, -np.inf), (n_draws,)
-    for f in np.flatnonzero(defined.any(axis=1)):
+    for position, f in enumerate(np.flatnonzero(defined.any(axis=1)), start=1):
         size = np.rint(n[f, defined[f]]).astype(np.int64)
         pooled = x[f, defined[f]].sum() / n[f, defined[f]].sum()
         key += (size.tobytes(), float(pooled))
-        hi, lo = _extremes(gen, key, size, pooled, n_draws, rng is None)
+        hi, lo = _extremes(gen, key, size, pooled, n_draws, rng is None, position)
         if ratio:  # 0/0 (no group selected) reads as parity, as a fair model would
             return float(np.where(hi > 0, lo / np.where(hi > 0, hi, 1.0), 1.0).mean())
         worst = np.maximum(worst, hi - lo)
