@@ -3,7 +3,7 @@
 ``bench_intervals.py`` (the default metric set), ``bench_coverage.py --cost`` (the rate metrics
 alone) and ``interval_cost_ab.py`` (two checkouts alternately) time the same thing: one window
 of two attributes (2 and 5 groups) and their intersection, evaluated without and with
-intervals, interleaved, the minimum CPU time of each.
+intervals, interleaved: the least CPU time of each and the median a window's intervals add.
 
 Every repeat is a new window (its own seed), as every production window is: the interval
 code keeps the fixed seed's chance draws per family of group sizes and pooled rate, so one

@@ -71,11 +71,12 @@ def main() -> None:
     for key in shared:
         a, b = old[key], new[key]
         ratio = float(b["width"]) / float(a["width"])
-        gap = key[5] == "yes"
-        (d_cover if gap else d_excl).append(abs(float(b["cover"]) - float(a["cover"])) if gap
-                                            else abs(float(b["excl0"]) - float(a["excl0"])))
-        if gap:
-            d_power.append(abs(float(b["excl0"]) - float(a["excl0"])))
+        excl = abs(float(b["excl0"]) - float(a["excl0"]))
+        if key[5] == "yes":  # a gap: coverage is judged, zero exclusion is power
+            d_cover.append(abs(float(b["cover"]) - float(a["cover"])))
+            d_power.append(excl)
+        else:
+            d_excl.append(excl)
         ratios.append(ratio)
         for flag in ("COV", "ZERO"):
             was, now = flag in str(a["verdict"]), flag in str(b["verdict"])
