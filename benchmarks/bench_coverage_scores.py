@@ -15,7 +15,12 @@ groups. Per cell, ``reps`` simulated windows:
 - width: mean width over the mean width of the reference, a 2,000-resample stratified
   bootstrap percentile interval (each group's rows resampled at its size; resampled on a
   1,024-bin histogram of the window, the metric recomputed from the binned resample) on the
-  first ``ref_reps`` windows of the cell (target <= 1.2).
+  first ``ref_reps`` windows of the cell, ``gap_ref_reps`` with a gap (target <= 1.2). The
+  reference's own coverage (``refcov``) is printed too: at parity it is 0 by construction
+  (the percentile interval of a positive statistic never holds 0), and with a gap the
+  summary splits the cells failing the width target by whether the reference itself covers
+  at least 0.93 there (a width target against an interval that misses is not one a valid
+  interval can be held to; docs/intervals_scores.md).
 
 Each window is drawn as each group's counts in the GRID cells of [0, 1] (a multinomial at its
 size: the law of binning its rows, O(GRID) at any size); its value is the metric of those
@@ -26,11 +31,12 @@ per cell: coverage, each end's misses (``lo>t``, ``hi<t``), zero exclusion, mean
 ratio and the reference's own coverage (``refcov``) on its windows.
 
 Usage: ``nice -n 10 python benchmarks/bench_coverage_scores.py [--quick] [--reps N]
-[--ref-reps N] [--kinds abcc,abpc] [--sizes ...] [--groups 2,5] [--balance 1,50]
-[--dists low,mid] [--jobs N]`` (quick: 100 windows, 5 reference windows, sizes 50 and
-1,000, 2 groups; the full grid at 1,000 windows: ~1.5 min a cell per process at a load
-average of 15 on 2 cores, so hours there (an estimated ~40 min idle); ``--jobs 2`` runs the
-cells in two processes, the filters split it).
+[--ref-reps N] [--gap-ref-reps N] [--kinds abcc,abpc] [--sizes ...] [--groups 2,5] [--balance 1,50]
+[--dists low,mid] [--jobs N] [--cell KIND:DIST:N:BAL:K:GAP ...]`` (quick: 100 windows, 5
+reference windows, sizes 50 and 1,000, 2 groups; the full grid at 1,000 windows: ~1.5 min a
+cell per process at a load average of 15 on 2 cores, so hours there (an estimated ~40 min
+idle); ``--jobs 2`` runs the cells in two processes, the filters split it; ``--cell`` runs
+only the named cells, each on the windows it has in the full grid).
 """
 
 from __future__ import annotations
@@ -188,6 +194,11 @@ def cell(kind: str, n: int, dist: Dist, gap: bool, ratio: int, k: int, reps: int
             "ref_cover": ref_cover / max(min(ref_reps, reps), 1), "reps": reps}
 
 
+def _cell_name(kind: str, n: int, dist: Dist, gap: bool, ratio: int, k: int) -> str:
+    """A cell's ``--cell`` name: ``KIND:DIST:N:BAL:K:GAP``, e.g. ``abcc:low:50:1:2:yes``."""
+    return f"{kind}:{dist.name}:{n}:{ratio}:{k}:{'yes' if gap else 'no'}"
+
+
 def _cell(args: tuple[Any, ...]) -> dict[str, float]:
     """:func:`cell` of one tuple of its arguments (a process pool's task)."""
     return cell(*args)
@@ -214,37 +225,66 @@ def verdict(row: dict[str, float], n: int, gap: bool) -> tuple[bool, str]:
     return ok, ",".join(notes)
 
 
+def _print_wide(wide: dict[bool, list[tuple[float, float, str]]], ref_reps: int,
+                gap_ref_reps: int) -> None:
+    """Print the cells over the width target, split by whether the reference covers there."""
+    print(f"width over 1.2x the reference at parity: {len(wide[False])} cells; the "
+          f"reference's coverage of the true 0 there (over {ref_reps} windows): at most "
+          f"{max((c for _, c, _ in wide[False]), default=float('nan')):.2f}")
+    covering = sorted((r, c, name) for r, c, name in wide[True] if c >= 0.93)
+    print(f"width over 1.2x the reference with a gap: {len(wide[True])} cells; the reference "
+          f"covers >= 0.93 (over {gap_ref_reps} windows) in {len(covering)} of them:")
+    for r, c, name in covering:
+        print(f"  {name:24s} width {r:.2f}x, reference coverage {c:.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--reps", type=int, default=1000)
-    parser.add_argument("--ref-reps", type=int, default=10)
+    parser.add_argument("--ref-reps", type=int, default=10,
+                        help="windows of a cell the reference runs on (~0.1-1.5 s each)")
+    parser.add_argument("--gap-ref-reps", type=int, default=60,
+                        help="the same in the cells with a gap, where its coverage is read")
     parser.add_argument("--kinds", default="abcc,abpc")
     parser.add_argument("--sizes", default="20,50,200,1000,10000")
     parser.add_argument("--groups", default="2,5", help="numbers of groups")
     parser.add_argument("--balance", default="1,50", help="size ratios (1: balanced)")
     parser.add_argument("--dists", default=",".join(DISTS))
+    parser.add_argument("--cell", action="append", default=[], metavar="KIND:DIST:N:BAL:K:GAP",
+                        help="only this cell (repeatable), e.g. abcc:low:50:1:2:yes; it keeps "
+                             "the seed it has in the grid the other options make, so its "
+                             "windows are those of the full run")
     parser.add_argument("--jobs", type=int, default=1,
                         help="cells computed in this many processes (the same rows: each "
                              "cell has its own seed)")
     args = parser.parse_args()
-    reps, ref_reps = (100, 5) if args.quick else (args.reps, args.ref_reps)
+    reps, ref_reps, gap_ref_reps = (100, 5, 5) if args.quick else (
+        args.reps, args.ref_reps, args.gap_ref_reps)
     sizes = [50, 1000] if args.quick else [int(s) for s in args.sizes.split(",")]
     groups = [2] if args.quick else [int(k) for k in args.groups.split(",")]
     balance = [int(r) for r in args.balance.split(",")]
     print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load average "
           f"{' '.join(f'{v:.2f}' for v in os.getloadavg())}; {os.cpu_count()} CPUs; "
-          f"{reps} windows per cell, the reference on {ref_reps} of them")
+          f"{reps} windows per cell, the reference on {ref_reps} of them at parity and "
+          f"{gap_ref_reps} with a gap")
     print(f"{'metric':5s} {'dist':4s} {'n':>6s} {'bal':>4s} {'K':>2s} {'gap':>4s} {'reps':>5s} "
           f"{'truth':>7s} {'cover':>6s} {'lo>t':>6s} {'hi<t':>6s} {'excl0':>6s} {'width':>7s} "
           f"{'ref':>7s} {'ratio':>6s} {'refcov':>6s}  verdict")
     summary: dict[str, list[float]] = {"cov": [], "excl": [], "ratio": []}
+    wide: dict[bool, list[tuple[float, float, str]]] = {False: [], True: []}
     failures = 0
     started = time.perf_counter()
-    cells = [(kind, n, dist, gap, ratio, k, reps, ref_reps, seed)
+    cells = [(kind, n, dist, gap, ratio, k, reps, gap_ref_reps if gap else ref_reps, seed)
              for seed, (kind, dist, n, ratio, k, gap) in enumerate(itertools.product(
                  args.kinds.split(","), [DISTS[d] for d in args.dists.split(",")], sizes,
                  balance, groups, (False, True)), start=1)]
+    if args.cell:
+        chosen = set(args.cell)
+        cells = [c for c in cells if _cell_name(*c[:6]) in chosen]
+        missing = chosen - {_cell_name(*c[:6]) for c in cells}
+        if missing:
+            parser.error(f"no such cell in the grid: {', '.join(sorted(missing))}")
     with multiprocessing.Pool(args.jobs) if args.jobs > 1 else contextlib.nullcontext() as pool:
         rows = pool.imap(_cell, cells) if pool is not None else map(_cell, cells)
         for (kind, n, dist, gap, ratio, k, *_), row in zip(cells, rows, strict=True):
@@ -255,6 +295,9 @@ def main() -> None:
             if not gap:
                 summary["excl"].append(row["exclusion"])
             summary["ratio"].append(row["width"] / row["ref"])
+            if row["width"] / row["ref"] > 1.2:
+                wide[gap].append((row["width"] / row["ref"], row["ref_cover"],
+                                  _cell_name(kind, n, dist, gap, ratio, k)))
             print(f"{kind:5s} {dist.name:4s} {n:6d} {'1:' + str(ratio):>4s} "
                   f"{k:2d} {'yes' if gap else 'no':>4s} {reps:5d} "
                   f"{row['truth']:7.4f} {row['coverage']:6.3f} "
@@ -266,8 +309,10 @@ def main() -> None:
     cov, excl, ratio = (np.array(summary[k]) for k in ("cov", "excl", "ratio"))
     if cov.size:
         print(f"coverage with a gap, >= 50 rows: min {cov.min():.3f} max {cov.max():.3f}")
-    print(f"zero excluded at parity: min {excl.min():.3f} max {excl.max():.3f}")
+    if excl.size:
+        print(f"zero excluded at parity: min {excl.min():.3f} max {excl.max():.3f}")
     print(f"width / reference: min {ratio.min():.2f} max {ratio.max():.2f}")
+    _print_wide(wide, ref_reps, gap_ref_reps)
     print(f"{failures} cell(s) FAIL; {time.perf_counter() - started:.0f} s; load average at "
           f"the end {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
 
