@@ -36,7 +36,8 @@ Usage: ``nice -n 10 python benchmarks/bench_coverage_scores.py [--quick] [--reps
 reference windows, sizes 50 and 1,000, 2 groups; the full grid at 1,000 windows: ~1.5 min a
 cell per process at a load average of 15 on 2 cores, so hours there (an estimated ~40 min
 idle); ``--jobs 2`` runs the cells in two processes, the filters split it; ``--cell`` runs
-only the named cells, each on the windows it has in the full grid).
+only the named cells, each on the windows it has in the full grid with the same reference
+options).
 """
 
 from __future__ import annotations
@@ -253,8 +254,9 @@ def main() -> None:
     parser.add_argument("--dists", default=",".join(DISTS))
     parser.add_argument("--cell", action="append", default=[], metavar="KIND:DIST:N:BAL:K:GAP",
                         help="only this cell (repeatable), e.g. abcc:low:50:1:2:yes; it keeps "
-                             "the seed it has in the grid the other options make, so its "
-                             "windows are those of the full run")
+                             "the seed it has in the grid the other options make, so with the "
+                             "same reference options its windows are those of the full run "
+                             "(the reference draws from the cell's stream)")
     parser.add_argument("--jobs", type=int, default=1,
                         help="cells computed in this many processes (the same rows: each "
                              "cell has its own seed)")
