@@ -401,11 +401,6 @@ def _null_rates(gen: np.random.Generator, size: NDArray[np.int64], rate: float,
     return gen.binomial(size, rate, size=(n_draws, size.size)) / np.maximum(size, 1)
 
 
-def _gaussian(size: NDArray[np.int64], rate: float) -> bool:
-    """Whether every group expects >= 30 of each outcome: its binomial rate is Gaussian enough."""
-    return bool(min(rate, 1.0 - rate) * size.min() >= 30)
-
-
 def _gaussian_rates(normals: _F, size: NDArray[np.int64], rate: float) -> _F:
     """Return ``rate + z sd`` per group, clipped to [0, 1]: the binomial rate's Gaussian form.
 
