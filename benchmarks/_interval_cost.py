@@ -4,6 +4,8 @@
 alone) and ``interval_cost_ab.py`` (two checkouts alternately) time the same thing: one window
 of two attributes (2 and 5 groups) and their intersection, evaluated without and with
 intervals, interleaved: the least CPU time of each and the median a window's intervals add.
+``bench_interval_parts.py`` times the same windows with :func:`window_cpu`, one setting of the
+draws after another.
 
 Every repeat is a new window (its own seed), as every production window is: the interval
 code keeps the fixed seed's chance draws per family of group sizes and pooled rate, so one
@@ -39,6 +41,15 @@ def cost_window(n: int, inputs: Literal["scores", "predictions"], seed: int = 0)
     return Window(groups, y_score=score, y_true=label)
 
 
+def window_cpu(window: Window, metrics: Sequence[str], level: float | None) -> float:
+    """Return the CPU seconds of one ``evaluate_window`` call (``level`` None: no intervals)."""
+    start = time.process_time()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        evaluate_window(window, metrics=list(metrics), confidence_level=level)
+    return time.process_time() - start
+
+
 class Cost(NamedTuple):
     """CPU seconds of a window: the least without and with intervals, and the median added."""
 
@@ -59,20 +70,13 @@ def interval_cpu(n: int, inputs: Literal["scores", "predictions"], metrics: Sequ
     whose speed drifts by up to 1.5x within minutes, the two least times can come from
     different minutes.
     """
-    def run(window: Window, level: float | None) -> float:
-        start = time.process_time()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            evaluate_window(window, metrics=list(metrics), confidence_level=level)
-        return time.process_time() - start
-
     if warm:
-        run(cost_window(n, inputs, seed=repeats + 1), 0.95)
+        window_cpu(cost_window(n, inputs, seed=repeats + 1), metrics, 0.95)
     without, with_ = [], []
     for seed in range(repeats):
         window = cost_window(n, inputs, seed=seed)
-        without.append(run(window, None))
-        with_.append(run(window, 0.95))
+        without.append(window_cpu(window, metrics, None))
+        with_.append(window_cpu(window, metrics, 0.95))
         del window  # 10^6 rows: one window at a time
     added = statistics.median(b - a for a, b in zip(without, with_, strict=True))
     return Cost(min(without), min(with_), added)
