@@ -7,9 +7,9 @@ record made at 128 bins (commit ``051a0f1``), both read with ``git show``, cell 
 runs simulate the same windows (each cell and window has its own seed), so a difference is the
 binning's, plus the two bootstraps' own Monte Carlo noise: about one in a hundred windows can
 flip at a bound. ``--before`` and ``--after`` (a commit or a file) compare any two records,
-e.g. ``--before d0bb782 --after benchmarks/results/bench_coverage_scores.txt`` for the upper
-end's whole bias correction with several pairs near the max (the targets are this script's,
-not that change's).
+e.g. ``--before d0bb782 --after 6da1504`` for the upper end's whole bias correction with
+several pairs near the max (the targets are this script's, not that change's; later records
+ran the reference on more windows, which changes a cell's windows after the tenth).
 
 Targets: coverage within 0.02 of the 128-bin run's in every cell with a gap, zero exclusion
 within 0.02 in every parity cell, the mean width within 5% in every cell. Printed beside them:
