@@ -20,7 +20,8 @@ When ticks happen: on the wall clock, the next tick runs when the next window of
 closes (``job.next_run``: the window end, or end + ``labels_after`` for the labelled phase)
 plus ``settle_seconds``, so a window is evaluated as soon as it closes: an hourly window is not
 left waiting for a tick counted from start-up. ``config.tick`` is only the retry interval (a
-source that was down is retried at the next tick, whichever comes first). With an injected
+source that was down is retried at the next tick, if it comes before the next window end; a
+retry is never run inside a window's settle). With an injected
 ``clock`` or an explicit ``tick_seconds`` (replays, tests) ticks run at that fixed interval.
 Prometheus is served by prometheus-client's own HTTP server thread on the configured address
 (default ``127.0.0.1:9464``), from a registry owned by the service.
@@ -476,11 +477,14 @@ class MonitorService:
         """When the tick after one ending at ``now`` runs (window-end scheduling).
 
         The next window end of any model plus ``settle_seconds``, or the retry interval
-        (``config.tick``) if that comes first.
+        (``config.tick``) if it comes before that window end. A retry that would land after the
+        end but within its settle waits for the settle: run there, it would evaluate the window
+        before the rows written just after its end arrived, and each later retry would keep
+        that phase.
         """
         retry = now + timedelta(seconds=self._interval)
         due = self._job.next_run(self.config, now)
-        return retry if due is None else min(due + self._settle, retry)
+        return retry if due is None or retry < due else due + self._settle
 
     def _schedule(self, run_at: datetime) -> None:
         if self._stop.is_set() or not self._scheduler.running:
