@@ -280,17 +280,20 @@ def test_signal_shuts_down_cleanly_and_restores_handlers(config, frame, signum):
     assert (time.monotonic() - started < 10, signal.getsignal(signum)) == (True, before)
 
 
+def on_window_ends(config, frame, **kw):
+    """A service on the wall clock's window-end scheduling (no clock, no ``tick_seconds``)."""
+    return MonitorService(config, registry=CollectorRegistry(), sources={"credit":
+                          MemorySource(frame)}, checkpoint=MemoryCheckpoint(), sink=FakeSink(),
+                          listen_address="127.0.0.1:0", **kw)
+
+
 def test_next_tick_is_the_next_window_end_plus_settle(config, frame):
-    svc = MonitorService(config, registry=CollectorRegistry(), sources={"credit":
-                         MemorySource(frame)}, checkpoint=MemoryCheckpoint(), sink=FakeSink(),
-                         listen_address="127.0.0.1:0", settle_seconds=2)
+    svc = on_window_ends(config, frame, settle_seconds=2)
     now = T0 + 5 * HOUR + timedelta(minutes=20)
     # hourly windows and the default tick (the smallest `every`, 1h): the window end wins
     assert svc.next_tick(now) == T0 + 6 * HOUR + timedelta(seconds=2)
     fast = load_config(config_text(extra="tick: 10m\n"), base_dir=config.checkpoint.path.parent)
-    svc = MonitorService(fast, registry=CollectorRegistry(), sources={"credit":
-                         MemorySource(frame)}, checkpoint=MemoryCheckpoint(), sink=FakeSink(),
-                         listen_address="127.0.0.1:0")
+    svc = on_window_ends(fast, frame)
     # a retry interval shorter than the time to the next end (a source may be down)
     assert svc.next_tick(now) == now + timedelta(minutes=10)
 
@@ -301,9 +304,7 @@ def test_a_retry_never_evaluates_a_window_before_its_settle(config, frame):
     the next window's settle, and the chain of retries kept that phase."""
     every_40m = load_config(config_text(extra="tick: 40m\n"),
                             base_dir=config.checkpoint.path.parent)
-    svc = MonitorService(every_40m, registry=CollectorRegistry(), sources={"credit":
-                         MemorySource(frame)}, checkpoint=MemoryCheckpoint(), sink=FakeSink(),
-                         listen_address="127.0.0.1:0", settle_seconds=2)
+    svc = on_window_ends(every_40m, frame, settle_seconds=2)
     end = T0 + 6 * HOUR
     # the retry would land on the window end, or one second after it: both wait for the settle
     assert svc.next_tick(end - timedelta(minutes=40)) == end + timedelta(seconds=2)
@@ -320,10 +321,7 @@ def test_ticks_follow_window_ends_on_the_wall_clock(tmp_path, make_predictions):
         f'    start: "{T0.isoformat()}"\n', "")
     cfg = load_config(text, base_dir=tmp_path)
     ticks: list[tuple[datetime, list]] = []
-    svc = MonitorService(cfg, registry=CollectorRegistry(),
-                         sources={"credit": MemorySource(make_predictions(n_hours=1))},
-                         checkpoint=MemoryCheckpoint(), sink=FakeSink(),
-                         listen_address="127.0.0.1:0", settle_seconds=0.1,
+    svc = on_window_ends(cfg, make_predictions(n_hours=1), settle_seconds=0.1,
                          on_tick=lambda n, results: ticks.append((datetime.now(UTC), results)))
     thread = threading.Thread(target=svc.run, kwargs={"max_ticks": 6}, daemon=True)
     thread.start()
