@@ -9,7 +9,9 @@ step was a pass over a block temporary (the CDF's cumulative sum and division; M
 masked copies, ``abs`` and a sum). Compiled, each is one pass that writes only what is read
 again. The report's fine histogram of cells (:func:`cell_histogram`) is one pass instead of a
 division, a cast, a minimum and a weighted ``np.bincount``; the rate intervals' joint maxima
-(:func:`pair_maxima`) one pass instead of six (draws, pairs) temporaries.
+(:func:`pair_maxima`) one pass instead of six (draws, pairs) temporaries, their pair bounds
+(:func:`pair_score_bounds`) and chance extremes (:func:`rate_extremes`) one pass each instead
+of a gather and ~20 small temporaries (per call ~10 us of work under ~40 us of numpy calls).
 
 Cython, compiled at install (``setup.py``): importing this module loads no JIT compiler.
 
@@ -31,7 +33,7 @@ import math
 import numpy as np
 
 from libc.float cimport DBL_MAX
-from libc.math cimport INFINITY, ceil, fabs, fabsf, floor, sqrt
+from libc.math cimport INFINITY, ceil, fabs, fabsf, floor, hypot, sqrt
 
 # the dtypes of counts and curves: float32 (the bootstrap's draws) or float64 (a hat)
 ctypedef fused real:
@@ -40,7 +42,8 @@ ctypedef fused real:
 
 __all__ = ["cdf_curves", "cell_histogram", "coarse_curves", "coarse_gap_maxima", "density_curves",
            "errors", "pair_changes", "pair_derivatives", "pair_gap_maxima", "pair_gaps",
-           "pair_maxima", "pair_maxima_cols", "poisson_counts", "scaled", "wilson_bounds"]
+           "pair_maxima", "pair_maxima_cols", "pair_score_bounds", "poisson_counts", "rate_extremes",
+           "scaled", "wilson_bounds"]
 
 cdef double _BIG = DBL_MAX  # np.nan_to_num's replacement of +inf
 
@@ -912,6 +915,123 @@ def wilson_bounds(x, n, double z):
     lo, hi = np.empty(x.shape), np.empty(x.shape)
     rare = _wilson_rows(x.reshape(-1), n.reshape(-1), z, lo.reshape(-1), hi.reshape(-1))
     return lo, hi, bool(rare)
+
+
+cdef void _newcombe_rows(const double* p, const double* lo_l, const double* lo_u,
+                         const double* up_l, const double* up_u, const Py_ssize_t[::1] fam,
+                         const Py_ssize_t[::1] left, const Py_ssize_t[::1] right,
+                         Py_ssize_t width, double[::1] lower, double[::1] upper
+                         ) noexcept nogil:
+    cdef Py_ssize_t k, a, b
+    cdef double p1, p2, d
+    for k in range(fam.shape[0]):
+        a, b = fam[k] * width + left[k], fam[k] * width + right[k]
+        p1, p2 = p[a], p[b]
+        d = p1 - p2
+        lower[k] = d - hypot(p1 - lo_l[a], lo_u[b] - p2)
+        upper[k] = d + hypot(up_u[a] - p1, p2 - up_l[b])
+
+
+cdef void _mover_r_rows(const double* p, const double* lo_l, const double* lo_u,
+                        const double* up_l, const double* up_u, const Py_ssize_t[::1] fam,
+                        const Py_ssize_t[::1] left, const Py_ssize_t[::1] right,
+                        Py_ssize_t width, double[::1] lower, double[::1] upper
+                        ) noexcept nogil:
+    cdef Py_ssize_t k, a, b
+    cdef double p1, p2, l1, u2, u1, l2, pp, qa, qc, qb, qe, low, up, ratio
+    for k in range(fam.shape[0]):
+        a, b = fam[k] * width + left[k], fam[k] * width + right[k]
+        p1, p2 = p[a], p[b]
+        l1, u2, u1, l2 = lo_l[a], lo_u[b], up_u[a], up_l[b]
+        pp = p1 * p2
+        # lower root of A r^2 - 2 pp r + C, rationalized (A = u2 (2 p2 - u2) may be <= 0)
+        qa, qc = u2 * (2.0 * p2 - u2), l1 * (2.0 * p1 - l1)
+        low = 0.0 if qc <= 0 else qc / (pp + sqrt(_np_max(pp * pp - qa * qc, 0.0)))
+        # upper root of B r^2 - 2 pp r + E, B = l2 (2 p2 - l2) > 0 when p2 > 0
+        qb, qe = l2 * (2.0 * p2 - l2), u1 * (2.0 * p1 - u1)
+        up = (pp + sqrt(_np_max(pp * pp - qb * qe, 0.0))) / qb if qb > 0 else INFINITY
+        ratio = p1 / p2
+        lower[k] = _np_min(low, ratio)
+        upper[k] = _np_max(up, ratio)
+
+
+def pair_score_bounds(p, lo_lower, lo_upper, up_lower, up_upper, fam, left, right,
+                      bint ratio):
+    """Each pair's Newcombe (``ratio``: MOVER-R) bounds of ``p_fl - p_fr`` (``p_fl / p_fr``).
+
+    ``p`` and the Wilson bounds are (families, groups) arrays; pair ``k`` is groups
+    ``left[k]`` and ``right[k]`` of family ``fam[k]``. ``lo_lower``, ``lo_upper`` are
+    Wilson's interval at the lower bound's quantile,
+    ``up_lower``, ``up_upper`` at the upper bound's. Newcombe's hybrid score interval
+    (1998, method 10) is ``d - hypot(p1 - l1, u2 - p2)``, ``d + hypot(u1 - p1, p2 - l2)``;
+    MOVER-R's (Donner & Zou 2012) the roots of its quadratics, rationalized so that they stay
+    finite when ``p1`` is 0 (lower 0), with ``p2 = 0`` an infinite upper bound; each holds
+    the ratio itself. One pass per pair (numpy: a gather and ~20 array temporaries); the
+    tests compare with the formulas in numpy, to the bit.
+
+    >>> lo, hi = pair_score_bounds(np.array([0.5, 0.25]), np.array([0.4, 0.2]),
+    ...                            np.array([0.6, 0.3]), np.array([0.4, 0.2]),
+    ...                            np.array([0.6, 0.3]), [0], [0], [1], False)
+    >>> [round(float(v), 4) for v in (lo[0], hi[0])]
+    [0.1382, 0.3618]
+    """
+    arrays = [np.ascontiguousarray(a, dtype=np.float64)
+              for a in (p, lo_lower, lo_upper, up_lower, up_upper)]
+    cdef Py_ssize_t width = arrays[0].shape[arrays[0].ndim - 1] if arrays[0].ndim else 1
+    cdef double[::1] pv = arrays[0].reshape(-1), ll = arrays[1].reshape(-1)
+    cdef double[::1] lu = arrays[2].reshape(-1), ul = arrays[3].reshape(-1)
+    cdef double[::1] uu = arrays[4].reshape(-1)
+    cdef const Py_ssize_t[::1] f = np.ascontiguousarray(fam, dtype=np.intp)
+    cdef const Py_ssize_t[::1] i = np.ascontiguousarray(left, dtype=np.intp)
+    cdef const Py_ssize_t[::1] j = np.ascontiguousarray(right, dtype=np.intp)
+    lower, upper = np.empty(f.shape[0]), np.empty(f.shape[0])
+    if f.shape[0] and pv.shape[0]:
+        if ratio:
+            _mover_r_rows(&pv[0], &ll[0], &lu[0], &ul[0], &uu[0], f, i, j, width, lower,
+                          upper)
+        else:
+            _newcombe_rows(&pv[0], &ll[0], &lu[0], &ul[0], &uu[0], f, i, j, width, lower,
+                           upper)
+    return lower, upper
+
+
+cdef void _extreme_cols(const double[:, ::1] cols, const double[::1] sd, double rate,
+                        double[::1] hi, double[::1] lo) noexcept nogil:
+    """Group by group over the draws (contiguous, ``a > b ? a : b``: vectorized)."""
+    cdef Py_ssize_t d, k, n_draws = cols.shape[1]
+    cdef const double* z
+    cdef double v, w
+    for d in range(n_draws):
+        hi[d] = -INFINITY
+        lo[d] = INFINITY
+    for k in range(cols.shape[0]):
+        z, w = &cols[k, 0], sd[k]
+        for d in range(n_draws):
+            v = rate + z[d] * w
+            v = 0.0 if v < 0.0 else (1.0 if v > 1.0 else v)
+            hi[d] = v if v > hi[d] else hi[d]
+            lo[d] = v if v < lo[d] else lo[d]
+
+
+def rate_extremes(cols, sd, double rate):
+    """Per draw, the largest and smallest of the rates ``clip(rate + z * sd, 0, 1)``.
+
+    The Gaussian form of binomial rates at a shared ``rate`` (the rate intervals' chance
+    level): ``cols`` (groups, draws) the standard normals by group, ``sd`` (groups,) each
+    group's standard error; finite inputs and at least one group (the caller's: then no NaN
+    can arise). numpy's product, sum and clip, and the extremes of each draw (numpy: three
+    (draws, groups) temporaries and a transpose); the same numbers.
+
+    >>> hi, lo = rate_extremes(np.array([[1.0, 0.5], [-1.0, 2.0]]), np.array([0.1, 0.2]), 0.5)
+    >>> hi.tolist(), lo.tolist()
+    ([0.6, 0.9], [0.3, 0.55])
+    """
+    cols = np.ascontiguousarray(cols, dtype=np.float64)
+    if not cols.shape[0]:
+        raise ValueError("no groups: the extremes of an empty set of rates are undefined")
+    hi, lo = np.empty(cols.shape[1]), np.empty(cols.shape[1])
+    _extreme_cols(cols, np.ascontiguousarray(sd, dtype=np.float64), rate, hi, lo)
+    return hi, lo
 
 
 # ------------------------------------------------------------------ MADD's null pair gaps

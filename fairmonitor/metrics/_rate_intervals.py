@@ -160,30 +160,15 @@ def _rare_bound(x: _F, n: _F, z: _F) -> _F:
     return np.where(small, bound, 1.0)
 
 
-def _wilson_pair(x1: ArrayLike, n1: ArrayLike, x2: ArrayLike, n2: ArrayLike,
-                 z_lower: float | ArrayLike, z_upper: float | ArrayLike
-                 ) -> tuple[_F, _F, _F, _F, _F, _F]:
-    """Return the two rates and the Wilson bounds a pair interval combines.
-
-    ``p1, p2``, then ``l1, u2`` at ``z_lower`` (the lower bound's) and ``u1, l2`` at
-    ``z_upper``.
-    """
-    p1 = np.asarray(x1, dtype=float) / np.asarray(n1, dtype=float)
-    p2 = np.asarray(x2, dtype=float) / np.asarray(n2, dtype=float)
-    l1, _ = wilson_interval(x1, n1, z_lower)
-    _, u2 = wilson_interval(x2, n2, z_lower)
-    _, u1 = wilson_interval(x1, n1, z_upper)
-    l2, _ = wilson_interval(x2, n2, z_upper)
-    return p1, p2, l1, u2, u1, l2
-
-
 def newcombe_difference(x1: ArrayLike, n1: ArrayLike, x2: ArrayLike, n2: ArrayLike, *,
                         z_lower: float | ArrayLike, z_upper: float | ArrayLike
                         ) -> tuple[_F, _F]:
     """Newcombe's hybrid score interval (1998, method 10) of ``p1 - p2``.
 
     The lower bound at quantile ``z_lower``, the upper at ``z_upper`` (equal for Newcombe's
-    two-sided interval).
+    two-sided interval): ``d - hypot(p1 - l1, u2 - p2)`` and ``d + hypot(u1 - p1, p2 - l2)``
+    from the two rates' Wilson bounds (compiled:
+    :func:`fairmonitor._kernels.intervals.pair_score_bounds`).
 
     Examples
     --------
@@ -191,16 +176,7 @@ def newcombe_difference(x1: ArrayLike, n1: ArrayLike, x2: ArrayLike, n2: ArrayLi
     >>> round(float(lo), 3), round(float(hi), 3)
     (0.153, 0.963)
     """
-    return _newcombe(*_wilson_pair(x1, n1, x2, n2, z_lower, z_upper))
-
-
-def _newcombe(p1: _F, p2: _F, l1: _F, u2: _F, u1: _F, l2: _F) -> tuple[_F, _F]:
-    """Return Newcombe's bounds from the Wilson bounds.
-
-    ``l1, u2`` are the lower bound's, ``u1, l2`` the upper bound's.
-    """
-    d = p1 - p2
-    return d - np.hypot(p1 - l1, u2 - p2), d + np.hypot(u1 - p1, p2 - l2)
+    return _two_rates(x1, n1, x2, n2, z_lower, z_upper, ratio=False)
 
 
 def mover_ratio(x1: ArrayLike, n1: ArrayLike, x2: ArrayLike, n2: ArrayLike, *,
@@ -217,21 +193,30 @@ def mover_ratio(x1: ArrayLike, n1: ArrayLike, x2: ArrayLike, n2: ArrayLike, *,
     >>> float(lo), round(float(hi), 3)
     (0.0, 0.318)
     """
-    return _mover_r(*_wilson_pair(x1, n1, x2, n2, z_lower, z_upper))
+    return _two_rates(x1, n1, x2, n2, z_lower, z_upper, ratio=True)
 
 
-def _mover_r(p1: _F, p2: _F, l1: _F, u2: _F, u1: _F, l2: _F) -> tuple[_F, _F]:
-    """MOVER-R's bounds of ``p1 / p2`` from the Wilson bounds (as :func:`_newcombe`)."""
-    pp = p1 * p2
-    with np.errstate(invalid="ignore", divide="ignore"):
-        # lower root of A r^2 - 2 pp r + C, rationalized (A = u2 (2 p2 - u2) may be <= 0)
-        a, c = u2 * (2 * p2 - u2), l1 * (2 * p1 - l1)
-        lower = np.where(c <= 0, 0.0, c / (pp + np.sqrt(np.maximum(pp * pp - a * c, 0.0))))
-        # upper root of B r^2 - 2 pp r + E, B = l2 (2 p2 - l2) > 0 when p2 > 0
-        b, e = l2 * (2 * p2 - l2), u1 * (2 * p1 - u1)
-        upper = np.where(b > 0, (pp + np.sqrt(np.maximum(pp * pp - b * e, 0.0))) / b, np.inf)
-        ratio = p1 / p2
-    return np.minimum(lower, ratio), np.maximum(upper, ratio)
+def _two_rates(x1: ArrayLike, n1: ArrayLike, x2: ArrayLike, n2: ArrayLike,
+               z_lower: float | ArrayLike, z_upper: float | ArrayLike, *, ratio: bool
+               ) -> tuple[_F, _F]:
+    """Newcombe's (MOVER-R's) bounds of rates broadcast together, in their shape.
+
+    The first rates are groups ``0..m-1`` of one family and the second ``m..2m-1``, so the
+    pair kernel reads them as pairs ``(k, m + k)``.
+    """
+    from .._kernels.intervals import pair_score_bounds
+
+    shape = np.broadcast_shapes(*(np.shape(a) for a in (x1, n1, x2, n2, z_lower, z_upper)))
+    rates = [np.broadcast_to(np.asarray(a, dtype=float), shape).ravel()
+             for a in (x1, n1, x2, n2, z_lower, z_upper)]
+    x, n = np.concatenate(rates[0:3:2]), np.concatenate(rates[1:4:2])
+    z_lo, z_up = np.concatenate([rates[4]] * 2), np.concatenate([rates[5]] * 2)
+    lo_l, lo_u = wilson_interval(x, n, z_lo)
+    up_l, up_u = wilson_interval(x, n, z_up)
+    m = rates[0].size
+    lower, upper = pair_score_bounds(x / n, lo_l, lo_u, up_l, up_u, np.zeros(m, np.intp),
+                                     np.arange(m), m + np.arange(m), ratio)
+    return lower.reshape(shape), upper.reshape(shape)
 
 
 def _ordered_pairs(defined: NDArray[np.bool_], rates: _F, ratio: bool
@@ -389,25 +374,29 @@ def _gaussian(size: NDArray[np.int64], rate: float) -> bool:
     return bool(min(rate, 1.0 - rate) * size.min() >= 30)
 
 
-def _null_rates(gen: np.random.Generator, size: NDArray[np.int64], rate: float,
-                n_draws: int) -> _F:
-    """Return (draws, groups) rates of binomial(size, rate) counts.
+def _null_extremes(gen: np.random.Generator, size: NDArray[np.int64], rate: float,
+                   n_draws: int) -> tuple[_F, _F]:
+    """Return the (largest, smallest) of each draw's binomial(size, rate) rates of the groups.
 
     Gaussian (clipped) where every group expects >= 30 of each outcome (binomial draws cost ~10x
     more; same result there).
     """
     if _gaussian(size, rate):
-        return _gaussian_rates(gen.standard_normal((n_draws, size.size)), size, rate)
-    return gen.binomial(size, rate, size=(n_draws, size.size)) / np.maximum(size, 1)
+        return _gaussian_extremes(gen.standard_normal((n_draws, size.size)).T, size, rate)
+    rates = gen.binomial(size, rate, size=(n_draws, size.size)) / np.maximum(size, 1)
+    columns = _by_column(rates)
+    return columns.max(axis=0), columns.min(axis=0)
 
 
-def _gaussian_rates(normals: _F, size: NDArray[np.int64], rate: float) -> _F:
-    """Return ``rate + z sd`` per group, clipped to [0, 1]: the binomial rate's Gaussian form.
+def _gaussian_extremes(normals: _F, size: NDArray[np.int64], rate: float) -> tuple[_F, _F]:
+    """Return the extremes of each draw's ``rate + z sd``, clipped to [0, 1] (compiled).
 
-    ``normals`` (draws, groups) are read, not written (the fixed ones are shared).
+    The binomial rate's Gaussian form; ``normals`` (groups, draws) are read, not written (the
+    fixed ones are shared). Finite: ``sd`` is, every group having >= 30 trials.
     """
-    draws = np.multiply(normals, np.sqrt(rate * (1.0 - rate) / size))
-    return np.clip(np.add(rate, draws, out=draws), 0.0, 1.0, out=draws)
+    from .._kernels.intervals import rate_extremes
+
+    return rate_extremes(normals, np.sqrt(rate * (1.0 - rate) / size), rate)
 
 
 #: Up to this many groups a Gaussian family's fixed chance normals are kept (2,000 draws of
@@ -419,6 +408,8 @@ _FIXED_CHANCE_GROUPS = 64
 def _fixed_chance_normal(n_draws: int, size: int, position: int) -> _F:
     """Return the fixed standard normals of a call's ``position``-th family, made once.
 
+    (size, n_draws): each group's draws contiguous.
+
     Common random numbers: every window's chance level of a family of ``size`` groups reads
     the same normals, so it moves with the group sizes and pooled rate alone (no Monte Carlo
     jitter between windows), and costs a multiply instead of 2,000 x ``size`` fresh draws
@@ -426,8 +417,9 @@ def _fixed_chance_normal(n_draws: int, size: int, position: int) -> _F:
     own, independent of the others and of the critical values' (:func:`_fixed_normal`).
     """
     draws = np.random.default_rng([_SEED, position, size]).standard_normal((n_draws, size))
-    draws.flags.writeable = False
-    return draws
+    cols = np.ascontiguousarray(draws.T)  # by group, as the extremes' kernel reads them
+    cols.flags.writeable = False
+    return cols
 
 
 #: The fixed seed's chance draws, per sequence of families (group sizes, pooled rate, draws):
@@ -480,11 +472,10 @@ def _extremes(gen: _LazyGenerator, key: Any, size: NDArray[np.int64], rate: floa
         gen.state = found[2]
         return found[0], found[1]
     if fixed and size.size <= _FIXED_CHANCE_GROUPS and _gaussian(size, rate):
-        rates = _gaussian_rates(_fixed_chance_normal(n_draws, size.size, position), size, rate)
+        hi, lo = _gaussian_extremes(_fixed_chance_normal(n_draws, size.size, position), size,
+                                    rate)
     else:
-        rates = _null_rates(gen.generator, size, rate, n_draws)
-    columns = _by_column(rates)
-    hi, lo = columns.max(axis=0), columns.min(axis=0)
+        hi, lo = _null_extremes(gen.generator, size, rate, n_draws)
     if fixed:
         hi.flags.writeable = lo.flags.writeable = False
         with _CHANCE_LOCK:
@@ -607,14 +598,14 @@ def _pair_bounds(x: _F, n: _F, fam: NDArray[np.intp], i: NDArray[np.intp],
                  ) -> tuple[_F, _F]:
     """Return each ordered pair's Newcombe (MOVER-R) interval of ``p_i - p_j`` (``p_i / p_j``).
 
-    The Wilson bounds once per group, then per pair.
+    The Wilson bounds once per group, then one kernel pass over the pairs.
     """
+    from .._kernels.intervals import pair_score_bounds
+
     lo_l, lo_u = wilson_interval(x, n, z_lower)
     up_l, up_u = wilson_interval(x, n, z_upper) if z_upper != z_lower else (lo_l, lo_u)
-    p = x / np.where(n > 0, n, 1.0)
-    a, b = (fam, i), (fam, j)
-    formula = _mover_r if ratio else _newcombe
-    return formula(p[a], p[b], lo_l[a], lo_u[b], up_u[a], up_l[b])
+    return pair_score_bounds(x / np.where(n > 0, n, 1.0), lo_l, lo_u, up_l, up_u, fam, i, j,
+                             ratio)
 
 
 def _bounds(x: _F, n: _F, fam: NDArray[np.intp], i: NDArray[np.intp], j: NDArray[np.intp],

@@ -501,6 +501,73 @@ def test_compiled_wilson_bounds_are_the_score_formula_and_flag_rare_counts():
         np.array([2.0]), np.array([30.0]), z)[0][0])), rel=1e-12)
 
 
+def _newcombe_numpy(p1, p2, l1, u2, u1, l2):
+    """Newcombe's bounds from Wilson bounds, numpy's elementwise operations (the oracle)."""
+    d = p1 - p2
+    return d - np.hypot(p1 - l1, u2 - p2), d + np.hypot(u1 - p1, p2 - l2)
+
+
+def _mover_r_numpy(p1, p2, l1, u2, u1, l2):
+    """MOVER-R's bounds from Wilson bounds, as the numpy code before the kernel wrote them."""
+    pp = p1 * p2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        a, c = u2 * (2 * p2 - u2), l1 * (2 * p1 - l1)
+        lower = np.where(c <= 0, 0.0, c / (pp + np.sqrt(np.maximum(pp * pp - a * c, 0.0))))
+        b, e = l2 * (2 * p2 - l2), u1 * (2 * p1 - u1)
+        upper = np.where(b > 0, (pp + np.sqrt(np.maximum(pp * pp - b * e, 0.0))) / b, np.inf)
+        ratio = p1 / p2
+    return np.minimum(lower, ratio), np.maximum(upper, ratio)
+
+
+@pytest.mark.parametrize("ratio", [False, True])
+def test_compiled_pair_bounds_are_numpys_formulas_to_the_bit(ratio):
+    # issue 25 item 7: Newcombe's and MOVER-R's pair bounds in one kernel pass; the numpy
+    # expressions they replaced are the oracle, bit for bit, over every ordered pair of two
+    # families with rates of 0 and 1 and a group of 0 trials among them
+    from fairmonitor._kernels.intervals import pair_score_bounds
+
+    rng = np.random.default_rng(11)
+    n = rng.integers(5, 3000, (2, 7)).astype(float)
+    x = np.floor(rng.uniform(0.0, 1.0, n.shape) * n)
+    x[0, 0], x[0, 1], x[1, 2] = 0.0, n[0, 1], 0.0
+    p = x / n
+    lo_l, lo_u = wilson_interval(x, n, 2.5)
+    up_l, up_u = wilson_interval(x, n, 1.7)
+    fam, i, j = np.nonzero(np.ones((2, 7, 7)) - np.eye(7))
+    lower, upper = pair_score_bounds(p, lo_l, lo_u, up_l, up_u, fam, i, j, ratio)
+    oracle = _mover_r_numpy if ratio else _newcombe_numpy
+    want = oracle(p[fam, i], p[fam, j], lo_l[fam, i], lo_u[fam, j], up_u[fam, i],
+                  up_l[fam, j])
+    assert np.array_equal(lower, want[0]) and np.array_equal(upper, want[1])
+    if ratio:  # 0 / p: lower 0; p / 0: an infinite upper bound
+        assert lower[(fam == 0) & (i == 0)].max() == 0.0
+        assert np.isinf(upper[(fam == 1) & (j == 2)]).all()
+    # the public functions read the same kernel: a scalar against an array, broadcast
+    public = ri.mover_ratio if ratio else ri.newcombe_difference
+    lo, hi = public(x[0, 3], n[0, 3], x[1], n[1], z_lower=2.5, z_upper=1.7)
+    want = oracle(p[0, 3], p[1], lo_l[0, 3], lo_u[1], up_u[0, 3], up_l[1])
+    assert lo.shape == hi.shape == (7,)
+    assert np.array_equal(lo, want[0]) and np.array_equal(hi, want[1])
+
+
+def test_compiled_rate_extremes_are_numpys_clip_and_extremes_to_the_bit():
+    # issue 25 item 7: the chance level's Gaussian rates (clipped at both ends here) and
+    # their extremes per draw in one pass; numpy's expressions the oracle
+    from fairmonitor._kernels.intervals import rate_extremes
+
+    rng = np.random.default_rng(3)
+    z = rng.standard_normal((500, 6))
+    sd = np.array([0.01, 0.2, 0.05, 0.3, 0.02, 0.1])
+    for rate in (0.02, 0.5, 0.97):
+        rates = np.clip(np.add(rate, np.multiply(z, sd)), 0.0, 1.0)
+        hi, lo = rate_extremes(np.ascontiguousarray(z.T), sd, rate)
+        assert np.array_equal(hi, rates.max(axis=1)) and np.array_equal(lo, rates.min(axis=1))
+        if rate != 0.5:  # the clip at either end is exercised
+            assert (lo == 0.0).any() if rate < 0.5 else (hi == 1.0).any()
+    with pytest.raises(ValueError, match="no groups"):
+        rate_extremes(np.zeros((0, 5)), np.zeros(0), 0.5)
+
+
 # --------------------------------------------------------------------------------------------
 # issue 25 item 7: the joint critical value's draws in one pass, by cell, cached
 
