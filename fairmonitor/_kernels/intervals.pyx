@@ -1036,24 +1036,38 @@ def rate_extremes(cols, sd, double rate):
 
 # ------------------------------------------------------------------ MADD's null pair gaps
 
-cdef void _coarse_gap_max_rows(const float[:, :, ::1] counts, const double[:, ::1] totals,
-                               const Py_ssize_t[::1] left, const Py_ssize_t[::1] right,
-                               const Py_ssize_t[::1] first, const Py_ssize_t[::1] starts,
-                               double[::1] out) noexcept nogil:
-    cdef Py_ssize_t d, k, s, lo, n, r = counts.shape[2]
-    cdef double acc, top, a, b
-    cdef const float* x
-    cdef const float* y
-    for d in range(counts.shape[1]):
+cdef void _running_totals(const float[:, :, ::1] counts, double[:, :, ::1] run
+                          ) noexcept nogil:
+    """``run[g, d, b]``: the sum of ``counts[g, d, :b]``, from 0.0 in bin order (as :func:`_sum`)."""
+    cdef Py_ssize_t g, d, b
+    cdef double acc
+    for g in range(counts.shape[0]):
+        for d in range(counts.shape[1]):
+            acc = 0.0
+            run[g, d, 0] = acc
+            for b in range(counts.shape[2]):
+                acc += counts[g, d, b]
+                run[g, d, b + 1] = acc
+
+
+cdef void _coarse_gap_max_rows(const double[:, :, ::1] run, const Py_ssize_t[::1] left,
+                               const Py_ssize_t[::1] right, const Py_ssize_t[::1] first,
+                               const Py_ssize_t[::1] starts, double[::1] out) noexcept nogil:
+    cdef Py_ssize_t d, k, s, lo, hi, r = run.shape[2] - 1
+    cdef double acc, top, a, b, total_x, total_y
+    cdef const double* x
+    cdef const double* y
+    for d in range(run.shape[1]):
         top = -INFINITY
         for k in range(left.shape[0]):
-            x, y = &counts[left[k], d, 0], &counts[right[k], d, 0]
+            x, y = &run[left[k], d, 0], &run[right[k], d, 0]
+            total_x, total_y = x[r], y[r]
             acc = 0.0
             for s in range(first[k], first[k + 1]):  # the pair's segments, in slot order
                 lo = starts[s]
-                n = (starts[s + 1] if s + 1 < first[k + 1] else r) - lo
-                a = <double>(<float>_sum(x + lo, n)) / totals[left[k], d]
-                b = <double>(<float>_sum(y + lo, n)) / totals[right[k], d]
+                hi = starts[s + 1] if s + 1 < first[k + 1] else r
+                a = <double>(<float>(x[hi] - x[lo])) / total_x
+                b = <double>(<float>(y[hi] - y[lo])) / total_y
                 acc += fabs(a - b)
             if acc > top or acc != acc:  # np.max: NaN wins
                 top = acc
@@ -1068,17 +1082,20 @@ def coarse_gap_maxima(counts, left, right, first, starts):
     order). What ``coarse_curves`` of each group, ``pair_gaps`` of each pair and the maximum
     over the pairs compute, with the same float operations (an empty coarse bin adds 0).
 
+    A segment's count is a difference of running totals (one pass per group and draw), not a
+    sum of its bins per pair: the null draws are whole numbers, whose float64 sums are exact
+    in any order, so each count is the same number (other counts: within rounding). The
+    per-pair sums were chains of dependent additions, ~1,000 cycles a pair and draw.
+
     >>> c = np.array([[[1.0, 1.0, 2.0]], [[2.0, 1.0, 1.0]]], dtype=np.float32)
     >>> coarse_gap_maxima(c, [0], [1], [0, 2], [0, 2]).tolist()
     [0.5]
     """
     counts = np.ascontiguousarray(counts, dtype=np.float32)
-    totals = np.empty(counts.shape[:2])
-    cdef Py_ssize_t g
-    for g in range(counts.shape[0]):
-        _row_totals[float](counts[g], totals[g])
+    run = np.empty((*counts.shape[:2], counts.shape[2] + 1))
+    _running_totals(counts, run)
     out = np.empty(counts.shape[1])
-    _coarse_gap_max_rows(counts, totals, np.ascontiguousarray(left, dtype=np.intp),
+    _coarse_gap_max_rows(run, np.ascontiguousarray(left, dtype=np.intp),
                          np.ascontiguousarray(right, dtype=np.intp),
                          np.ascontiguousarray(first, dtype=np.intp),
                          np.ascontiguousarray(starts, dtype=np.intp), out)

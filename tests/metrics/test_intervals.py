@@ -752,6 +752,35 @@ def test_madd_null_gap_kernel_equals_coarse_curves_and_their_l1_gaps():
     np.testing.assert_allclose(got, np.max(gaps, axis=0), rtol=1e-12, atol=0.0)
 
 
+def test_madd_null_gap_kernel_is_exact_on_whole_counts():
+    # issue 25 item 7: a segment's count from running totals; on whole-number counts (every
+    # null draw) the same numbers as summing its bins: the oracle sums them exactly
+    # (reduceat in float64), rounds to float32 as the kernel does, divides by the draw's
+    # total and adds the pair's |a - b| in segment order (cumsum: one addition at a time)
+    from fairmonitor._kernels.intervals import coarse_gap_maxima
+    from fairmonitor.metrics._intervals import _Curves
+
+    rng = np.random.default_rng(26)
+    counts = rng.poisson(rng.uniform(0, 40, (3, 1, 128)), (3, 50, 128)).astype(np.float32)
+    counts[1, 3] = 0.0  # an empty draw: 0/0, NaN wins the max as numpy's would
+    pairs, bins = [(0, 1), (1, 2), (0, 2)], [5, 64, 29]
+    segments = [_Curves("madd", 128, None, None).segments(m)[0] for m in bins]
+    got = coarse_gap_maxima(counts, [i for i, _ in pairs], [j for _, j in pairs],
+                            np.cumsum([0] + [s.size for s in segments]),
+                            np.concatenate(segments))
+    wide = counts.astype(np.float64)
+    totals = np.cumsum(wide, axis=-1)[..., -1:]
+    gaps = []
+    for (i, j), starts in zip(pairs, segments, strict=True):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            a, b = (np.add.reduceat(wide[g], starts, axis=-1).astype(np.float32)
+                    .astype(np.float64) / totals[g] for g in (i, j))
+        gaps.append(np.cumsum(np.abs(a - b), axis=-1)[:, -1])
+    want = np.max(gaps, axis=0)
+    assert np.isnan(got[3]) and np.isnan(want[3])
+    assert np.array_equal(got, want, equal_nan=True)
+
+
 @pytest.mark.parametrize("n", [1, 2, 60, 100, 2000])
 def test_quantile_is_numpys_linear_quantile_to_the_bit(n):
     # issue 25: the bounds' quantiles by one partition, numpy's interpolation
