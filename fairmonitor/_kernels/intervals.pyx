@@ -386,7 +386,9 @@ def errors(curves, hat, counts=None):
     """``e = np.nan_to_num(curves - hat)``: ``(e.astype(float32), e.var(axis=0))``.
 
     With ``counts``, the curves are ``curves / counts.sum(axis=-1, keepdims=True)`` (ABPC's
-    densities, :func:`density_curves`), without an array of them.
+    densities, :func:`density_curves`), without an array of them. Several groups at once:
+    ``curves`` (G, draws, R), ``hat`` (G, R), ``counts`` (G, draws, R) give (G, draws, R)
+    errors and (G, R) variances, each group's the numbers of its own call.
 
     >>> err, var = errors(np.array([[1.0], [3.0]]), np.array([1.0]))
     >>> err.tolist(), var.tolist()
@@ -395,14 +397,25 @@ def errors(curves, hat, counts=None):
     curves = _real(curves)
     hat = np.ascontiguousarray(hat, dtype=np.float64)
     err = np.empty(curves.shape, dtype=np.float32)
-    var = np.empty(curves.shape[1])
-    x = np.empty(curves.shape)
-    total = np.empty(curves.shape[1])
-    cdef double[::1] totals
-    cdef double* by = NULL
+    var = np.empty(curves.shape[:curves.ndim - 2] + curves.shape[curves.ndim - 1:])
+    x = np.empty(curves.shape[curves.ndim - 2:])
+    total = np.empty(curves.shape[curves.ndim - 1])
+    totals = np.empty(curves.shape[curves.ndim - 2])
     if counts is not None:
         counts = _real(counts)
-        totals = np.empty(curves.shape[0])
+    stacked = curves.ndim == 3
+    cdef Py_ssize_t g
+    for g in range(curves.shape[0] if stacked else 1):
+        _errors_of(curves[g] if stacked else curves, hat[g] if stacked else hat,
+                   None if counts is None else (counts[g] if stacked else counts),
+                   err[g] if stacked else err, var[g] if stacked else var, x, total, totals)
+    return err, var
+
+
+cdef _errors_of(curves, hat, counts, err, var, x, total, double[::1] totals):
+    """:func:`errors` of one group into ``err`` and ``var`` (``x``, ``total``: scratch)."""
+    cdef double* by = NULL
+    if counts is not None:
         if counts.dtype == np.float32:
             _row_totals[float](counts, totals)
         else:
@@ -413,7 +426,6 @@ def errors(curves, hat, counts=None):
         _error_rows[float](curves, by, hat, err, var, x, total)
     else:
         _error_rows[double](curves, by, hat, err, var, x, total)
-    return err, var
 
 
 # ---------------------------------------------------------------------------- pair sums

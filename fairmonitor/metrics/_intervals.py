@@ -289,11 +289,13 @@ def _alike(arrays: list[NDArray[np.floating]]) -> bool:
     return len({(a.shape, a.dtype) for a in arrays}) == 1
 
 
-def _cdfs(rows: list[NDArray[np.floating]]) -> NDArray[np.floating]:
-    """Return ``cdf_curves`` of each (draws, R) array of ``rows``, stacked: (len, draws, R - 1)."""
+def _cdfs(stack: NDArray[np.floating]) -> NDArray[np.floating]:
+    """Return ``cdf_curves`` of each group of ``stack`` (G, draws, R): (G, draws, R - 1).
+
+    One kernel call over every group's rows.
+    """
     from .._kernels.intervals import cdf_curves
 
-    stack = np.stack(rows)
     return cdf_curves(stack.reshape(-1, stack.shape[-1])).reshape(*stack.shape[:2], -1)
 
 
@@ -329,62 +331,64 @@ class _Curves:
         return self._cache[key]
 
     def many(self, tag: str, groups: list[int], counts: list[NDArray[np.floating]]
-             ) -> list[NDArray[np.floating]]:
-        """Return several groups' curves (ABCC, ABPC: one per group), ``self(tag, g, (g, g), c)``.
+             ) -> NDArray[np.floating]:
+        """Return several groups' curves (ABCC, ABPC: one per group) stacked: (G, ...).
 
-        The groups not yet cached get theirs from one call when they stack
-        (:meth:`_stacked`); the others one call each.
+        Row ``k`` is ``self(tag, groups[k], (g, g), counts[k])``. The groups not yet cached get
+        theirs from one call when they stack (:meth:`_stacked`), the others one call each;
+        when every group is new (and listed once) that call's array is returned as it is.
         """
         todo = [(g, c) for g, c in zip(groups, counts, strict=True)
                 if (tag, g, 0) not in self._cache]
         curves = self._stacked(todo) if len(todo) > 1 else None
-        for (g, c), curve in zip(todo, curves if curves is not None else [], strict=False):
-            self._cache[(tag, g, 0)] = curve if c.ndim == 2 else curve[0]
-        return [self(tag, g, (g, g), c) for g, c in zip(groups, counts, strict=True)]
+        if curves is None:
+            return np.stack([self(tag, g, (g, g), c) for g, c in zip(groups, counts,
+                                                                     strict=True)])
+        curves.flags.writeable = False  # its rows are the cache's
+        for k, (g, c) in enumerate(todo):
+            self._cache[(tag, g, 0)] = curves[k] if c.ndim == 2 else curves[k, 0]
+        if len(todo) == len(groups) == len(set(groups)):  # in order, each group once
+            return curves if todo[0][1].ndim == 2 else curves[:, 0]
+        return np.stack([self._cache[(tag, g, 0)] for g in groups])
 
     def _stacked(self, todo: list[tuple[int, NDArray[np.floating]]]
-                 ) -> Sequence[NDArray[np.floating]] | None:
+                 ) -> NDArray[np.floating] | None:
         """Return the curves of ``(group, counts)`` pairs in one call (None: they do not stack).
 
         ABPC: one smoothing transform of the stack (:func:`_smooth`), counts of one shape;
         ABCC: every group's CDFs in one kernel call over the stacked rows, row by row (the
-        same numbers as a call per group). A 1-D ``counts`` is stacked as one row.
+        same numbers as a call per group). A 1-D ``counts`` is stacked as one row: (G, 1, R').
         """
         rows = [c if c.ndim == 2 else c[None, :] for _, c in todo]
         if self.kind == "abpc" and len({c.shape for _, c in todo}) == 1:
-            return list(_smooth(np.stack(rows),
-                                np.array([float(self.bandwidths[g]) for g, _ in todo])))
+            return _smooth(np.stack(rows), np.array([float(self.bandwidths[g]) for g, _ in todo]))
         if self.kind == "abcc" and _alike([c for _, c in todo]):
-            return list(_cdfs(rows))
+            return _cdfs(np.stack(rows))
         return None
 
     def errors(self, groups: list[int], hats: list[NDArray[np.float64]],
                boots: list[NDArray[np.float32]]
-               ) -> list[tuple[NDArray[np.float32], NDArray[np.float64]]]:
-        """:meth:`error` of several groups (ABCC, ABPC); ABPC smooths their draws at once.
+               ) -> tuple[NDArray[np.float32], NDArray[np.float64]]:
+        """:meth:`error` of several groups (ABCC, ABPC), stacked: (G, draws, R) and (G, R).
 
-        ``hats`` are the groups' histograms (as :meth:`error`'s ``hat``).
+        ``hats`` are the groups' histograms (as :meth:`error`'s ``hat``). Draws of one shape
+        go through one curve call (ABPC: one smoothing of the stack; ABCC: one CDF call) and
+        one error call over the stack, each group's numbers those of a call of its own.
         """
-        todo = [k for k, g in enumerate(groups) if ("error", g, 0) not in self._cache]
-        if self.kind == "abpc" and len(todo) > 1:
+        if self.kind in ("abpc", "abcc") and len(groups) > 1 and _alike(boots):
             from .._kernels.intervals import errors
 
-            dens = _smooth(np.stack([boots[k] for k in todo]),
-                           np.array([float(self.bandwidths[groups[k]]) for k in todo]),
-                           normalized=False)
-            for at, k in enumerate(todo):
-                g = groups[k]
-                self._cache[("error", g, 0)] = errors(dens[at], self("hat", g, (g, g), hats[k]),
-                                                      boots[k])
-        elif self.kind == "abcc" and len(todo) > 1 and _alike([boots[k] for k in todo]):
-            from .._kernels.intervals import errors
-
-            cdfs = _cdfs([boots[k] for k in todo])  # one CDF call, an error call per group
-            for at, k in enumerate(todo):
-                g = groups[k]
-                self._cache[("error", g, 0)] = errors(cdfs[at], self("hat", g, (g, g), hats[k]))
-        return [self.error(g, (g, g), hat, boot)  # type: ignore[arg-type]
-                for g, hat, boot in zip(groups, hats, boots, strict=True)]
+            counts = np.stack(boots)
+            hat_stack = np.stack([self("hat", g, (g, g), h) for g, h in zip(groups, hats,
+                                                                             strict=True)])
+            if self.kind == "abpc":  # each draw divided by its total in the error pass
+                dens = _smooth(counts, np.array([float(self.bandwidths[g]) for g in groups]),
+                               normalized=False)
+                return errors(dens, hat_stack, counts)  # type: ignore[no-any-return]
+            return errors(_cdfs(counts), hat_stack)  # type: ignore[no-any-return]
+        found = [self.error(g, (g, g), hat, boot)
+                 for g, hat, boot in zip(groups, hats, boots, strict=True)]
+        return np.stack([err for err, _ in found]), np.stack([var for _, var in found])
 
     def error(self, k: int, pair: tuple[int, int], hat: NDArray[np.float64],
               boot: NDArray[np.float32]) -> tuple[NDArray[np.float32], NDArray[np.float64]]:
@@ -910,13 +914,12 @@ def _pair_draws(sample: ScoreBootstrap, curves: _Curves, pairs: list[tuple[int, 
     at = {g: k for k, g in enumerate(groups)}
     # the curves of ABCC and ABPC do not depend on the pair: all groups' at once
     counts = [h[g] for g in groups]
-    hats = curves.many("hat", groups, counts)
-    found_errors = curves.errors(groups, counts, sample.boots(groups))
-    hat_stack, err_stack = np.stack(hats), np.stack([err for err, _ in found_errors])
+    hat_stack = curves.many("hat", groups, counts)
+    err_stack, var_stack = curves.errors(groups, counts, sample.boots(groups))
     left = np.array([at[i] for i, _ in found], dtype=np.intp)
     right = np.array([at[j] for _, j in found], dtype=np.intp)
-    deriv, _, total = pair_derivatives(hat_stack, np.stack([var for _, var in found_errors]),
-                                       err_stack, left, right, BIN_KAPPA, changes=False)
+    deriv, _, total = pair_derivatives(hat_stack, var_stack, err_stack, left, right, BIN_KAPPA,
+                                       changes=False)
     w = curves.weight(found[0])
     deriv, pv = deriv * w, total * w
     # a pair's error scale: RMS of its derivative (its SE when settled, its floor near 0)
@@ -952,7 +955,7 @@ def _null_gaps(sample: ScoreBootstrap, curves: _Curves,
     else:  # a curve per group: every pair's gap and their max in one call
         groups = list(dict.fromkeys(g for p in smallest for g in p))
         at = {g: k for k, g in enumerate(groups)}
-        stacked = np.stack(curves.many("null", groups, [sample.null(g) for g in groups]))
+        stacked = curves.many("null", groups, [sample.null(g) for g in groups])
         gaps = pair_gap_maxima(stacked, [at[i] for i, _ in smallest],
                                [at[j] for _, j in smallest]) * curves.weight(smallest[0])
     return np.clip(gaps, 0.0, curves.upper).astype(np.float64)
@@ -979,7 +982,7 @@ def _candidates(h: NDArray[np.float64], curves: _Curves, pairs: list[tuple[int, 
     groups = list(dict.fromkeys(g for p in pairs for g in p))
     at = {g: k for k, g in enumerate(groups)}
     if curves.kind == "abpc":
-        fine = np.stack(curves.many("hat", groups, [h[g] for g in groups])) / h.shape[1]
+        fine = curves.many("hat", groups, [h[g] for g in groups]) / h.shape[1]
     elif curves.kind == "abcc":
         fine = np.cumsum(q[groups], axis=1)[:, :-1] / h.shape[1]
     else:

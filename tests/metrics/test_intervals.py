@@ -238,6 +238,22 @@ def test_error_kernels_equal_their_numpy_versions():
             assert _close(got, err.astype(np.float32)) and _close(var, err.var(axis=0), counts)
 
 
+def test_error_kernel_of_a_stack_is_each_groups_own_call_to_the_bit():
+    # issue 25 item 7: several groups' errors in one call (no call and no stack per group);
+    # each group's errors and variances are those of its own call, with and without counts
+    from fairmonitor._kernels import intervals as kernels
+
+    rng = np.random.default_rng(6)
+    curves, hats = rng.standard_normal((3, 40, 17)), rng.standard_normal((3, 17))
+    counts = _counts(rng, 120, 17, np.float32).reshape(3, 40, 17)
+    for extra in ((), (counts,)):
+        err, var = kernels.errors(curves, hats, *extra)
+        assert err.shape == (3, 40, 17) and var.shape == (3, 17) and err.dtype == np.float32
+        for g in range(3):
+            own = kernels.errors(curves[g], hats[g], *(c[g] for c in extra))
+            assert np.array_equal(err[g], own[0]) and np.array_equal(var[g], own[1])
+
+
 @pytest.mark.parametrize("bins", [3, 40, 511])
 def test_pair_gap_kernels_equal_their_numpy_versions(bins):
     from fairmonitor._kernels import intervals as kernels
@@ -679,11 +695,12 @@ def _one_group_at_a_time(monkeypatch):
     from fairmonitor.metrics import _intervals
 
     def many(self, tag, groups, counts):
-        return [self(tag, g, (g, g), c) for g, c in zip(groups, counts, strict=True)]
+        return np.stack([self(tag, g, (g, g), c) for g, c in zip(groups, counts, strict=True)])
 
     def errors(self, groups, hats, boots):
-        return [self.error(g, (g, g), h, b) for g, h, b in zip(groups, hats, boots,
-                                                               strict=True)]
+        found = [self.error(g, (g, g), h, b) for g, h, b in zip(groups, hats, boots,
+                                                                strict=True)]
+        return np.stack([err for err, _ in found]), np.stack([var for _, var in found])
 
     def boots(self, groups):
         for g in groups:
