@@ -138,6 +138,19 @@ def _rng(rng: Any) -> np.random.Generator:
     return np.random.default_rng(_SEED if rng is None else rng)
 
 
+@functools.cache
+def _kernels() -> Any:
+    """Return the intervals' compiled kernels (:mod:`fairmonitor._kernels.intervals`).
+
+    Imported on first use, as every kernel module is (importing this one loads no compiled
+    code), then kept: a window's intervals call kernels ~130 times, and an ``import``
+    statement in a function costs ~2 us each time it runs.
+    """
+    from .._kernels import intervals
+
+    return intervals
+
+
 def _pair_index(defined: NDArray[np.bool_]) -> tuple[NDArray[np.intp], NDArray[np.intp],
                                                      NDArray[np.intp]]:
     """(family, i, j) of every pair of defined groups within each family."""
@@ -262,16 +275,14 @@ def _smooth(counts: NDArray[np.floating], h: float | NDArray[np.float64], *,
     per_group = np.ndim(h) > 0
     width = np.asarray(h, dtype=float)[:, None] if per_group else h
     damping = np.exp(-0.5 * (2 * cells * width * half_angle) ** 2)
-    from .._kernels.intervals import density_curves, scaled
-
     spectrum = scipy.fft.dct(counts, type=2, axis=-1)
     # in float64: a cast, then times the factor (each group's own with a stack)
-    coef = scaled(spectrum, damping / 2.0)
+    coef = _kernels().scaled(spectrum, damping / 2.0)
     dens = scipy.fft.dct(coef, type=3, axis=-1)
     if not normalized:
         return dens
-    return density_curves(dens.reshape(-1, cells), counts.reshape(-1, cells)
-                          ).reshape(dens.shape)
+    return _kernels().density_curves(dens.reshape(-1, cells), counts.reshape(-1, cells)
+                                     ).reshape(dens.shape)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -294,9 +305,8 @@ def _cdfs(stack: NDArray[np.floating]) -> NDArray[np.floating]:
 
     One kernel call over every group's rows.
     """
-    from .._kernels.intervals import cdf_curves
-
-    return cdf_curves(stack.reshape(-1, stack.shape[-1])).reshape(*stack.shape[:2], -1)
+    return _kernels().cdf_curves(stack.reshape(-1, stack.shape[-1])).reshape(*stack.shape[:2],
+                                                                             -1)
 
 
 class _Curves:
@@ -376,8 +386,7 @@ class _Curves:
         one error call over the stack, each group's numbers those of a call of its own.
         """
         if self.kind in ("abpc", "abcc") and len(groups) > 1 and _alike(boots):
-            from .._kernels.intervals import errors
-
+            errors = _kernels().errors
             counts = np.stack(boots)
             hat_stack = np.stack([self("hat", g, (g, g), h) for g, h in zip(groups, hats,
                                                                              strict=True)])
@@ -396,8 +405,7 @@ class _Curves:
         m = self.pair_bins[pair] if self.kind == "madd" else 0
         key = ("error", k, m)
         if key not in self._cache:
-            from .._kernels.intervals import errors
-
+            errors = _kernels().errors
             # a draw that emptied a group carries no information: no error (np.nan_to_num)
             if self.kind == "abpc":  # the division by each draw's total in the same pass
                 dens = _smooth(boot, float(self.bandwidths[k]), normalized=False)
@@ -411,8 +419,7 @@ class _Curves:
         return _segments(self.resolution, int(m))
 
     def _curve(self, k: int, m: int, counts: NDArray[np.floating]) -> NDArray[np.floating]:
-        from .._kernels import intervals as kernels
-
+        kernels = _kernels()
         rows = counts[None, :] if counts.ndim == 1 else counts
         if self.kind == "abcc":  # the CDF at the interior edges
             curve = kernels.cdf_curves(rows)
@@ -649,9 +656,7 @@ def _poisson(lam: NDArray[np.float64], n_draws: int,
     ``lam`` of shape (G, R): (G, draws, R), the counts of a call per row in turn (the
     uniforms fill the array in C order, as they would fill one array per row).
     """
-    from .._kernels.intervals import poisson_counts
-
-    return poisson_counts(lam, gen.random((*lam.shape[:-1], n_draws, lam.shape[-1])))
+    return _kernels().poisson_counts(lam, gen.random((*lam.shape[:-1], n_draws, lam.shape[-1])))
 
 
 #: Windows of at most this many rows get their null draws by an exact permutation of the
@@ -905,8 +910,7 @@ def _pair_draws(sample: ScoreBootstrap, curves: _Curves, pairs: list[tuple[int, 
     candidate pairs' terms are one kernel call over the groups' stacked errors (no Python
     loop over pairs).
     """
-    from .._kernels.intervals import pair_changes, pair_derivatives
-
+    kernels = _kernels()
     h = sample.hist
     found = _candidates(h, curves, pairs, value)
     # in the order the pairs first read them: a group's bootstrap is drawn on first use
@@ -918,15 +922,15 @@ def _pair_draws(sample: ScoreBootstrap, curves: _Curves, pairs: list[tuple[int, 
     err_stack, var_stack = curves.errors(groups, counts, sample.boots(groups))
     left = np.array([at[i] for i, _ in found], dtype=np.intp)
     right = np.array([at[j] for _, j in found], dtype=np.intp)
-    deriv, _, total = pair_derivatives(hat_stack, var_stack, err_stack, left, right, BIN_KAPPA,
-                                       changes=False)
+    deriv, _, total = kernels.pair_derivatives(hat_stack, var_stack, err_stack, left, right,
+                                               BIN_KAPPA, changes=False)
     w = curves.weight(found[0])
     deriv, pv = deriv * w, total * w
     # a pair's error scale: RMS of its derivative (its SE when settled, its floor near 0)
     near_max = pv >= pv.max() - KAPPA * np.sqrt((deriv ** 2).mean(axis=0))
     worst = _by_column(deriv[:, near_max]).max(axis=0)
     # each draw's change only for the pairs near the max (the only ones it is read for)
-    moved = pair_changes(hat_stack, err_stack, left[near_max], right[near_max])
+    moved = kernels.pair_changes(hat_stack, err_stack, left[near_max], right[near_max])
     moved = _by_column((total[near_max] + moved) * w).max(axis=0) - pv.max()
     return worst, moved, float(pv.max()), int(near_max.sum())
 
@@ -941,8 +945,7 @@ def _null_gaps(sample: ScoreBootstrap, curves: _Curves,
     Counts are never negative, so every draw's gap is within the metric's range (the clip
     only guards float round-off).
     """
-    from .._kernels.intervals import coarse_gap_maxima, pair_gap_maxima
-
+    kernels = _kernels()
     # each group's n^-1/2 as Python floats (the same IEEE power and sum as numpy's scalars,
     # without a numpy scalar operation per pair)
     inv = [x ** -0.5 if x > 0 else math.inf for x in sample.hist.sum(axis=1).tolist()]
@@ -950,14 +953,15 @@ def _null_gaps(sample: ScoreBootstrap, curves: _Curves,
     if curves.kind == "madd":  # a curve per pair (its bins): every pair's segments, one call
         segments = [curves.segments(curves.pair_bins[p])[0] for p in smallest]
         first = np.cumsum([0] + [len(starts) for starts in segments])
-        gaps = coarse_gap_maxima(sample.nulls(), [i for i, _ in smallest],
-                                 [j for _, j in smallest], first, np.concatenate(segments))
+        gaps = kernels.coarse_gap_maxima(sample.nulls(), [i for i, _ in smallest],
+                                         [j for _, j in smallest], first,
+                                         np.concatenate(segments))
     else:  # a curve per group: every pair's gap and their max in one call
         groups = list(dict.fromkeys(g for p in smallest for g in p))
         at = {g: k for k, g in enumerate(groups)}
         stacked = curves.many("null", groups, [sample.null(g) for g in groups])
-        gaps = pair_gap_maxima(stacked, [at[i] for i, _ in smallest],
-                               [at[j] for _, j in smallest]) * curves.weight(smallest[0])
+        gaps = kernels.pair_gap_maxima(stacked, [at[i] for i, _ in smallest],
+                                       [at[j] for _, j in smallest]) * curves.weight(smallest[0])
     return np.clip(gaps, 0.0, curves.upper).astype(np.float64)
 
 

@@ -72,6 +72,7 @@ from ._intervals import (
     N_DRAWS,
     Interval,
     _by_column,
+    _kernels,
     _quantile,
     _rng,
     _undefined,
@@ -112,9 +113,7 @@ def wilson_interval(successes: ArrayLike, trials: ArrayLike, z: float | ArrayLik
     x, n = np.asarray(successes, dtype=float), np.asarray(trials, dtype=float)
     if np.ndim(z) == 0 and x.ndim and x.shape == n.shape:
         # compiled, the same arithmetic element by element; the numpy path for rare counts
-        from .._kernels.intervals import wilson_bounds
-
-        lo, hi, rare = wilson_bounds(x, n, float(z))
+        lo, hi, rare = _kernels().wilson_bounds(x, n, float(z))
         if not rare:
             return lo, hi
     z = np.asarray(z, dtype=float)
@@ -204,8 +203,6 @@ def _two_rates(x1: ArrayLike, n1: ArrayLike, x2: ArrayLike, n2: ArrayLike,
     The first rates are groups ``0..m-1`` of one family and the second ``m..2m-1``, so the
     pair kernel reads them as pairs ``(k, m + k)``.
     """
-    from .._kernels.intervals import pair_score_bounds
-
     shape = np.broadcast_shapes(*(np.shape(a) for a in (x1, n1, x2, n2, z_lower, z_upper)))
     rates = [np.broadcast_to(np.asarray(a, dtype=float), shape).ravel()
              for a in (x1, n1, x2, n2, z_lower, z_upper)]
@@ -214,8 +211,9 @@ def _two_rates(x1: ArrayLike, n1: ArrayLike, x2: ArrayLike, n2: ArrayLike,
     lo_l, lo_u = wilson_interval(x, n, z_lo)
     up_l, up_u = wilson_interval(x, n, z_up)
     m = rates[0].size
-    lower, upper = pair_score_bounds(x / n, lo_l, lo_u, up_l, up_u, np.zeros(m, np.intp),
-                                     np.arange(m), m + np.arange(m), ratio)
+    lower, upper = _kernels().pair_score_bounds(x / n, lo_l, lo_u, up_l, up_u,
+                                                np.zeros(m, np.intp), np.arange(m),
+                                                m + np.arange(m), ratio)
     return lower.reshape(shape), upper.reshape(shape)
 
 
@@ -351,22 +349,21 @@ def _maxima(rng: Any, n_draws: int, scale: _F, left: NDArray[np.intp], right: ND
     the draws already by cell (the same ``T``, so the same maxima as two calls); otherwise two
     calls, each drawing as :func:`_normal` does (a Generator's second call draws afresh).
     """
-    from .._kernels.intervals import pair_maxima, pair_maxima_cols  # draws x pairs, one pass
-
+    kernels = _kernels()  # pair_maxima*: draws x pairs, one pass
     with np.errstate(divide="ignore"):  # se 0: an infinite T, as pair_maxima's quotient
         inv_se = 1.0 / se
     finite = np.isfinite(scale).all() and np.isfinite(inv_se).all() and \
         np.isfinite(shift).all() and (apart is None or np.isfinite(apart).all())
     if rng is None and finite:  # the fixed draws are finite: pair_maxima's column pass
-        found = pair_maxima_cols(_fixed_normal_cols(n_draws, scale.size), scale, left, right,
-                                 inv_se, shift, apart)
+        found = kernels.pair_maxima_cols(_fixed_normal_cols(n_draws, scale.size), scale, left,
+                                         right, inv_se, shift, apart)
         return found if apart is not None else (*found, None)
-    top, top_shifted = pair_maxima(_normal(rng, n_draws, scale.size), scale, left, right, se,
-                                   shift)
+    top, top_shifted = kernels.pair_maxima(_normal(rng, n_draws, scale.size), scale, left, right,
+                                           se, shift)
     if apart is None:
         return top, top_shifted, None
-    return top, top_shifted, pair_maxima(_normal(rng, n_draws, scale.size), scale, left, right,
-                                         se, apart)[1]
+    return top, top_shifted, kernels.pair_maxima(_normal(rng, n_draws, scale.size), scale, left,
+                                                 right, se, apart)[1]
 
 
 def _gaussian(size: NDArray[np.int64], rate: float) -> bool:
@@ -394,9 +391,7 @@ def _gaussian_extremes(normals: _F, size: NDArray[np.int64], rate: float) -> tup
     The binomial rate's Gaussian form; ``normals`` (groups, draws) are read, not written (the
     fixed ones are shared). Finite: ``sd`` is, every group having >= 30 trials.
     """
-    from .._kernels.intervals import rate_extremes
-
-    return rate_extremes(normals, np.sqrt(rate * (1.0 - rate) / size), rate)
+    return _kernels().rate_extremes(normals, np.sqrt(rate * (1.0 - rate) / size), rate)
 
 
 #: Up to this many groups a Gaussian family's fixed chance normals are kept (2,000 draws of
@@ -600,12 +595,10 @@ def _pair_bounds(x: _F, n: _F, fam: NDArray[np.intp], i: NDArray[np.intp],
 
     The Wilson bounds once per group, then one kernel pass over the pairs.
     """
-    from .._kernels.intervals import pair_score_bounds
-
     lo_l, lo_u = wilson_interval(x, n, z_lower)
     up_l, up_u = wilson_interval(x, n, z_upper) if z_upper != z_lower else (lo_l, lo_u)
-    return pair_score_bounds(x / np.where(n > 0, n, 1.0), lo_l, lo_u, up_l, up_u, fam, i, j,
-                             ratio)
+    return _kernels().pair_score_bounds(x / np.where(n > 0, n, 1.0), lo_l, lo_u, up_l, up_u, fam,
+                                        i, j, ratio)
 
 
 def _bounds(x: _F, n: _F, fam: NDArray[np.intp], i: NDArray[np.intp], j: NDArray[np.intp],
