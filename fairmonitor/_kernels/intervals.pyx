@@ -929,42 +929,41 @@ def wilson_bounds(x, n, double z):
     return lo, hi, bool(rare)
 
 
-cdef void _newcombe_rows(const double* p, const double* lo_l, const double* lo_u,
-                         const double* up_l, const double* up_u, const Py_ssize_t[::1] fam,
-                         const Py_ssize_t[::1] left, const Py_ssize_t[::1] right,
-                         Py_ssize_t width, double[::1] lower, double[::1] upper
-                         ) noexcept nogil:
-    cdef Py_ssize_t k, a, b
-    cdef double p1, p2, d
-    for k in range(fam.shape[0]):
-        a, b = fam[k] * width + left[k], fam[k] * width + right[k]
-        p1, p2 = p[a], p[b]
-        d = p1 - p2
-        lower[k] = d - hypot(p1 - lo_l[a], lo_u[b] - p2)
-        upper[k] = d + hypot(up_u[a] - p1, p2 - up_l[b])
+cdef inline void _newcombe(double p1, double p2, double l1, double u2, double u1, double l2,
+                           double* lower, double* upper) noexcept nogil:
+    """Newcombe's bounds of ``p1 - p2`` from the Wilson bounds (``l1``, ``u2``: the lower's)."""
+    cdef double d = p1 - p2
+    lower[0] = d - hypot(p1 - l1, u2 - p2)
+    upper[0] = d + hypot(u1 - p1, p2 - l2)
 
 
-cdef void _mover_r_rows(const double* p, const double* lo_l, const double* lo_u,
-                        const double* up_l, const double* up_u, const Py_ssize_t[::1] fam,
-                        const Py_ssize_t[::1] left, const Py_ssize_t[::1] right,
-                        Py_ssize_t width, double[::1] lower, double[::1] upper
-                        ) noexcept nogil:
+cdef inline void _mover_r(double p1, double p2, double l1, double u2, double u1, double l2,
+                          double* lower, double* upper) noexcept nogil:
+    """MOVER-R's bounds of ``p1 / p2`` from the Wilson bounds (as :func:`_newcombe`)."""
+    cdef double pp = p1 * p2, qa, qc, qb, qe, low, up, ratio
+    # lower root of A r^2 - 2 pp r + C, rationalized (A = u2 (2 p2 - u2) may be <= 0)
+    qa, qc = u2 * (2.0 * p2 - u2), l1 * (2.0 * p1 - l1)
+    low = 0.0 if qc <= 0 else qc / (pp + sqrt(_np_max(pp * pp - qa * qc, 0.0)))
+    # upper root of B r^2 - 2 pp r + E, B = l2 (2 p2 - l2) > 0 when p2 > 0
+    qb, qe = l2 * (2.0 * p2 - l2), u1 * (2.0 * p1 - u1)
+    up = (pp + sqrt(_np_max(pp * pp - qb * qe, 0.0))) / qb if qb > 0 else INFINITY
+    ratio = p1 / p2
+    lower[0] = _np_min(low, ratio)
+    upper[0] = _np_max(up, ratio)
+
+
+cdef void _pair_score_rows(const double* p, const double* lo_l, const double* lo_u,
+                           const double* up_l, const double* up_u, const Py_ssize_t[::1] fam,
+                           const Py_ssize_t[::1] left, const Py_ssize_t[::1] right,
+                           Py_ssize_t width, bint ratio, double[::1] lower, double[::1] upper
+                           ) noexcept nogil:
     cdef Py_ssize_t k, a, b
-    cdef double p1, p2, l1, u2, u1, l2, pp, qa, qc, qb, qe, low, up, ratio
     for k in range(fam.shape[0]):
         a, b = fam[k] * width + left[k], fam[k] * width + right[k]
-        p1, p2 = p[a], p[b]
-        l1, u2, u1, l2 = lo_l[a], lo_u[b], up_u[a], up_l[b]
-        pp = p1 * p2
-        # lower root of A r^2 - 2 pp r + C, rationalized (A = u2 (2 p2 - u2) may be <= 0)
-        qa, qc = u2 * (2.0 * p2 - u2), l1 * (2.0 * p1 - l1)
-        low = 0.0 if qc <= 0 else qc / (pp + sqrt(_np_max(pp * pp - qa * qc, 0.0)))
-        # upper root of B r^2 - 2 pp r + E, B = l2 (2 p2 - l2) > 0 when p2 > 0
-        qb, qe = l2 * (2.0 * p2 - l2), u1 * (2.0 * p1 - u1)
-        up = (pp + sqrt(_np_max(pp * pp - qb * qe, 0.0))) / qb if qb > 0 else INFINITY
-        ratio = p1 / p2
-        lower[k] = _np_min(low, ratio)
-        upper[k] = _np_max(up, ratio)
+        if ratio:
+            _mover_r(p[a], p[b], lo_l[a], lo_u[b], up_u[a], up_l[b], &lower[k], &upper[k])
+        else:
+            _newcombe(p[a], p[b], lo_l[a], lo_u[b], up_u[a], up_l[b], &lower[k], &upper[k])
 
 
 def pair_score_bounds(p, lo_lower, lo_upper, up_lower, up_upper, fam, left, right,
@@ -998,12 +997,8 @@ def pair_score_bounds(p, lo_lower, lo_upper, up_lower, up_upper, fam, left, righ
     cdef const Py_ssize_t[::1] j = np.ascontiguousarray(right, dtype=np.intp)
     lower, upper = np.empty(f.shape[0]), np.empty(f.shape[0])
     if f.shape[0] and pv.shape[0]:
-        if ratio:
-            _mover_r_rows(&pv[0], &ll[0], &lu[0], &ul[0], &uu[0], f, i, j, width, lower,
-                          upper)
-        else:
-            _newcombe_rows(&pv[0], &ll[0], &lu[0], &ul[0], &uu[0], f, i, j, width, lower,
-                           upper)
+        _pair_score_rows(&pv[0], &ll[0], &lu[0], &ul[0], &uu[0], f, i, j, width, ratio, lower,
+                         upper)
     return lower, upper
 
 
