@@ -305,8 +305,8 @@ def _cdfs(stack: NDArray[np.floating]) -> NDArray[np.floating]:
 
     One kernel call over every group's rows.
     """
-    return _kernels().cdf_curves(stack.reshape(-1, stack.shape[-1])).reshape(*stack.shape[:2],
-                                                                             -1)
+    rows = stack.reshape(-1, stack.shape[-1])
+    return _kernels().cdf_curves(rows).reshape(*stack.shape[:2], -1)
 
 
 class _Curves:
@@ -344,9 +344,10 @@ class _Curves:
              ) -> NDArray[np.floating]:
         """Return several groups' curves (ABCC, ABPC: one per group) stacked: (G, ...).
 
-        Row ``k`` is ``self(tag, groups[k], (g, g), counts[k])``. The groups not yet cached get
-        theirs from one call when they stack (:meth:`_stacked`), the others one call each;
-        when every group is new (and listed once) that call's array is returned as it is.
+        Row ``k`` is ``self(tag, g, (g, g), counts[k])`` for ``g = groups[k]``. The groups not
+        yet cached get theirs from one call when they stack (:meth:`_stacked`), the others one
+        call each; when every group is new (and listed once) that call's array is returned as
+        it is.
         """
         todo = [(g, c) for g, c in zip(groups, counts, strict=True)
                 if (tag, g, 0) not in self._cache]

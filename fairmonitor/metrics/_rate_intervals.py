@@ -50,8 +50,9 @@ Weighted rates (``sample_weight``): pass Kish's effective number of trials per g
 the weighted share as the rate (an approximation that ignores the weights' correlation with the
 outcome; exact for equal weights).
 
-Pure numpy (layer 1); the joint critical value's draws go through one compiled kernel
-(:func:`fairmonitor._kernels.intervals.pair_maxima`, Cython, imported when first needed).
+Pure numpy (layer 1) around compiled kernels (:mod:`fairmonitor._kernels.intervals`, Cython,
+imported when first needed): Wilson's bounds, the pairs' Newcombe and MOVER-R bounds, the
+joint critical value's draws and the chance level's extremes.
 """
 
 from __future__ import annotations
@@ -389,7 +390,8 @@ def _gaussian_extremes(normals: _F, size: NDArray[np.int64], rate: float) -> tup
     """Return the extremes of each draw's ``rate + z sd``, clipped to [0, 1] (compiled).
 
     The binomial rate's Gaussian form; ``normals`` (groups, draws) are read, not written (the
-    fixed ones are shared). Finite: ``sd`` is, every group having >= 30 trials.
+    fixed ones are shared). Every input is finite, as the kernel needs: each group has at least
+    30 trials (:func:`_gaussian`), so its ``sd`` is.
     """
     return _kernels().rate_extremes(normals, np.sqrt(rate * (1.0 - rate) / size), rate)
 
@@ -403,7 +405,7 @@ _FIXED_CHANCE_GROUPS = 64
 def _fixed_chance_normal(n_draws: int, size: int, position: int) -> _F:
     """Return the fixed standard normals of a call's ``position``-th family, made once.
 
-    (size, n_draws): each group's draws contiguous.
+    Shape (size, n_draws): each group's draws contiguous, as the extremes' kernel reads them.
 
     Common random numbers: every window's chance level of a family of ``size`` groups reads
     the same normals, so it moves with the group sizes and pooled rate alone (no Monte Carlo
@@ -412,7 +414,7 @@ def _fixed_chance_normal(n_draws: int, size: int, position: int) -> _F:
     own, independent of the others and of the critical values' (:func:`_fixed_normal`).
     """
     draws = np.random.default_rng([_SEED, position, size]).standard_normal((n_draws, size))
-    cols = np.ascontiguousarray(draws.T)  # by group, as the extremes' kernel reads them
+    cols = np.ascontiguousarray(draws.T)
     cols.flags.writeable = False
     return cols
 
