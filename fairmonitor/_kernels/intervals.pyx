@@ -42,8 +42,8 @@ ctypedef fused real:
 
 __all__ = ["cdf_curves", "cell_histogram", "coarse_curves", "coarse_gap_maxima", "density_curves",
            "errors", "pair_changes", "pair_derivatives", "pair_gap_maxima", "pair_gaps",
-           "pair_maxima", "pair_maxima_cols", "pair_score_bounds", "poisson_counts", "rate_extremes",
-           "scaled", "wilson_bounds"]
+           "pair_maxima", "pair_maxima_cols", "pair_score_bounds", "poisson_counts",
+           "rate_extremes", "scaled", "wilson_bounds"]
 
 cdef double _BIG = DBL_MAX  # np.nan_to_num's replacement of +inf
 
@@ -972,12 +972,12 @@ def pair_score_bounds(p, lo_lower, lo_upper, up_lower, up_upper, fam, left, righ
 
     ``p`` and the Wilson bounds are (families, groups) arrays; pair ``k`` is groups
     ``left[k]`` and ``right[k]`` of family ``fam[k]``. ``lo_lower``, ``lo_upper`` are
-    Wilson's interval at the lower bound's quantile,
-    ``up_lower``, ``up_upper`` at the upper bound's. Newcombe's hybrid score interval
-    (1998, method 10) is ``d - hypot(p1 - l1, u2 - p2)``, ``d + hypot(u1 - p1, p2 - l2)``;
-    MOVER-R's (Donner & Zou 2012) the roots of its quadratics, rationalized so that they stay
-    finite when ``p1`` is 0 (lower 0), with ``p2 = 0`` an infinite upper bound; each holds
-    the ratio itself. One pass per pair (numpy: a gather and ~20 array temporaries); the
+    Wilson's interval at the lower bound's quantile, ``up_lower``, ``up_upper`` at the upper
+    bound's. Newcombe's hybrid score interval (1998, method 10) is
+    ``d - hypot(p1 - l1, u2 - p2)`` and ``d + hypot(u1 - p1, p2 - l2)``. MOVER-R's (Donner &
+    Zou 2012) bounds are the roots of its quadratics, rationalized so that they stay finite
+    when ``p1`` is 0 (lower 0); with ``p2 = 0`` the upper bound is infinite; each holds the
+    ratio itself. One pass over the pairs (numpy: a gather and ~20 array temporaries); the
     tests compare with the formulas in numpy, to the bit.
 
     >>> lo, hi = pair_score_bounds(np.array([0.5, 0.25]), np.array([0.4, 0.2]),
@@ -1045,7 +1045,7 @@ def rate_extremes(cols, sd, double rate):
 
 cdef void _running_totals(const float[:, :, ::1] counts, double[:, :, ::1] run
                           ) noexcept nogil:
-    """``run[g, d, b]``: the sum of ``counts[g, d, :b]``, from 0.0 in bin order (as :func:`_sum`)."""
+    """``run[g, d, b]``: the sum of ``counts[g, d, :b]`` from 0.0 in bin order (as ``_sum``)."""
     cdef Py_ssize_t g, d, b
     cdef double acc
     for g in range(counts.shape[0]):
