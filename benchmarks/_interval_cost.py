@@ -18,16 +18,20 @@ from __future__ import annotations
 import statistics
 import time
 import warnings
-from collections.abc import Sequence
-from typing import Literal, NamedTuple
+from collections.abc import Callable, Sequence
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
 from fairmonitor.report import Window, evaluate_window
 
 
-def cost_window(n: int, inputs: Literal["scores", "predictions"], seed: int = 0) -> Window:
-    """Return a seeded window of ``n`` rows: scores and labels, or hard predictions and labels."""
+def cost_window(n: int, inputs: Literal["scores", "predictions"], seed: int = 0,
+                window_type: Callable[..., Any] = Window) -> Any:
+    """Return a seeded window of ``n`` rows: scores and labels, or hard predictions and labels.
+
+    ``window_type``: another checkout's ``Window`` (``interval_cost_paired.py``).
+    """
     rng = np.random.default_rng(seed)
     sex = rng.choice(np.array(["F", "M"], dtype=object), n)
     race = rng.choice(np.array(list("abcde"), dtype=object), n)
@@ -35,18 +39,22 @@ def cost_window(n: int, inputs: Literal["scores", "predictions"], seed: int = 0)
     if inputs == "predictions":
         y = (rng.random(n) < 0.3).astype(int)
         pred = (rng.random(n) < np.where(sex == "F", 0.25, 0.35)).astype(int)
-        return Window(groups, y_pred=pred, y_true=y)
+        return window_type(groups, y_pred=pred, y_true=y)
     score = np.clip(rng.beta(2, 2, n) + np.where(sex == "F", -0.05, 0.05), 0, 1)
     label = (rng.random(n) < score).astype(np.int64)
-    return Window(groups, y_score=score, y_true=label)
+    return window_type(groups, y_score=score, y_true=label)
 
 
-def window_cpu(window: Window, metrics: Sequence[str], level: float | None) -> float:
-    """Return the CPU seconds of one ``evaluate_window`` call (``level`` None: no intervals)."""
+def window_cpu(window: Any, metrics: Sequence[str], level: float | None,
+               evaluate: Callable[..., Any] = evaluate_window) -> float:
+    """Return the CPU seconds of one ``evaluate_window`` call (``level`` None: no intervals).
+
+    ``evaluate``: another checkout's ``evaluate_window`` (``interval_cost_paired.py``).
+    """
     start = time.process_time()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        evaluate_window(window, metrics=list(metrics), confidence_level=level)
+        evaluate(window, metrics=list(metrics), confidence_level=level)
     return time.process_time() - start
 
 
