@@ -2,16 +2,18 @@
 
 ``interval_cost_ab.py`` alternates the checkouts in fresh processes. On a machine whose speed
 drifts by 1.5-2x within minutes (this VM's), its least times and medians move between runs by
-as much as a change of a few ms. Here both checkouts run in one process: the one this script
-imports as ``fairmonitor`` (``PYTHONPATH`` or the install) and BEFORE_DIR's package, loaded
-under the name ``fairmonitor_before`` (the package imports its own modules relatively, so the
-alias runs that checkout's code throughout; its kernels must be built in place, ``python
-setup.py build_ext --inplace`` there). Each new seeded window (``_interval_cost.cost_window``)
-is evaluated by one checkout, then the other (the order alternating), each without and then
-with intervals. The two measurements of a pair are milliseconds apart, so the drift cancels
-in their difference. Printed: each checkout's median added CPU time, and the median and
+as much as a change of a few ms. Here both checkouts run in one process: this script's own
+checkout and BEFORE_DIR, each ``fairmonitor`` package loaded under a name of its own
+(``fairmonitor_this``, ``fairmonitor_before``: the package imports its modules relatively,
+so each alias runs its checkout's code throughout; BEFORE_DIR's kernels must be built in
+place, ``python setup.py build_ext --inplace`` there). Both are aliases so that they are
+loaded alike: with this checkout imported as plain ``fairmonitor``, the same code on both
+sides read 0.5-0.7 ms apart. Each new seeded window (``_interval_cost.cost_window``) is
+evaluated by one checkout, then the other (the order alternating), each without and then with
+intervals. The two measurements of a pair are milliseconds apart, so the drift cancels in
+their difference. Printed: each checkout's median added CPU time, and the median and
 quartiles of the paired differences (this checkout minus BEFORE; negative: this one is
-cheaper).
+cheaper). Run it against its own checkout first: it should read about 0.
 
 Usage: ``nice -n 10 python benchmarks/interval_cost_paired.py BEFORE_DIR [--rows 10000 100000]
 [--windows 40]``.
@@ -27,7 +29,9 @@ import statistics
 import sys
 import time
 import types
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from _interval_cost import cost_window, window_cpu
@@ -49,13 +53,14 @@ def load(tree: Path, alias: str) -> types.ModuleType:
     return importlib.import_module(f"{alias}.report")
 
 
-def added(window: object, evaluate: object) -> float:
+def added(window: Any, evaluate: Callable[..., Any]) -> float:
     """CPU seconds a window's intervals add: the window without, then with them."""
-    without = window_cpu(window, DEFAULT, None, evaluate)  # type: ignore[arg-type]
-    return window_cpu(window, DEFAULT, 0.95, evaluate) - without  # type: ignore[arg-type]
+    without = window_cpu(window, DEFAULT, None, evaluate)
+    return window_cpu(window, DEFAULT, 0.95, evaluate) - without
 
 
 def paired(rows: int, windows: int, this: types.ModuleType, before: types.ModuleType) -> None:
+    """Print both checkouts' added time over ``windows`` new windows, and their paired gap."""
     sides = {"this": (this.Window, this.evaluate_window),
              "before": (before.Window, before.evaluate_window)}
     for window_type, evaluate in sides.values():  # imports and first-call caches
