@@ -4,8 +4,8 @@
 alone) and ``interval_cost_ab.py`` (two checkouts alternately) time the same thing: one window
 of two attributes (2 and 5 groups) and their intersection, evaluated without and with
 intervals, interleaved: the least CPU time of each and the median a window's intervals add.
-``bench_interval_parts.py`` times the same windows with :func:`window_cpu`, one setting of the
-draws after another.
+``bench_interval_parts.py`` times the same windows with :func:`added_cpu`, one setting of the
+draws after another, and ``interval_cost_paired.py`` each window in two checkouts in turn.
 
 Every repeat is a new window (its own seed), as every production window is: the interval
 code keeps the fixed seed's chance draws per family of group sizes and pooled rate, so one
@@ -56,6 +56,13 @@ def window_cpu(window: Any, metrics: Sequence[str], level: float | None,
         warnings.simplefilter("ignore")
         evaluate(window, metrics=list(metrics), confidence_level=level)
     return time.process_time() - start
+
+
+def added_cpu(window: Any, metrics: Sequence[str],
+              evaluate: Callable[..., Any] = evaluate_window) -> float:
+    """Return the CPU seconds intervals add to one window: evaluated without, then with them."""
+    without = window_cpu(window, metrics, None, evaluate)
+    return window_cpu(window, metrics, 0.95, evaluate) - without
 
 
 class Cost(NamedTuple):

@@ -28,7 +28,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from _interval_cost import cost_window, window_cpu
+from _interval_cost import added_cpu, cost_window
 from bench_intervals import DEFAULT
 
 import fairmonitor.metrics._intervals as score_module
@@ -107,9 +107,7 @@ def parts(rows: int, windows: int) -> None:
 
 def _added(rows: int, seed: int) -> float:
     """CPU seconds intervals add to one new window (without, then with)."""
-    window = cost_window(rows, "scores", seed)
-    without = window_cpu(window, DEFAULT, None)
-    return window_cpu(window, DEFAULT, 0.95) - without
+    return added_cpu(cost_window(rows, "scores", seed), DEFAULT)
 
 
 def draws(rows: int, windows: int) -> None:

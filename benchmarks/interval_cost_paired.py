@@ -29,12 +29,10 @@ import statistics
 import sys
 import time
 import types
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import numpy as np
-from _interval_cost import cost_window, window_cpu
+from _interval_cost import added_cpu, cost_window
 from bench_intervals import DEFAULT
 
 HERE = Path(__file__).resolve().parent
@@ -53,24 +51,19 @@ def load(tree: Path, alias: str) -> types.ModuleType:
     return importlib.import_module(f"{alias}.report")
 
 
-def added(window: Any, evaluate: Callable[..., Any]) -> float:
-    """CPU seconds a window's intervals add: the window without, then with them."""
-    without = window_cpu(window, DEFAULT, None, evaluate)
-    return window_cpu(window, DEFAULT, 0.95, evaluate) - without
-
-
 def paired(rows: int, windows: int, this: types.ModuleType, before: types.ModuleType) -> None:
     """Print both checkouts' added time over ``windows`` new windows, and their paired gap."""
     sides = {"this": (this.Window, this.evaluate_window),
              "before": (before.Window, before.evaluate_window)}
     for window_type, evaluate in sides.values():  # imports and first-call caches
-        added(cost_window(rows, "scores", windows + 1, window_type), evaluate)
+        added_cpu(cost_window(rows, "scores", windows + 1, window_type), DEFAULT, evaluate)
     found: dict[str, list[float]] = {"this": [], "before": []}
     for seed in range(windows):
         order = list(sides) if seed % 2 == 0 else list(reversed(sides))
         for side in order:
             window_type, evaluate = sides[side]
-            found[side].append(added(cost_window(rows, "scores", seed, window_type), evaluate))
+            window = cost_window(rows, "scores", seed, window_type)
+            found[side].append(added_cpu(window, DEFAULT, evaluate))
     diff = np.subtract(found["this"], found["before"]) * 1e3
     low, mid, high = np.percentile(diff, [25, 50, 75])
     print(f"\n== {rows:.0e} rows, {windows} new windows, each by both checkouts in turn "

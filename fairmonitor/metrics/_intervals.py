@@ -389,8 +389,7 @@ class _Curves:
         if self.kind in ("abpc", "abcc") and len(groups) > 1 and _alike(boots):
             errors = _kernels().errors
             counts = np.stack(boots)
-            hat_stack = np.stack([self("hat", g, (g, g), h) for g, h in zip(groups, hats,
-                                                                             strict=True)])
+            hat_stack = self.many("hat", groups, hats)
             if self.kind == "abpc":  # each draw divided by its total in the error pass
                 dens = _smooth(counts, np.array([float(self.bandwidths[g]) for g in groups]),
                                normalized=False)
