@@ -31,10 +31,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 import warnings
 
 import numpy as np
+from _timing import least
 
 from fairmonitor.metrics import abcc, abpc, madd, pairwise_matrix
 from fairmonitor.report import Window, evaluate_window
@@ -64,15 +64,6 @@ def data(n: int, k: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndar
     scores = rng.beta(a[groups], b[groups])
     labels = (rng.random(n) < scores).astype(np.int64)
     return groups, scores, labels
-
-
-def cpu(func, repeats: int) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.process_time()
-        func()
-        best = min(best, time.process_time() - start)
-    return best
 
 
 def run(window: Window, metrics, level: float | None = 0.95):
@@ -135,13 +126,13 @@ def sweep(n: int, k: int, repeats: int, do_check: bool) -> None:
     run(window, METRICS)  # warm: kernels, caches
     sizes = np.bincount(groups)
     print(f"k = {k} (group sizes {sizes.min()}..{sizes.max()}), n = {n}:")
-    base = cpu(lambda: run(window, METRICS[:1], None), repeats)
+    base = least(lambda: run(window, METRICS[:1], None), repeats)[0]
     print(f"  {'base':32s} {base:8.3f} s")
     for name in METRICS:
-        t = cpu(lambda name=name: run(window, [name]), repeats)
+        t = least(lambda name=name: run(window, [name]), repeats)[0]
         print(f"  {name:32s} {t:8.3f} s")
-    without = cpu(lambda: run(window, METRICS[:-1]), repeats)
-    total = cpu(lambda: run(window, METRICS), repeats)
+    without = least(lambda: run(window, METRICS[:-1]), repeats)[0]
+    total = least(lambda: run(window, METRICS), repeats)[0]
     print(f"  {'all - madd':32s} {without:8.3f} s\n  {'all':32s} {total:8.3f} s", flush=True)
     if k == 400 and n == 10**5:
         target("many_groups_400_default_seconds", without, 1.0)
@@ -163,8 +154,8 @@ def reported(n: int, repeats: int) -> None:
     window = Window({"a": big, "b": small, "c": other}, y_score=scores, y_true=labels)
     run(window, METRICS)
     groups = np.unique(code).size
-    without = cpu(lambda: run(window, METRICS[:-1]), repeats)
-    total = cpu(lambda: run(window, METRICS), repeats)
+    without = least(lambda: run(window, METRICS[:-1]), repeats)[0]
+    total = least(lambda: run(window, METRICS), repeats)[0]
     print(f"reported: 40 x 3 x 4 ({groups} intersection groups), n = {n}, with intervals: "
           f"all - madd {without:.3f} s, all {total:.3f} s", flush=True)
 

@@ -13,22 +13,13 @@ from __future__ import annotations
 import os
 import platform
 import sys
-import time
 from datetime import UTC, datetime
 
 import numpy as np
+from _timing import least
 
 from fairmonitor import Window, evaluate_window
 from fairmonitor.report.registry import class_key
-
-
-def best_of(func, repeats: int = 3) -> float:
-    times = []
-    for _ in range(repeats):
-        t = time.process_time()
-        func()
-        times.append(time.process_time() - t)
-    return min(times)
 
 
 def main(argv: list[str]) -> int:
@@ -60,7 +51,9 @@ def main(argv: list[str]) -> int:
         for (metric, attr), value in report.values.items():
             got = mc.values[(class_key(metric, classes[k]), attr)]
             assert np.isnan(value) and np.isnan(got) or abs(got - value) < 1e-12, (metric, k)
-    t_mc, t_classes, t_one = best_of(multiclass), best_of(per_class), best_of(lambda: binary(0))
+    t_mc, _ = least(multiclass)
+    t_classes, _ = least(per_class)
+    t_one, _ = least(lambda: binary(0))
     print(f"{platform.processor() or platform.machine()}, load {os.getloadavg()[0]:.1f}, "
           f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC")
     print(f"n={n}, {len(classes)} classes, 2 attributes + intersection, default metrics with "

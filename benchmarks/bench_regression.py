@@ -35,6 +35,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from _timing import least
 
 from fairmonitor import Window, evaluate_window
 from fairmonitor.datasets import load_adult
@@ -47,15 +48,6 @@ CLASSIFICATION = ["demographic_parity_difference", "demographic_parity_ratio",
                   "equalized_odds_difference", "equal_opportunity_difference",
                   "predictive_parity_difference", "calibration_difference", "abcc", "abpc",
                   "madd"]
-
-
-def best_of(func: Callable[[], Any], repeats: int = 3) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        func()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def cpu_rounds(funcs: list[Callable[[], Any]], repeats: int = 3) -> np.ndarray:
@@ -146,8 +138,8 @@ def bench_windows(sizes: tuple[int, ...]) -> bool:
             sr = _sorts(functools.partial(reg, 0.95))
             sr_no_madd = _sorts(functools.partial(reg, 0.95, no_madd))
             for level, what in ((None, "no intervals"), (0.95, "intervals (default)")):
-                tc = best_of(functools.partial(clf, level))
-                tr = best_of(functools.partial(reg, level))
+                tc = least(functools.partial(clf, level), clock=time.perf_counter)[0]
+                tr = least(functools.partial(reg, level), clock=time.perf_counter)[0]
                 print(f"window {n:>7} rows, {what:<19}: classification {tc:7.3f} s, "
                       f"regression {tr:7.3f} s, ratio {tr / tc:6.2f}")
                 print(f"TARGET window_{n}_{'plain' if level is None else 'intervals'}"

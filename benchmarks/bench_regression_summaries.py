@@ -24,6 +24,7 @@ import argparse
 import time
 
 import numpy as np
+from _timing import least
 
 from fairmonitor.report import Window, evaluate_summary, evaluate_window
 from fairmonitor.report.registry import task_metrics
@@ -51,15 +52,6 @@ def day(n: int, seed: int = 0) -> dict[str, np.ndarray]:
     pred = np.round(target * rng.lognormal(0.0, 0.2, n) * np.where(sex == "F", 0.97, 1.0), 2)
     hour = np.sort(rng.integers(0, 24, n))
     return {"sex": sex, "race": race, "y": target, "pred": pred, "hour": hour}
-
-
-def cpu(fn, repeats: int):
-    best, out = float("inf"), None
-    for _ in range(repeats):
-        t = time.process_time()
-        out = fn()
-        best = min(best, time.process_time() - t)
-    return best, out
 
 
 def main() -> None:
@@ -96,8 +88,8 @@ def main() -> None:
         w = Window({"sex": d["sex"], "race": d["race"]}, y_pred=d["pred"], y_true=d["y"])
         return evaluate_window(w, task="regression", metrics=METRICS, options=OPTIONS, rng=0)
 
-    t_merged, got = cpu(merged, args.repeats)
-    t_rows, want = cpu(rows, args.repeats)
+    t_merged, got = least(merged, args.repeats)
+    t_rows, want = least(rows, args.repeats)
     print(f"daily_from_hourly_speedup {t_rows / t_merged:.2f} (rows {t_rows:.2f} s, merged "
           f"summaries {t_merged:.2f} s CPU)")
     errors = [abs(got.values[k] - v) / max(abs(v), 1e-300) for k, v in want.values.items()

@@ -50,11 +50,11 @@ import argparse
 import math
 import os
 import tempfile
-import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
+from _timing import least
 
 from fairmonitor.report import Window, evaluate_summary, evaluate_window
 from fairmonitor.summaries import SummarySpec, from_bytes, merge_all, summarize, to_bytes
@@ -74,15 +74,6 @@ def day(n: int, seed: int = 0):
     return sf, score, label, hour
 
 
-def cpu(func, repeats: int):
-    best, result = float("inf"), None
-    for _ in range(repeats):
-        start = time.process_time()
-        result = func()
-        best = min(best, time.process_time() - start)
-    return best, result
-
-
 def run(sf, score, label, hour, intersection: bool, max_raw: int | None = None) -> None:
     """One comparison: the 3 attributes alone, or with their 40-group intersection."""
     tag = "with_intersection" if intersection else "3_attributes"
@@ -91,7 +82,7 @@ def run(sf, score, label, hour, intersection: bool, max_raw: int | None = None) 
             else SummarySpec(max_raw=max_raw, sample_size=0))
     print(f"--- {tag} (max_raw={spec.max_raw})")
     bounds = np.searchsorted(hour, np.arange(25))
-    t_summarize, stored = cpu(lambda: [to_bytes(summarize(
+    t_summarize, stored = least(lambda: [to_bytes(summarize(
         {k: v[a:b] for k, v in sf.items()}, y_score=score[a:b], y_true=label[a:b], spec=spec,
         intersection=intersection))
         for a, b in zip(bounds[:-1], bounds[1:], strict=True)], 1)
@@ -101,8 +92,8 @@ def run(sf, score, label, hour, intersection: bool, max_raw: int | None = None) 
         return evaluate_summary(merged, metrics=METRICS)
 
     evaluate_window(Window({k: v[:2000] for k, v in sf.items()}, y_score=score[:2000]))  # warm
-    t_merge, merged = cpu(from_hourly, 3)
-    t_raw, raw = cpu(lambda: evaluate_window(Window(sf, y_score=score, y_true=label),
+    t_merge, merged = least(from_hourly, 3)
+    t_raw, raw = least(lambda: evaluate_window(Window(sf, y_score=score, y_true=label),
                                              metrics=METRICS, intersection=intersection), 2)
     print(f"24 hourly summaries: {t_summarize:.2f} s CPU to build and serialize")
     print(f"daily report: from 24 stored summaries {t_merge:.3f} s, from raw rows {t_raw:.3f} s")
@@ -193,8 +184,8 @@ def summary_sizes(rows: list[int]) -> None:
         for tag, spec in (("default_spec", SummarySpec()),
                           ("monitor_spec", SummarySpec(max_raw=8192))):
             summary = summarize(sf, y_score=score, y_true=label, spec=spec)
-            t_write, blob = cpu(lambda s=summary: to_bytes(s), 3)
-            t_read, _ = cpu(lambda b=blob: _read_all(merge_all([from_bytes(b), from_bytes(b)])),
+            t_write, blob = least(lambda s=summary: to_bytes(s), 3)
+            t_read, _ = least(lambda b=blob: _read_all(merge_all([from_bytes(b), from_bytes(b)])),
                             3)
             before = _format3_bytes(summary)
             ratio = len(blob) / (8 * n)
@@ -290,11 +281,11 @@ models:
             for index, blob in store.get("bench", hours, part).items():
                 files.put("bench", index, part, blob)
         # minimum of repeats: the machine is shared (the rollup varies by ~20% run to run)
-        t_file, rolled = cpu(lambda: evaluate_rollup(model, model.rollups[0], day_end, files),
+        t_file, rolled = least(lambda: evaluate_rollup(model, model.rollups[0], day_end, files),
                              7)
-        t_sql, from_sql = cpu(lambda: evaluate_rollup(model, model.rollups[0], day_end,
+        t_sql, from_sql = least(lambda: evaluate_rollup(model, model.rollups[0], day_end,
                                                       store), 7)
-        t_raw, raw = cpu(lambda: evaluate_model_window(daily.models["bench"], source, t0,
+        t_raw, raw = least(lambda: evaluate_model_window(daily.models["bench"], source, t0,
                                                        day_end, now=day_end), 3)
         store.close()
     assert rolled.error is None and from_sql.error is None and not raw.errors, (
