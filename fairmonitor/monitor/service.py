@@ -19,7 +19,9 @@ SIGTERM/SIGINT, :meth:`MonitorService.stop`, ``max_ticks`` or ``run_for``.
 When ticks happen: on the wall clock, the next tick runs when the next window of any model
 closes (``job.next_run``: the window end, or end + ``labels_after`` for the labelled phase)
 plus ``settle_seconds``, so a window is evaluated as soon as it closes: an hourly window is not
-left waiting for a tick counted from start-up. ``config.tick`` is only the retry interval (a
+left waiting for a tick counted from start-up. The catch-up tick (at start-up, and when a standby
+takes the lease over) runs at once, unless a window closed within its settle: then it waits for
+that settle (:meth:`MonitorService.catch_up_at`). ``config.tick`` is only the retry interval (a
 source that was down is retried at the next tick, if it comes before the next window end; a
 retry is never run inside a window's settle). With an injected
 ``clock`` or an explicit ``tick_seconds`` (replays, tests) ticks run at that fixed interval.
@@ -325,7 +327,7 @@ class MonitorService:
         if self._scheduler.running:  # catch up now, not at the next scheduled tick
             try:
                 if self._at_window_ends:
-                    self._schedule(datetime.now(UTC))
+                    self._schedule(self.catch_up_at(datetime.now(UTC)))
                 else:
                     self._scheduler.modify_job("tick", next_run_time=datetime.now(UTC))
             except Exception as exc:  # the scheduler is shutting down
@@ -462,7 +464,7 @@ class MonitorService:
         log.info("serving Prometheus metrics on http://%s:%d/metrics", *self.address)
         if self._at_window_ends:
             self._scheduler.start()
-            self._schedule(datetime.now(UTC))  # the first tick catches up at once
+            self._schedule(self.catch_up_at(datetime.now(UTC)))  # the first tick catches up
             log.info("monitoring %d model(s): %s; each window evaluated when it closes "
                      "(retry every %s)", len(self.config.models), ", ".join(self.config.models),
                      timedelta(seconds=self._interval))
@@ -485,6 +487,16 @@ class MonitorService:
         retry = now + timedelta(seconds=self._interval)
         due = self._job.next_run(self.config, now)
         return retry if due is None or retry < due else due + self._settle
+
+    def catch_up_at(self, now: datetime) -> datetime:
+        """When a catch-up tick (at start-up, or on taking the lease over) runs (window ends).
+
+        At once, unless a window became due within the last ``settle_seconds``: then at its
+        settle, as its scheduled tick would have run. At once it would evaluate that window
+        before the rows written just after its end arrived, and move the checkpoint past it.
+        """
+        due = self._job.next_run(self.config, now - self._settle)
+        return due + self._settle if due is not None and due <= now else now
 
     def _schedule(self, run_at: datetime) -> None:
         if self._stop.is_set() or not self._scheduler.running:

@@ -315,6 +315,45 @@ def test_a_retry_never_evaluates_a_window_before_its_settle(config, frame):
     assert svc.next_tick(early) == end - timedelta(seconds=1)
 
 
+def test_a_catch_up_tick_never_evaluates_a_window_within_its_settle(config, frame):
+    """The start-up tick (and a takeover's) ran at once: started half a second after a window
+    end under a 1-second settle, it evaluated that window before the rows written just after
+    its end arrived, and moved the checkpoint past it."""
+    svc = on_window_ends(config, frame, settle_seconds=2)
+    end = T0 + 6 * HOUR
+    settled = end + timedelta(seconds=2)
+    # within the settle of a window end (its end included): at that settle
+    assert svc.catch_up_at(end) == settled
+    assert svc.catch_up_at(end + timedelta(seconds=0.5)) == settled
+    # once it settled, or before the end: at once
+    assert svc.catch_up_at(settled) == settled
+    later = end + timedelta(minutes=20)
+    assert svc.catch_up_at(later) == later
+    assert svc.catch_up_at(end - timedelta(seconds=1)) == end - timedelta(seconds=1)
+
+
+def test_start_up_schedules_its_catch_up_after_the_settle(config, frame, monkeypatch):
+    """What start() schedules, half a second after a window end (the wall clock frozen there)."""
+    import fairmonitor.monitor.service as service_module
+
+    end = T0 + 6 * HOUR
+
+    class Frozen(datetime):
+        @classmethod
+        def now(cls, tz=None):
+            return end + timedelta(seconds=0.5)
+
+    svc = on_window_ends(config, frame, settle_seconds=2)
+    scheduled: list[datetime] = []
+    monkeypatch.setattr(svc, "_schedule", scheduled.append)
+    monkeypatch.setattr(service_module, "datetime", Frozen)
+    try:
+        svc.start()
+    finally:
+        svc.shutdown()
+    assert scheduled == [end + timedelta(seconds=2)]
+
+
 def test_ticks_follow_window_ends_on_the_wall_clock(tmp_path, make_predictions):
     """Default scheduling, 1-second windows: each tick runs just after a window closed."""
     text = config_text().replace("    window: 1h\n", "    window: 1s\n").replace(
