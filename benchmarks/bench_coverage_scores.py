@@ -56,7 +56,7 @@ import numpy as np
 from scipy import stats
 
 from fairmonitor.metrics._abpc_abcc.kde import density_from_binned
-from fairmonitor.metrics._intervals import RESOLUTION, score_gap_interval
+from fairmonitor.metrics._score_intervals import RESOLUTION, score_gap_interval
 
 GRID = 1 << 14
 REF_BINS = 1024

@@ -3,7 +3,7 @@
 Two measurements on the window of ``bench_intervals.py``'s cost (10^4 rows, two attributes of
 2 and 5 groups and their intersection, the default metric set):
 
-- ``parts``: every function of the interval modules (``metrics/_intervals.py``,
+- ``parts``: every function of the interval modules (``metrics/_score_intervals.py``,
   ``metrics/_rate_intervals.py``, ``report/intervals.py``) wrapped in a timer, over new
   windows: per window, its calls, its own time (compiled kernels count in their caller's)
   and its time with its callees. The wrappers add their own cost (~1 us a call), so the
@@ -31,8 +31,8 @@ from typing import Any
 from _interval_cost import added_cpu, cost_window
 from bench_intervals import DEFAULT
 
-import fairmonitor.metrics._intervals as score_module
 import fairmonitor.metrics._rate_intervals as rate_module
+import fairmonitor.metrics._score_intervals as score_module
 import fairmonitor.report.evaluate as evaluate_module
 import fairmonitor.report.intervals as report_module
 from fairmonitor.report import evaluate_window

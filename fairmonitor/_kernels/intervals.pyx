@@ -1,7 +1,7 @@
 # cython: language_level=3, autotestdict=False
 """The intervals' compiled kernels: bootstrap draws, curves, errors, pair sums; rate maxima.
 
-:func:`~fairmonitor.metrics._intervals.score_gap_interval` reads, per group, a (draws, bins)
+:func:`~fairmonitor.metrics._score_intervals.score_gap_interval` reads, per group, a (draws, bins)
 array of bootstrap counts and turns it into curves, errors and per-pair sums. In numpy each
 step was a pass over a block temporary (the CDF's cumulative sum and division; MADD's
 ``np.add.reduceat``; ABPC's mixed-type product and division; the error's subtraction,

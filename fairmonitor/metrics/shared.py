@@ -37,15 +37,7 @@ from ._calibration import calibration_from_sums
 from ._hfm.exact import FeatureSpace, scale_columns
 from ._hfm.hfm import HFMResult, sampled_result
 from ._hfm.sampled import average_of_distances, nearest_sqdist
-from ._intervals import (
-    RESOLUTION,
-    Interval,
-    ScoreBootstrap,
-    fine_histogram_sorted,
-    mean_gap_interval,
-    score_gap_interval,
-    wald_interval,
-)
+from ._intervals import Interval, mean_gap_interval, wald_interval
 from ._madd.bandwidth import _shares_below as madd_shares_below
 from ._madd.madd import MADDResult
 from ._madd.madd import _auto_pair as madd_auto_pair
@@ -67,6 +59,7 @@ from ._regression.distribution import (
 )
 from ._regression.errors import error_values as regression_error_values
 from ._regression.errors import errors_from_sums as regression_errors_from_sums
+from ._score_intervals import RESOLUTION, ScoreBootstrap, fine_histogram_sorted, score_gap_interval
 from ._worst_pair import SMALL as WORST_PAIR_SMALL
 
 

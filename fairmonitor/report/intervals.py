@@ -12,7 +12,7 @@ summaries. Which method serves which metric (the registry's ``interval`` column)
   ratio, a joint critical value over the pairs that may be the largest; ``docs/intervals.md``);
   the calibration gap by
   :func:`~fairmonitor.metrics._intervals.mean_gap_interval` with a bounded variance;
-- ABCC, ABPC: :func:`~fairmonitor.metrics._intervals.score_gap_interval`, a Poisson
+- ABCC, ABPC: :func:`~fairmonitor.metrics._score_intervals.score_gap_interval`, a Poisson
   bootstrap of per-group score histograms, one :class:`ScoreBootstrap` per attribute shared by
   the score metrics, an attribute derived from an intersection reading the sums of the cells'
   draws (one set of draws for the attributes and their intersection); MADD: its chance level

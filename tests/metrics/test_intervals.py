@@ -19,16 +19,16 @@ from scipy import stats
 from fairmonitor.exceptions import InvalidInputError
 from fairmonitor.metrics import abcc, abpc, madd
 from fairmonitor.metrics._abpc_abcc.kde import density_from_binned
-from fairmonitor.metrics._intervals import (
+from fairmonitor.metrics._intervals import wald_interval
+from fairmonitor.metrics._rate_intervals import rate_gap_interval
+from fairmonitor.metrics._score_intervals import (
     NULL_DRAWS,
     RESOLUTION,
     ScoreBootstrap,
     fine_histogram,
     fine_histogram_sorted,
     score_gap_interval,
-    wald_interval,
 )
-from fairmonitor.metrics._rate_intervals import rate_gap_interval
 
 Z95 = stats.norm.ppf(0.975)
 
@@ -398,7 +398,7 @@ class _NumpyBootstrap:
         return self.coarser[factor]
 
     def get(self, tag, g):
-        from fairmonitor.metrics._intervals import EXACT_NULL_ROWS, NULL_DRAWS, SCORE_DRAWS
+        from fairmonitor.metrics._score_intervals import EXACT_NULL_ROWS, NULL_DRAWS, SCORE_DRAWS
 
         if (tag, g) not in self.draws:
             if tag == "null" and self.fine is not None:
@@ -449,13 +449,8 @@ def _numpy_curve(kind, counts, m, h):
 
 def _numpy_score_gap_interval(sample, kind, *, value, pairs=None, pair_bins=None,
                               bandwidths=None):
-    from fairmonitor.metrics._intervals import (
-        CURVE_RESOLUTION,
-        KAPPA,
-        MAX_PAIRS,
-        _candidates,
-        _Curves,
-    )
+    from fairmonitor.metrics._intervals import KAPPA, MAX_PAIRS
+    from fairmonitor.metrics._score_intervals import CURVE_RESOLUTION, _candidates, _Curves
 
     if kind != "madd":  # ABCC's and ABPC's curves at CURVE_RESOLUTION bins
         sample = sample.coarse(sample.hist.shape[1] // CURVE_RESOLUTION)
@@ -605,7 +600,7 @@ def test_interval_kernels_are_a_compiled_extension_without_numba():
     code = ("import sys, numpy as np, fairmonitor._kernels; "
             "jit = lambda: {m for m in sys.modules if m.split('.')[0] in ('numba', 'llvmlite')}; "
             "before = jit(); "
-            "from fairmonitor.metrics._intervals import fine_histogram, score_gap_interval; "
+            "from fairmonitor.metrics._score_intervals import fine_histogram, score_gap_interval; "
             "h = np.stack([fine_histogram(np.arange(50) / 60), "
             "              fine_histogram(np.arange(40) / 45)]); "
             "r = [score_gap_interval(h, k, value=0.05, bandwidths=[0.05, 0.05], "
@@ -692,7 +687,7 @@ def test_draws_of_several_groups_at_once_are_those_of_one_group_at_a_time():
 
 def _one_group_at_a_time(monkeypatch):
     """Route the batched draws and curves through the per-group code they replaced."""
-    from fairmonitor.metrics import _intervals
+    from fairmonitor.metrics import _score_intervals
 
     def many(self, tag, groups, counts):
         return np.stack([self(tag, g, (g, g), c) for g, c in zip(groups, counts, strict=True)])
@@ -708,12 +703,12 @@ def _one_group_at_a_time(monkeypatch):
                 cells = self._cells.boots(self._members[g])  # the sum of its cells' draws
                 self._boot[g] = np.sum(cells, axis=0, dtype=np.float32)
             elif g not in self._boot:
-                self._boot[g] = _intervals._poisson(self.hist[g], self.n_draws, self._gen)
+                self._boot[g] = _score_intervals._poisson(self.hist[g], self.n_draws, self._gen)
         return [self._boot[g] for g in groups]
 
-    monkeypatch.setattr(_intervals._Curves, "many", many)
-    monkeypatch.setattr(_intervals._Curves, "errors", errors)
-    monkeypatch.setattr(_intervals.ScoreBootstrap, "boots", boots)
+    monkeypatch.setattr(_score_intervals._Curves, "many", many)
+    monkeypatch.setattr(_score_intervals._Curves, "errors", errors)
+    monkeypatch.setattr(_score_intervals.ScoreBootstrap, "boots", boots)
 
 
 @pytest.mark.parametrize("seed, n", [(0, 400), (1, 3000), (2, 20000)])
@@ -752,7 +747,7 @@ def test_madd_null_gap_kernel_equals_coarse_curves_and_their_l1_gaps():
     # every pair's coarse histograms at its own bins (numpy's reduceat over the fine bins,
     # over the draw's total), their L1 gap, the largest per draw: one kernel call
     from fairmonitor._kernels.intervals import coarse_gap_maxima
-    from fairmonitor.metrics._intervals import _Curves
+    from fairmonitor.metrics._score_intervals import _Curves
 
     rng = np.random.default_rng(25)
     counts = rng.poisson(rng.uniform(0, 6, (4, 1, 128)), (4, 60, 128)).astype(np.float32)
@@ -775,7 +770,7 @@ def test_madd_null_gap_kernel_is_exact_on_whole_counts():
     # (reduceat in float64), rounds to float32 as the kernel does, divides by the draw's
     # total and adds the pair's |a - b| in segment order (cumsum: one addition at a time)
     from fairmonitor._kernels.intervals import coarse_gap_maxima
-    from fairmonitor.metrics._intervals import _Curves
+    from fairmonitor.metrics._score_intervals import _Curves
 
     rng = np.random.default_rng(26)
     counts = rng.poisson(rng.uniform(0, 40, (3, 1, 128)), (3, 50, 128)).astype(np.float32)
@@ -841,7 +836,7 @@ def test_curves_at_fewer_bins_read_the_cells_coarse_draws_and_the_fine_null():
     # ABCC and ABPC read CURVE_RESOLUTION bins: an attribute of an intersection sums its
     # cells' coarse bootstrap draws (drawn once, shared by the attributes), and every coarse
     # null is the fine null summed in pairs of bins (MADD's chance reads the fine one)
-    from fairmonitor.metrics._intervals import CURVE_RESOLUTION
+    from fairmonitor.metrics._score_intervals import CURVE_RESOLUTION
 
     rng = np.random.default_rng(6)
     cells = ScoreBootstrap(_cell_hists(rng, [300, 500, 200, 400]))

@@ -225,7 +225,7 @@ def chance_pairs(result: Any, labels: Sequence[Any], sizes: NDArray[np.float64]
                  ) -> tuple[list[tuple[int, int]], dict[tuple[int, int], int]]:
     """Return the pairs MADD's chance level reads and their bins, scoring no other pair.
 
-    The hook of :func:`~fairmonitor.metrics._intervals.score_gap_interval` for a
+    The hook of :func:`~fairmonitor.metrics._score_intervals.score_gap_interval` for a
     :class:`~fairmonitor.metrics.MADDResult` whose pairs were not all scored. Its chance
     level reads the ``MAX_PAIRS`` pairs of smallest groups (``_null_gaps``: a stable sort of
     the pairs by ``-(n_i^-1/2 + n_j^-1/2)``, then the first ``MAX_PAIRS``); given exactly those,
@@ -250,7 +250,7 @@ def chance_pairs(result: Any, labels: Sequence[Any], sizes: NDArray[np.float64]
     bins : dict
         ``(i, j) -> n_bins`` of those pairs.
     """
-    from .._intervals import MAX_GROUPS, MAX_PAIRS
+    from .._score_intervals import MAX_GROUPS, MAX_PAIRS
 
     index = {label: k for k, label in enumerate(labels)}
     order = [(index[a], index[b]) for a, b in itertools.combinations(result.group_labels, 2)
