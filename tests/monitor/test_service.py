@@ -332,8 +332,10 @@ def test_a_catch_up_tick_never_evaluates_a_window_within_its_settle(config, fram
     assert svc.catch_up_at(end - timedelta(seconds=1)) == end - timedelta(seconds=1)
 
 
-def test_start_up_schedules_its_catch_up_after_the_settle(config, frame, monkeypatch):
-    """What start() schedules, half a second after a window end (the wall clock frozen there)."""
+def test_start_up_and_takeover_schedule_their_catch_up_after_the_settle(config, frame,
+                                                                        monkeypatch):
+    """What start() and a takeover schedule half a second after a window end (the wall clock
+    frozen there)."""
     import fairmonitor.monitor.service as service_module
 
     end = T0 + 6 * HOUR
@@ -349,9 +351,10 @@ def test_start_up_schedules_its_catch_up_after_the_settle(config, frame, monkeyp
     monkeypatch.setattr(service_module, "datetime", Frozen)
     try:
         svc.start()
+        svc._role_changed(True)  # the lease taken over at the same moment
     finally:
         svc.shutdown()
-    assert scheduled == [end + timedelta(seconds=2)]
+    assert scheduled == [end + timedelta(seconds=2)] * 2
 
 
 def test_ticks_follow_window_ends_on_the_wall_clock(tmp_path, make_predictions):
