@@ -489,7 +489,7 @@ class MonitorService:
         return retry if due is None or retry < due else due + self._settle
 
     def catch_up_at(self, now: datetime) -> datetime:
-        """When a catch-up tick (at start-up, or on taking the lease over) runs (window ends).
+        """When a catch-up tick runs: at start-up, or on taking the lease over (window ends).
 
         At once, unless a window became due within the last ``settle_seconds``: then at its
         settle, as its scheduled tick would have run. At once it would evaluate that window
