@@ -1,14 +1,14 @@
 # cython: language_level=3, autotestdict=False
 """The intervals' compiled kernels: bootstrap draws, curves, errors, pair sums; rate maxima.
 
-:func:`~fairmonitor.metrics._score_intervals.score_gap_interval` reads, per group, a (draws, bins)
-array of bootstrap counts and turns it into curves, errors and per-pair sums. In numpy each
-step was a pass over a block temporary (the CDF's cumulative sum and division; MADD's
+:func:`~fairmonitor.metrics._score_intervals.score_gap_interval` reads, per group, a (draws,
+bins) array of bootstrap counts and turns it into curves, errors and per-pair sums. In numpy
+each step was a pass over a block temporary (the CDF's cumulative sum and division; MADD's
 ``np.add.reduceat``; ABPC's mixed-type product and division; the error's subtraction,
-``np.nan_to_num`` (four passes), cast and ``var`` (four passes); per pair the noise, two
-masked copies, ``abs`` and a sum). Compiled, each is one pass that writes only what is read
-again. The report's fine histogram of cells (:func:`cell_histogram`) is one pass instead of a
-division, a cast, a minimum and a weighted ``np.bincount``; the rate intervals' joint maxima
+``np.nan_to_num`` (four passes), cast and ``var`` (four passes); per pair the noise, two masked
+copies, ``abs`` and a sum). Compiled, each is one pass that writes only what is read again. The
+report's fine histogram of cells (:func:`cell_histogram`) is one pass instead of a division, a
+cast, a minimum and a weighted ``np.bincount``; the rate intervals' joint maxima
 (:func:`pair_maxima`) one pass instead of six (draws, pairs) temporaries, their pair bounds
 (:func:`pair_score_bounds`) and chance extremes (:func:`rate_extremes`) one pass each instead
 of a gather and ~20 small temporaries (per call ~10 us of work under ~40 us of numpy calls).
@@ -1014,8 +1014,7 @@ cdef void _extreme_cols(const double[:, ::1] cols, const double[::1] sd, double 
     for k in range(cols.shape[0]):
         z, w = &cols[k, 0], sd[k]
         for d in range(n_draws):
-            v = rate + z[d] * w
-            v = 0.0 if v < 0.0 else (1.0 if v > 1.0 else v)
+            v = _np_clip01(rate + z[d] * w)
             hi[d] = v if v > hi[d] else hi[d]
             lo[d] = v if v < lo[d] else lo[d]
 
