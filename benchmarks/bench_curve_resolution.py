@@ -33,14 +33,20 @@ AFTER = "d0bb782"  # the record at 64 bins, before the upper end's bias share ch
 
 
 def cells(text: str) -> dict[tuple[str, ...], dict[str, float | str]]:
-    """The rows of a bench_coverage_scores.py output, by cell."""
+    """The rows of a bench_coverage_scores.py output, by cell (columns found by the header,
+    which later records widened)."""
     out: dict[tuple[str, ...], dict[str, float | str]] = {}
+    column: dict[str, int] = {}
     for line in text.splitlines():
         part = line.split()
-        if len(part) < 17 or part[0] not in ("abcc", "abpc"):
+        if part[:2] == ["metric", "dist"]:
+            column = {name: k for k, name in enumerate(part)}
+        if not column or len(part) < len(column) or part[0] not in ("abcc", "abpc"):
             continue
-        out[tuple(part[:6])] = {"cover": float(part[8]), "excl0": float(part[11]),
-                                "width": float(part[12]), "verdict": " ".join(part[16:])}
+        out[tuple(part[:6])] = {"cover": float(part[column["cover"]]),
+                                "excl0": float(part[column["excl0"]]),
+                                "width": float(part[column["width"]]),
+                                "verdict": " ".join(part[column["verdict"]:])}
     return out
 
 
