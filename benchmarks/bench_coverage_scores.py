@@ -365,7 +365,7 @@ def main() -> None:
         print(f"zero excluded at parity: min {excl.min():.3f} max {excl.max():.3f}")
     print(f"width / reference: min {ratio.min():.2f} max {ratio.max():.2f}")
     _print_wide(wide, ref_reps, gap_ref_reps)
-    covering = [cell for cell in wide_valid if cell[1] >= FLOOR]
+    covering = [entry for entry in wide_valid if entry[1] >= FLOOR]
     print(f"width over {WIDTH_TARGET:g}x the reference made valid at parity: {len(wide_valid)} "
           f"cells; it covers >= {FLOOR:g} (over its windows) in {len(covering)} of them"
           f"{':' if wide_valid else ''}")
