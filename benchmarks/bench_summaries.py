@@ -94,7 +94,7 @@ def run(sf, score, label, hour, intersection: bool, max_raw: int | None = None) 
     evaluate_window(Window({k: v[:2000] for k, v in sf.items()}, y_score=score[:2000]))  # warm
     t_merge, merged = least(from_hourly, 3)
     t_raw, raw = least(lambda: evaluate_window(Window(sf, y_score=score, y_true=label),
-                                             metrics=METRICS, intersection=intersection), 2)
+                                               metrics=METRICS, intersection=intersection), 2)
     print(f"24 hourly summaries: {t_summarize:.2f} s CPU to build and serialize")
     print(f"daily report: from 24 stored summaries {t_merge:.3f} s, from raw rows {t_raw:.3f} s")
     speedup = t_raw / t_merge
@@ -186,7 +186,7 @@ def summary_sizes(rows: list[int]) -> None:
             summary = summarize(sf, y_score=score, y_true=label, spec=spec)
             t_write, blob = least(lambda s=summary: to_bytes(s), 3)
             t_read, _ = least(lambda b=blob: _read_all(merge_all([from_bytes(b), from_bytes(b)])),
-                            3)
+                              3)
             before = _format3_bytes(summary)
             ratio = len(blob) / (8 * n)
             target = targets.get(n, float("nan"))
@@ -282,11 +282,11 @@ models:
                 files.put("bench", index, part, blob)
         # minimum of repeats: the machine is shared (the rollup varies by ~20% run to run)
         t_file, rolled = least(lambda: evaluate_rollup(model, model.rollups[0], day_end, files),
-                             7)
+                               7)
         t_sql, from_sql = least(lambda: evaluate_rollup(model, model.rollups[0], day_end,
-                                                      store), 7)
+                                                        store), 7)
         t_raw, raw = least(lambda: evaluate_model_window(daily.models["bench"], source, t0,
-                                                       day_end, now=day_end), 3)
+                                                         day_end, now=day_end), 3)
         store.close()
     assert rolled.error is None and from_sql.error is None and not raw.errors, (
         rolled.error, from_sql.error, raw.errors)
