@@ -37,7 +37,7 @@ from ._calibration import calibration_from_sums
 from ._hfm.exact import FeatureSpace, scale_columns
 from ._hfm.hfm import HFMResult, sampled_result
 from ._hfm.sampled import average_of_distances, nearest_sqdist
-from ._intervals import Interval, mean_gap_interval, wald_interval
+from ._intervals import Interval, _kernels, mean_gap_interval, wald_interval
 from ._madd.bandwidth import _shares_below as madd_shares_below
 from ._madd.madd import MADDResult
 from ._madd.madd import _auto_pair as madd_auto_pair
@@ -68,9 +68,7 @@ def cell_histogram(*args: Any, **kwargs: Any) -> Any:
 
     See :func:`fairmonitor._kernels.intervals.cell_histogram`; imported when first called.
     """
-    from .._kernels.intervals import cell_histogram as compiled
-
-    return compiled(*args, **kwargs)
+    return _kernels().cell_histogram(*args, **kwargs)
 
 __all__ = [
     "RESOLUTION", "Interval", "ScoreBootstrap", "cell_histogram", "fine_histogram_sorted",

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .._intervals import Interval
+from .._intervals import Interval, _kernels
 
 #: Default number of bootstrap draws and of permutations.
 N_RESAMPLES = 200
@@ -269,9 +269,8 @@ def _scaled_draws(rng: np.random.Generator, rate: NDArray[np.float64],
     >>> bool((a.reshape(20, 2) == scale.ravel() * stats.poisson.ppf(u, rate.ravel())).all())
     True
     """
-    from ..._kernels.intervals import poisson_counts, scaled
-
+    kernels = _kernels()
     flat = np.ascontiguousarray(rate, dtype=float).ravel()
-    counts = poisson_counts(flat, rng.random((draws, flat.size)))
-    return scaled(counts, np.ascontiguousarray(scale, dtype=float).ravel()).reshape(
+    counts = kernels.poisson_counts(flat, rng.random((draws, flat.size)))
+    return kernels.scaled(counts, np.ascontiguousarray(scale, dtype=float).ravel()).reshape(
         draws, *rate.shape)
