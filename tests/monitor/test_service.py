@@ -317,7 +317,7 @@ def test_a_retry_never_evaluates_a_window_before_its_settle(config, frame):
 
 def test_a_catch_up_tick_never_evaluates_a_window_within_its_settle(config, frame):
     """The start-up tick (and a takeover's) ran at once: started half a second after a window
-    end under a 1-second settle, it evaluated that window before the rows written just after
+    end within its settle, it evaluated that window before the rows written just after
     its end arrived, and moved the checkpoint past it."""
     svc = on_window_ends(config, frame, settle_seconds=2)
     end = T0 + 6 * HOUR
